@@ -1,0 +1,26 @@
+"""Keras layers of re2_tf.
+
+Generic pieces any architecture reuses: :class:`WeightNormDense`, :class:`WeightNormConv1D`,
+:class:`PaddingMask`, :class:`MaskedMaxPooling`, :func:`masked_softmax`, :class:`Prediction`.
+RE2's components, one module per paper component: encoder (:class:`ConvEncoder`), alignment
+(:class:`Alignment`, Eq. 2-3), fusion (:class:`Fusion`, Eq. 4), connection
+(:class:`AugmentedResidualConnection`, Eq. 1; :class:`ResidualConnection`), prediction
+(:class:`Prediction`, Eq. 5-7).
+"""
+
+from re2_tf.layers.activations import gelu, get_activation
+from re2_tf.layers.alignment import ALIGNMENTS, Alignment
+from re2_tf.layers.connection import CONNECTIONS, AugmentedResidualConnection, ResidualConnection
+from re2_tf.layers.encoder import ConvEncoder
+from re2_tf.layers.fusion import FUSIONS, Fusion
+from re2_tf.layers.masking import PaddingMask, dtype_min, masked_softmax
+from re2_tf.layers.pooling import MaskedMaxPooling
+from re2_tf.layers.prediction import PREDICTIONS, Prediction, pair_features
+from re2_tf.layers.weight_norm import WeightNormConv1D, WeightNormDense, weight_normalize
+
+__all__ = [
+    "ALIGNMENTS", "CONNECTIONS", "FUSIONS", "PREDICTIONS",
+    "Alignment", "AugmentedResidualConnection", "ConvEncoder", "Fusion", "MaskedMaxPooling",
+    "PaddingMask", "Prediction", "ResidualConnection", "WeightNormConv1D", "WeightNormDense",
+    "dtype_min", "gelu", "get_activation", "masked_softmax", "pair_features", "weight_normalize",
+]
