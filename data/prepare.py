@@ -1,0 +1,160 @@
+"""Prepare a benchmark for re2_tf: raw distribution -> ``<output>/{train,dev,test}.txt``.
+
+Output lines are ``text1<TAB>text2<TAB>label``: texts tokenised as the RE2 release's
+``data/prepare_*.py`` scripts do (see ``re2_tf/data/tokenization.py``), tokens joined by
+single spaces, lower-cased (``--lower``), labels as ids in ``re2_tf.data.datasets`` order.
+WikiQA also gets ``{train,dev,test}.ids`` (``qid<TAB>docid``) and the filtered references
+``{dev,test}.ref``. ``--dataset=sample`` cuts the bundled SNLI sample (see
+``data/sample/README.md``).
+
+Usage (see data/README.md for downloads):
+
+    python data/prepare.py --dataset=snli    --input=snli_1.0.zip
+    python data/prepare.py --dataset=scitail --input=SciTailV1.1.zip
+    python data/prepare.py --dataset=quora   --input=Quora_question_pair_partition
+    python data/prepare.py --dataset=wikiqa  --input=WikiQACorpus.zip
+    python data/prepare.py --dataset=sample  --input=<dir with SNLI re2_processed dev.txt, test.txt>
+
+``--input`` is the downloaded ``.zip`` or the directory it was extracted to; files are found
+by name anywhere below it (``__MACOSX`` entries are ignored).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from absl import app, flags, logging
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from re2_tf.data import readers  # noqa: E402
+from re2_tf.data.datasets import DATASETS, default_data_dir, get_dataset  # noqa: E402
+from re2_tf.data.tokenization import get_tokenizer  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_enum("dataset", None, sorted(DATASETS), "Dataset to prepare.")
+flags.DEFINE_string("input", None, "Downloaded archive (.zip) or its extracted directory.")
+flags.DEFINE_string("output", None, "Output directory (default: data/<dataset>).")
+flags.DEFINE_bool("lower", True, "Lower-case the written texts.")
+flags.DEFINE_integer("sample_train", 8000, "sample: first N lines of SNLI dev -> train.")
+flags.DEFINE_integer("sample_test", 2000, "sample: first N lines of SNLI test -> test.")
+
+# Relative path endings of the raw files, per dataset and split (first match wins).
+RAW_FILES = {
+    "snli": {s: [f"snli_1.0_{s}.jsonl"] for s in ("train", "dev", "test")},
+    "scitail": {s: [f"snli_format/scitail_1.0_{s}.txt", f"tsv_format/scitail_1.0_{s}.tsv"]
+                for s in ("train", "dev", "test")},
+    "quora": {s: [f"Quora_question_pair_partition/{s}.tsv", f"{s}.tsv"]
+              for s in ("train", "dev", "test")},
+    "wikiqa": {s: [f"WikiQA-{s}.txt"] for s in ("train", "dev", "test")},
+}
+RAW_FORMAT = {".jsonl": "snli_jsonl", ".txt": "scitail_jsonl", ".tsv": "scitail_tsv"}
+
+
+def _find(root: Path, endings: list[str]) -> tuple[Path, str]:
+    """First file below ``root`` whose path ends with one of ``endings`` (in that order)."""
+    files = [p for p in root.rglob("*") if p.is_file() and "__MACOSX" not in p.parts]
+    for ending in endings:
+        matches = sorted(p for p in files if p.as_posix().endswith("/" + ending)
+                         or p.as_posix() == ending)
+        if matches:
+            return matches[0], ending
+    raise FileNotFoundError(f"none of {endings} found under {root}")
+
+
+def _extract(archive: Path, wanted: list[str], into: Path) -> None:
+    """Extracts the members of ``archive`` whose names end with a wanted basename."""
+    basenames = {Path(w).name for w in wanted}
+    with zipfile.ZipFile(archive) as z:
+        for member in z.namelist():
+            if Path(member).name in basenames and "__MACOSX" not in member:
+                z.extract(member, into)
+
+
+def _tokenized(examples, tokenizer_name: str, lower: bool):
+    tokenize = get_tokenizer(tokenizer_name, lower=lower)
+    out, empty = [], 0
+    for ex in examples:
+        t1, t2 = " ".join(tokenize(ex.text1)), " ".join(tokenize(ex.text2))
+        empty += (not t1) + (not t2)
+        out.append(dataclasses.replace(ex, text1=t1, text2=t2))
+    if empty:
+        logging.warning("%d texts are empty after tokenisation", empty)
+    return out
+
+
+def prepare(dataset: str, input_path: str | os.PathLike, output: str | os.PathLike,
+            lower: bool = True, sample_train: int = 8000, sample_test: int = 2000) -> dict:
+    """Writes the prepared splits of ``dataset`` to ``output``; returns ``{split: num_pairs}``.
+
+    Raises:
+      FileNotFoundError: a required raw file is missing. ValueError: malformed raw data.
+    """
+    input_path, output = Path(input_path), Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    if dataset == "sample":
+        return _prepare_sample(input_path, output, sample_train, sample_test)
+    spec = get_dataset(dataset)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = input_path
+        wanted = [e for endings in RAW_FILES[dataset].values() for e in endings]
+        if dataset == "wikiqa":
+            wanted += ["WikiQA-dev-filtered.ref", "WikiQA-test-filtered.ref"]
+        if input_path.is_file() and input_path.suffix == ".zip":
+            _extract(input_path, wanted, Path(tmp))
+            root = Path(tmp)
+        counts = {}
+        for split, endings in RAW_FILES[dataset].items():
+            path, ending = _find(root, endings)
+            logging.info("%s %s <- %s", dataset, split, path)
+            if dataset == "snli":
+                examples, dropped = readers.read_snli_jsonl(path)
+                logging.info("snli %s: dropped %d pairs without gold label", split, dropped)
+            elif dataset == "scitail":
+                examples = readers.read_file(path, RAW_FORMAT[Path(ending).suffix])
+            elif dataset == "quora":
+                examples = readers.read_quora_tsv(path)
+            else:
+                examples = readers.read_wikiqa_txt(path)
+                readers.write_ids(output / f"{split}.ids", examples)
+            examples = _tokenized(examples, spec.tokenizer, lower)
+            readers.write_processed(output / f"{split}.txt", examples)
+            counts[split] = len(examples)
+        if dataset == "wikiqa":
+            for split in ("dev", "test"):
+                ref, _ = _find(root, [f"WikiQA-{split}-filtered.ref"])
+                shutil.copyfile(ref, output / f"{split}.ref")
+    logging.info("wrote %s to %s", counts, output)
+    return counts
+
+
+def _prepare_sample(input_dir: Path, output: Path, n_train: int, n_test: int) -> dict:
+    """train = first ``n_train`` lines of SNLI dev, dev = the rest, test = first ``n_test`` of test."""
+    dev = readers.read_processed(_find(input_dir, ["dev.txt"])[0], num_classes=3)
+    test = readers.read_processed(_find(input_dir, ["test.txt"])[0], num_classes=3)
+    if len(dev) <= n_train or len(test) < n_test:
+        raise ValueError(f"need > {n_train} dev and >= {n_test} test pairs, "
+                         f"got {len(dev)}, {len(test)}")
+    splits = {"train": dev[:n_train], "dev": dev[n_train:], "test": test[:n_test]}
+    for split, examples in splits.items():
+        readers.write_processed(output / f"{split}.txt", examples)
+    return {split: len(examples) for split, examples in splits.items()}
+
+
+def main(argv):
+    del argv
+    output = FLAGS.output or default_data_dir(FLAGS.dataset)
+    counts = prepare(FLAGS.dataset, FLAGS.input, output, lower=FLAGS.lower,
+                     sample_train=FLAGS.sample_train, sample_test=FLAGS.sample_test)
+    print(f"{FLAGS.dataset}: {counts} -> {output}")
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["dataset", "input"])
+    app.run(main)

@@ -1,0 +1,163 @@
+"""Dataset registry: label names, model-selection metric, tokeniser and split loading.
+
+A prepared data directory (written by ``data/prepare.py``) holds, for every dataset::
+
+    <dir>/train.txt  <dir>/dev.txt  <dir>/test.txt     text1<TAB>text2<TAB>label
+
+texts already tokenised (tokens separated by single spaces) and lower-cased, labels as
+integer ids in the order of :attr:`DatasetSpec.label_names`. WikiQA additionally has::
+
+    <dir>/{train,dev,test}.ids    qid<TAB>docid, one line per pair (same order as the .txt)
+    <dir>/{dev,test}.ref          the corpus' WikiQA-{dev,test}-filtered.ref (TREC qrels)
+
+The ids are the corpus' own (see :func:`re2_tf.data.readers.read_wikiqa_txt`), so scores can
+be written as a ``.rank`` file and checked against ``{dev,test}.ref`` or scored in memory
+with :func:`re2_tf.metrics.ranking_metrics`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from re2_tf.data import readers
+from re2_tf.data.readers import PairExample
+from re2_tf.data.tokenization import get_tokenizer
+
+__all__ = ["DatasetSpec", "DATASETS", "SPLITS", "FORMAT_TOKENIZERS", "get_dataset",
+           "default_data_dir", "load_split", "ref_file", "load_file"]
+
+SPLITS = ("train", "dev", "test")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetSpec:
+    """Static facts about one dataset.
+
+    Attributes:
+      name: registry key.
+      label_names: class names in label-id order.
+      metric: metric used for model selection (``acc`` or ``mrr``); see :mod:`re2_tf.metrics`.
+      tokenizer: name (in :data:`re2_tf.data.tokenization.TOKENIZERS`) of the tokeniser that
+        turns the distribution's raw text into the prepared form.
+      ranking: True if pairs are grouped by question and scored with MAP/MRR.
+      watch_metrics: further metrics worth logging.
+    """
+
+    name: str
+    label_names: tuple[str, ...]
+    metric: str
+    tokenizer: str
+    ranking: bool = False
+    watch_metrics: tuple[str, ...] = ()
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.label_names)
+
+
+_NLI3 = ("entailment", "neutral", "contradiction")
+DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
+    DatasetSpec("snli", _NLI3, "acc", "snli"),
+    DatasetSpec("scitail", ("entailment", "neutral"), "acc", "scitail",
+                watch_metrics=("f1", "auc")),
+    DatasetSpec("quora", ("not_duplicate", "duplicate"), "acc", "whitespace",
+                watch_metrics=("f1", "auc")),
+    DatasetSpec("wikiqa", ("incorrect", "correct"), "mrr", "whitespace", ranking=True,
+                watch_metrics=("map",)),
+    DatasetSpec("sample", _NLI3, "acc", "snli"),
+)}
+
+# Tokeniser applied by :func:`load_file` to each raw format (None = text used as stored).
+FORMAT_TOKENIZERS: dict[str, str | None] = {
+    "processed": None,
+    "snli_jsonl": "snli",
+    "scitail_jsonl": "scitail",
+    "scitail_tsv": "scitail",
+    "quora_tsv": None,
+    "wikiqa_txt": None,
+}
+
+
+def get_dataset(name: str) -> DatasetSpec:
+    """Returns the :class:`DatasetSpec` for ``name``. Raises ``KeyError`` if unknown."""
+    if name not in DATASETS:
+        raise KeyError(f"unknown dataset {name!r}; known: {sorted(DATASETS)}")
+    return DATASETS[name]
+
+
+def default_data_dir(name: str) -> Path:
+    """``<repo>/data/<name>``, where ``data/prepare.py`` writes by default."""
+    return REPO_ROOT / "data" / name
+
+
+def load_split(name: str, data_dir: str | os.PathLike | None = None,
+               split: str = "train") -> list[PairExample]:
+    """Loads ``<data_dir>/<split>.txt`` of a prepared dataset.
+
+    Args:
+      name: dataset name (see :data:`DATASETS`).
+      data_dir: prepared directory; defaults to :func:`default_data_dir`.
+      split: ``train``, ``dev`` or ``test``.
+
+    Returns:
+      ``list[PairExample]`` in file order; for ranking datasets ``qid``/``docid`` come from
+      ``<split>.ids`` (or, if that file is absent, the WikiQA grouping rule applied to the
+      ``.txt``).
+
+    Raises:
+      FileNotFoundError: missing split file. ValueError: malformed line, a label
+      ``>= num_classes``, or an ``.ids`` file whose length differs from the ``.txt``.
+    """
+    spec = get_dataset(name)
+    directory = Path(data_dir) if data_dir is not None else default_data_dir(name)
+    path = directory / f"{split}.txt"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found; run data/prepare.py --dataset={name}")
+    examples = readers.read_processed(path, num_classes=spec.num_classes)
+    if spec.ranking:
+        ids_path = directory / f"{split}.ids"
+        if ids_path.exists():
+            ids = readers.read_ids(ids_path)
+            if len(ids) != len(examples):
+                raise ValueError(f"{ids_path}: {len(ids)} lines but {path} has {len(examples)}")
+        else:
+            ids = [(ex.qid, ex.docid) for ex in readers.read_wikiqa_txt(path)]
+        examples = [dataclasses.replace(ex, qid=q, docid=d) for ex, (q, d) in zip(examples, ids)]
+    return examples
+
+
+def ref_file(name: str, data_dir: str | os.PathLike | None = None,
+             split: str = "dev") -> Path | None:
+    """Path of ``<data_dir>/<split>.ref`` for ranking datasets if it exists, else ``None``."""
+    if not get_dataset(name).ranking:
+        return None
+    directory = Path(data_dir) if data_dir is not None else default_data_dir(name)
+    path = directory / f"{split}.ref"
+    return path if path.exists() else None
+
+
+def load_file(path: str | os.PathLike, fmt: str = "processed") -> list[PairExample]:
+    """Loads any supported file and returns pairs in prepared form (for ``--file`` evaluation).
+
+    Raw formats are tokenised with their dataset's tokeniser (:data:`FORMAT_TOKENIZERS`) and
+    lower-cased; tokens are joined by single spaces, so the result can be encoded with
+    ``text.split()`` like a prepared split. ``processed``/``quora_tsv``/``wikiqa_txt`` texts
+    are kept as stored.
+
+    Args:
+      path: the file.
+      fmt: a format name of :data:`re2_tf.data.readers.READERS`.
+
+    Raises:
+      KeyError: unknown format. ValueError: malformed line (``<path>:<line>: ...``).
+    """
+    examples = readers.read_file(path, fmt)
+    tokenizer_name = FORMAT_TOKENIZERS[fmt]
+    if tokenizer_name is None:
+        return examples
+    tokenize = get_tokenizer(tokenizer_name, lower=True)
+    return [dataclasses.replace(ex, text1=" ".join(tokenize(ex.text1)),
+                                text2=" ".join(tokenize(ex.text2))) for ex in examples]

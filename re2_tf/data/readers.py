@@ -1,0 +1,351 @@
+"""Readers for the sentence-pair datasets used by RE2, in their distributed formats.
+
+Every reader returns a list of :class:`PairExample` (one per kept line, in file order).
+Texts are returned exactly as found in the file (raw, untokenised for the raw formats);
+tokenisation is :mod:`re2_tf.data.tokenization`'s job and happens in ``data/prepare.py``.
+
+Formats (name -> reader, used by :func:`read_file`):
+
+=================  ==========================================================  ===========
+format             line layout                                                 labels
+=================  ==========================================================  ===========
+``processed``      ``text1<TAB>text2<TAB>label`` (the release's prepared form)  integer ids
+``snli_jsonl``     SNLI 1.0 ``snli_1.0_*.jsonl``: ``sentence1``, ``sentence2``,  entailment 0,
+                   ``gold_label`` (``-`` = no gold label: dropped, counted)     neutral 1,
+                                                                                contradiction 2
+``scitail_jsonl``  ``SciTailV1.1/snli_format/*.txt`` (jsonl, same fields)      entailment 0,
+                                                                                neutral 1
+``scitail_tsv``    ``SciTailV1.1/tsv_format/*.tsv``: ``premise<TAB>hypothesis   entails 0,
+                   <TAB>label``                                                 neutral 1
+``quora_tsv``      BiMPM ``Quora_question_pair_partition/*.tsv``:               0 / 1
+                   ``label<TAB>q1<TAB>q2<TAB>id``
+``wikiqa_txt``     ``WikiQA-*.txt``: ``question<TAB>sentence<TAB>label``       0 / 1
+=================  ==========================================================  ===========
+
+WikiQA ids: the TREC files shipped with the corpus (``WikiQA-*.ref``, ``*-filtered.ref``,
+``emnlp-table/*.rank``) number questions ``1, 2, ...`` in order of first appearance in the
+matching ``.txt`` (a question is a maximal run of consecutive lines with the same question
+text) and candidates ``0, 1, ...`` within each question, in file order. :func:`read_wikiqa_txt`
+reproduces that scheme (verified line for line against all three ``WikiQA-*.ref`` files), so
+``qid``/``docid`` can be scored directly against the corpus ``.ref`` files.
+
+All readers raise ``ValueError("<file>:<line>: ...")`` (1-based line numbers) on malformed
+lines: wrong number of fields, unknown label, invalid JSON, missing JSON fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Callable, Iterator
+
+from absl import logging
+
+__all__ = [
+    "PairExample",
+    "READERS",
+    "read_file",
+    "read_processed",
+    "read_snli_jsonl",
+    "read_scitail_jsonl",
+    "read_scitail_tsv",
+    "read_quora_tsv",
+    "read_wikiqa_txt",
+    "read_ids",
+    "write_processed",
+    "write_ids",
+]
+
+SNLI_LABELS = {"entailment": 0, "neutral": 1, "contradiction": 2}
+SCITAIL_JSONL_LABELS = {"entailment": 0, "neutral": 1}
+SCITAIL_TSV_LABELS = {"entails": 0, "neutral": 1}
+BINARY_LABELS = {"0": 0, "1": 1}
+
+
+@dataclasses.dataclass(frozen=True)
+class PairExample:
+    """One sentence pair.
+
+    Attributes:
+      text1: first text (premise / question), as stored in the file.
+      text2: second text (hypothesis / candidate answer).
+      label: integer class id (see each reader), or ``None`` for unlabelled data.
+      qid: question id for ranking data (WikiQA), else ``None``.
+      docid: candidate id within its question (WikiQA), else ``None``.
+      pair_id: the distribution's own pair id where it has one (Quora BiMPM), else ``None``.
+    """
+
+    text1: str
+    text2: str
+    label: int | None
+    qid: str | None = None
+    docid: str | None = None
+    pair_id: str | None = None
+
+
+def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """Yields ``(1-based line number, line without its trailing newline)``; skips nothing.
+
+    Only ``\\n`` (and a trailing ``\\r``) end a line: texts may contain other Unicode line
+    separators (U+2028, U+0085, ...) which ``str.splitlines`` would wrongly split on.
+    """
+    with open(path, encoding="utf-8", newline="\n") as f:
+        for lineno, line in enumerate(f, 1):
+            yield lineno, line.rstrip("\n").rstrip("\r")
+
+
+def _error(path, lineno: int, message: str) -> ValueError:
+    return ValueError(f"{os.fspath(path)}:{lineno}: {message}")
+
+
+def _split_tab(path, lineno: int, line: str, n_fields: int, layout: str) -> list[str]:
+    fields = line.split("\t")
+    if len(fields) != n_fields:
+        raise _error(
+            path, lineno, f"expected {n_fields} tab-separated fields ({layout}), "
+            f"got {len(fields)}: {line[:80]!r}")
+    return fields
+
+
+def _label(path, lineno: int, value: str, mapping: dict[str, int]) -> int:
+    if value not in mapping:
+        raise _error(path, lineno, f"unknown label {value!r}; expected one of {sorted(mapping)}")
+    return mapping[value]
+
+
+def read_processed(path: str | os.PathLike, num_classes: int | None = None,
+                   with_labels: bool = True) -> list[PairExample]:
+    """Reads the release's prepared format ``text1<TAB>text2<TAB>label`` (one pair per line).
+
+    This is the format the release's ``data/prepare_*.py`` scripts write and its
+    ``src/utils/loader.py`` reads (RE2 release, Apache-2.0), and what ``data/prepare.py`` writes.
+
+    Args:
+      path: file to read (UTF-8).
+      num_classes: if given, labels must lie in ``[0, num_classes)``.
+      with_labels: if False, lines may also have only two fields (``text1<TAB>text2``);
+        such lines get ``label=None``.
+
+    Returns:
+      ``list[PairExample]`` in file order; ``label`` is the integer in the third column.
+
+    Raises:
+      ValueError: ``<path>:<line>: ...`` for a wrong field count or a label that is not a
+        non-negative integer (or is ``>= num_classes``).
+    """
+    out = []
+    for lineno, line in _lines(path):
+        fields = line.split("\t")
+        if not with_labels and len(fields) == 2:
+            out.append(PairExample(fields[0], fields[1], None))
+            continue
+        if len(fields) != 3:
+            raise _error(path, lineno, "expected 3 tab-separated fields (text1, text2, label), "
+                         f"got {len(fields)}: {line[:80]!r}")
+        text1, text2, raw = fields
+        raw = raw.strip()
+        if not (raw.isascii() and raw.isdigit()):
+            raise _error(path, lineno, f"unknown label {raw!r}; expected a non-negative integer")
+        label = int(raw)
+        if num_classes is not None and label >= num_classes:
+            raise _error(path, lineno, f"label {label} out of range for {num_classes} classes")
+        out.append(PairExample(text1, text2, label))
+    return out
+
+
+def _read_nli_jsonl(path, mapping: dict[str, int], drop_label: str | None
+                    ) -> tuple[list[PairExample], int]:
+    out, dropped = [], 0
+    for lineno, line in _lines(path):
+        if not line.strip():
+            raise _error(path, lineno, "empty line")
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise _error(path, lineno, f"invalid JSON: {e}") from None
+        if not isinstance(record, dict):
+            raise _error(path, lineno, "expected a JSON object")
+        for key in ("sentence1", "sentence2", "gold_label"):
+            if not isinstance(record.get(key), str):
+                raise _error(path, lineno, f"missing or non-string field {key!r}")
+        gold = record["gold_label"]
+        if drop_label is not None and gold == drop_label:
+            dropped += 1
+            continue
+        out.append(PairExample(record["sentence1"], record["sentence2"],
+                               _label(path, lineno, gold, mapping),
+                               pair_id=record.get("pairID")))
+    return out, dropped
+
+
+def read_snli_jsonl(path: str | os.PathLike) -> tuple[list[PairExample], int]:
+    """Reads SNLI 1.0 ``snli_1.0_{train,dev,test}.jsonl`` (Bowman et al., 2015).
+
+    Uses the raw ``sentence1``/``sentence2`` strings and ``gold_label``. Pairs whose gold
+    label is ``-`` (no annotator majority) are dropped, as the release's data (Tay et al.'s
+    preprocessing) did; the number dropped is returned and logged.
+
+    Returns:
+      ``(examples, num_dropped)``; labels entailment 0, neutral 1, contradiction 2;
+      ``pair_id`` = SNLI's ``pairID``.
+
+    Raises:
+      ValueError: ``<path>:<line>: ...`` for invalid JSON, a missing field, or a gold label
+        outside {entailment, neutral, contradiction, -}.
+    """
+    examples, dropped = _read_nli_jsonl(path, SNLI_LABELS, drop_label="-")
+    logging.info("%s: %d pairs read, %d without gold label dropped",
+                 os.fspath(path), len(examples), dropped)
+    return examples, dropped
+
+
+def read_scitail_jsonl(path: str | os.PathLike) -> list[PairExample]:
+    """Reads SciTail v1.1 ``snli_format/scitail_1.0_{train,dev,test}.txt`` (Khot et al., 2018).
+
+    JSON lines with ``sentence1``, ``sentence2`` and ``gold_label`` in {entailment, neutral};
+    this is the file the release's ``prepare_scitail.py`` reads.
+
+    Returns:
+      ``list[PairExample]`` with labels entailment 0, neutral 1.
+
+    Raises:
+      ValueError: ``<path>:<line>: ...`` for invalid JSON, a missing field or another label.
+    """
+    return _read_nli_jsonl(path, SCITAIL_JSONL_LABELS, drop_label=None)[0]
+
+
+def read_scitail_tsv(path: str | os.PathLike) -> list[PairExample]:
+    """Reads SciTail v1.1 ``tsv_format/scitail_1.0_{train,dev,test}.tsv``.
+
+    Layout ``premise<TAB>hypothesis<TAB>label`` with labels ``entails``/``neutral``.
+
+    Returns:
+      ``list[PairExample]`` with labels entails 0, neutral 1 (same ids as the jsonl reader).
+
+    Raises:
+      ValueError: ``<path>:<line>: ...`` for a wrong field count or another label.
+    """
+    out = []
+    for lineno, line in _lines(path):
+        premise, hypothesis, label = _split_tab(path, lineno, line, 3,
+                                                "premise, hypothesis, label")
+        out.append(PairExample(premise, hypothesis, _label(path, lineno, label,
+                                                           SCITAIL_TSV_LABELS)))
+    return out
+
+
+def read_quora_tsv(path: str | os.PathLike) -> list[PairExample]:
+    """Reads the BiMPM Quora partition ``Quora_question_pair_partition/{train,dev,test}.tsv``.
+
+    Layout ``label<TAB>question1<TAB>question2<TAB>pair_id`` (Wang et al., 2017); the release's
+    ``prepare_quora.py`` reorders it to ``q1<TAB>q2<TAB>label`` and drops the id.
+
+    Returns:
+      ``list[PairExample]`` with label 1 = duplicate, 0 = not duplicate; ``pair_id`` set.
+
+    Raises:
+      ValueError: ``<path>:<line>: ...`` for a wrong field count or a label other than 0/1.
+    """
+    out = []
+    for lineno, line in _lines(path):
+        label, q1, q2, pair_id = _split_tab(path, lineno, line, 4, "label, q1, q2, id")
+        out.append(PairExample(q1, q2, _label(path, lineno, label, BINARY_LABELS),
+                               pair_id=pair_id))
+    return out
+
+
+def read_wikiqa_txt(path: str | os.PathLike) -> list[PairExample]:
+    """Reads WikiQA ``WikiQA-{train,dev,test}.txt`` (Yang et al., 2015): ``question<TAB>sentence<TAB>label``.
+
+    Assigns the ids used by the corpus' TREC files: ``qid`` = 1-based index of the question
+    (maximal run of consecutive lines with identical question text), ``docid`` = 0-based
+    index of the candidate within its question. Both are strings.
+
+    Returns:
+      ``list[PairExample]`` with label 1 = correct answer, 0 = incorrect.
+
+    Raises:
+      ValueError: ``<path>:<line>: ...`` for a wrong field count or a label other than 0/1.
+    """
+    out = []
+    previous, qid, docid = None, 0, 0
+    for lineno, line in _lines(path):
+        question, sentence, label = _split_tab(path, lineno, line, 3,
+                                               "question, sentence, label")
+        if question != previous:
+            previous, qid, docid = question, qid + 1, 0
+        out.append(PairExample(question, sentence, _label(path, lineno, label, BINARY_LABELS),
+                               qid=str(qid), docid=str(docid)))
+        docid += 1
+    return out
+
+
+def read_ids(path: str | os.PathLike) -> list[tuple[str, str]]:
+    """Reads a ``qid<TAB>docid`` file (one line per pair, as ``data/prepare.py`` writes).
+
+    Raises:
+      ValueError: ``<path>:<line>: ...`` if a line does not have exactly two non-empty fields.
+    """
+    out = []
+    for lineno, line in _lines(path):
+        qid, docid = _split_tab(path, lineno, line, 2, "qid, docid")
+        if not qid or not docid:
+            raise _error(path, lineno, "empty qid or docid")
+        out.append((qid, docid))
+    return out
+
+
+def _check_text(text: str, what: str) -> None:
+    if "\t" in text or "\n" in text or "\r" in text:
+        raise ValueError(f"{what} contains a tab or newline: {text[:80]!r}")
+
+
+def write_processed(path: str | os.PathLike, examples) -> None:
+    """Writes ``text1<TAB>text2<TAB>label`` lines (UTF-8, ``\\n``); see :func:`read_processed`.
+
+    Raises:
+      ValueError: if a text contains a tab/newline or a label is ``None``.
+    """
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for ex in examples:
+            _check_text(ex.text1, "text1")
+            _check_text(ex.text2, "text2")
+            if ex.label is None:
+                raise ValueError("cannot write an unlabelled example in the processed format")
+            f.write(f"{ex.text1}\t{ex.text2}\t{int(ex.label)}\n")
+
+
+def write_ids(path: str | os.PathLike, examples) -> None:
+    """Writes ``qid<TAB>docid`` per example (see :func:`read_ids`).
+
+    Raises:
+      ValueError: if an example lacks a qid or docid.
+    """
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for ex in examples:
+            if ex.qid is None or ex.docid is None:
+                raise ValueError("example without qid/docid")
+            f.write(f"{ex.qid}\t{ex.docid}\n")
+
+
+READERS: dict[str, Callable[..., list[PairExample]]] = {
+    "processed": read_processed,
+    "snli_jsonl": lambda path: read_snli_jsonl(path)[0],
+    "scitail_jsonl": read_scitail_jsonl,
+    "scitail_tsv": read_scitail_tsv,
+    "quora_tsv": read_quora_tsv,
+    "wikiqa_txt": read_wikiqa_txt,
+}
+
+
+def read_file(path: str | os.PathLike, fmt: str) -> list[PairExample]:
+    """Reads ``path`` with the reader registered under ``fmt`` (see the module docstring).
+
+    Raises:
+      KeyError: unknown format name.
+      ValueError: malformed line (``<path>:<line>: ...``).
+    """
+    if fmt not in READERS:
+        raise KeyError(f"unknown format {fmt!r}; known: {sorted(READERS)}")
+    return READERS[fmt](path)

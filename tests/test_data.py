@@ -1,0 +1,378 @@
+"""Tests for readers, tokenisers, vocabulary, embeddings, registry and data/prepare.py."""
+import csv
+import functools
+import gzip
+import importlib.util
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from re2_tf.data import datasets, embeddings, readers, tokenization
+from re2_tf.data.vocab import Vocab
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+RAW = FIXTURES / "raw"
+
+
+@functools.lru_cache(maxsize=None)
+def _load_prepare():
+    """Imports data/prepare.py once (its absl flags may only be defined once)."""
+    spec = importlib.util.spec_from_file_location("prepare", REPO / "data" / "prepare.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ----------------------------------------------------------------------------- readers
+def test_read_snli_jsonl_drops_unlabelled():
+    examples, dropped = readers.read_snli_jsonl(RAW / "snli_1.0" / "snli_1.0_train.jsonl")
+    assert dropped == 1  # the 4th line has gold label "-"
+    assert [e.label for e in examples] == [0, 1, 2]
+    assert examples[0].text1 == "A person on a horse jumps over a broken down airplane."
+    assert examples[1].pair_id == "2n"
+
+
+def test_read_scitail_jsonl_and_tsv_agree():
+    jsonl = readers.read_scitail_jsonl(RAW / "SciTailV1.1/snli_format/scitail_1.0_train.txt")
+    tsv = readers.read_scitail_tsv(RAW / "SciTailV1.1/tsv_format/scitail_1.0_train.tsv")
+    assert [e.label for e in jsonl] == [1, 0]  # neutral, entailment
+    assert jsonl == tsv
+
+
+def test_read_quora_and_wikiqa():
+    quora = readers.read_quora_tsv(RAW / "Quora_question_pair_partition/train.tsv")
+    assert [(e.label, e.pair_id) for e in quora] == [(1, "101"), (0, "102")]
+    assert quora[0].text1 == "How can I stop my depression ?"
+    wikiqa = readers.read_wikiqa_txt(RAW / "WikiQACorpus/WikiQA-dev.txt")
+    # Questions numbered from 1 by consecutive runs ("pm" and "PM" differ), docs from 0.
+    assert [(e.qid, e.docid, e.label) for e in wikiqa] == [
+        ("1", "0", 0), ("1", "1", 1), ("2", "0", 0), ("3", "0", 1), ("3", "1", 0)]
+    ref = (RAW / "WikiQACorpus/WikiQA-dev.ref").read_text().split("\n")[:-1]
+    assert [f"{e.qid} 0 {e.docid} {e.label}" for e in wikiqa] == ref
+
+
+@pytest.mark.parametrize("content, fmt, line, message", [
+    ("a\tb\t0\na\tb\n", "processed", 2, "expected 3"),
+    ("a\tb\t0\na\tb\tx\n", "processed", 2, "unknown label"),
+    ('{"sentence1": "a", "sentence2": "b", "gold_label": "neutral"}\n{"sentence1": \n',
+     "snli_jsonl", 2, "invalid JSON"),
+    ('{"sentence1": "a", "sentence2": "b", "gold_label": "maybe"}\n', "snli_jsonl", 1,
+     "unknown label"),
+    ('{"sentence1": "a", "gold_label": "neutral"}\n', "scitail_jsonl", 1, "sentence2"),
+    ('{"sentence1": "a", "sentence2": "b", "gold_label": "contradiction"}\n',
+     "scitail_jsonl", 1, "unknown label"),
+    ("p\th\tentails\np\th\tentailment\n", "scitail_tsv", 2, "unknown label"),
+    ("1\tq1\tq2\t7\n1\tq1\tq2\n", "quora_tsv", 2, "expected 4"),
+    ("q\ts\t1\nq\ts\t2\n", "wikiqa_txt", 2, "unknown label"),
+])
+def test_malformed_lines_name_file_and_line(tmp_path, content, fmt, line, message):
+    path = tmp_path / "broken.txt"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"broken\.txt:{line}: .*{message}"):
+        readers.read_file(path, fmt)
+
+
+def test_malformed_fixture_file():
+    with pytest.raises(ValueError, match=r"bad_processed\.txt:3: expected 3"):
+        readers.read_processed(FIXTURES / "bad_processed.txt")
+    with pytest.raises(ValueError, match=r":2: label 1 out of range"):
+        readers.read_processed(FIXTURES / "bad_processed.txt", num_classes=1)
+
+
+# ---------------------------------------------------------------------------- tokenisers
+def test_scitail_tokenizer_hand_worked():
+    tok = tokenization.get_tokenizer("scitail")
+    # TweetTokenizer: Earth's | rotation | isn't | " | slow | " | / | fast | ; | it's | ...
+    # then - . # " / -> space, clitics split off, spaces collapsed, case kept.
+    assert tok("Earth's rotation isn't \"slow\"/fast; it's about 24 hours.") == [
+        "Earth", "'s", "rotation", "is", "n't", "slow", "fast", ";", "it", "'s", "about",
+        "24", "hours"]
+    # "#1" is one Tweet token (hashtag); '#' becomes a space; rock-band splits on '-'.
+    assert tok("Wasn't it the #1 rock-band?") == ["Was", "n't", "it", "the", "1", "rock",
+                                                  "band", "?"]
+    assert tokenization.get_tokenizer("scitail", lower=True)("The 'Big' cat") == [
+        "the", "big", "cat"]
+
+
+def test_snli_tokenizer_hand_worked():
+    tok = tokenization.get_tokenizer("snli")
+    # PTB tokens, lower-cased, single-character punctuation removed, `` '' kept.
+    assert tok('Two women, holding "to-go" packages, aren\'t talking.') == [
+        "two", "women", "holding", "``", "to-go", "''", "packages", "are", "n't", "talking"]
+    # Sentence split keeps abbreviations ("mr.") but separates a sentence-final period.
+    assert tok("Mr. Smith's dog runs. It is fast!") == [
+        "mr.", "smith", "'s", "dog", "runs", "it", "is", "fast"]
+
+
+def test_tokenizer_registry():
+    assert tokenization.get_tokenizer("whitespace")("How  do I ?") == ["How", "do", "I", "?"]
+    assert tokenization.get_tokenizer("whitespace", lower=True)("A B") == ["a", "b"]
+    assert set(tokenization.TOKENIZERS) == {"whitespace", "scitail", "snli"}
+    with pytest.raises(KeyError):
+        tokenization.get_tokenizer("bert")
+
+
+def test_scitail_tokenizer_reproduces_release_test_split(shared_data):
+    original = shared_data / "scitail/original_text/scitail_test_felipessalvatore_dev.csv"
+    processed = shared_data / "scitail/re2_processed/test.txt"
+    if not original.exists() or not processed.exists():
+        pytest.skip("SciTail test files not staged")
+    with open(original, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    reference = readers.read_processed(processed)
+    assert len(rows) == len(reference) == 2126
+    tok = tokenization.get_tokenizer("scitail")
+    matches = sum(" ".join(tok(r["premise"])) == ref.text1
+                  and " ".join(tok(r["hypothesis"])) == ref.text2
+                  for r, ref in zip(rows, reference))
+    label_names = {"entailment": 0, "not_entailment": 1}
+    assert [label_names[r["label"]] for r in rows] == [ref.label for ref in reference]
+    fraction = matches / len(reference)
+    print(f"SciTail test tokenisation exact-match: {matches}/{len(reference)} = {fraction:.4%}")
+    assert fraction >= 0.99
+
+
+def test_wikiqa_ids_match_corpus_refs(shared_data):
+    for split in ("train", "dev", "test"):
+        examples = readers.read_wikiqa_txt(shared_data / f"wikiqa/WikiQA-{split}.txt")
+        ref = (shared_data / f"wikiqa/WikiQA-{split}.ref").read_text().splitlines()
+        assert [f"{e.qid} 0 {e.docid} {e.label}" for e in examples] == ref
+
+
+def test_shared_processed_files_read(shared_data):
+    # Published split sizes (data README): SNLI dev 9,842; SciTail dev 1,304; Quora dev 10,000.
+    for name, size, classes in (("snli", 9842, 3), ("scitail", 1304, 2), ("quora", 10000, 2)):
+        examples = readers.read_processed(shared_data / f"{name}/re2_processed/dev.txt",
+                                          num_classes=classes)
+        assert len(examples) == size
+
+
+# ------------------------------------------------------------------------------- vocab
+def test_vocab_build_rule_and_order():
+    tokens = "The cat sat on the mat . the cat ran".split()
+    # lower-cased counts: the 3, cat 2, sat/on/mat/./ran 1. min_df=2 keeps the, cat;
+    # "mat" has a vector; "dog" has a vector but is not in the data -> not added.
+    vocab = Vocab.build(tokens, min_df=2, pretrained_words={"mat", "dog"})
+    assert vocab.tokens == ["<PAD>", "<UNK>", "the", "cat", "mat"]
+    assert vocab.encode(["The", "mat", "dog"]) == [2, 4, 1]
+    assert vocab.decode([0, 1, 3]) == ["<PAD>", "<UNK>", "cat"]
+    # ties in count are ordered by the word: a(2) b(2) c(1)
+    assert Vocab.build("b a b a c".split(), min_df=1).tokens[2:] == ["a", "b", "c"]
+    assert Vocab.build("A a".split(), min_df=2, lower=False).tokens == ["<PAD>", "<UNK>"]
+    # a {token: count} mapping is accepted as well (counts merged after lower-casing)
+    assert Vocab.build({"The": 1, "the": 1, "x": 1}, min_df=2).tokens[2:] == ["the"]
+
+
+def test_vocab_save_load(tmp_path):
+    vocab = Vocab(["the", "cat", "ünïcode"])
+    path = tmp_path / "vocab.txt"
+    vocab.save(path)
+    assert path.read_text(encoding="utf-8") == "<PAD>\n<UNK>\nthe\ncat\nünïcode\n"
+    assert Vocab.load(path) == vocab
+    path.write_text("<PAD>\n<UNK>\nthe\nthe\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="duplicate"):
+        Vocab.load(path)
+    path.write_text("the\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="must start with"):
+        Vocab.load(path)
+
+
+# -------------------------------------------------------------------------- embeddings
+EXPECTED_LOWER = np.array([  # vocab <PAD> <UNK> the dog cat mat bird; see glove_tiny.txt
+    [0, 0, 0], [0, 0, 0],
+    [0.1, 0.2, 0.3],   # "the" (line 1) wins over "The" (line 2)
+    [0.1, -2, 3],      # "Dog" (line 5) wins over "dog" (line 6)
+    [-1.0, 0.5, 2.5], [0, 0, 1],
+    [0, 0, 0],         # "bird": no vector
+], dtype=np.float32)
+
+
+def _glove_variants(tmp_path):
+    plain = FIXTURES / "glove_tiny.txt"
+    gz = tmp_path / "glove_tiny.txt.gz"
+    with open(plain, "rb") as src, gzip.open(gz, "wb") as dst:
+        dst.write(src.read())
+    zipped = tmp_path / "glove_tiny.zip"
+    with zipfile.ZipFile(zipped, "w") as z:
+        z.write(plain, "glove_tiny.txt")
+    return [plain, gz, zipped]
+
+
+def test_load_embeddings_plain_gz_zip(tmp_path):
+    vocab = Vocab(["the", "dog", "cat", "mat", "bird"])
+    for path in _glove_variants(tmp_path):
+        matrix = embeddings.load_embeddings(path, vocab)
+        assert matrix.dtype == np.float32 and matrix.shape == (7, 3)
+        np.testing.assert_allclose(matrix, EXPECTED_LOWER)
+        # ". . ." (a word with spaces) is skipped, not an error.
+        assert embeddings.load_glove_words(path) == {"the", "cat", "dog", "mat"}
+    cased = embeddings.load_embeddings(FIXTURES / "glove_tiny.txt", vocab, lower=False)
+    np.testing.assert_allclose(cased[2:4], [[0.1, 0.2, 0.3], [8, 8, 8]])
+    assert embeddings.load_glove_words(FIXTURES / "glove_tiny.txt", lower=False) == {
+        "the", "The", "cat", "Dog", "dog", "mat"}
+
+
+def test_malformed_vectors(tmp_path):
+    vocab = Vocab(["a", "b"])
+    short = tmp_path / "short.txt"
+    short.write_text("a 1 2 3\nb 1 2\n")
+    with pytest.raises(ValueError, match=r"short\.txt:2: expected 3 values"):
+        embeddings.load_embeddings(short, vocab)
+    with pytest.raises(ValueError, match=r"short\.txt:2:"):
+        embeddings.load_glove_words(short)
+    text = tmp_path / "text.txt"
+    text.write_text("a 1 2 3\nb 1 x 3\n")
+    with pytest.raises(ValueError, match=r"text\.txt:2: non-numeric"):
+        embeddings.load_embeddings(text, vocab)
+    bad_zip = tmp_path / "two.zip"
+    with zipfile.ZipFile(bad_zip, "w") as z:
+        z.writestr("a.txt", "a 1\n")
+        z.writestr("b.txt", "b 1\n")
+    with pytest.raises(ValueError, match="exactly one"):
+        embeddings.load_glove_words(bad_zip)
+
+
+def test_vocab_and_embeddings_cache(tmp_path):
+    train_tokens = "the dog the cat rare".split()
+    cache = tmp_path / "run"
+    vocab, matrix = embeddings.vocab_and_embeddings(
+        train_tokens, embeddings_path=str(FIXTURES / "glove_tiny.txt"), cache_dir=cache,
+        min_df=2)
+    # the(2) by count, then dog(1), cat(1) because they have vectors; "rare" dropped.
+    assert vocab.tokens == ["<PAD>", "<UNK>", "the", "cat", "dog"]
+    np.testing.assert_allclose(matrix[2:], [[0.1, 0.2, 0.3], [-1.0, 0.5, 2.5], [0.1, -2, 3]])
+    assert sorted(p.name for p in cache.iterdir()) == ["embeddings.npy", "vocab.txt"]
+    # Second call is served from the cache (the vectors file is not even opened).
+    vocab2, matrix2 = embeddings.vocab_and_embeddings(
+        [], embeddings_path=str(tmp_path / "missing.txt"), cache_dir=cache)
+    assert vocab2 == vocab
+    np.testing.assert_array_equal(matrix2, matrix)
+
+
+# ---------------------------------------------------------------------------- registry
+def test_registry():
+    expected = {
+        "snli": (("entailment", "neutral", "contradiction"), "acc", "snli"),
+        "scitail": (("entailment", "neutral"), "acc", "scitail"),
+        "quora": (("not_duplicate", "duplicate"), "acc", "whitespace"),
+        "wikiqa": (("incorrect", "correct"), "mrr", "whitespace"),
+        "sample": (("entailment", "neutral", "contradiction"), "acc", "snli"),
+    }
+    for name, (labels, metric, tokenizer) in expected.items():
+        spec = datasets.get_dataset(name)
+        assert (spec.label_names, spec.metric, spec.tokenizer) == (labels, metric, tokenizer)
+        assert tokenizer in tokenization.TOKENIZERS
+    assert datasets.get_dataset("wikiqa").ranking
+    with pytest.raises(KeyError):
+        datasets.get_dataset("mnli")
+
+
+def test_bundled_sample():
+    sample = REPO / "data" / "sample"
+    sizes = {s: len(datasets.load_split("sample", sample, s)) for s in datasets.SPLITS}
+    assert sizes == {"train": 8000, "dev": 1842, "test": 2000}
+    assert sum((sample / f"{s}.txt").stat().st_size for s in datasets.SPLITS) < 2 * 2**20
+    dev = datasets.load_split("sample", sample, "dev")
+    # counted with `cut -f3 | sort | uniq -c`: dev 612/622/608
+    assert np.bincount([e.label for e in dev]).tolist() == [612, 622, 608]
+    readme = (sample / "README.md").read_text()
+    assert "CC BY-SA 4.0" in readme and "Bowman" in readme
+
+
+def test_load_file_tokenises_raw_formats():
+    examples = datasets.load_file(RAW / "SciTailV1.1/snli_format/scitail_1.0_dev.txt",
+                                  "scitail_jsonl")
+    assert examples == [readers.PairExample("was n't it the 1 rock band ?",
+                                            "it was a rock band", 0)]
+    quora = datasets.load_file(RAW / "Quora_question_pair_partition/dev.tsv", "quora_tsv")
+    assert quora[0].text1 == "How do I learn Python ?"  # as distributed; vocab lower-cases
+
+
+# ----------------------------------------------------------------------------- prepare
+PREPARED = {  # expected prepared files, worked out by hand from tests/fixtures/raw
+    "snli": {
+        "train": ["a person on a horse jumps over a broken down airplane\t"
+                  "a person is outdoors on a horse\t0",
+                  "two women holding `` to-go '' packages are n't talking\t"
+                  "the sisters are hugging goodbye\t1",
+                  "children smiling and waving at camera\tthe kids are frowning\t2"],
+        "dev": ["mr. smith 's dog runs it is fast\ta dog runs\t0"],
+        "test": ["a man plays\tnobody plays\t2"],
+    },
+    "scitail": {
+        "train": ["based on the list provided of the uses of substances 1 7 , estimate the ph\t"
+                  "if a substance has a ph value greater than 7 , that indicates that it is base\t1",
+                  "earth 's rotation is n't slow fast ; it 's about 24 hours\t"
+                  "the earth rotates once every day\t0"],
+        "dev": ["was n't it the 1 rock band ?\tit was a rock band\t0"],
+        "test": ["if one or two base pairs are changed ( mutated ) , the embryo fails\t"
+                 "embryos develop\t1"],
+    },
+    "quora": {
+        "train": ["how can i stop my depression ?\twhat can i do to stop being depressed ?\t1",
+                  "is honey a viable alternative to sugar for diabetics ?\thow would you compare "
+                  "the united states ' euthanasia laws to denmark ?\t0"],
+        "dev": ["how do i learn python ?\twhat is the best way to learn python ?\t1"],
+        "test": ["why is the sky blue ?\twhy is grass green ?\t0"],
+    },
+    "wikiqa": {
+        "test": ["where is paris ?\tparis is in france .\t1",
+                 "where is paris ?\tparis is a city .\t0"],
+    },
+}
+RAW_DIRS = {"snli": "snli_1.0", "scitail": "SciTailV1.1",
+            "quora": "Quora_question_pair_partition", "wikiqa": "WikiQACorpus"}
+
+
+def _zip_dir(directory: Path, archive: Path) -> Path:
+    with zipfile.ZipFile(archive, "w") as z:
+        for path in sorted(directory.rglob("*")):
+            if path.is_file():
+                z.write(path, Path(directory.name) / path.relative_to(directory))
+        z.writestr(f"__MACOSX/{directory.name}/._junk", "not a data file")
+    return archive
+
+
+@pytest.mark.parametrize("dataset", sorted(PREPARED))
+@pytest.mark.parametrize("as_zip", [False, True])
+def test_prepare(tmp_path, dataset, as_zip):
+    prepare = _load_prepare()
+    source = RAW / RAW_DIRS[dataset]
+    if as_zip:
+        source = _zip_dir(source, tmp_path / "download.zip")
+    out = tmp_path / "out"
+    prepare.prepare(dataset, source, out)
+    for split, lines in PREPARED[dataset].items():
+        assert (out / f"{split}.txt").read_text(encoding="utf-8").splitlines() == lines
+    loaded = {s: datasets.load_split(dataset, out, s) for s in datasets.SPLITS}
+    if dataset == "wikiqa":
+        dev = loaded["dev"]
+        # "What is a pm ?" / "What is a PM ?" become identical text but keep their own qids.
+        assert [(e.qid, e.docid) for e in dev] == [("1", "0"), ("1", "1"), ("2", "0"),
+                                                   ("3", "0"), ("3", "1")]
+        assert (out / "dev.ref").read_text() == "1 0 0 0\n1 0 1 1\n3 0 0 1\n3 0 1 0\n"
+        assert datasets.ref_file("wikiqa", out, "test") == out / "test.ref"
+
+
+def test_prepare_scitail_tsv_fallback(tmp_path):
+    source = tmp_path / "SciTailV1.1"
+    shutil.copytree(RAW / "SciTailV1.1" / "tsv_format", source / "tsv_format")
+    _load_prepare().prepare("scitail", source, tmp_path / "out")
+    for split, lines in PREPARED["scitail"].items():
+        assert (tmp_path / "out" / f"{split}.txt").read_text().splitlines() == lines
+
+
+def test_prepare_sample_cut(tmp_path):
+    source = tmp_path / "snli"
+    source.mkdir()
+    (source / "dev.txt").write_text("".join(f"d{i}\th\t{i % 3}\n" for i in range(5)))
+    (source / "test.txt").write_text("".join(f"t{i}\th\t{i % 3}\n" for i in range(4)))
+    counts = _load_prepare().prepare("sample", source, tmp_path / "out", sample_train=3,
+                                     sample_test=2)
+    assert counts == {"train": 3, "dev": 2, "test": 2}
+    assert (tmp_path / "out/dev.txt").read_text() == "d3\th\t0\nd4\th\t1\n"
+    assert (tmp_path / "out/test.txt").read_text() == "t0\th\t0\nt1\th\t1\n"
