@@ -1,0 +1,236 @@
+"""The release's training routine as a Keras callback: periodic evaluation, best checkpoint,
+early stopping, loss guard, logging and TensorBoard summaries."""
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from re2_tf import runs
+from re2_tf.evaluation import format_metrics, predict_probabilities, score
+
+STATE_FILE = "state.json"
+SNAPSHOT_PATTERN = "snapshot-{step}.json"
+SNAPSHOTS_KEPT = 3
+
+
+def samples_to_steps(samples, batch_size):
+    """The release's conversion of a sample count to updates: ``ceil(samples / batch_size)``."""
+    return int(math.ceil(samples / batch_size))
+
+
+class ReleaseRoutine(keras.callbacks.Callback):
+    """Evaluate, keep the best checkpoint and stop early, as the RE2 release's trainer does.
+
+    At update ``s`` (1-based, the optimizer's iteration count after the step):
+
+    - evaluate on dev when ``s % interval == 0`` where ``interval`` is ``eval_steps`` once
+      ``s > eval_warmup_steps`` and ``eval_steps_warmup`` before (the release's eval
+      warm-up), or when ``s`` ends a pass over the training data and ``eval_epoch`` is set;
+    - a strictly better dev score (``metric``) saves ``network`` to ``best.keras``;
+    - stop when ``s - best_step > early_stopping_steps`` and ``s > min_steps``, when the batch
+      loss exceeds ``max_loss``, or after ``total_steps``.
+
+    Its own state (best score and step, evaluations so far) is written to ``state.json`` at
+    every evaluation. At every Keras epoch end -- where ``BackupAndRestore`` saves weights and
+    optimizer -- it also writes ``backup/snapshot-<update>.json`` with that state and the
+    dropout seed-generator states (which Keras' weight files leave out), so a resumed run
+    replays exactly what the uninterrupted run would have done.
+
+    Args:
+        network: the functional model that is evaluated and saved.
+        run_dir: run directory (``re2_tf.runs`` layout).
+        spec: ``DatasetSpec`` (metric, ranking).
+        dev_examples, dev_ids: dev pairs and their ``(text1_ids, text2_ids)``.
+        metric: model-selection metric name (``acc``, ``mrr``, ...).
+        total_steps, steps_per_data_epoch, eval_steps, eval_steps_warmup, eval_warmup_steps,
+        min_steps, early_stopping_steps, log_steps: counts in updates.
+        eval_epoch: bool, also evaluate at the end of every pass over the data.
+        max_loss: float, stop if a batch loss exceeds it.
+        batch_size: pairs per update (for throughput).
+        logger: ``logging.Logger`` for the run log.
+        progress: bool, show a Keras progress bar over all updates.
+    """
+
+    def __init__(self, network, run_dir, spec, dev_examples, dev_ids, metric, total_steps,
+                 steps_per_data_epoch, eval_steps, eval_steps_warmup, eval_warmup_steps,
+                 min_steps, early_stopping_steps, log_steps, eval_epoch, max_loss, batch_size,
+                 logger, progress=True, eval_batch_size=256):
+        super().__init__()
+        self.network = network
+        self.run_dir = Path(run_dir)
+        self.spec = spec
+        self.dev_examples = dev_examples
+        self.dev_ids = dev_ids
+        self.metric = metric
+        self.total_steps = total_steps
+        self.steps_per_data_epoch = steps_per_data_epoch
+        self.eval_steps = eval_steps
+        self.eval_steps_warmup = eval_steps_warmup
+        self.eval_warmup_steps = eval_warmup_steps
+        self.min_steps = min_steps
+        self.early_stopping_steps = early_stopping_steps
+        self.log_steps = max(1, log_steps)
+        self.eval_epoch = eval_epoch
+        self.max_loss = max_loss
+        self.batch_size = batch_size
+        self.logger = logger
+        self.progress = progress
+        self.eval_batch_size = eval_batch_size
+        self.state = {"best_score": -np.inf, "best_step": 0, "best_metrics": None,
+                      "evaluations": 0, "finished": False, "stop_reason": None}
+        self.writer = tf.summary.create_file_writer(str(self.run_dir / runs.TENSORBOARD_DIR))
+        self._window = []
+
+    # ------------------------------------------------------------------ state
+    @property
+    def state_path(self):
+        return self.run_dir / STATE_FILE
+
+    def load_state(self):
+        if self.state_path.exists():
+            self.state.update(json.loads(self.state_path.read_text()))
+            if self.state["best_score"] is None:
+                self.state["best_score"] = -np.inf
+
+    def save_state(self):
+        state = dict(self.state)
+        if not np.isfinite(state["best_score"]):
+            state["best_score"] = None
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        os.replace(tmp, self.state_path)
+
+    def _seed_states(self):
+        return [v for v in self.network.non_trainable_variables if "seed_generator" in v.path]
+
+    def save_snapshot(self, step):
+        backup = self.run_dir / runs.BACKUP_DIR
+        backup.mkdir(parents=True, exist_ok=True)
+        state = dict(self.state)
+        if not np.isfinite(state["best_score"]):
+            state["best_score"] = None
+        snapshot = {"step": step, "routine": state,
+                    "seed_states": [v.numpy().tolist() for v in self._seed_states()]}
+        path = backup / SNAPSHOT_PATTERN.format(step=step)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(snapshot))
+        os.replace(tmp, path)
+        old = sorted(backup.glob(SNAPSHOT_PATTERN.format(step="*")),
+                     key=lambda p: int(p.stem.split("-")[1]))
+        for stale in old[:-SNAPSHOTS_KEPT]:
+            stale.unlink()
+
+    def restore_snapshot(self, step):
+        """Restore the routine state and seed states saved at ``step``; False if none."""
+        path = self.run_dir / runs.BACKUP_DIR / SNAPSHOT_PATTERN.format(step=step)
+        if not path.exists():
+            return False
+        snapshot = json.loads(path.read_text())
+        self.state.update(snapshot["routine"])
+        if self.state["best_score"] is None:
+            self.state["best_score"] = -np.inf
+        for variable, value in zip(self._seed_states(), snapshot["seed_states"]):
+            variable.assign(np.asarray(value, dtype=variable.dtype))
+        self._restored = True
+        return True
+
+    # ------------------------------------------------------------------ callbacks
+    def on_train_begin(self, logs=None):
+        if not getattr(self, "_restored", False):
+            self.load_state()
+        self._step0 = int(self.model.optimizer.iterations.numpy())
+        self._clock = time.perf_counter()
+        self._trained_seconds = 0.0
+        self._bar = (
+            keras.utils.Progbar(self.total_steps, stateful_metrics=["lr", "dev"], unit_name="update")
+            if self.progress else None
+        )
+        if self._bar is not None and self._step0:
+            self._bar.update(self._step0)
+
+    def _stop(self, reason):
+        self.state["stop_reason"] = reason
+        self.model.stop_training = True
+        self.logger.info(reason)
+
+    def on_train_batch_end(self, batch, logs=None):
+        logs = logs or {}
+        step = int(self.model.optimizer.iterations.numpy())
+        loss = float(logs.get("loss", np.nan))
+        self._window.append((loss, float(logs.get("acc", np.nan)), float(logs.get("grad_norm", np.nan))))
+        if step % self.log_steps == 0:
+            self._write_train_summaries(step, float(logs.get("lr", np.nan)))
+        if self._bar is not None:
+            self._bar.update(step, [("loss", loss), ("acc", logs.get("acc", 0.0)),
+                                    ("lr", float(logs.get("lr", 0.0)))])
+        if not np.isfinite(loss) or loss > self.max_loss:
+            self._stop(f"[Loss {loss:.4g} exceeds max_loss {self.max_loss}: unstable training "
+                       f"stopped at update {step}.]")
+            return
+        interval = self.eval_steps if step > self.eval_warmup_steps else self.eval_steps_warmup
+        epoch_end = self.eval_epoch and step % self.steps_per_data_epoch == 0
+        if step % interval == 0 or epoch_end:
+            self._evaluate(step)
+        if self.model.stop_training:
+            return
+        if step >= self.total_steps:
+            self._stop(f"Training complete after {step} updates.")
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.save_snapshot(int(self.model.optimizer.iterations.numpy()))
+
+    def on_train_end(self, logs=None):
+        self.writer.flush()
+        if self._bar is not None:
+            print()
+
+    # ------------------------------------------------------------------ helpers
+    def _write_train_summaries(self, step, lr):
+        if not self._window:
+            return
+        loss, acc, norm = (float(np.mean(v)) for v in zip(*self._window))
+        self._window = []
+        with self.writer.as_default(step=step):
+            tf.summary.scalar("train/loss", loss)
+            tf.summary.scalar("train/accuracy", acc)
+            tf.summary.scalar("train/gradient_norm", norm)
+            tf.summary.scalar("train/learning_rate", lr)
+
+    def _evaluate(self, step):
+        now = time.perf_counter()
+        self._trained_seconds += now - self._clock
+        probabilities = predict_probabilities(
+            self.network, *self.dev_ids, batch_size=self.eval_batch_size
+        )
+        result = score(self.spec, self.dev_examples, probabilities)
+        value = result[self.metric]
+        improved = value > self.state["best_score"]
+        if improved:
+            self.state.update(best_score=value, best_step=step, best_metrics=result)
+            tmp = self.run_dir / ("tmp-" + runs.BEST_MODEL_FILE)
+            self.network.save(tmp)
+            os.replace(tmp, self.run_dir / runs.BEST_MODEL_FILE)
+        self.state["evaluations"] += 1
+        trained = step - self._step0
+        speed = trained * self.batch_size / max(self._trained_seconds, 1e-9)
+        epoch = step / self.steps_per_data_epoch
+        self.logger.info(
+            f"update {step} (epoch {epoch:.2f}) | dev {format_metrics(result)}"
+            f"{' *' if improved else ''} | best {self.metric} {self.state['best_score']:.4f} at "
+            f"{self.state['best_step']} | {speed:.0f} pairs/s"
+        )
+        with self.writer.as_default(step=step):
+            for key, val in result.items():
+                tf.summary.scalar(f"dev/{key}", float(val))
+            tf.summary.scalar("train/pairs_per_second", speed)
+        if (step - self.state["best_step"] > self.early_stopping_steps
+                and step > self.min_steps):
+            self._stop("[Tolerance reached. Training is stopped early.]")
+        self.save_state()
+        self._clock = time.perf_counter()

@@ -1,0 +1,214 @@
+"""The training recipe: schedule, clipping, the release's evaluation routine, resume after a
+real kill, repeatability, and the evaluate CLI. Runs tiny real trainings on the bundled sample."""
+
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from re2_tf.models import build_re2
+from re2_tf.training import MatchingTrainer, WarmupExponentialDecay
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample"
+
+
+# --------------------------------------------------------------------------- schedule
+def test_schedule_matches_the_release_formula_hand_worked():
+    # lr 2e-3, min_lr 1e-4, 4 warm-up updates, decay 0.5 every 3 updates.
+    schedule = WarmupExponentialDecay(2e-3, 1e-4, warmup_steps=4, decay_rate=0.5, decay_steps=3)
+    expected = {
+        0: 1e-4,                      # warm-up starts at min_lr
+        2: 1e-4 + 1.9e-3 * 2 / 4,     # linear: 1.05e-3
+        4: 2e-3,                      # floor(0/3) = 0
+        6: 2e-3,                      # floor(2/3) = 0
+        7: 1e-3,                      # floor(3/3) = 1
+        10: 5e-4,                     # floor(6/3) = 2
+        100: 1e-4,                    # 2e-3 * 0.5**32 is below the floor
+    }
+    for step, value in expected.items():
+        assert float(schedule(step)) == pytest.approx(value, rel=1e-5), step
+    fixed = WarmupExponentialDecay(1e-3, 6e-5, warmup_steps=0, decay_rate=1.0, decay_steps=1000)
+    assert [float(fixed(s)) for s in (0, 5000, 10**6)] == pytest.approx([1e-3] * 3)
+    with pytest.raises(ValueError, match="min_lr"):
+        WarmupExponentialDecay(1e-5, 1e-4, 0, 0.9, 10)
+
+
+def test_schedule_serialises():
+    schedule = WarmupExponentialDecay(2e-3, 1e-4, 4, 0.5, 3)
+    clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(schedule))
+    assert clone.get_config() == schedule.get_config()
+
+
+# --------------------------------------------------------------------------- update rule
+def test_update_clips_gradients_to_global_norm_five():
+    keras.utils.set_random_seed(0)
+    network = build_re2(20, 3, embedding_dim=6, hidden_size=5, blocks=1, dropout_rate=0.0)
+    for w in network.trainable_weights:  # large weights -> a gradient norm well above 5
+        w.assign(w * 40.0)
+    x = {"text1": np.array([[2, 3, 4], [5, 6, 0]], "int32"), "text2": np.array([[7, 8], [9, 0]], "int32")}
+    y = np.array([0, 2], "int32")
+    with tf.GradientTape() as tape:
+        logits = network(x, training=True)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+    grads = [g.numpy() if not isinstance(g, tf.IndexedSlices) else tf.convert_to_tensor(g).numpy()
+             for g in tape.gradient(loss, network.trainable_variables)]
+    norm = math.sqrt(sum(float((g.astype(np.float64) ** 2).sum()) for g in grads))
+    assert norm > 5
+    before = [w.numpy() for w in network.trainable_variables]
+    trainer = MatchingTrainer(network, grad_clipping=5.0)
+    trainer.compile(optimizer=keras.optimizers.SGD(learning_rate=1.0))
+    logs = trainer.train_on_batch(x, y, return_dict=True)
+    assert logs["grad_norm"] == pytest.approx(norm, rel=1e-4)
+    assert logs["loss"] == pytest.approx(float(loss), rel=1e-5)
+    for w0, w1, g in zip(before, network.trainable_variables, grads):
+        np.testing.assert_allclose(w0 - w1.numpy(), g * 5.0 / norm, rtol=1e-3, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- real runs
+def make_data(tmp_path, n_train, n_dev=40):
+    data = tmp_path / "data"
+    data.mkdir()
+    lines = (SAMPLE / "train.txt").read_text().splitlines()
+    (data / "train.txt").write_text("\n".join(lines[:n_train]) + "\n")
+    dev = (SAMPLE / "dev.txt").read_text().splitlines()
+    (data / "dev.txt").write_text("\n".join(dev[:n_dev]) + "\n")
+    (data / "test.txt").write_text("\n".join(dev[n_dev:2 * n_dev]) + "\n")
+    return data
+
+
+def train_command(data, run_dir, *extra):
+    return [
+        sys.executable, "-m", "re2_tf.train", "--dataset=sample", f"--data_dir={data}",
+        f"--run_dir={run_dir}", "--embedding_dim=8", "--hidden_size=8", "--blocks=2",
+        "--enc_layers=1", "--min_df=1", "--progress=false", *extra,
+    ]
+
+
+def run(cmd, **kwargs):
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, **kwargs)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def evaluated_updates(log):
+    return [int(m) for m in re.findall(r"update (\d+) \(epoch", log)]
+
+
+def test_evaluation_schedule_follows_the_release(tmp_path):
+    # 40 pairs, batch 4 -> 10 updates per pass, 2 passes -> 20 updates. Eval warm-up covers
+    # updates <= 6 with interval 8; after it the interval is 4; plus every pass end (10, 20).
+    # Updates 1-6: none (8 > 6). Then 8, 12, 16, 20 and the pass ends 10, 20.
+    data = make_data(tmp_path, 40)
+    log = run(train_command(
+        data, tmp_path / "run", "--batch_size=4", "--epochs=2", "--eval_per_samples=16",
+        "--eval_warmup_samples=24", "--eval_per_samples_warmup=32", "--tolerance_samples=100000",
+    ))
+    assert evaluated_updates(log) == [8, 10, 12, 16, 20]
+    assert "Training complete after 20 updates" in log
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert set(results["splits"]) == {"dev", "test"}
+    for name in ("flags.txt", "config.json", "vocab.txt", "best.keras", "train.log", "state.json"):
+        assert (tmp_path / "run" / name).exists(), name
+    assert list((tmp_path / "run" / "tensorboard").iterdir())
+
+
+def test_early_stopping_min_samples_and_max_loss(tmp_path):
+    data = make_data(tmp_path, 40)
+    # lr = 0: the dev score never strictly improves after the first evaluation (update 4).
+    # Tolerance 8 samples = 2 updates: at update 8, 8 - 4 > 2 -> stop.
+    frozen = ["--batch_size=4", "--epochs=5", "--eval_per_samples=16", "--lr=0", "--min_lr=0",
+              "--eval_epoch=false", "--tolerance_samples=8"]
+    log = run(train_command(data, tmp_path / "a", *frozen))
+    assert evaluated_updates(log) == [4, 8] and "Tolerance reached" in log
+    # min_samples 48 = 12 updates: early stopping only once update > 12 -> at 16.
+    log = run(train_command(data, tmp_path / "b", *frozen, "--min_samples=48"))
+    assert evaluated_updates(log) == [4, 8, 12, 16]
+    # a first batch loss of ~ln 3 exceeds max_loss 0.5 -> stop at update 1.
+    log = run(train_command(data, tmp_path / "c", "--batch_size=4", "--max_loss=0.5"))
+    assert "exceeds max_loss 0.5" in log and "stopped at update 1." in log
+
+
+def test_long_training_pairs_are_dropped_and_counted(tmp_path):
+    data = make_data(tmp_path, 40)
+    lengths = [max(len(line.split("\t")[0].split()), len(line.split("\t")[1].split()))
+               for line in (data / "train.txt").read_text().splitlines()]
+    expected = sum(length > 10 for length in lengths)
+    assert 0 < expected < 40
+    log = run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1", "--max_len=10"))
+    assert f"dropped {expected} training pairs longer than max_len=10; training on {40 - expected}" in log
+
+
+def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
+    data = make_data(tmp_path, 16)
+    run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"))
+    proc = subprocess.run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1",
+                                        "--hidden_size=12"),
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "holds a run with different settings" in proc.stderr + proc.stdout
+
+
+def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
+    # 300 pairs, batch 10 -> 30 updates per pass, 10 passes; evaluation (= backup) every 5.
+    data = make_data(tmp_path, 300)
+    args = ("--batch_size=10", "--epochs=10", "--eval_per_samples=50", "--seed=3")
+    reference = tmp_path / "reference"
+    run(train_command(data, reference, *args))
+    repeat = tmp_path / "repeat"
+    run(train_command(data, repeat, *args))
+    # --seed makes the run repeatable: same best step and the same dev metrics, exactly.
+    ref_results = json.loads((reference / "results.json").read_text())
+    assert json.loads((repeat / "results.json").read_text()) == ref_results
+
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(train_command(data, killed, *args), cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = killed / "state.json"
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if state.exists() and json.loads(state.read_text() or "{}").get("evaluations", 0) >= 6:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not json.loads(state.read_text()).get("finished")
+    log = run(train_command(data, killed, *args))
+    restored = re.search(r"Restored training state at update (\d+)", log)
+    assert restored, log
+    step = int(restored.group(1))
+    assert step >= 25 and step % 5 == 0  # the last evaluation point: at most one interval lost
+    assert "Resuming run" in log
+    assert json.loads((killed / "results.json").read_text()) == ref_results
+
+
+def test_evaluate_cli_scores_the_best_checkpoint(tmp_path):
+    data = make_data(tmp_path, 40)
+    run_dir = tmp_path / "run"
+    run(train_command(data, run_dir, "--batch_size=8", "--epochs=2"))
+    out = run([sys.executable, "-m", "re2_tf.evaluate", f"--run_dir={run_dir}", "--splits=test",
+               f"--output={tmp_path / 'm.json'}"])
+    # independent accuracy: the saved model's argmax over the test file, counted here
+    from re2_tf import runs
+
+    vocab = runs.load_vocab(run_dir)
+    model = runs.load_best_model(run_dir)
+    rows = [line.split("\t") for line in (data / "test.txt").read_text().splitlines()]
+    correct = 0
+    for t1, t2, label in rows:
+        x = {"text1": np.array([vocab.encode(t1.split())], "int32"),
+             "text2": np.array([vocab.encode(t2.split())], "int32")}
+        correct += int(np.argmax(model(x).numpy()[0]) == int(label))
+    acc = correct / len(rows)
+    assert f"test ({len(rows)} pairs): acc {acc:.4f}" in out
+    assert json.loads((tmp_path / "m.json").read_text())["test"]["acc"] == pytest.approx(acc)
