@@ -1,0 +1,104 @@
+"""Time one exported model in this (fresh) process; run as a script, never imported.
+
+Invoked by ``re2_tf.benchmark`` as ``python -I timing_worker.py '<json request>'``; imports
+only TensorFlow / NumPy (and the LiteRT interpreter for ``.tflite``), never ``re2_tf``, so the
+measurement sees exactly what a serving process sees. Prints one JSON line.
+
+Request keys:
+    path: SavedModel directory, or a ``.tflite`` file.
+    signature: signature name (``serving_ids``, ``serving_default``, ...).
+    inputs: ``{name: {"dtype": "int32"|"string", "shape": [batch, length?],
+            "low": int, "high": int, "words": [...]}}`` -- int inputs are uniform in
+            ``[low, high)``; string inputs join ``shape[1]`` random ``words`` per row.
+    batches: timed batches; warmup: untimed batches after the first call.
+    throughput_batch: if > 0, also time ``throughput_batches`` batches of this size.
+    intra_op_threads, inter_op_threads: 0 = TensorFlow's default.
+    seed: input RNG seed.
+
+Output keys: ``first_call_s`` (first call, includes XLA compilation / TFLite allocation),
+``times_s`` (list, one per timed batch), ``throughput_pairs_per_s`` (or null), ``interpreter``.
+"""
+
+import json
+import sys
+import time
+
+
+def make_inputs(spec, batch, rng):
+    import numpy as np
+
+    out = {}
+    for name, s in spec.items():
+        shape = [batch] + list(s["shape"][1:])
+        if s["dtype"] == "string":
+            words = np.asarray(s["words"], dtype=object)
+            length = shape[1] if len(shape) > 1 else 20
+            out[name] = np.asarray(
+                [" ".join(rng.choice(words, size=length)) for _ in range(batch)], dtype=object)
+        else:
+            out[name] = rng.integers(s.get("low", 0), s.get("high", 2), size=shape).astype(s["dtype"])
+    return out
+
+
+def main(request):
+    import numpy as np
+
+    rng = np.random.default_rng(request.get("seed", 0))
+    intra, inter = request.get("intra_op_threads", 0), request.get("inter_op_threads", 0)
+    path = request["path"]
+    if path.endswith(".tflite"):
+        try:
+            from ai_edge_litert.interpreter import Interpreter
+            interpreter_name = "ai_edge_litert"
+        except ImportError:  # fall back to TensorFlow's copy
+            import tensorflow as tf
+            Interpreter = tf.lite.Interpreter
+            interpreter_name = "tf.lite"
+        interpreter = Interpreter(model_path=path, num_threads=intra or None)
+        runner = interpreter.get_signature_runner(request["signature"])
+
+        def call(inputs):
+            return runner(**inputs)
+    else:
+        import tensorflow as tf
+        if intra:
+            tf.config.threading.set_intra_op_parallelism_threads(intra)
+        if inter:
+            tf.config.threading.set_inter_op_parallelism_threads(inter)
+        loaded = tf.saved_model.load(path)
+        fn = loaded.signatures[request["signature"]]
+        interpreter_name = "tf.saved_model.load"
+
+        def call(inputs):
+            out = fn(**{k: tf.constant(v) for k, v in inputs.items()})
+            return {k: v.numpy() for k, v in out.items()}
+
+    spec, batch = request["inputs"], request["inputs"][next(iter(request["inputs"]))]["shape"][0]
+    batches = [make_inputs(spec, batch, rng) for _ in range(4)]
+    start = time.perf_counter()
+    call(batches[0])
+    first = time.perf_counter() - start
+    for i in range(request.get("warmup", 10)):
+        call(batches[i % 4])
+    times = []
+    for i in range(request["batches"]):
+        inputs = batches[i % 4]
+        start = time.perf_counter()
+        call(inputs)
+        times.append(time.perf_counter() - start)
+    throughput = None
+    big = request.get("throughput_batch", 0)
+    if big:
+        big_inputs = make_inputs(spec, big, rng)
+        call(big_inputs)  # compile / allocate this shape
+        n = request.get("throughput_batches", 5)
+        start = time.perf_counter()
+        for _ in range(n):
+            call(big_inputs)
+        throughput = n * big / (time.perf_counter() - start)
+    print(json.dumps({"first_call_s": first, "times_s": times,
+                      "throughput_pairs_per_s": throughput, "interpreter": interpreter_name}))
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))

@@ -1,0 +1,48 @@
+"""re2_tf.benchmark: smoke test of the fresh-process timing and the Table 5 table (no timing
+assertions)."""
+
+import os
+import subprocess
+import sys
+
+from re2_tf import benchmark
+
+
+def test_table5_driver_smoke(tmp_path):
+    rows, table = benchmark.run_table5(
+        blocks=(1,), batch=2, length=5, batches=2, warmup=1, vocab_size=50,
+        throughput_batch=4, workdir=tmp_path, intra_op_threads=1, inter_op_threads=1)
+    (row,) = rows
+    assert len(row["times_s"]) == 2 and row["first_call_s"] > 0
+    assert row["mean_s"] > 0 and row["p99_ms"] >= row["median_ms"] > 0
+    assert row["throughput_pairs_per_s"] > 0 and row["paper"] == 0.03
+    lines = table.splitlines()
+    assert lines[0].startswith("| model | params") and "paper" in lines[0]
+    assert lines[1].startswith("|---") and lines[2].startswith("| RE2 1 block")
+    assert lines[2].count("|") == lines[0].count("|")
+
+
+def test_table5_parameter_count():
+    # Paper Table 5 setting, 3 blocks, 3 encoder layers (the issue's 2,977,959).
+
+    from re2_tf.models import build_re2, count_parameters
+    model = build_re2(100, 3, blocks=3, **benchmark.TABLE5_MODEL)
+    assert count_parameters(model) == 2_977_959
+
+
+def test_cli_times_an_existing_export_and_tflite(tmp_path):
+    path, _ = benchmark.export_table5_model(1, tmp_path / "m", vocab_size=40)
+    spec = ('{"text1": {"dtype": "string", "shape": [2, 4], "words": ["w2", "w3", "zz"]},'
+            ' "text2": {"dtype": "string", "shape": [2, 4], "words": ["w5", "w9"]}}')
+    proc = subprocess.run(
+        [sys.executable, "-m", "re2_tf.benchmark", f"--saved_model={path}",
+         "--signature=serving_default", f"--input_spec={spec}", "--batches=2", "--warmup=0",
+         "--throughput_batch=0"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "| model | params" in proc.stdout
+    tflite, _ = benchmark.export_table5_model(1, tmp_path / "t", vocab_size=40, fmt="tflite",
+                                              precision="int8")
+    result = benchmark.time_export(tflite, "serving_ids", benchmark.ids_spec(2, 5, 40),
+                                   batches=2, warmup=0)
+    assert result["interpreter"] == "ai_edge_litert" and len(result["times_s"]) == 2
