@@ -152,3 +152,99 @@ def test_get_config_from_config_round_trip(name):
     # serialisable through Keras' registry (what .keras saving uses)
     restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
     assert type(restored) is type(layer) and restored.get_config() == config
+
+
+# --------------------------------------------------------------------------- dropout placement
+def _both_modes(layer, *args, **kwargs):
+    keras.utils.set_random_seed(5)
+    train = layer(*args, training=True, **kwargs)
+    infer = layer(*args, training=False, **kwargs)
+    return train, infer
+
+
+def _is_inverted_dropout_of(train, infer, rate):
+    """Every entry is 0 or infer / (1 - rate): dropout was the layer's last operation."""
+    train, infer = np.asarray(train), np.asarray(infer)
+    kept = ~np.isclose(train, 0.0)
+    return bool(np.allclose(train[kept], infer[kept] / (1 - rate), rtol=1e-5, atol=1e-6)) and 0 < kept.mean() < 1
+
+
+def test_encoder_dropout_after_the_last_convolution_and_between_layers_only():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, 6, 5)).astype("float32")
+    mask = np.ones((4, 6, 1), "float32")
+    one = L.ConvEncoder(8, enc_layers=1, dropout_rate=0.5)
+    train, infer = _both_modes(one, x, mask)
+    # one layer: no dropout before the convolution, one after it
+    assert _is_inverted_dropout_of(train, infer, 0.5)
+    two = L.ConvEncoder(8, enc_layers=2, dropout_rate=0.5)
+    train, infer = _both_modes(two, x, mask)
+    # two layers: the dropout between them changes the kept values too
+    assert not _is_inverted_dropout_of(train, infer, 0.5)
+
+
+def test_layers_without_dropout_in_the_release_are_deterministic_in_training():
+    rng = np.random.default_rng(1)
+    a, b = _inputs(rng, (2, 3, 5), (2, 3, 5))
+    for layer, args, kwargs in [
+        (L.Alignment(4, "identity", dropout_rate=0.5), (a, b), {"a_mask": MASK, "b_mask": MASK}),
+        (L.Fusion(4, "simple", dropout_rate=0.5), (a, b), {}),
+    ]:
+        train, infer = _both_modes(layer, *args, **kwargs)
+        for t, i in zip(keras.tree.flatten(train), keras.tree.flatten(infer)):
+            np.testing.assert_array_equal(np.asarray(t), np.asarray(i))
+
+
+def test_dropout_before_the_linear_alignment_projection_and_the_fusion_projection():
+    rng = np.random.default_rng(2)
+    a, b = _inputs(rng, (2, 3, 5), (2, 3, 5))
+    for layer, args, kwargs in [
+        (L.Alignment(4, "linear", dropout_rate=0.5), (a, b), {"a_mask": MASK, "b_mask": MASK}),
+        (L.Fusion(4, "full", dropout_rate=0.5), (a, b), {}),
+    ]:
+        train, infer = _both_modes(layer, *args, **kwargs)
+        assert not np.allclose(np.asarray(keras.tree.flatten(train)[0]),
+                               np.asarray(keras.tree.flatten(infer)[0]))
+
+
+def test_prediction_dropout_before_each_dense_layer():
+    rng = np.random.default_rng(3)
+    a, b = _inputs(rng, (64, 5), (64, 5))
+    layer = L.Prediction(6, 3, "full", dropout_rate=0.5)
+    layer(a, b)
+    # Zero the first dense layer's kernel direction except through its bias: then dense_1's
+    # output is gelu(bias) for every row, whatever dropout did to the features, and the only
+    # remaining randomness is the dropout before dense_2 -> logits vary across rows in training.
+    layer.dense_1.kernel_g.assign(np.zeros(6, "float32"))
+    layer.dense_1.bias.assign(np.linspace(0.5, 1.5, 6).astype("float32"))
+    train, infer = _both_modes(layer, a, b)
+    infer = np.asarray(infer)
+    assert np.allclose(infer, infer[0])  # inference: identical rows
+    assert np.unique(np.round(np.asarray(train), 5), axis=0).shape[0] > 1  # dropout before dense_2
+
+
+def _dropout_draws(layer, *args, **kwargs):
+    """How many times ``layer``'s dropout ran in one training call: each application advances
+    its Keras SeedGenerator state by one."""
+    generators = [v for v in layer.non_trainable_variables if "seed_generator" in v.path]
+    before = sum(int(np.asarray(v)[1]) for v in generators)
+    layer(*args, training=True, **kwargs)
+    return sum(int(np.asarray(v)[1]) for v in generators) - before
+
+
+def test_number_of_dropout_applications_matches_the_release():
+    rng = np.random.default_rng(4)
+    a, b = _inputs(rng, (2, 3, 5), (2, 3, 5))
+    masks = {"a_mask": MASK, "b_mask": MASK}
+    cases = [
+        (L.ConvEncoder(4, enc_layers=1), (a,), {"inputs_mask": MASK}, 1),   # after the last conv
+        (L.ConvEncoder(4, enc_layers=3), (a,), {"inputs_mask": MASK}, 3),   # + between layers
+        (L.Alignment(4, "linear"), (a, b), masks, 2),                       # before F, per side
+        (L.Alignment(4, "identity"), (a, b), masks, 0),
+        (L.Fusion(4, "full"), (a, b), {}, 1),                               # before G
+        (L.Fusion(4, "simple"), (a, b), {}, 0),
+        (L.Prediction(4, 3, "full"), (a[:, 0], b[:, 0]), {}, 2),            # before each dense
+    ]
+    for layer, args, kwargs, expected in cases:
+        layer(*args, **kwargs)  # build
+        assert _dropout_draws(layer, *args, **kwargs) == expected, layer.name

@@ -120,7 +120,12 @@ def test_evaluation_schedule_follows_the_release(tmp_path):
     assert set(results["splits"]) == {"dev", "test"}
     for name in ("flags.txt", "config.json", "vocab.txt", "best.keras", "train.log", "state.json"):
         assert (tmp_path / "run" / name).exists(), name
-    assert list((tmp_path / "run" / "tensorboard").iterdir())
+    tags = set()
+    for event_file in (tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"):
+        for event in tf.compat.v1.train.summary_iterator(str(event_file)):
+            tags.update(value.tag for value in event.summary.value)
+    assert {"train/loss", "train/learning_rate", "train/gradient_norm", "train/accuracy",
+            "train/pairs_per_second", "dev/acc"} <= tags
 
 
 def test_early_stopping_min_samples_and_max_loss(tmp_path):
