@@ -113,6 +113,7 @@ def test_evaluation_schedule_follows_the_release(tmp_path):
     log = run(train_command(
         data, tmp_path / "run", "--batch_size=4", "--epochs=2", "--eval_per_samples=16",
         "--eval_warmup_samples=24", "--eval_per_samples_warmup=32", "--tolerance_samples=100000",
+        "--log_per_samples=8",
     ))
     assert evaluated_updates(log) == [8, 10, 12, 16, 20]
     assert "Training complete after 20 updates" in log
