@@ -94,16 +94,23 @@ class ReleaseRoutine(keras.callbacks.Callback):
 
     def load_state(self):
         if self.state_path.exists():
-            self.state.update(json.loads(self.state_path.read_text()))
-            if self.state["best_score"] is None:
-                self.state["best_score"] = -np.inf
+            self._set_state(json.loads(self.state_path.read_text()))
 
-    def save_state(self):
+    def _json_state(self):
+        """The routine state with an unset best score as ``None`` (JSON has no infinity)."""
         state = dict(self.state)
         if not np.isfinite(state["best_score"]):
             state["best_score"] = None
+        return state
+
+    def _set_state(self, state):
+        self.state.update(state)
+        if self.state["best_score"] is None:
+            self.state["best_score"] = -np.inf
+
+    def save_state(self):
         tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.write_text(json.dumps(self._json_state(), indent=2) + "\n")
         os.replace(tmp, self.state_path)
 
     def _seed_states(self):
@@ -112,10 +119,7 @@ class ReleaseRoutine(keras.callbacks.Callback):
     def save_snapshot(self, step):
         backup = self.run_dir / runs.BACKUP_DIR
         backup.mkdir(parents=True, exist_ok=True)
-        state = dict(self.state)
-        if not np.isfinite(state["best_score"]):
-            state["best_score"] = None
-        snapshot = {"step": step, "routine": state,
+        snapshot = {"step": step, "routine": self._json_state(),
                     "seed_states": [v.numpy().tolist() for v in self._seed_states()]}
         path = backup / SNAPSHOT_PATTERN.format(step=step)
         tmp = path.with_suffix(".tmp")
@@ -132,9 +136,7 @@ class ReleaseRoutine(keras.callbacks.Callback):
         if not path.exists():
             return False
         snapshot = json.loads(path.read_text())
-        self.state.update(snapshot["routine"])
-        if self.state["best_score"] is None:
-            self.state["best_score"] = -np.inf
+        self._set_state(snapshot["routine"])
         for variable, value in zip(self._seed_states(), snapshot["seed_states"]):
             variable.assign(np.asarray(value, dtype=variable.dtype))
         self._restored = True
