@@ -6,22 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from re2_tf import metrics as metrics_lib
-from re2_tf.data.pipeline import make_dataset
-
-
-def encode(examples, vocab):
-    """Token ids of each pair's two texts.
-
-    The texts are the prepared (already tokenised) strings of the release's format, split on
-    whitespace; the vocabulary lower-cases when it was built with ``lower=True``.
-
-    Returns:
-        ``(text1_ids, text2_ids)``: two lists of ``list[int]``.
-    """
-    return (
-        [vocab.encode(ex.text1.split()) for ex in examples],
-        [vocab.encode(ex.text2.split()) for ex in examples],
-    )
+from re2_tf.data.pipeline import encode_pairs, make_dataset
 
 
 _INFERENCE_FUNCTIONS = weakref.WeakKeyDictionary()
@@ -70,7 +55,7 @@ def score(spec, examples, probabilities):
 
 def evaluate(network, spec, examples, vocab, batch_size=256):
     """Encode, predict and score ``examples``; returns the metrics dict of :func:`score`."""
-    ids1, ids2 = encode(examples, vocab)
+    ids1, ids2, _ = encode_pairs(examples, vocab)
     return score(spec, examples, predict_probabilities(network, ids1, ids2, batch_size))
 
 

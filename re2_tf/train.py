@@ -27,8 +27,8 @@ import tensorflow as tf
 from re2_tf import runs
 from re2_tf.data import datasets
 from re2_tf.data.embeddings import vocab_and_embeddings
-from re2_tf.data.pipeline import make_dataset
-from re2_tf.evaluation import encode, evaluate, format_metrics
+from re2_tf.data.pipeline import encode_pairs, make_dataset
+from re2_tf.evaluation import evaluate, format_metrics
 from re2_tf.models import MODELS, count_parameters
 from re2_tf.training import MatchingTrainer, WarmupExponentialDecay
 from re2_tf.training.routine import ReleaseRoutine, samples_to_steps
@@ -195,8 +195,8 @@ def train_one(run_dir, seed):
         covered = int((np.abs(vectors).sum(axis=1) > 0).sum())
         logger.info(f"Embeddings {FLAGS.embeddings}: {covered}/{len(vocab)} words have vectors (fixed).")
 
-    train_ids = encode(train, vocab)
-    train_ds, dropped = make_dataset(*train_ids, [ex.label for ex in train],
+    train1, train2, train_labels = encode_pairs(train, vocab)
+    train_ds, dropped = make_dataset(train1, train2, train_labels,
                                      batch_size=FLAGS.batch_size, training=True,
                                      max_len=FLAGS.max_len, seed=seed)
     kept = len(train) - dropped
@@ -233,7 +233,7 @@ def train_one(run_dir, seed):
     start_step = restore_training_state(trainer, Path(run_dir) / runs.BACKUP_DIR, logger)
 
     routine = ReleaseRoutine(
-        network, run_dir, spec, dev, encode(dev, vocab), spec.metric, total_steps=total_steps,
+        network, run_dir, spec, dev, encode_pairs(dev, vocab)[:2], spec.metric, total_steps=total_steps,
         steps_per_data_epoch=steps_per_data_epoch, eval_steps=eval_steps,
         eval_steps_warmup=samples_to_steps(FLAGS.eval_per_samples_warmup, bs),
         eval_warmup_steps=samples_to_steps(FLAGS.eval_warmup_samples, bs),

@@ -3,7 +3,6 @@ real kill, repeatability, and the evaluate CLI. Runs tiny real trainings on the 
 
 import json
 import math
-import os
 import re
 import signal
 import subprocess
