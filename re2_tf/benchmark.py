@@ -108,7 +108,7 @@ def markdown_table(rows, batch, length, throughput_batch):
     for r in rows:
         tput = r.get("throughput_pairs_per_s")
         lines.append(
-            f"| {r['model']} | {r['params']:,} | {r['mean_s']:.4f} ± {r['std_s']:.4f} | "
+            f"| {r['model']} | {'—' if r['params'] is None else format(r['params'], ',')} | {r['mean_s']:.4f} ± {r['std_s']:.4f} | "
             f"{r['median_ms']:.1f} | {r['p99_ms']:.1f} | {r['first_call_s']:.2f} | "
             f"{'—' if not tput else f'{tput:,.0f}'} | {r.get('paper', '—')} |")
     return "\n".join(lines)
@@ -168,7 +168,7 @@ def main(argv):
         result = time_export(FLAGS.saved_model, FLAGS.signature, spec, batches=FLAGS.batches,
                              warmup=FLAGS.warmup, throughput_batch=FLAGS.throughput_batch,
                              **threads)
-        result.update(model=FLAGS.saved_model, params=0)
+        result.update(model=FLAGS.saved_model, params=None)  # unknown for an arbitrary export
         rows, table = [result], markdown_table([result], FLAGS.batch, FLAGS.length,
                                                FLAGS.throughput_batch)
     else:

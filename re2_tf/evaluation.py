@@ -24,9 +24,13 @@ def inference_function(network):
     return _INFERENCE_FUNCTIONS[network]
 
 
-def predict_probabilities(network, text1_ids, text2_ids, batch_size=256):
-    """Softmax probabilities ``float32 [n, num_classes]`` in input order (nothing dropped)."""
-    dataset, _ = make_dataset(text1_ids, text2_ids, None, batch_size=batch_size, training=False)
+def inference_dataset(text1_ids, text2_ids, batch_size=256):
+    """Unlabelled, in-order batches for :func:`predict_probabilities` (nothing dropped)."""
+    return make_dataset(text1_ids, text2_ids, None, batch_size=batch_size, training=False)[0]
+
+
+def predict_probabilities(network, dataset):
+    """Softmax probabilities ``float32 [n, num_classes]`` over a :func:`inference_dataset`."""
     forward = inference_function(network)
     logits = np.concatenate([forward(batch).numpy() for batch in dataset], axis=0)
     logits = logits - logits.max(axis=-1, keepdims=True)
@@ -56,7 +60,8 @@ def score(spec, examples, probabilities):
 def evaluate(network, spec, examples, vocab, batch_size=256):
     """Encode, predict and score ``examples``; returns the metrics dict of :func:`score`."""
     ids1, ids2, _ = encode_pairs(examples, vocab)
-    return score(spec, examples, predict_probabilities(network, ids1, ids2, batch_size))
+    dataset = inference_dataset(ids1, ids2, batch_size)
+    return score(spec, examples, predict_probabilities(network, dataset))
 
 
 def format_metrics(result):

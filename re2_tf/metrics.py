@@ -138,6 +138,29 @@ def ranking_metrics(qids: Sequence, docids: Sequence, labels: Sequence[int],
     return {"map": mean_ap, "mrr": mrr, "num_questions": count}
 
 
+def _read_trec_table(path, layout: str, value_column: int, convert, what: str) -> dict:
+    """``{qid: {docid: convert(fields[value_column])}}`` of a whitespace-separated TREC file
+    whose lines have the fields named in ``layout``; ``what`` names the value in errors."""
+    n_fields = len(layout.split())
+    table: dict[str, dict] = {}
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != n_fields:
+                raise ValueError(f"{os.fspath(path)}:{lineno}: expected '{layout}'")
+            qid, docid, raw = fields[0], fields[2], fields[value_column]
+            try:
+                value = convert(raw)
+            except ValueError:
+                raise ValueError(f"{os.fspath(path)}:{lineno}: bad {what} {raw!r}") from None
+            if docid in table.setdefault(qid, {}):
+                raise ValueError(f"{os.fspath(path)}:{lineno}: duplicate doc {docid!r}")
+            table[qid][docid] = value
+    return table
+
+
 def read_trec_ref(path: str | os.PathLike) -> dict[str, dict[str, int]]:
     """Reads a TREC qrels file (``qid iter docid relevance`` per line, whitespace-separated).
 
@@ -148,23 +171,7 @@ def read_trec_ref(path: str | os.PathLike) -> dict[str, dict[str, int]]:
       ValueError: ``<path>:<line>: ...`` for a wrong field count, a non-integer relevance or
         a duplicate ``(qid, docid)``.
     """
-    ref: dict[str, dict[str, int]] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) != 4:
-                raise ValueError(f"{os.fspath(path)}:{lineno}: expected 'qid iter docid rel'")
-            qid, _, docid, rel = fields
-            try:
-                rel_value = int(rel)
-            except ValueError:
-                raise ValueError(f"{os.fspath(path)}:{lineno}: bad relevance {rel!r}") from None
-            if docid in ref.setdefault(qid, {}):
-                raise ValueError(f"{os.fspath(path)}:{lineno}: duplicate doc {docid!r}")
-            ref[qid][docid] = rel_value
-    return ref
+    return _read_trec_table(path, "qid iter docid rel", 3, int, "relevance")
 
 
 def read_trec_rank(path: str | os.PathLike) -> dict[str, dict[str, float]]:
@@ -179,24 +186,7 @@ def read_trec_rank(path: str | os.PathLike) -> dict[str, dict[str, float]]:
       ValueError: ``<path>:<line>: ...`` for a wrong field count, non-numeric score or a
         duplicate ``(qid, docid)``.
     """
-    run: dict[str, dict[str, float]] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) != 6:
-                raise ValueError(f"{os.fspath(path)}:{lineno}: expected "
-                                 "'qid iter docid rank score run'")
-            qid, _, docid, _, score, _ = fields
-            try:
-                value = float(score)
-            except ValueError:
-                raise ValueError(f"{os.fspath(path)}:{lineno}: bad score {score!r}") from None
-            if docid in run.setdefault(qid, {}):
-                raise ValueError(f"{os.fspath(path)}:{lineno}: duplicate doc {docid!r}")
-            run[qid][docid] = value
-    return run
+    return _read_trec_table(path, "qid iter docid rank score run", 4, float, "score")
 
 
 def write_trec_rank(path: str | os.PathLike, qids: Sequence, docids: Sequence,

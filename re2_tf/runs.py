@@ -22,10 +22,10 @@ import json
 import os
 from pathlib import Path
 
+from re2_tf.data.embeddings import EMBEDDINGS_FILE, VOCAB_FILE  # the cache's own names
+
 FLAGS_FILE = "flags.txt"
 CONFIG_FILE = "config.json"
-VOCAB_FILE = "vocab.txt"
-EMBEDDINGS_FILE = "embeddings.npy"
 BEST_MODEL_FILE = "best.keras"
 BACKUP_DIR = "backup"
 LOG_FILE = "train.log"

@@ -29,7 +29,7 @@ from re2_tf.data import datasets
 from re2_tf.data.embeddings import vocab_and_embeddings
 from re2_tf.data.pipeline import encode_pairs, make_dataset
 from re2_tf.evaluation import evaluate, format_metrics
-from re2_tf.models import MODELS, count_parameters
+from re2_tf.models import MODELS, RE2_DEFAULTS, count_parameters
 from re2_tf.training import MatchingTrainer, WarmupExponentialDecay
 from re2_tf.training.routine import ReleaseRoutine, samples_to_steps
 
@@ -47,18 +47,18 @@ flags.DEFINE_string("eval_split", "dev", "Split used for model selection.")
 flags.DEFINE_list("test_splits", ["test"], "Splits scored with the best checkpoint after training (missing files are skipped).")
 # model
 flags.DEFINE_enum("model", "re2", sorted(MODELS), "Architecture.")
-flags.DEFINE_integer("embedding_dim", 300, "Embedding width when no vectors are given.")
-flags.DEFINE_integer("hidden_size", 150, "Hidden size of every layer.")
-flags.DEFINE_float("dropout_rate", 0.2, "Dropout drop probability (the release's dropout_keep_prob 0.8).")
-flags.DEFINE_integer("blocks", 2, "Number of stacked blocks (1-5).")
-flags.DEFINE_integer("enc_layers", 2, "Convolutional layers per encoder (1-5).")
-flags.DEFINE_integer("kernel_size", 3, "Encoder convolution width.")
-flags.DEFINE_enum("alignment", "linear", ["linear", "identity"], "Alignment projection F (Eq. 2).")
-flags.DEFINE_enum("fusion", "full", ["full", "simple"], "Fusion layer (Eq. 4 or simple).")
-flags.DEFINE_enum("connection", "aug", ["aug", "residual"], "Connection between blocks.")
-flags.DEFINE_enum("prediction", "full", ["full", "symmetric", "simple"], "Prediction layer (Eq. 5/6/7).")
-flags.DEFINE_bool("enc_in", True, "Feed [x; encoder(x)] to alignment (False = ablation 'w/o enc-in').")
-flags.DEFINE_bool("parallel_blocks", False, "Ablation 'parallel blocks'.")
+flags.DEFINE_integer("embedding_dim", RE2_DEFAULTS["embedding_dim"], "Embedding width when no vectors are given.")
+flags.DEFINE_integer("hidden_size", RE2_DEFAULTS["hidden_size"], "Hidden size of every layer.")
+flags.DEFINE_float("dropout_rate", RE2_DEFAULTS["dropout_rate"], "Dropout drop probability (the release's dropout_keep_prob 0.8).")
+flags.DEFINE_integer("blocks", RE2_DEFAULTS["blocks"], "Number of stacked blocks (1-5).")
+flags.DEFINE_integer("enc_layers", RE2_DEFAULTS["enc_layers"], "Convolutional layers per encoder (1-5).")
+flags.DEFINE_integer("kernel_size", RE2_DEFAULTS["kernel_size"], "Encoder convolution width.")
+flags.DEFINE_enum("alignment", RE2_DEFAULTS["alignment"], ["linear", "identity"], "Alignment projection F (Eq. 2).")
+flags.DEFINE_enum("fusion", RE2_DEFAULTS["fusion"], ["full", "simple"], "Fusion layer (Eq. 4 or simple).")
+flags.DEFINE_enum("connection", RE2_DEFAULTS["connection"], ["aug", "residual"], "Connection between blocks.")
+flags.DEFINE_enum("prediction", RE2_DEFAULTS["prediction"], ["full", "symmetric", "simple"], "Prediction layer (Eq. 5/6/7).")
+flags.DEFINE_bool("enc_in", RE2_DEFAULTS["enc_in"], "Feed [x; encoder(x)] to alignment (False = ablation 'w/o enc-in').")
+flags.DEFINE_bool("parallel_blocks", RE2_DEFAULTS["parallel_blocks"], "Ablation 'parallel blocks'.")
 # optimisation
 flags.DEFINE_integer("epochs", 30, "Passes over the training data.")
 flags.DEFINE_integer("batch_size", 128, "Pairs per update.")
@@ -273,7 +273,7 @@ def train_one(run_dir, seed):
         if not path.exists():
             logger.info(f"No {path}: {split} not scored.")
             continue
-        examples = datasets.load_split(spec.name, data_dir, split)
+        examples = dev if split == FLAGS.eval_split else datasets.load_split(spec.name, data_dir, split)
         result = evaluate(best, spec, examples, vocab)
         results["splits"][split] = result
         logger.info(f"best checkpoint on {split}: {format_metrics(result)}")

@@ -198,7 +198,8 @@ def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
         return (x + res) * math.sqrt(0.5)
 
     if joint and not P["parallel_blocks"]:
-        a, b, mask1, mask2 = _joint_blocks(P, ids1, ids2, mask_of, encoder, align, fuse, connect)
+        a, b, mask1, mask2 = _joint_blocks(P, ids1, ids2, mask_of, dense, encoder, align, fuse,
+                                           connect)
     else:
         a, b, mask1, mask2 = _separate_blocks(P, ids1, ids2, mask_of, encoder, align, fuse,
                                               connect)
@@ -246,7 +247,7 @@ def _separate_blocks(P, ids1, ids2, mask_of, encoder, align, fuse, connect):
     return a, b, mask1, mask2
 
 
-def _joint_blocks(P, ids1, ids2, mask_of, encoder, align, fuse, connect):
+def _joint_blocks(P, ids1, ids2, mask_of, dense, encoder, align, fuse, connect):
     """The same blocks on ``x = [text1; gap; text2]`` (one sequence per pair).
 
     Position-wise layers and convolutions act on ``x`` directly; ``x[:, :len1]`` and
@@ -270,8 +271,7 @@ def _joint_blocks(P, ids1, ids2, mask_of, encoder, align, fuse, connect):
         enc = encoder(x, mask, i)
         x = tf.concat([x, enc], -1) if P["enc_in"] else enc
         if P["alignment"] == "linear":  # project once, then split (Alignment._project)
-            projected = tf.nn.gelu(tf.matmul(x, P[f"block{i}/align/kernel"])
-                                   + P[f"block{i}/align/bias"], approximate=True)
+            projected = dense(x, f"block{i}/align", _gelu)
         else:
             projected = x
         a, b = x[:, :len1], x[:, len1 + gap:]

@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from re2_tf import runs
-from re2_tf.evaluation import format_metrics, predict_probabilities, score
+from re2_tf.evaluation import format_metrics, inference_dataset, predict_probabilities, score
 
 STATE_FILE = "state.json"
 SNAPSHOT_PATTERN = "snapshot-{step}.json"
@@ -66,7 +66,7 @@ class ReleaseRoutine(keras.callbacks.Callback):
         self.run_dir = Path(run_dir)
         self.spec = spec
         self.dev_examples = dev_examples
-        self.dev_ids = dev_ids
+        self.dev_dataset = inference_dataset(*dev_ids, batch_size=eval_batch_size)
         self.metric = metric
         self.total_steps = total_steps
         self.steps_per_data_epoch = steps_per_data_epoch
@@ -81,7 +81,6 @@ class ReleaseRoutine(keras.callbacks.Callback):
         self.batch_size = batch_size
         self.logger = logger
         self.progress = progress
-        self.eval_batch_size = eval_batch_size
         self.state = {"best_score": -np.inf, "best_step": 0, "best_metrics": None,
                       "evaluations": 0, "finished": False, "stop_reason": None}
         self.writer = tf.summary.create_file_writer(str(self.run_dir / runs.TENSORBOARD_DIR))
@@ -207,9 +206,7 @@ class ReleaseRoutine(keras.callbacks.Callback):
     def _evaluate(self, step):
         now = time.perf_counter()
         self._trained_seconds += now - self._clock
-        probabilities = predict_probabilities(
-            self.network, *self.dev_ids, batch_size=self.eval_batch_size
-        )
+        probabilities = predict_probabilities(self.network, self.dev_dataset)
         result = score(self.spec, self.dev_examples, probabilities)
         value = result[self.metric]
         improved = value > self.state["best_score"]
