@@ -40,7 +40,7 @@ TABLE5_MODEL = dict(embedding_dim=300, enc_layers=3, hidden_size=150)
 def time_export(path, signature, input_spec, *, batches=100, warmup=10, intra_op_threads=0,
                 inter_op_threads=0, throughput_batch=0, throughput_batches=5, seed=0,
                 timeout=1800):
-    """Time an exported model in a fresh ``python -I`` subprocess.
+    """Time an exported model in a fresh Python subprocess.
 
     Args:
         path: SavedModel directory or ``.tflite`` file.
@@ -63,7 +63,7 @@ def time_export(path, signature, input_spec, *, batches=100, warmup=10, intra_op
                    inter_op_threads=inter_op_threads, throughput_batch=throughput_batch,
                    throughput_batches=throughput_batches, seed=seed)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, "-I", str(WORKER), json.dumps(request)],
+    proc = subprocess.run([sys.executable, str(WORKER), json.dumps(request)],
                           capture_output=True, text=True, env=env, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"timing worker failed on {path}:\n{proc.stderr[-3000:]}")

@@ -143,11 +143,15 @@ def test_assets_and_attributes(run_and_export, loaded):
 
 
 FRESH_PROCESS = r"""
-import json, sys
-# Make re2_tf unimportable: drop the editable-install finder and any path into the repo.
+import json, os, sys
+# Make re2_tf unimportable: drop the editable-install finder and the repository's own
+# directory (argv[3]), but keep every other path -- the environment's site-packages may
+# well live inside the repository (CI's .venv does).
+repo = os.path.realpath(sys.argv[3])
 sys.meta_path = [f for f in sys.meta_path if "editable" not in getattr(f, "__module__", "")
                  and "editable" not in repr(f)]
-sys.path = [p for p in sys.path if "main" not in p and p not in ("", ".")]
+sys.path = [p for p in sys.path
+            if p not in ("", ".") and os.path.realpath(p) != repo]
 sys.path_importer_cache.clear()
 try:
     import re2_tf
@@ -171,9 +175,10 @@ def test_fresh_process_serves_without_re2_tf(run_and_export):
     t1, t2 = ["a man sleeps", "the dog"], ["a woman is awake", "cats"]  # no punctuation
     ids1, ids2 = _ids(t1, vocab), _ids(t2, vocab)
     args = json.dumps({"t1": t1, "t2": t2, "i1": ids1.tolist(), "i2": ids2.tolist()})
-    proc = subprocess.run([sys.executable, "-I", "-c", FRESH_PROCESS, str(export_dir), args],
-                          capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-                          timeout=300, cwd="/")
+    repo = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(export_dir), args, str(repo)],
+                          capture_output=True, text=True, env=env, timeout=300, cwd="/")
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     expected = _keras_probs(model, ids1, ids2)
