@@ -4,6 +4,8 @@ Token id 0 is padding everywhere in re2_tf. Masks are float tensors ``[batch, le
 holding 1.0 on real tokens and 0.0 on padding, so they broadcast over the feature axis.
 """
 
+import warnings
+
 import keras
 import ml_dtypes
 import numpy as np
@@ -35,7 +37,13 @@ def masked_softmax(logits, mask, axis):
         least one entry along ``axis`` is kept (all-excluded slices come out uniform, as
         in the release).
     """
-    return ops.softmax(fill_padding(logits, mask, dtype_min(logits.dtype)), axis=axis)
+    filled = fill_padding(logits, mask, dtype_min(logits.dtype))
+    with warnings.catch_warnings():
+        # A one-token text makes ``axis`` of size 1 in eager calls; its softmax is exactly 1,
+        # which is right here, so Keras' "did you mean sigmoid" warning is only noise.
+        warnings.filterwarnings("ignore", message="You are using a softmax over axis",
+                                category=UserWarning)
+        return ops.softmax(filled, axis=axis)
 
 
 @keras.saving.register_keras_serializable(package="re2_tf")
