@@ -109,7 +109,8 @@ class ServingModule(tf.Module):
         self._xla = bool(xla)
         self._dtype = tf.bfloat16 if precision == "bf16" else tf.float32
         self._label_list = [str(n) for n in label_names]
-        num_vocab = sum(1 for _ in open(vocab_file, encoding="utf-8"))
+        with open(vocab_file, encoding="utf-8") as f:
+            num_vocab = sum(1 for _ in f)
 
         self.vocab_asset = tf.saved_model.Asset(str(vocab_file))
         self.extra_assets = {k: tf.saved_model.Asset(str(v)) for k, v in (extra_assets or {}).items()}

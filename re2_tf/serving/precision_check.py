@@ -14,40 +14,31 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import tensorflow as tf
 from absl import app, flags
 
+from re2_tf import runs
+from re2_tf.data.datasets import load_file
+from re2_tf.data.pipeline import encode_pairs
+from re2_tf.evaluation import inference_dataset, predict_probabilities
 from re2_tf.export import export_model
+from re2_tf.predict import Predictor
 
 REPO = Path(__file__).resolve().parents[2]
+
 flags.DEFINE_string("run_dir", "checkpoints/sample-re2", "A trained run directory.")
 flags.DEFINE_string("out", None, "Directory for the exports (default: a temporary one).")
 FLAGS = flags.FLAGS
-LABELS = ["entailment", "neutral", "contradiction"]
-
-
-def _read(path):
-    rows = [line.rstrip("\n").split("\t") for line in open(path, encoding="utf-8")]
-    return [r[0] for r in rows], [r[1] for r in rows], np.asarray([int(r[2]) for r in rows])
-
-
-def _pad(rows):
-    out = np.zeros((len(rows), max(1, max(map(len, rows)))), np.int32)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = r or [1]
-    return out
 
 
 def main(argv):
     del argv
-    from re2_tf import runs
-
     model = runs.load_best_model(FLAGS.run_dir)
     vocab = runs.load_vocab(FLAGS.run_dir)
-    enc = lambda texts: [vocab.encode(s.split()) for s in texts]  # noqa: E731
     out = Path(FLAGS.out or tempfile.mkdtemp())
-    common = dict(vocab_tokens=vocab.tokens, label_names=LABELS, tokenizer="whitespace")
-    # Pairs are fed as ids (the pipeline's whitespace split of the processed files).
+    # The processed files are whitespace-tokenised, so the exports use the whitespace
+    # tokeniser and re2_tf.predict feeds them ids (serving_ids), as the pipeline encodes them.
+    common = dict(vocab_tokens=vocab.tokens, label_names=runs.load_config(FLAGS.run_dir).label_names,
+                  tokenizer="whitespace")
     exports = {
         "savedmodel fp32": export_model(model, out / "fp32", **common),
         "savedmodel bf16": export_model(model, out / "bf16", precision="bf16", **common),
@@ -55,31 +46,21 @@ def main(argv):
         "tflite int8": export_model(model, out / "tflite_int8", fmt="tflite", precision="int8",
                                     **common),
     }
+    predictors = {k: Predictor(p, tokenize="python") for k, p in exports.items()}
     files = {"sample dev": REPO / "data/sample/dev.txt",
              "SNLI dev": REPO.parent / "shared/data/snli/re2_processed/dev.txt"}
-    from ai_edge_litert.interpreter import Interpreter
     report = {}
     for fname, path in files.items():
         if not path.exists():
             continue
-        d1, d2, dy = _read(path)
-        ea, eb = enc(d1), enc(d2)
-        keras_probs, probs = [], {k: [] for k in exports}
-        runners = {k: Interpreter(model_path=str(p / "model.tflite")).get_signature_runner(
-            "serving_ids") for k, p in exports.items() if k.startswith("tflite")}
-        loaded = {k: tf.saved_model.load(str(p)).signatures["serving_ids"]
-                  for k, p in exports.items() if k.startswith("savedmodel")}
-        for start in range(0, len(dy), 64):
-            ia, ib = _pad(ea[start:start + 64]), _pad(eb[start:start + 64])
-            keras_probs.append(tf.nn.softmax(model({"text1": ia, "text2": ib})).numpy())
-            for k, fn in loaded.items():
-                probs[k].append(fn(text1=tf.constant(ia), text2=tf.constant(ib))["probabilities"].numpy())
-            for k, fn in runners.items():
-                probs[k].append(fn(text1=ia, text2=ib)["probabilities"])
-        ref = np.concatenate(keras_probs)
+        examples = load_file(path)
+        text1_ids, text2_ids, labels = encode_pairs(examples, vocab)
+        dy = np.asarray(labels)
+        ref = predict_probabilities(model, inference_dataset(text1_ids, text2_ids))
         report[fname] = {"pairs": len(dy), "keras acc": float((ref.argmax(1) == dy).mean())}
-        for k in exports:
-            p = np.concatenate(probs[k])
+        for k, predictor in predictors.items():
+            p = predictor.probabilities([ex.text1 for ex in examples],
+                                        [ex.text2 for ex in examples])
             report[fname][k] = {
                 "acc": round(float((p.argmax(1) == dy).mean()), 4),
                 "same label as keras": round(float((p.argmax(1) == ref.argmax(1)).mean()), 4),
