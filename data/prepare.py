@@ -79,19 +79,31 @@ def _extract(archive: Path, wanted: list[str], into: Path) -> None:
 
 def _tokenized(examples, tokenizer_name: str, lower: bool):
     tokenize = get_tokenizer(tokenizer_name, lower=lower)
-    out, empty = [], 0
-    for ex in examples:
-        t1, t2 = " ".join(tokenize(ex.text1)), " ".join(tokenize(ex.text2))
-        empty += (not t1) + (not t2)
-        out.append(dataclasses.replace(ex, text1=t1, text2=t2))
-    if empty:
-        logging.warning("%d texts are empty after tokenisation", empty)
-    return out
+    return [dataclasses.replace(ex, text1=" ".join(tokenize(ex.text1)),
+                                text2=" ".join(tokenize(ex.text2))) for ex in examples]
+
+
+def _write_split(output: Path, dataset: str, split: str, examples) -> dict:
+    """Writes ``<output>/<split>.txt``; counts and logs the pairs with an empty text.
+
+    Such pairs are kept (evaluation data is never dropped; the models define an empty text
+    as an all-padding row), but they are reported with their output line numbers.
+    """
+    readers.write_processed(output / f"{split}.txt", examples)
+    empty = [i for i, ex in enumerate(examples, 1) if not ex.text1.split() or not ex.text2.split()]
+    logging.log(logging.WARNING if empty else logging.INFO,
+                "%s %s: %d pairs, %d with an empty text after tokenisation%s", dataset, split,
+                len(examples), len(empty), f" (lines {empty[:10]})" if empty else "")
+    return {"pairs": len(examples), "empty_text_pairs": len(empty)}
 
 
 def prepare(dataset: str, input_path: str | os.PathLike, output: str | os.PathLike,
             lower: bool = True, sample_train: int = 8000, sample_test: int = 2000) -> dict:
-    """Writes the prepared splits of ``dataset`` to ``output``; returns ``{split: num_pairs}``.
+    """Writes the prepared splits of ``dataset`` to ``output``.
+
+    Returns:
+      ``{split: {"pairs": n, "empty_text_pairs": k}}``: pairs written, and how many of them
+      have a text with no token after tokenisation (kept, and logged with their lines).
 
     Raises:
       FileNotFoundError: a required raw file is missing. ValueError: malformed raw data.
@@ -124,8 +136,7 @@ def prepare(dataset: str, input_path: str | os.PathLike, output: str | os.PathLi
                 examples = readers.read_wikiqa_txt(path)
                 readers.write_ids(output / f"{split}.ids", examples)
             examples = _tokenized(examples, spec.tokenizer, lower)
-            readers.write_processed(output / f"{split}.txt", examples)
-            counts[split] = len(examples)
+            counts[split] = _write_split(output, dataset, split, examples)
         if dataset == "wikiqa":
             for split in ("dev", "test"):
                 ref, _ = _find(root, [f"WikiQA-{split}-filtered.ref"])
@@ -142,9 +153,8 @@ def _prepare_sample(input_dir: Path, output: Path, n_train: int, n_test: int) ->
         raise ValueError(f"need > {n_train} dev and >= {n_test} test pairs, "
                          f"got {len(dev)}, {len(test)}")
     splits = {"train": dev[:n_train], "dev": dev[n_train:], "test": test[:n_test]}
-    for split, examples in splits.items():
-        readers.write_processed(output / f"{split}.txt", examples)
-    return {split: len(examples) for split, examples in splits.items()}
+    return {split: _write_split(output, "sample", split, examples)
+            for split, examples in splits.items()}
 
 
 def main(argv):

@@ -131,9 +131,7 @@ def test_scitail_tokenizer_reproduces_release_test_split(shared_data):
                   for r, ref in zip(rows, reference))
     label_names = {"entailment": 0, "not_entailment": 1}
     assert [label_names[r["label"]] for r in rows] == [ref.label for ref in reference]
-    fraction = matches / len(reference)
-    print(f"SciTail test tokenisation exact-match: {matches}/{len(reference)} = {fraction:.4%}")
-    assert fraction >= 0.99
+    assert matches == 2126  # data/README.md: "2,126/2,126 pairs"
 
 
 def test_wikiqa_ids_match_corpus_refs(shared_data):
@@ -141,6 +139,10 @@ def test_wikiqa_ids_match_corpus_refs(shared_data):
         examples = readers.read_wikiqa_txt(shared_data / f"wikiqa/WikiQA-{split}.txt")
         ref = (shared_data / f"wikiqa/WikiQA-{split}.ref").read_text().splitlines()
         assert [f"{e.qid} 0 {e.docid} {e.label}" for e in examples] == ref
+    # data/README.md: the filtered sets keep dev 122 and test 237 questions.
+    for split, questions in (("dev", 122), ("test", 237)):
+        ref = (shared_data / f"wikiqa/WikiQA-{split}-filtered.ref").read_text().splitlines()
+        assert len({line.split()[0] for line in ref}) == questions
 
 
 def test_shared_processed_files_read(shared_data):
@@ -216,6 +218,23 @@ def test_load_embeddings_plain_gz_zip(tmp_path):
         "the", "The", "cat", "Dog", "dog", "mat"}
 
 
+def test_words_with_spaces_are_counted_and_reported(tmp_path, caplog):
+    # 840B has lines such as "at&t co <300 values>": the word is everything but the last D
+    # fields. They can never match a token, so they are skipped -- and counted in the log.
+    path = tmp_path / "spaced.txt"
+    path.write_text("the 0.1 0.2 0.3\nat&t co 1 2 3\ncat 4 5 6\n. . . 7 7 7\n")
+    with caplog.at_level("WARNING"):
+        assert embeddings.load_glove_words(path) == {"the", "cat"}
+    assert "skipped 2 lines whose word contains spaces" in caplog.text
+    assert "'at&t co'" in caplog.text and "'. . .'" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        matrix = embeddings.load_embeddings(path, Vocab(["at&t", "cat", "."]))
+    # "at&t" and "." are not read from the spaced lines: their rows stay zero.
+    np.testing.assert_array_equal(matrix[2:], [[0, 0, 0], [4, 5, 6], [0, 0, 0]])
+    assert "skipped 2 lines" in caplog.text
+
+
 def test_malformed_vectors(tmp_path):
     vocab = Vocab(["a", "b"])
     short = tmp_path / "short.txt"
@@ -273,14 +292,61 @@ def test_registry():
 
 def test_bundled_sample():
     sample = REPO / "data" / "sample"
-    sizes = {s: len(datasets.load_split("sample", sample, s)) for s in datasets.SPLITS}
-    assert sizes == {"train": 8000, "dev": 1842, "test": 2000}
-    assert sum((sample / f"{s}.txt").stat().st_size for s in datasets.SPLITS) < 2 * 2**20
-    dev = datasets.load_split("sample", sample, "dev")
-    # counted with `cut -f3 | sort | uniq -c`: dev 612/622/608
-    assert np.bincount([e.label for e in dev]).tolist() == [612, 622, 608]
+    # The figures of data/sample/README.md's table (pairs, bytes, labels per class).
+    loaded = {s: datasets.load_split("sample", sample, s) for s in datasets.SPLITS}
+    assert {s: len(ex) for s, ex in loaded.items()} == {"train": 8000, "dev": 1842, "test": 2000}
+    sizes = {s: (sample / f"{s}.txt").stat().st_size for s in datasets.SPLITS}
+    assert sizes == {"train": 896_845, "dev": 207_030, "test": 225_786}
+    assert round(sum(sizes.values()) / 1e6, 1) == 1.3  # README: "a 1.3 MB excerpt"
+    assert {s: np.bincount([e.label for e in ex]).tolist() for s, ex in loaded.items()} == {
+        "train": [2717, 2613, 2670], "dev": [612, 622, 608], "test": [690, 660, 650]}
     readme = (sample / "README.md").read_text()
     assert "CC BY-SA 4.0" in readme and "Bowman" in readme
+
+
+WIKIQA_PREPARED = ("who wrote hamlet ?\thamlet is a tragedy .\t0\n"
+                   "what is a pm ?\tpm may mean afternoon .\t0\n"
+                   "what is a pm ?\ta prime minister leads a government .\t1\n")
+
+
+def test_wikiqa_split_without_ids_is_an_error_not_a_regrouping(tmp_path):
+    # Lines 2-3 were "What is a pm ?" and "What is a PM ?" in the corpus: two questions that
+    # lower-casing made identical. Regrouping the text would merge them; the .ids file keeps
+    # them apart, and without it loading fails and says how to make it.
+    (tmp_path / "dev.txt").write_text(WIKIQA_PREPARED)
+    with pytest.raises(FileNotFoundError, match=r"dev\.ids not found.*data/prepare\.py "
+                       r"--dataset=wikiqa"):
+        datasets.load_split("wikiqa", tmp_path, "dev")
+    (tmp_path / "dev.ids").write_text("1\t0\n2\t0\n3\t0\n")
+    dev = datasets.load_split("wikiqa", tmp_path, "dev")
+    assert [(e.qid, e.docid, e.label) for e in dev] == [("1", "0", 0), ("2", "0", 0),
+                                                       ("3", "0", 1)]
+    (tmp_path / "dev.ids").write_text("1\t0\n2\t0\n")
+    with pytest.raises(ValueError, match=r"dev\.ids: 2 lines but .*dev\.txt has 3 pairs"):
+        datasets.load_split("wikiqa", tmp_path, "dev")
+
+
+def test_load_file_for_a_run_takes_ids_from_the_sibling_file_and_checks_labels(tmp_path):
+    wikiqa = datasets.get_dataset("wikiqa")
+    path = tmp_path / "test.txt"
+    path.write_text(WIKIQA_PREPARED)
+    with pytest.raises(ValueError, match=r"test\.txt: processed lines carry no question ids"
+                       r".*test\.ids"):
+        datasets.load_file(path, "processed", wikiqa)
+    (tmp_path / "test.ids").write_text("1\t0\n2\t0\n3\t0\n")
+    assert [e.qid for e in datasets.load_file(path, "processed", wikiqa)] == ["1", "2", "3"]
+    # without a spec (any dataset) nothing is required
+    assert [e.qid for e in datasets.load_file(path, "processed")] == [None] * 3
+    path.write_text(WIKIQA_PREPARED + "q\ta\t2\n")
+    with pytest.raises(ValueError, match=r"test\.txt:4: label 2 is not one of wikiqa's labels"):
+        datasets.load_file(path, "processed", wikiqa)
+    # Raw formats report the file's own line: line 2 ("-") is dropped by the reader.
+    snli = tmp_path / "snli.jsonl"
+    snli.write_text("".join(
+        f'{{"sentence1": "a", "sentence2": "b", "gold_label": "{g}"}}\n'
+        for g in ("neutral", "-", "contradiction")))
+    with pytest.raises(ValueError, match=r"snli\.jsonl:3: label 2 is not one of scitail's"):
+        datasets.load_file(snli, "snli_jsonl", datasets.get_dataset("scitail"))
 
 
 def test_load_file_tokenises_raw_formats():
@@ -358,6 +424,31 @@ def test_prepare(tmp_path, dataset, as_zip):
         assert datasets.ref_file("wikiqa", out, "test") == out / "test.ref"
 
 
+def test_prepare_counts_and_reports_pairs_with_an_empty_text(tmp_path, caplog):
+    # SNLI's tokeniser removes one-character punctuation, so "." and ". !" become empty.
+    source = tmp_path / "snli_1.0"
+    source.mkdir()
+    splits = {"train": [("A man .", "."), ("Dogs run .", "Dogs move ."), (". !", ",")],
+              "dev": [("A cat .", "A pet .")],
+              "test": [("?", "A man sleeps .")]}
+    for split, pairs in splits.items():
+        (source / f"snli_1.0_{split}.jsonl").write_text("".join(
+            f'{{"sentence1": "{a}", "sentence2": "{b}", "gold_label": "neutral"}}\n'
+            for a, b in pairs))
+    with caplog.at_level("INFO", logger="absl"):
+        counts = _load_prepare().prepare("snli", source, tmp_path / "out")
+    assert counts == {"train": {"pairs": 3, "empty_text_pairs": 2},
+                      "dev": {"pairs": 1, "empty_text_pairs": 0},
+                      "test": {"pairs": 1, "empty_text_pairs": 1}}
+    assert "snli train: 3 pairs, 2 with an empty text after tokenisation (lines [1, 3])" \
+        in caplog.text
+    assert "snli dev: 1 pairs, 0 with an empty text" in caplog.text
+    assert "snli test: 1 pairs, 1 with an empty text after tokenisation (lines [1])" \
+        in caplog.text
+    # kept, not dropped
+    assert (tmp_path / "out/train.txt").read_text().splitlines()[2] == "\t\t1"
+
+
 def test_prepare_scitail_tsv_fallback(tmp_path):
     source = tmp_path / "SciTailV1.1"
     shutil.copytree(RAW / "SciTailV1.1" / "tsv_format", source / "tsv_format")
@@ -373,6 +464,7 @@ def test_prepare_sample_cut(tmp_path):
     (source / "test.txt").write_text("".join(f"t{i}\th\t{i % 3}\n" for i in range(4)))
     counts = _load_prepare().prepare("sample", source, tmp_path / "out", sample_train=3,
                                      sample_test=2)
-    assert counts == {"train": 3, "dev": 2, "test": 2}
+    assert counts == {s: {"pairs": n, "empty_text_pairs": 0}
+                      for s, n in (("train", 3), ("dev", 2), ("test", 2))}
     assert (tmp_path / "out/dev.txt").read_text() == "d3\th\t0\nd4\th\t1\n"
     assert (tmp_path / "out/test.txt").read_text() == "t0\th\t0\nt1\th\t1\n"

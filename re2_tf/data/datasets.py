@@ -12,7 +12,9 @@ integer ids in the order of :attr:`DatasetSpec.label_names`. WikiQA additionally
 
 The ids are the corpus' own (see :func:`re2_tf.data.readers.read_wikiqa_txt`), so scores can
 be written as a ``.rank`` file and checked against ``{dev,test}.ref`` or scored in memory
-with :func:`re2_tf.metrics.ranking_metrics`.
+with :func:`re2_tf.metrics.ranking_metrics`. The ``.ids`` files are required: questions are
+never regrouped from the prepared text, which is lower-cased, so two adjacent questions that
+differ only in case would merge into one.
 """
 
 from __future__ import annotations
@@ -104,12 +106,12 @@ def load_split(name: str, data_dir: str | os.PathLike | None = None,
 
     Returns:
       ``list[PairExample]`` in file order; for ranking datasets ``qid``/``docid`` come from
-      ``<split>.ids`` (or, if that file is absent, the WikiQA grouping rule applied to the
-      ``.txt``).
+      ``<split>.ids``.
 
     Raises:
-      FileNotFoundError: missing split file. ValueError: malformed line, a label
-      ``>= num_classes``, or an ``.ids`` file whose length differs from the ``.txt``.
+      FileNotFoundError: missing split file, or a ranking split without its ``.ids`` file
+        (the message says how to write it). ValueError: malformed line, a label
+        ``>= num_classes``, or an ``.ids`` file whose length differs from the ``.txt``.
     """
     spec = get_dataset(name)
     directory = Path(data_dir) if data_dir is not None else default_data_dir(name)
@@ -118,15 +120,29 @@ def load_split(name: str, data_dir: str | os.PathLike | None = None,
         raise FileNotFoundError(f"{path} not found; run data/prepare.py --dataset={name}")
     examples = readers.read_processed(path, num_classes=spec.num_classes)
     if spec.ranking:
-        ids_path = directory / f"{split}.ids"
-        if ids_path.exists():
-            ids = readers.read_ids(ids_path)
-            if len(ids) != len(examples):
-                raise ValueError(f"{ids_path}: {len(ids)} lines but {path} has {len(examples)}")
-        else:
-            ids = [(ex.qid, ex.docid) for ex in readers.read_wikiqa_txt(path)]
-        examples = [dataclasses.replace(ex, qid=q, docid=d) for ex, (q, d) in zip(examples, ids)]
+        examples = _with_ids(examples, path, FileNotFoundError(
+            f"{directory / (split + '.ids')} not found: ranking metrics need each pair's "
+            f"question id, and questions cannot be regrouped from the lower-cased {path}. "
+            f"Write it by preparing the corpus again: python data/prepare.py "
+            f"--dataset={name} --input=<downloaded corpus> --output={directory}"))
     return examples
+
+
+def _with_ids(examples: list[PairExample], path: Path, missing: Exception
+              ) -> list[PairExample]:
+    """``examples`` with ``qid``/``docid`` from ``path``'s sibling ``.ids`` file.
+
+    Raises:
+      ``missing`` if there is no ``.ids`` file; ValueError for a malformed one or one whose
+      length differs from ``len(examples)``.
+    """
+    ids_path = path.with_suffix(".ids")
+    if not ids_path.exists():
+        raise missing
+    ids = readers.read_ids(ids_path)
+    if len(ids) != len(examples):
+        raise ValueError(f"{ids_path}: {len(ids)} lines but {path} has {len(examples)} pairs")
+    return [dataclasses.replace(ex, qid=q, docid=d) for ex, (q, d) in zip(examples, ids)]
 
 
 def ref_file(name: str, data_dir: str | os.PathLike | None = None,
@@ -139,7 +155,8 @@ def ref_file(name: str, data_dir: str | os.PathLike | None = None,
     return path if path.exists() else None
 
 
-def load_file(path: str | os.PathLike, fmt: str = "processed") -> list[PairExample]:
+def load_file(path: str | os.PathLike, fmt: str = "processed",
+              spec: DatasetSpec | None = None) -> list[PairExample]:
     """Loads any supported file and returns pairs in prepared form (for ``--file`` evaluation).
 
     Raw formats are tokenised with their dataset's tokeniser (:data:`FORMAT_TOKENIZERS`) and
@@ -150,11 +167,30 @@ def load_file(path: str | os.PathLike, fmt: str = "processed") -> list[PairExamp
     Args:
       path: the file.
       fmt: a format name of :data:`re2_tf.data.readers.READERS`.
+      spec: the dataset the pairs are scored as (a run's dataset and label names). When
+        given, every label must be a class id of ``spec``; for a ranking dataset, pairs
+        without question ids (every format but ``wikiqa_txt``) take them from the sibling
+        ``.ids`` file (``test.txt`` -> ``test.ids``, ``qid<TAB>docid`` per line, as
+        ``data/prepare.py`` writes).
 
     Raises:
-      KeyError: unknown format. ValueError: malformed line (``<path>:<line>: ...``).
+      KeyError: unknown format. ValueError: malformed line (``<path>:<line>: ...``), a label
+      outside ``spec``'s labels (``<path>:<line>: ...``), or, for a ranking ``spec``, pairs
+      without ids and no ``.ids`` file (or one of another length).
     """
     examples = readers.read_file(path, fmt)
+    if spec is not None:
+        for ex in examples:
+            if ex.label is not None and not 0 <= ex.label < spec.num_classes:
+                raise ValueError(
+                    f"{os.fspath(path)}:{ex.line}: label {ex.label} is not one of "
+                    f"{spec.name}'s labels {dict(enumerate(spec.label_names))}")
+        if spec.ranking and any(ex.qid is None for ex in examples):
+            ids_path = Path(path).with_suffix(".ids")
+            examples = _with_ids(examples, Path(path), ValueError(
+                f"{os.fspath(path)}: {fmt} lines carry no question ids, which MAP/MRR need: "
+                f"write {ids_path} (qid<TAB>docid per line, as data/prepare.py writes) or "
+                f"score the corpus file with --format=wikiqa_txt"))
     tokenizer_name = FORMAT_TOKENIZERS[fmt]
     if tokenizer_name is None:
         return examples

@@ -9,10 +9,13 @@ are lower-cased when ``lower`` is set, and when lower-casing merges several toke
 (``The``/``the``) the **first occurrence in the file wins**. Rows of words without a
 vector, and rows 0 (``<PAD>``) and 1 (``<UNK>``), are zero.
 
-Lines whose word itself contains spaces (a few exist in ``glove.840B.300d.txt``, e.g. the
-word ``. . .``) have more than ``D + 1`` fields; they can never match a whitespace-split
-token and are skipped (the release skips them too). Lines with fewer than ``D + 1`` fields,
-and lines with non-numeric values among the lines that are used, raise
+Lines whose word itself contains spaces (a few exist in ``glove.840B.300d.txt``, e.g.
+``. . .`` or ``at&t co``) have more than ``D + 1`` fields: the word is every field but the
+last ``D``. Such a word can never match a whitespace-split token, so the line is skipped (the
+release skips them too), but not silently: every pass over the file logs how many were
+skipped, with a few of the words. ``D`` is read from the first line, which must therefore
+be an ordinary one-word line (or pass ``dim``). Lines with fewer than ``D + 1`` fields, and
+lines with non-numeric values among the lines that are used, raise
 ``ValueError("<file>:<line>: ...")``. Unlike the release, such lines are not silently skipped.
 """
 
@@ -69,12 +72,15 @@ def iter_glove(path: str | os.PathLike, dim: int | None = None
 
     ``values_string`` is the unparsed ``"v1 v2 ... vD"`` (parse only the lines you need).
     ``dim`` defaults to the number of fields of the first line minus one. Lines whose word
-    contains spaces (more than ``dim + 1`` fields) are skipped; empty lines are skipped.
+    contains spaces (more than ``dim + 1`` fields) are skipped and, once the file has been
+    read to its end, counted in a warning log line (with up to 5 of the words); empty lines
+    are skipped.
 
     Raises:
       ValueError: ``<path>:<line>: ...`` for a line with fewer than ``dim + 1`` fields.
     """
     name = os.fspath(path)
+    spaced, spaced_words = 0, []
     with open_glove(path) as f:
         for lineno, line in enumerate(f, 1):
             line = line.rstrip("\r\n").rstrip(" ")
@@ -91,7 +97,13 @@ def iter_glove(path: str | os.PathLike, dim: int | None = None
             elif n_values < dim:
                 raise ValueError(f"{name}:{lineno}: expected {dim} values after the word, "
                                  f"got {n_values}")
-            # n_values > dim: the word contains spaces; never matches a token -> skip.
+            else:  # the word contains spaces: it never matches a token
+                spaced += 1
+                if len(spaced_words) < 5:
+                    spaced_words.append(line.rsplit(" ", dim)[0])
+    if spaced:
+        logging.warning("%s: skipped %d lines whose word contains spaces (never a token), "
+                        "e.g. %s", name, spaced, spaced_words)
 
 
 def load_glove_words(path: str | os.PathLike, lower: bool = True,

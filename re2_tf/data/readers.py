@@ -27,7 +27,10 @@ WikiQA ids: the TREC files shipped with the corpus (``WikiQA-*.ref``, ``*-filter
 matching ``.txt`` (a question is a maximal run of consecutive lines with the same question
 text) and candidates ``0, 1, ...`` within each question, in file order. :func:`read_wikiqa_txt`
 reproduces that scheme (verified line for line against all three ``WikiQA-*.ref`` files), so
-``qid``/``docid`` can be scored directly against the corpus ``.ref`` files.
+``qid``/``docid`` can be scored directly against the corpus ``.ref`` files. The rule compares
+the question text exactly as distributed: applied to lower-cased text it would merge adjacent
+questions that differ only in case (``What is a pm ?`` / ``What is a PM ?`` in WikiQA dev), so
+prepared (lower-cased) splits carry their ids in a ``.ids`` file instead (:func:`read_ids`).
 
 All readers raise ``ValueError("<file>:<line>: ...")`` (1-based line numbers) on malformed
 lines: wrong number of fields, unknown label, invalid JSON, missing JSON fields.
@@ -74,6 +77,8 @@ class PairExample:
       qid: question id for ranking data (WikiQA), else ``None``.
       docid: candidate id within its question (WikiQA), else ``None``.
       pair_id: the distribution's own pair id where it has one (Quora BiMPM), else ``None``.
+      line: 1-based line of the pair in the file it was read from (for error messages), or
+        ``None``; not compared by ``==``.
     """
 
     text1: str
@@ -82,6 +87,7 @@ class PairExample:
     qid: str | None = None
     docid: str | None = None
     pair_id: str | None = None
+    line: int | None = dataclasses.field(default=None, compare=False)
 
 
 def _lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
@@ -138,7 +144,7 @@ def read_processed(path: str | os.PathLike, num_classes: int | None = None,
     for lineno, line in _lines(path):
         fields = line.split("\t")
         if not with_labels and len(fields) == 2:
-            out.append(PairExample(fields[0], fields[1], None))
+            out.append(PairExample(fields[0], fields[1], None, line=lineno))
             continue
         if len(fields) != 3:
             raise _error(path, lineno, "expected 3 tab-separated fields (text1, text2, label), "
@@ -150,7 +156,7 @@ def read_processed(path: str | os.PathLike, num_classes: int | None = None,
         label = int(raw)
         if num_classes is not None and label >= num_classes:
             raise _error(path, lineno, f"label {label} out of range for {num_classes} classes")
-        out.append(PairExample(text1, text2, label))
+        out.append(PairExample(text1, text2, label, line=lineno))
     return out
 
 
@@ -175,7 +181,7 @@ def _read_nli_jsonl(path, mapping: dict[str, int], drop_label: str | None
             continue
         out.append(PairExample(record["sentence1"], record["sentence2"],
                                _label(path, lineno, gold, mapping),
-                               pair_id=record.get("pairID")))
+                               pair_id=record.get("pairID"), line=lineno))
     return out, dropped
 
 
@@ -230,8 +236,8 @@ def read_scitail_tsv(path: str | os.PathLike) -> list[PairExample]:
     for lineno, line in _lines(path):
         premise, hypothesis, label = _split_tab(path, lineno, line, 3,
                                                 "premise, hypothesis, label")
-        out.append(PairExample(premise, hypothesis, _label(path, lineno, label,
-                                                           SCITAIL_TSV_LABELS)))
+        out.append(PairExample(premise, hypothesis,
+                               _label(path, lineno, label, SCITAIL_TSV_LABELS), line=lineno))
     return out
 
 
@@ -251,7 +257,7 @@ def read_quora_tsv(path: str | os.PathLike) -> list[PairExample]:
     for lineno, line in _lines(path):
         label, q1, q2, pair_id = _split_tab(path, lineno, line, 4, "label, q1, q2, id")
         out.append(PairExample(q1, q2, _label(path, lineno, label, BINARY_LABELS),
-                               pair_id=pair_id))
+                               pair_id=pair_id, line=lineno))
     return out
 
 
@@ -276,7 +282,7 @@ def read_wikiqa_txt(path: str | os.PathLike) -> list[PairExample]:
         if question != previous:
             previous, qid, docid = question, qid + 1, 0
         out.append(PairExample(question, sentence, _label(path, lineno, label, BINARY_LABELS),
-                               qid=str(qid), docid=str(docid)))
+                               qid=str(qid), docid=str(docid), line=lineno))
         docid += 1
     return out
 
