@@ -7,12 +7,17 @@ It imports nothing from re2_tf. Parameters come in as plain nested dicts of arra
                  "fusion": {"orig", "sub", "mul", "proj"} (simple: only "orig"),
                  "connection": {"proj": dense | None} (residual only)}
     model:      {"embedding": E, "blocks": [...], "prediction": {"dense_1", "dense_2"}}
-Everything is computed in float64. Dropout is the identity (inference).
+Everything is computed in float64. Dropout is the identity (inference). The encoder's
+convolutions use ``cfg["encoder_activation"]``: ReLU (the TF release) or tanh-GeLU (the
+authors' PyTorch port).
+
+Empty texts (all-padding rows): re2_tf's chosen reading, not the release's (which has no
+value there): pooling over no token is 0, and attention over no position is all zeros (so a
+text aligned to an empty text gets a zero aligned vector). Written here without the dtype
+minimum fill: weights are ``exp`` over kept entries only, divided by their sum (0 if none).
 """
 
 import numpy as np
-
-FLOAT32_MIN = float(np.finfo(np.float32).min)
 
 
 def gelu(x):
@@ -52,15 +57,20 @@ def conv1d_same(p, x, act):
     return act(out + p["b"])
 
 
-def softmax(x, axis):
-    x = x - x.max(axis=axis, keepdims=True)
-    e = np.exp(x)
-    return e / e.sum(axis=axis, keepdims=True)
+def masked_softmax(x, keep, axis):
+    """Softmax over the entries where ``keep``; excluded entries and empty slices get 0."""
+    peak = np.where(keep, x, -np.inf).max(axis=axis, keepdims=True)  # -inf if none kept
+    e = np.exp(np.where(keep, x - peak, -np.inf))
+    total = e.sum(axis=axis, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
 
 
-def encoder(convs, x, mask):
+ACTIVATIONS = {"relu": relu, "gelu": gelu}
+
+
+def encoder(convs, x, mask, activation):
     for p in convs:
-        x = conv1d_same(p, mask * x, relu)
+        x = conv1d_same(p, mask * x, ACTIVATIONS[activation])
     return x
 
 
@@ -68,10 +78,9 @@ def alignment(p, a, b, mask_a, mask_b):
     fa = dense(p["proj"], a, gelu) if p["proj"] is not None else a
     fb = dense(p["proj"], b, gelu) if p["proj"] is not None else b
     e = np.einsum("bid,bjd->bij", fa, fb) * p["t"]  # Eq. 2 with temperature
-    pair = mask_a[:, :, 0][:, :, None] * mask_b[:, :, 0][:, None, :]
-    e = np.where(pair > 0, e, FLOAT32_MIN)
-    attn_a = softmax(e, axis=1)  # weights over a's positions, per b_j
-    attn_b = softmax(e, axis=2)  # weights over b's positions, per a_i
+    pair = (mask_a[:, :, 0][:, :, None] * mask_b[:, :, 0][:, None, :]) > 0
+    attn_a = masked_softmax(e, pair, axis=1)  # weights over a's positions, per b_j
+    attn_b = masked_softmax(e, pair, axis=2)  # weights over b's positions, per a_i
     aligned_a = np.einsum("bij,bjd->bid", attn_b, b)  # Eq. 3, a'_i
     aligned_b = np.einsum("bij,bid->bjd", attn_a, a)  # Eq. 3, b'_j
     return aligned_a, aligned_b, attn_a, attn_b
@@ -98,7 +107,9 @@ def connect(p, x, res, i, mode):
 
 
 def pool(x, mask):
-    return np.where(mask > 0, x, FLOAT32_MIN).max(axis=1)
+    """Max over the tokens of each text; 0 for a text without tokens."""
+    has_token = (mask > 0).any(axis=1)
+    return np.where(has_token, np.where(mask > 0, x, -np.inf).max(axis=1), 0.0)
 
 
 def predict(p, a, b, mode):
@@ -127,8 +138,8 @@ def forward(params, ids1, ids2, cfg):
             a = connect(blk["connection"], a, res_a, i, cfg["connection"])
             b = connect(blk["connection"], b, res_b, i, cfg["connection"])
             res_a, res_b = a, b
-        enc_a = encoder(blk["encoder"], a, mask_a)
-        enc_b = encoder(blk["encoder"], b, mask_b)
+        enc_a = encoder(blk["encoder"], a, mask_a, cfg["encoder_activation"])
+        enc_b = encoder(blk["encoder"], b, mask_b, cfg["encoder_activation"])
         if cfg["enc_in"]:
             a, b = np.concatenate([a, enc_a], -1), np.concatenate([b, enc_b], -1)
         else:

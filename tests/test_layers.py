@@ -103,10 +103,30 @@ def test_masked_softmax_puts_no_weight_on_padding():
     np.testing.assert_allclose(p, [[e[0] / e.sum(), 0.0, e[1] / e.sum()]], rtol=1e-6)
 
 
+def test_masked_softmax_over_no_kept_entry_is_all_zero():
+    # Row 0 keeps both entries (plain softmax); row 1 keeps none (an empty text): zeros, not
+    # the uniform 0.5/0.5 a softmax over two equal fill values gives.
+    logits = np.array([[1.0, 3.0], [2.0, 9.0]], "float32")
+    mask = np.array([[1.0, 1.0], [0.0, 0.0]], "float32")
+    p = np.asarray(L.masked_softmax(logits, mask, axis=-1))
+    e = np.exp([1.0, 3.0])
+    np.testing.assert_allclose(p[0], e / e.sum(), rtol=1e-6)
+    assert p[1].tolist() == [0.0, 0.0]
+
+
 def test_masked_max_pooling_ignores_padding_even_when_it_is_larger():
     x = np.array([[[1.0, -5.0], [3.0, -7.0], [100.0, 100.0]]], "float32")
     mask = np.array([[[1.0], [1.0], [0.0]]], "float32")
     np.testing.assert_allclose(np.asarray(L.MaskedMaxPooling()(x, mask)), [[3.0, -5.0]])
+
+
+def test_masked_max_pooling_of_an_all_padding_text_is_zero():
+    # Text 0 is all padding -> 0 (not float32 min); text 1 has only negative values, which
+    # its maximum keeps (the empty-text rule must not clip real maxima at 0).
+    x = np.array([[[4.0, -2.0], [7.0, 1.0]], [[-3.0, -8.0], [-1.0, -9.0]]], "float32")
+    mask = np.array([[[0.0], [0.0]], [[1.0], [1.0]]], "float32")
+    out = np.asarray(L.MaskedMaxPooling()(x, mask))
+    assert out.tolist() == [[0.0, 0.0], [-1.0, -8.0]]
 
 
 def test_padding_mask_from_ids():
@@ -123,6 +143,8 @@ LAYER_CASES = {
     "WeightNormDense": (lambda: L.WeightNormDense(4, activation="gelu"), [(2, 3, 5)], {}),
     "WeightNormConv1D": (lambda: L.WeightNormConv1D(4, 3, activation="relu"), [(2, 3, 5)], {}),
     "ConvEncoder": (lambda: L.ConvEncoder(4, enc_layers=2), [(2, 3, 5)], {"inputs_mask": MASK}),
+    "ConvEncoderGelu": (lambda: L.ConvEncoder(4, enc_layers=2, activation="gelu"), [(2, 3, 5)],
+                        {"inputs_mask": MASK}),
     "Alignment": (lambda: L.Alignment(4, "linear"), [(2, 3, 5), (2, 3, 5)], {"a_mask": MASK, "b_mask": MASK}),
     "AlignmentIdentity": (lambda: L.Alignment(4, "identity"), [(2, 3, 5), (2, 3, 5)], {"a_mask": MASK, "b_mask": MASK}),
     "FusionFull": (lambda: L.Fusion(4, "full"), [(2, 3, 5), (2, 3, 5)], {}),

@@ -9,7 +9,9 @@ import pytest
 import tensorflow as tf
 
 import re2_numpy_reference as ref
+from weights import randomize_weights
 from re2_tf.models import build_re2, count_parameters
+from re2_tf.serving import folded
 
 
 # --------------------------------------------------------------------------- parameter counts
@@ -104,6 +106,7 @@ def test_random_embedding_is_trainable():
         (dict(fusion="gated"), "fusion"),
         (dict(connection="dense"), "connection"),
         (dict(prediction="mlp"), "prediction"),
+        (dict(encoder_activation="tanh"), "encoder activation"),
         (dict(dropout_rate=1.0), "dropout_rate"),
         (dict(embeddings=np.zeros((7, 4))), "embeddings"),
     ],
@@ -151,21 +154,6 @@ def extract_params(model, blocks, fusion, connection):
     return params
 
 
-def randomize_weights(model, seed):
-    """Give every weight (g, biases, temperatures included) a non-trivial random value so the
-    comparison exercises each term, not just the initial g = 1, b = 0."""
-    rng = np.random.default_rng(seed)
-    for w in model.weights:
-        shape = tuple(w.shape)
-        if w.path.endswith("kernel_g"):
-            value = rng.uniform(0.5, 1.5, shape)
-        elif w.path.endswith("temperature"):
-            value = np.asarray(rng.uniform(0.3, 1.0))
-        else:
-            value = rng.normal(0.0, 0.5, shape)
-        w.assign(value.astype("float32"))
-
-
 def tiny_batch():
     # Three pairs with padding in different places; lengths independent between texts.
     text1 = np.array([[3, 4, 5, 6, 0], [7, 8, 0, 0, 0], [9, 10, 11, 12, 13]], "int32")
@@ -176,6 +164,7 @@ def tiny_batch():
 BASE = dict(
     blocks=3, enc_layers=2, kernel_size=3, alignment="linear", fusion="full",
     connection="aug", prediction="full", enc_in=True, parallel_blocks=False,
+    encoder_activation="relu",
 )
 VARIANTS = {
     "default_3_blocks": {},
@@ -192,6 +181,9 @@ VARIANTS = {
     "without_enc_in": dict(enc_in=False),
     "parallel_blocks": dict(parallel_blocks=True),
     "residual_without_enc_in": dict(connection="residual", enc_in=False),
+    "gelu_encoder_pytorch_port": dict(encoder_activation="gelu"),
+    "gelu_encoder_3_layers_identity": dict(encoder_activation="gelu", enc_layers=3,
+                                           alignment="identity"),
 }
 
 
@@ -210,11 +202,84 @@ def test_keras_matches_numpy_reference(variant):
     assert np.abs(logits).max() > 1e-2  # the comparison is not between near-zero numbers
     np.testing.assert_allclose(out["logits"].numpy(), logits, atol=1e-5, rtol=1e-5)
     for i, (attn_a, attn_b) in enumerate(attention):
-        m1 = (text1 != 0)[:, :, None]
-        m2 = (text2 != 0)[:, None, :]
-        valid = m1 & m2  # rows/columns of padding are not defined by the equations
-        np.testing.assert_allclose(out[f"attention_{i}_text1"].numpy()[valid], attn_a[valid], atol=1e-5)
-        np.testing.assert_allclose(out[f"attention_{i}_text2"].numpy()[valid], attn_b[valid], atol=1e-5)
+        # Whole matrices: slices at padding positions are all-zero in both.
+        np.testing.assert_allclose(out[f"attention_{i}_text1"].numpy(), attn_a, atol=1e-5)
+        np.testing.assert_allclose(out[f"attention_{i}_text2"].numpy(), attn_b, atol=1e-5)
+
+
+def test_encoder_activation_changes_the_logits_and_is_recorded():
+    # Same weights, only the conv activation differs: the logits must differ (the option is
+    # wired in), and the layer config carries it.
+    text1, text2 = tiny_batch()
+    logits = {}
+    for act in ("relu", "gelu"):
+        model = build_re2(20, 3, embedding_dim=6, hidden_size=5, encoder_activation=act)
+        randomize_weights(model, seed=5)
+        logits[act] = model({"text1": text1, "text2": text2}).numpy()
+        assert model.get_layer("block1_encoder").get_config()["activation"] == act
+    assert np.abs(logits["relu"] - logits["gelu"]).max() > 1e-3
+
+
+# --------------------------------------------------------------------------- empty texts
+def empty_text_batch():
+    """Pairs with text1 empty, text2 empty, both empty, and neither (row 3)."""
+    text1 = np.array([[0, 0, 0, 0], [3, 4, 5, 0], [0, 0, 0, 0], [6, 7, 8, 9]], "int32")
+    text2 = np.array([[10, 11, 0], [0, 0, 0], [0, 0, 0], [12, 2, 0]], "int32")
+    return text1, text2
+
+
+EMPTY_VARIANTS = ["default_3_blocks", "gelu_encoder_pytorch_port", "identity_alignment",
+                  "residual_connection", "parallel_blocks", "symmetric_prediction"]
+
+
+@pytest.mark.parametrize("variant", EMPTY_VARIANTS)
+def test_empty_texts_give_finite_logits_equal_to_the_reference(variant):
+    cfg = {**BASE, **VARIANTS[variant]}
+    model = build_re2(20, 3, embedding_dim=6, hidden_size=5, return_attention=True, **cfg)
+    randomize_weights(model, seed=11)
+    text1, text2 = empty_text_batch()
+    out = model({"text1": text1, "text2": text2}, training=False)
+    logits, attention = ref.forward(
+        extract_params(model, cfg["blocks"], cfg["fusion"], cfg["connection"]), text1, text2, cfg)
+    got = out["logits"].numpy()
+    assert np.isfinite(got).all() and np.abs(got).max() < 1e3
+    assert np.abs(logits).max() > 1e-2
+    np.testing.assert_allclose(got, logits, atol=1e-5, rtol=1e-5)
+    for i, (attn_a, attn_b) in enumerate(attention):
+        np.testing.assert_allclose(out[f"attention_{i}_text1"].numpy(), attn_a, atol=1e-5)
+        np.testing.assert_allclose(out[f"attention_{i}_text2"].numpy(), attn_b, atol=1e-5)
+        # Both attention matrices of a pair with an empty text are all zeros.
+        assert not out[f"attention_{i}_text1"].numpy()[:3].any()
+        assert not out[f"attention_{i}_text2"].numpy()[:3].any()
+
+
+def test_empty_texts_give_finite_loss_and_gradients():
+    model = build_re2(20, 3, embedding_dim=6, hidden_size=5, blocks=2)
+    randomize_weights(model, seed=2)
+    text1, text2 = empty_text_batch()
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(np.array([0, 1, 2, 0]), model({"text1": text1, "text2": text2},
+                                                     training=True))
+    grads = tape.gradient(loss, model.trainable_weights)
+    assert np.isfinite(loss.numpy()) and loss.numpy() < 1e3
+    assert all(np.isfinite(tf.convert_to_tensor(g).numpy()).all() for g in grads)
+
+
+@pytest.mark.parametrize("variant", EMPTY_VARIANTS)
+@pytest.mark.parametrize("joint", [True, False])
+def test_folded_forward_equals_keras_on_empty_texts(variant, joint):
+    # The exported model's forward pass (weight norm folded) treats empty texts as Keras does.
+    cfg = {**BASE, **VARIANTS[variant]}
+    model = build_re2(20, 3, embedding_dim=6, hidden_size=5, **cfg)
+    randomize_weights(model, seed=13)
+    text1, text2 = empty_text_batch()
+    expected = model({"text1": text1, "text2": text2}, training=False).numpy()
+    params = folded.fold_re2(model)
+    assert params["encoder_activation"] == cfg["encoder_activation"]
+    got = folded.re2_forward(params, tf.constant(text1), tf.constant(text2), joint=joint).numpy()
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
 
 
 # --------------------------------------------------------------------------- padding
@@ -262,7 +327,8 @@ def test_symbolic_and_eager_calls_agree_and_shapes_are_dynamic():
 
 
 def test_keras_save_and_load_round_trip(tmp_path):
-    model = build_re2(20, 3, embedding_dim=6, hidden_size=5, blocks=3, connection="residual")
+    model = build_re2(20, 3, embedding_dim=6, hidden_size=5, blocks=3, connection="residual",
+                      encoder_activation="gelu")
     randomize_weights(model, seed=3)
     text1, text2 = tiny_batch()
     before = model({"text1": text1, "text2": text2}).numpy()
@@ -272,6 +338,7 @@ def test_keras_save_and_load_round_trip(tmp_path):
     after = loaded({"text1": text1, "text2": text2}).numpy()
     np.testing.assert_array_equal(before, after)
     assert count_parameters(loaded) == count_parameters(model)
+    assert loaded.get_layer("block2_encoder").activation == "gelu"
 
 
 def test_a_few_training_steps_lower_the_loss():

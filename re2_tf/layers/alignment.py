@@ -45,6 +45,12 @@ class Alignment(keras.layers.Layer):
         ``return_attention_scores`` also ``(attention_a, attention_b)``, both
         ``[batch, len_a, len_b]``: ``attention_a`` sums to 1 over axis 1, ``attention_b``
         over axis 2; no weight falls on a padding position of the sequence normalised over.
+        Slices with nothing to normalise over are all zeros (see
+        :func:`re2_tf.layers.masking.masked_softmax`): the columns of ``attention_a`` at
+        padding positions of ``b`` and the rows of ``attention_b`` at padding positions of
+        ``a``. So when ``b`` is an empty text (all padding), ``aligned_a`` is 0 (and vice
+        versa) instead of the release's mean of ``b``'s padding vectors; for two non-empty
+        texts every output at a real position equals the release's.
 
     Reference: RE2 paper Eq. 2-3 (after Parikh et al., 2016); release's ``Alignment`` /
     ``MappedAlignment`` (temperature, ``tf.float32.min`` fill).

@@ -4,6 +4,10 @@ import keras
 
 from re2_tf.layers.weight_norm import WeightNormConv1D
 
+#: Activations of the encoder's convolutions: ``relu`` = the authors' TensorFlow release,
+#: ``gelu`` (tanh approximation) = the authors' PyTorch port.
+ENCODER_ACTIVATIONS = ("relu", "gelu")
+
 
 @keras.saving.register_keras_serializable(package="re2_tf")
 class ConvEncoder(keras.layers.Layer):
@@ -13,7 +17,7 @@ class ConvEncoder(keras.layers.Layer):
 
         x = mask * x
         if k > 0: x = dropout(x)
-        x = relu(conv1d_k(x))          # weight-normalised, `same` padding, `hidden_size` filters
+        x = act(conv1d_k(x))           # weight-normalised, `same` padding, `hidden_size` filters
 
     then ``dropout(x)`` after the last layer. Multiplying by the mask before every
     convolution makes padding behave like the convolution's own zero padding, so appending
@@ -25,6 +29,11 @@ class ConvEncoder(keras.layers.Layer):
         enc_layers: int, number of convolutions (RE2: 1-5, default 2).
         kernel_size: int, temporal width (RE2: 3).
         dropout_rate: float in [0, 1), drop probability (release: 0.2 = keep 0.8).
+        activation: ``act``, one of :data:`ENCODER_ACTIVATIONS`: ``"relu"`` (default) as
+            the authors' TensorFlow release (its conv helper keeps the ReLU it is given);
+            ``"gelu"`` (tanh approximation) as the authors' PyTorch port
+            (``alibaba-edu/simple-effective-text-matching-pytorch``), which applies GeLU
+            after its convolutions. Both use He gain ``sqrt(2)``.
 
     Call arguments:
         inputs: float tensor ``[batch, length, dim]``.
@@ -35,21 +44,30 @@ class ConvEncoder(keras.layers.Layer):
         float tensor ``[batch, length, hidden_size]``; values at padding positions are
         not zeroed (everything downstream masks them).
 
-    Reference: RE2 paper §2 (encoder); original release's ``Encoder`` (ReLU convolutions,
-    the release's conv helper keeps the activation it is given).
+    Raises:
+        ValueError: ``enc_layers < 1`` or an ``activation`` outside
+            :data:`ENCODER_ACTIVATIONS`.
+
+    Reference: RE2 paper §2 (encoder, which names no activation); the TensorFlow release's
+    ``Encoder`` (ReLU convolutions) and the PyTorch port's ``Encoder`` (GeLU convolutions).
     """
 
-    def __init__(self, hidden_size, enc_layers=2, kernel_size=3, dropout_rate=0.2, **kwargs):
+    def __init__(self, hidden_size, enc_layers=2, kernel_size=3, dropout_rate=0.2,
+                 activation="relu", **kwargs):
         super().__init__(**kwargs)
         if int(enc_layers) < 1:
             raise ValueError(f"enc_layers must be >= 1, got {enc_layers!r}")
+        if activation not in ENCODER_ACTIVATIONS:
+            raise ValueError(f"encoder activation must be one of {ENCODER_ACTIVATIONS}, "
+                             f"got {activation!r}")
         self.hidden_size = int(hidden_size)
         self.enc_layers = int(enc_layers)
         self.kernel_size = int(kernel_size)
         self.dropout_rate = float(dropout_rate)
+        self.activation = activation
         self.convolutions = [
             WeightNormConv1D(
-                self.hidden_size, self.kernel_size, activation="relu", name=f"conv_{k}"
+                self.hidden_size, self.kernel_size, activation=activation, name=f"conv_{k}"
             )
             for k in range(self.enc_layers)
         ]
@@ -80,5 +98,6 @@ class ConvEncoder(keras.layers.Layer):
             enc_layers=self.enc_layers,
             kernel_size=self.kernel_size,
             dropout_rate=self.dropout_rate,
+            activation=self.activation,
         )
         return config

@@ -25,17 +25,22 @@ def fill_padding(x, mask, value):
 
 
 def masked_softmax(logits, mask, axis):
-    """Softmax of ``logits`` along ``axis`` with masked entries filled by the dtype minimum.
+    """Softmax of ``logits`` along ``axis`` over the entries where ``mask`` is non-zero.
+
+    Masked entries are filled with the dtype minimum before the softmax (the release's
+    ``tf.float32.min``), then the weights are multiplied by the mask.
 
     Args:
         logits: float tensor.
-        mask: tensor broadcastable to ``logits``; 0 marks excluded entries.
+        mask: tensor broadcastable to ``logits``, 1 on kept entries and 0 on excluded ones.
         axis: int, the axis normalised over.
 
     Returns:
-        float tensor like ``logits``; excluded entries get exactly 0 weight whenever at
-        least one entry along ``axis`` is kept (all-excluded slices come out uniform, as
-        in the release).
+        float tensor like ``logits``. Where at least one entry along ``axis`` is kept, the
+        kept weights sum to 1 and excluded entries get exactly 0 (``exp`` of the dtype
+        minimum underflows to 0, so the multiplication by the mask changes nothing: same
+        values as the release). A slice with no kept entry (an empty text, or a padding
+        position) is all zeros, not the release's uniform weights over padding.
     """
     filled = fill_padding(logits, mask, dtype_min(logits.dtype))
     with warnings.catch_warnings():
@@ -43,7 +48,27 @@ def masked_softmax(logits, mask, axis):
         # which is right here, so Keras' "did you mean sigmoid" warning is only noise.
         warnings.filterwarnings("ignore", message="You are using a softmax over axis",
                                 category=UserWarning)
-        return ops.softmax(filled, axis=axis)
+        weights = ops.softmax(filled, axis=axis)
+    return weights * ops.cast(ops.greater(mask, 0), weights.dtype)
+
+
+def masked_max(x, mask, axis=1):
+    """Maximum of ``x`` along ``axis`` over the positions where ``mask`` is non-zero.
+
+    Args:
+        x: float tensor, e.g. ``[batch, length, dim]``.
+        mask: tensor broadcastable to ``x``, e.g. ``[batch, length, 1]``, 1 on tokens.
+        axis: int, the reduced axis.
+
+    Returns:
+        ``x`` reduced over ``axis``; where the mask has no non-zero entry along ``axis``
+        (an all-padding text) the result is 0, not the dtype minimum, so an empty text
+        gives finite features and no NaN loss. Otherwise it equals the release's
+        ``max(where(mask, x, dtype_min))``.
+    """
+    pooled = ops.max(fill_padding(x, mask, dtype_min(x.dtype)), axis=axis)
+    has_token = ops.any(ops.greater(mask, 0), axis=axis)
+    return ops.where(has_token, pooled, ops.zeros_like(pooled))
 
 
 @keras.saving.register_keras_serializable(package="re2_tf")

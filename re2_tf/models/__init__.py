@@ -1,7 +1,8 @@
-"""Model builders: one module per architecture. Each returns a Keras functional model."""
+"""Model builders and their specs: one module per architecture, each registering one
+:class:`~re2_tf.models.spec.ModelSpec` in :data:`MODEL_SPECS` (see :mod:`re2_tf.models.spec`)."""
 
-from re2_tf.models.re2 import RE2_DEFAULTS, build_re2, count_parameters
+from re2_tf.models.spec import MODEL_SPECS, HParam, ModelSpec, get_spec, register
+from re2_tf.models.re2 import RE2_DEFAULTS, build_re2, count_parameters  # registers "re2"
 
-MODELS = {"re2": build_re2}
-
-__all__ = ["MODELS", "RE2_DEFAULTS", "build_re2", "count_parameters"]
+__all__ = ["MODEL_SPECS", "HParam", "ModelSpec", "RE2_DEFAULTS", "build_re2",
+           "count_parameters", "get_spec", "register"]

@@ -21,6 +21,7 @@ from re2_tf.layers import (
     Prediction,
     ResidualConnection,
 )
+from re2_tf.models.spec import HParam, ModelSpec, register
 
 #: Defaults of the release (``src/args``-level defaults; per-dataset values live in configs/).
 RE2_DEFAULTS = dict(
@@ -28,6 +29,7 @@ RE2_DEFAULTS = dict(
     blocks=2,
     enc_layers=2,
     kernel_size=3,
+    encoder_activation="relu",
     hidden_size=150,
     dropout_rate=0.2,
     alignment="linear",
@@ -52,6 +54,7 @@ def build_re2(
     blocks=RE2_DEFAULTS["blocks"],
     enc_layers=RE2_DEFAULTS["enc_layers"],
     kernel_size=RE2_DEFAULTS["kernel_size"],
+    encoder_activation=RE2_DEFAULTS["encoder_activation"],
     hidden_size=RE2_DEFAULTS["hidden_size"],
     dropout_rate=RE2_DEFAULTS["dropout_rate"],
     alignment=RE2_DEFAULTS["alignment"],
@@ -76,6 +79,10 @@ def build_re2(
         blocks: int in [1, 5], number of stacked blocks (paper §2; Table 7).
         enc_layers: int in [1, 5], convolutions per encoder.
         kernel_size: int, convolution width (paper: 3).
+        encoder_activation: activation of the encoder's convolutions (the paper names
+            none): ``"relu"`` reproduces the authors' TensorFlow release, ``"gelu"`` (tanh
+            approximation) the authors' PyTorch port; see
+            :class:`re2_tf.layers.ConvEncoder`.
         hidden_size: int, width of encoder, alignment, fusion and prediction layers.
         dropout_rate: float in [0, 1), drop probability (release: 0.2, i.e. keep 0.8).
         alignment: ``"linear"`` or ``"identity"`` (Eq. 2's ``F``).
@@ -96,7 +103,10 @@ def build_re2(
     Returns:
         ``keras.Model`` with inputs ``text1``, ``text2``: int32 ``[batch, length]`` token ids
         (0 = padding; the two lengths are independent and dynamic) and output float32 logits
-        ``[batch, num_classes]``.
+        ``[batch, num_classes]``. An empty text (an all-padding row) is defined: it pools
+        to zeros and the other text's alignment to it is zero (see
+        :class:`re2_tf.layers.MaskedMaxPooling`, :class:`re2_tf.layers.Alignment`), so
+        logits stay finite; pairs of non-empty texts get the release's logits.
 
     Raises:
         ValueError: for an option outside the ones above, or an ``embeddings`` array whose
@@ -150,7 +160,8 @@ def build_re2(
             a, b = link(a, res_a), link(b, res_b)
             res_a, res_b = a, b
         encoder = ConvEncoder(
-            hidden_size, enc_layers, kernel_size, dropout_rate, name=f"block{i}_encoder"
+            hidden_size, enc_layers, kernel_size, dropout_rate, encoder_activation,
+            name=f"block{i}_encoder",
         )
         enc_a, enc_b = encoder(a, mask1), encoder(b, mask2)
         if enc_in:
@@ -199,3 +210,69 @@ def count_parameters(model, include_embedding=False):
             continue
         total += int(np.prod(weight.shape))
     return total
+
+
+# ------------------------------------------------------------------------------ model spec
+def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
+    return build_re2(vocab_sizes["word_ids"], num_classes, embeddings=embeddings, **hparams)
+
+
+_TABLE5 = dict(embedding_dim=300, enc_layers=3, hidden_size=150)
+
+#: RE2 on the shared path. Presets are the release's ``configs/data/*.json5`` settings (the
+#: ``sample`` preset is this project's quick CPU run on the bundled SNLI sample).
+SPEC = register(ModelSpec(
+    name="re2",
+    build=_build_from_spec,
+    hparams={
+        "embedding_dim": HParam(300, "Embedding width when no --embeddings are given (with "
+                                     "vectors, their width)."),
+        "hidden_size": HParam(150, "Hidden size of every layer."),
+        "dropout_rate": HParam(0.2, "Dropout drop probability (the release's keep 0.8)."),
+        "blocks": HParam(2, "Number of stacked blocks (1-5)."),
+        "enc_layers": HParam(2, "Convolutional layers per encoder (1-5)."),
+        "kernel_size": HParam(3, "Encoder convolution width."),
+        "encoder_activation": HParam("relu", "Encoder convolution activation: relu = the "
+                                     "authors' TensorFlow release, gelu = their PyTorch port.",
+                                     ("relu", "gelu")),
+        "alignment": HParam("linear", "Alignment projection F (Eq. 2).", ("linear", "identity")),
+        "fusion": HParam("full", "Fusion layer (Eq. 4 or simple).", ("full", "simple")),
+        "connection": HParam("aug", "Connection between blocks (augmented residual, Eq. 1, or "
+                             "residual).", ("aug", "residual")),
+        "prediction": HParam("full", "Prediction layer (Eq. 5/6/7).",
+                             ("full", "symmetric", "simple")),
+        "enc_in": HParam(True, "Feed [x; encoder(x)] to alignment (False = ablation "
+                               "'w/o enc-in')."),
+        "parallel_blocks": HParam(False, "Ablation 'parallel blocks'."),
+    },
+    features={"word_ids": {}},
+    presets={
+        "sample": dict(embedding_dim=100, hidden_size=100, blocks=2, enc_layers=2,
+                       batch_size=64, epochs=8, lr=2e-3, min_lr=1e-4, lr_decay_rate=0.94,
+                       lr_decay_samples=16000, eval_per_samples=4096,
+                       tolerance_samples=100000, min_df=2, log_per_samples=1024),
+        "snli": dict(blocks=3, enc_layers=2, hidden_size=150, batch_size=512, epochs=30,
+                     lr=0.002, min_lr=0.0001, lr_decay_rate=0.94, lr_decay_samples=256000,
+                     lr_warmup_samples=2048000, eval_per_samples=12800,
+                     eval_warmup_samples=5120000, eval_per_samples_warmup=512000,
+                     min_samples=5120000, tolerance_samples=2560000),
+        "scitail": dict(blocks=2, enc_layers=3, hidden_size=200, alignment="identity",
+                        batch_size=128, epochs=80, lr=0.001, lr_decay_rate=1.0,
+                        eval_per_samples=6400, tolerance_samples=400000,
+                        log_per_samples=1280),
+        "quora": dict(blocks=2, enc_layers=2, hidden_size=200, prediction="symmetric",
+                      max_len=100, batch_size=512, epochs=30, lr=0.0012, min_lr=0.00006,
+                      lr_decay_rate=0.95, lr_decay_samples=256000, eval_per_samples=12800,
+                      eval_warmup_samples=3584000, eval_per_samples_warmup=512000,
+                      min_samples=5120000, tolerance_samples=2560000),
+        "wikiqa": dict(blocks=2, enc_layers=3, hidden_size=200, prediction="simple",
+                       batch_size=128, epochs=30, lr=0.001, lr_decay_rate=1.0,
+                       eval_per_samples=1280, eval_epoch=False, tolerance_samples=256000,
+                       log_per_samples=256),
+    },
+    export_backend="re2_folded",
+    benchmark={f"RE2 {n} block{'s' * (n > 1)}": {"hparams": dict(_TABLE5, blocks=n),
+                                                 "paper_seconds": s}
+               for n, s in ((1, 0.03), (2, 0.04), (3, 0.05))},
+    reference="Yang et al., ACL 2019; the authors' TensorFlow release",
+))

@@ -33,7 +33,7 @@ __all__ = ["fold_re2", "re2_forward", "is_re2"]
 
 #: Config keys of the folded parameters (everything else in the dict is an array).
 _STRUCTURE_KEYS = ("blocks", "alignment", "fusion", "connection", "prediction", "enc_in",
-                   "parallel_blocks", "enc_layers")
+                   "parallel_blocks", "enc_layers", "encoder_activation")
 
 
 def is_re2(model) -> bool:
@@ -55,7 +55,8 @@ def fold_re2(model) -> dict:
 
     Returns:
         dict with the structure (``blocks``, ``alignment``, ``fusion``, ``connection``,
-        ``prediction``, ``enc_in``, ``parallel_blocks``, ``enc_layers``) and float32 arrays:
+        ``prediction``, ``enc_in``, ``parallel_blocks``, ``enc_layers``,
+        ``encoder_activation`` = ``"relu"`` or ``"gelu"``) and float32 arrays:
         ``embedding [V, E]``; per block ``i``: ``block{i}/conv{k}/kernel [K, in, H]`` and
         ``/bias``, ``block{i}/align/kernel``, ``/bias`` (linear alignment), ``/temperature``
         (scalar), ``block{i}/fusion/...`` and, for a ``residual`` connection with a
@@ -71,6 +72,7 @@ def fold_re2(model) -> dict:
     p = {
         "blocks": blocks,
         "enc_layers": len(layers["block0_encoder"].convolutions),
+        "encoder_activation": layers["block0_encoder"].activation,
         "alignment": layers["block0_alignment"].alignment,
         "fusion": layers["block0_fusion"].fusion,
         "prediction": layers["prediction"].prediction,
@@ -124,15 +126,29 @@ def _lowest(dtype):
     return tf.constant(dtype.min, dtype)
 
 
+def _masked_max(x, mask):
+    """MaskedMaxPooling (``re2_tf.layers.masking.masked_max``): max over time of the tokens;
+    0 for an all-padding text."""
+    pooled = tf.reduce_max(tf.where(mask > 0, x, _lowest(x.dtype)), axis=1)
+    return tf.where(tf.reduce_any(mask > 0, axis=1), pooled, tf.zeros_like(pooled))
+
+
+def _masked_softmax(scores, keep, axis):
+    """``re2_tf.layers.masking.masked_softmax``: softmax over kept entries (``keep`` bool),
+    excluded entries 0, all-zero where nothing along ``axis`` is kept."""
+    weights = tf.nn.softmax(tf.where(keep, scores, _lowest(scores.dtype)), axis=axis)
+    return weights * tf.cast(keep, weights.dtype)
+
+
 def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
     """RE2 logits from folded weights (inference; same equations as ``build_re2``).
 
     Args:
         params: ``{name: tf.Tensor/tf.Variable or array}`` plus structure keys, as returned by
             :func:`fold_re2` (arrays may have been turned into variables of ``dtype``).
-        ids1, ids2: int32 ``[batch, len1]``, ``[batch, len2]`` token ids, 0 = padding. Every
-            row must hold at least one non-zero id (an all-padding text has no max-pooling
-            value; the serving wrapper guarantees this).
+        ids1, ids2: int32 ``[batch, len1]``, ``[batch, len2]`` token ids, 0 = padding. A
+            row of padding only (an empty text) is computed as ``build_re2`` computes it:
+            it pools to zeros and the other text's alignment to it is zero.
         dtype: compute dtype (``tf.float32`` or ``tf.bfloat16``); the arrays in ``params``
             must already have this dtype.
         joint: run the position-wise layers (embedding, connection, encoder, alignment
@@ -157,10 +173,12 @@ def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
         y = tf.matmul(x, P[f"{prefix}/kernel"]) + P[f"{prefix}/bias"]
         return activation(y) if activation is not None else y
 
-    def encoder(x, mask, i):  # ConvEncoder: x = relu(conv(mask * x)) per layer, SAME padding
+    activation = {"relu": tf.nn.relu, "gelu": _gelu}[P["encoder_activation"]]
+
+    def encoder(x, mask, i):  # ConvEncoder: x = act(conv(mask * x)) per layer, SAME padding
         for k in range(P["enc_layers"]):
             x = tf.nn.conv1d(x * mask, P[f"block{i}/conv{k}/kernel"], stride=1, padding="SAME")
-            x = tf.nn.relu(x + P[f"block{i}/conv{k}/bias"])
+            x = activation(x + P[f"block{i}/conv{k}/bias"])
         return x
 
     def align(a, b, mask_a, mask_b, i, projected=None):  # Alignment, Eq. 2-3
@@ -172,9 +190,8 @@ def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
             fa, fb = a, b
         scores = tf.matmul(fa, fb, transpose_b=True) * P[f"block{i}/align/temperature"]
         pair = tf.matmul(mask_a, mask_b, transpose_b=True) > 0
-        scores = tf.where(pair, scores, _lowest(dtype))
-        attention_a = tf.nn.softmax(scores, axis=1)   # over positions of a
-        attention_b = tf.nn.softmax(scores, axis=2)   # over positions of b
+        attention_a = _masked_softmax(scores, pair, axis=1)   # over positions of a
+        attention_b = _masked_softmax(scores, pair, axis=2)   # over positions of b
         aligned_a = tf.matmul(attention_b, b)
         aligned_b = tf.matmul(attention_a, a, transpose_a=True)
         return aligned_a, aligned_b
@@ -204,9 +221,7 @@ def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
         a, b, mask1, mask2 = _separate_blocks(P, ids1, ids2, mask_of, encoder, align, fuse,
                                               connect)
 
-    # MaskedMaxPooling: max over time with padding filled by the dtype minimum.
-    pooled_a = tf.reduce_max(tf.where(mask1 > 0, a, _lowest(dtype)), axis=1)
-    pooled_b = tf.reduce_max(tf.where(mask2 > 0, b, _lowest(dtype)), axis=1)
+    pooled_a, pooled_b = _masked_max(a, mask1), _masked_max(b, mask2)
     # Prediction, Eq. 5-7 (pair_features order of the release).
     if P["prediction"] == "full":
         features = tf.concat([pooled_a, pooled_b, pooled_a * pooled_b, pooled_a - pooled_b], -1)

@@ -1,0 +1,117 @@
+"""Model specifications: what the shared training / evaluation / export / benchmark path needs
+to know about an architecture, registered once per architecture.
+
+Each model module (``re2_tf/models/<name>.py``) defines one :class:`ModelSpec` and registers it
+with :func:`register`. The scripts look the spec up by ``--model`` and never branch on the
+model's name: every difference between architectures lives in its spec.
+
+A spec holds
+
+- ``build``: ``build(num_classes, vocab_sizes, embeddings, **hparams) -> keras.Model``, where
+  ``vocab_sizes`` maps featuriser kinds (``word_ids``, ``char_ids``, ...) to vocabulary sizes
+  and ``embeddings`` is a float32 ``[vocab_sizes["word_ids"], dim]`` matrix of pretrained word
+  vectors or ``None``;
+- ``hparams``: the architecture's hyper-parameters (:class:`HParam`: the paper's default, help
+  text, choices), which become command-line flags of ``re2_tf.train`` under their own names
+  (``--blocks=3``), defined only for the selected ``--model``;
+- ``presets``: per-dataset settings (``{dataset: {flag: value}}``) that replace flag defaults
+  when ``--dataset`` names that dataset (``--preset=none`` switches them off). They may set
+  hyper-parameters and any common training flag (batch size, learning rate, max_len, ...);
+- ``training``: the architecture's own defaults for the common training flags (its optimiser
+  and schedule recipe, batch size, ...), applied before the preset;
+- ``features``: the input featurisers it consumes (kinds of :mod:`re2_tf.data.features`), with
+  their options;
+- ``task_loss`` and ``output``: the loss of :mod:`re2_tf.training.losses` and the output kind
+  (``logits`` ``[batch, num_classes]`` or ``score`` ``[batch]``);
+- ``export_backend``: the name of the serving backend in :mod:`re2_tf.serving.backends`;
+- ``benchmark``: named hyper-parameter sets timed by ``re2_tf.benchmark --model=<name>``
+  (RE2: Table 5's 1/2/3-block models).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+__all__ = ["HParam", "ModelSpec", "MODEL_SPECS", "register", "get_spec"]
+
+
+@dataclasses.dataclass(frozen=True)
+class HParam:
+    """One hyper-parameter: its default, help text and (for strings) the allowed values.
+
+    The flag type follows the default's Python type (``bool``, ``int``, ``float``, ``str``).
+    """
+
+    default: Any
+    help: str
+    choices: tuple | None = None
+
+    def __post_init__(self):
+        if self.choices is not None and self.default not in self.choices:
+            raise ValueError(f"default {self.default!r} not in {self.choices}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """Everything the shared path needs to train, evaluate, export and benchmark a model.
+
+    Attributes:
+        name: registry key and ``--model`` value.
+        build: ``build(num_classes, vocab_sizes, embeddings, **hparams) -> keras.Model``.
+        hparams: ``{name: HParam}``; names must not clash with the common training flags.
+        features: ``{featuriser kind: options}`` (options may name hyper-parameters as
+            ``"hparam:<name>"`` to take their value from the resolved hyper-parameters).
+        presets: ``{dataset: {flag: value}}``.
+        training: defaults of common training flags for this model.
+        task_loss: name in :data:`re2_tf.training.losses.TASK_LOSSES`.
+        output: ``logits`` or ``score``.
+        export_backend: name in :data:`re2_tf.serving.backends.BACKENDS`.
+        benchmark: ``{row label: hparams}`` timed by ``re2_tf.benchmark``.
+        reference: paper (and release) the model follows.
+    """
+
+    name: str
+    build: Callable
+    hparams: Mapping[str, HParam]
+    features: Mapping[str, Mapping[str, Any]]
+    presets: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    training: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    task_loss: str = "softmax_cross_entropy"
+    output: str = "logits"
+    export_backend: str = "keras"
+    benchmark: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    reference: str = ""
+
+    def defaults(self) -> dict:
+        """``{hparam: default}``."""
+        return {name: h.default for name, h in self.hparams.items()}
+
+    def feature_options(self, hparams: Mapping[str, Any]) -> dict:
+        """``features`` with ``"hparam:<name>"`` values resolved from ``hparams``."""
+        def resolve(value):
+            if isinstance(value, str) and value.startswith("hparam:"):
+                return hparams[value.split(":", 1)[1]]
+            return value
+        return {kind: {k: resolve(v) for k, v in options.items()}
+                for kind, options in self.features.items()}
+
+
+MODEL_SPECS: dict[str, ModelSpec] = {}
+
+
+def register(spec: ModelSpec) -> ModelSpec:
+    """Add ``spec`` to :data:`MODEL_SPECS` (once per name)."""
+    if spec.name in MODEL_SPECS and MODEL_SPECS[spec.name] is not spec:
+        raise ValueError(f"model {spec.name!r} is registered twice")
+    MODEL_SPECS[spec.name] = spec
+    return spec
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The registered spec ``name``. Raises ``KeyError`` naming the known models."""
+    import re2_tf.models  # noqa: F401  (registers every model)
+
+    if name not in MODEL_SPECS:
+        raise KeyError(f"unknown model {name!r}; known: {sorted(MODEL_SPECS)}")
+    return MODEL_SPECS[name]
