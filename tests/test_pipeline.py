@@ -1,24 +1,38 @@
-"""Tests for re2_tf.data.pipeline.make_dataset."""
+"""Tests for re2_tf.data.pipeline: featurising pairs, per-batch padding of every feature, the
+drop/truncate policy for long training pairs, shuffling, and ranking-triple batches."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from re2_tf.data.pipeline import encode_pairs, make_dataset
+from re2_tf.data.features import CharIds, WordIds
+from re2_tf.data.pipeline import encode_examples, make_dataset, make_triple_dataset
 from re2_tf.data.readers import PairExample
 from re2_tf.data.vocab import Vocab
+
+WORDS = [f"w{i}" for i in range(2, 40)]
+VOCAB = Vocab(WORDS, lower=True)   # "w<i>" has id i
+
+
+def _pair(ids1, ids2, label):
+    return PairExample(" ".join(f"w{i}" for i in ids1), " ".join(f"w{i}" for i in ids2), label)
+
 
 TEXT1 = [[5, 6, 7], [8], [], [9, 10], [11, 12, 13, 14, 15]]
 TEXT2 = [[2], [3, 4], [5], [], [6]]
 LABELS = [0, 1, 2, 1, 0]
+EXAMPLES = [_pair(a, b, y) for a, b, y in zip(TEXT1, TEXT2, LABELS)]
 
 
 def _batches(dataset):
     return [({k: v.numpy() for k, v in x.items()}, y.numpy()) for x, y in dataset]
 
 
+def _encode(examples=EXAMPLES, **kwargs):
+    return encode_examples(examples, [WordIds(VOCAB)], **kwargs)
+
+
 def test_padding_per_batch_and_min_length():
-    dataset, dropped = make_dataset(TEXT1, TEXT2, LABELS, batch_size=2, training=False)
-    assert dropped == 0
+    dataset = make_dataset(_encode(), batch_size=2, training=False)
     assert dataset.cardinality().numpy() == 3
     spec_x, spec_y = dataset.element_spec
     assert spec_x["text1"].dtype == tf.int32 and spec_y.dtype == tf.int32
@@ -35,46 +49,72 @@ def test_padding_per_batch_and_min_length():
     np.testing.assert_array_equal(batches[2][1], [0])
 
 
+def test_every_feature_is_padded_per_batch_including_character_ids():
+    chars = CharIds(max_word_length=4, lower=True)
+    chars.fit(["ab", "abc", "b"])
+    # the character ids themselves are tested in test_features.py; here: where they land.
+    a_, b_, c_ = (int(chars.python([c], [])["text1_chars"][0, 0]) for c in "abc")
+    assert len({a_, b_, c_, 0, 1}) == 5
+    examples = [PairExample("ab abc", "b", 0), PairExample("c", "", 1)]
+    encoded = encode_examples(examples, [WordIds(Vocab(["ab", "abc", "b", "c"])), chars])
+    (x, _), = _batches(make_dataset(encoded, batch_size=2, training=False))
+    assert x["text1_chars"].shape == (2, 2, 4) and x["text2_chars"].shape == (2, 1, 4)
+    np.testing.assert_array_equal(x["text1_chars"][0], [[a_, b_, 0, 0], [a_, b_, c_, 0]])
+    np.testing.assert_array_equal(x["text1_chars"][1], [[c_, 0, 0, 0], [0, 0, 0, 0]])
+    np.testing.assert_array_equal(x["text2_chars"][:, 0], [[b_, 0, 0, 0], [0, 0, 0, 0]])
+    np.testing.assert_array_equal(x["text1"], [[2, 3], [5, 0]])
+
+
 def test_all_empty_batch_has_length_one():
-    dataset, _ = make_dataset([[], []], [[], []], [1, 0], batch_size=2, training=False)
-    (x, y), = _batches(dataset)
+    encoded = _encode([PairExample("", "", 1), PairExample("", "", 0)])
+    (x, y), = _batches(make_dataset(encoded, batch_size=2, training=False))
     assert x["text1"].shape == (2, 1) and x["text2"].shape == (2, 1)
     assert not x["text1"].any() and not x["text2"].any()
 
 
 def test_training_drops_long_pairs_and_eval_does_not():
     # max_len 2: pair 0 (text1 len 3) and pair 4 (len 5) are dropped -> 2 dropped.
-    dataset, dropped = make_dataset(TEXT1, TEXT2, LABELS, batch_size=10, training=True,
-                                    max_len=2, seed=3)
-    assert dropped == 2
-    (x, y), = _batches(dataset)
+    encoded = _encode(max_len=2, training=True)
+    assert (encoded.dropped, encoded.truncated) == (2, 0)
+    np.testing.assert_array_equal(encoded.kept, [1, 2, 3])
+    (x, y), = _batches(make_dataset(encoded, batch_size=10, training=True, seed=3))
     assert sorted(y.tolist()) == [1, 1, 2]
     assert x["text1"].shape[1] == 2
-    dataset, dropped = make_dataset(TEXT1, TEXT2, LABELS, batch_size=10, training=False,
-                                    max_len=2)
-    assert dropped == 0
-    (x, y), = _batches(dataset)
+    encoded = _encode(max_len=2, training=False)
+    assert encoded.dropped == 0
+    (x, y), = _batches(make_dataset(encoded, batch_size=10, training=False))
     np.testing.assert_array_equal(y, LABELS)  # nothing dropped, order kept
     assert x["text1"].shape == (5, 5)
 
 
+def test_training_can_truncate_long_pairs_instead_and_counts_them():
+    encoded = _encode(max_len=2, training=True, long_pairs="truncate")
+    assert (encoded.dropped, encoded.truncated) == (0, 2)
+    (x, y), = _batches(make_dataset(encoded, batch_size=10, training=False))
+    np.testing.assert_array_equal(x["text1"], [[5, 6], [8, 0], [0, 0], [9, 10], [11, 12]])
+    np.testing.assert_array_equal(y, LABELS)
+    with pytest.raises(ValueError, match="long_pairs"):
+        _encode(max_len=2, training=True, long_pairs="wrap")
+
+
 def test_eval_order_preserved_and_features_only():
     n = 1000
-    text1 = [[i + 2] * (i % 7) for i in range(n)]
-    text2 = [[i + 2] for i in range(n)]
-    dataset, _ = make_dataset(text1, text2, None, batch_size=64, training=False)
+    examples = [PairExample(" ".join(["w5"] * (i % 7)), f"w{2 + i % 38}", None) for i in range(n)]
+    encoded = _encode(examples)
+    assert encoded.labels is None
+    dataset = make_dataset(encoded, batch_size=64, training=False)
     assert isinstance(dataset.element_spec, dict)
     firsts = np.concatenate([x["text2"].numpy()[:, 0] for x in dataset])
-    np.testing.assert_array_equal(firsts, np.arange(n) + 2)
+    np.testing.assert_array_equal(firsts, 2 + np.arange(n) % 38)
 
 
 def test_shuffle_is_deterministic_per_seed_and_reshuffles_each_epoch():
     n = 200
-    text1 = [[i + 2] for i in range(n)]
+    encoded = _encode([_pair([2 + i % 38], [2], i) for i in range(n)])
     labels = list(range(n))
 
     def epochs(seed, count=2):
-        dataset, _ = make_dataset(text1, text1, labels, batch_size=32, training=True, seed=seed)
+        dataset = make_dataset(encoded, batch_size=32, training=True, seed=seed)
         return [np.concatenate([y.numpy() for _, y in dataset]) for _ in range(count)]
 
     a, b = epochs(7), epochs(7)
@@ -86,16 +126,21 @@ def test_shuffle_is_deterministic_per_seed_and_reshuffles_each_epoch():
     assert not np.array_equal(a[0], epochs(8, 1)[0])      # another seed, another order
 
 
+def test_triple_batches_gather_the_positive_and_negative_pairs():
+    encoded = _encode()
+    triples = np.array([[0, 1], [3, 4], [2, 0]])
+    dataset = make_triple_dataset(encoded, triples, batch_size=3, seed=1)
+    (x, y), = [(tf.nest.map_structure(lambda t: t.numpy(), x), y.numpy()) for x, y in dataset]
+    assert y.shape == (3,)
+    # whatever the shuffled order, row k of "positive" and of "negative" form one triple.
+    firsts = {tuple(TEXT1[i][:1]) or (0,): i for i in range(5)}
+    seen = {(firsts[(int(p[0]),)], firsts[(int(n[0]),)])
+            for p, n in zip(x["positive"]["text1"], x["negative"]["text1"])}
+    assert seen == {tuple(t) for t in triples.tolist()}
+
+
 def test_errors():
-    with pytest.raises(ValueError, match="length mismatch"):
-        make_dataset([[1]], [[1], [2]], None, batch_size=1, training=False)
     with pytest.raises(ValueError, match="no pairs left"):
-        make_dataset([[1, 2, 3]], [[1]], [0], batch_size=1, training=True, max_len=1)
-
-
-def test_encode_pairs():
-    vocab = Vocab(["the", "cat"], lower=True)
-    examples = [PairExample("The cat", "a CAT", 1), PairExample("", "the", 0)]
-    text1, text2, labels = encode_pairs(examples, vocab)
-    assert text1 == [[2, 3], []] and text2 == [[1, 3], [2]] and labels == [1, 0]
-    assert encode_pairs([PairExample("a", "b", None)], vocab)[2] is None
+        _encode([_pair([2, 3, 4], [2], 0)], max_len=1, training=True)
+    with pytest.raises(ValueError, match="batch_size"):
+        make_dataset(_encode(), batch_size=0, training=False)

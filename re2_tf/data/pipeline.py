@@ -1,118 +1,194 @@
-"""tf.data input pipeline: id sequences -> padded batches, as the release batches them.
+"""tf.data input pipeline: prepared pairs -> model features -> padded batches.
 
-Release behaviour (``src/interface.py``): every batch is padded with ``<PAD>`` (0) to its own
-longest text, separately for text1 and text2, with a minimum length of 1; training pairs
-that are too long are dropped; training data is reshuffled every epoch; evaluation data is
-neither dropped nor reordered.
+Two steps, shared by every architecture:
 
-Implementation: the id lists are packed once into two ``tf.RaggedTensor`` (flat int32 values
-+ row lengths, built with numpy, so 550k pairs take well under a second). The dataset is a
-stream of example *indices* -- shuffled with ``Dataset.shuffle`` when training -- batched,
-then each index batch gathers its rows and densifies them with
-``RaggedTensor.to_tensor(0)``, i.e. pads to the batch maximum.
+1. :func:`encode_examples` turns prepared pairs (texts whose tokens are separated by spaces, as
+   ``data/prepare.py`` writes them and the release reads them, ``src/interface.py``) into the
+   features a model declares: each featuriser of :mod:`re2_tf.data.features` maps one
+   tokenised pair to unpadded arrays (word ids ``[len]``, character ids ``[len, W]``, exact-match
+   flags ``[len]``, packed sub-word pairs ``[len]``, ...). For training, a pair with a text longer
+   than ``max_len`` tokens is **dropped** (the release's rule) or **truncated** to ``max_len``
+   tokens (``long_pairs="truncate"``); both are counted. Evaluation keeps every pair whole.
+2. :func:`make_dataset` batches them: every feature is packed once into a ``tf.RaggedTensor``
+   (flat values + row lengths, built with NumPy), the dataset is a stream of example *indices*
+   -- shuffled with ``Dataset.shuffle`` when training, reshuffled every pass -- and each index
+   batch gathers its rows and pads them with 0 to the batch's own longest row
+   (``RaggedTensor.to_tensor``), so text1 and text2 features are padded independently, per
+   batch, as the release pads. An empty text is one padding position (length >= 1).
+   :func:`make_triple_dataset` does the same for (positive pair, negative pair) index triples
+   of a pairwise ranking loss.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from re2_tf.data.vocab import PAD_ID
+__all__ = ["EncodedPairs", "LONG_PAIR_POLICIES", "encode_examples", "pack_ragged",
+           "make_dataset", "make_triple_dataset"]
 
-__all__ = ["make_dataset", "pack_ragged", "encode_pairs"]
+#: What training does with a pair whose text exceeds ``max_len`` tokens.
+LONG_PAIR_POLICIES = ("drop", "truncate")
 
 
-def encode_pairs(examples, vocab) -> tuple[list[list[int]], list[list[int]], list[int] | None]:
-    """Prepared :class:`~re2_tf.data.readers.PairExample` s -> id lists for :func:`make_dataset`.
+@dataclasses.dataclass
+class EncodedPairs:
+    """Featurised pairs, unpadded.
 
-    Texts are split on whitespace and encoded with ``vocab.encode`` (which lower-cases when
-    ``vocab.lower``), as the release does at training time (``src/interface.py``).
-
-    Returns:
-      ``(text1_ids, text2_ids, labels)``; ``labels`` is ``None`` if any example is unlabelled.
+    Attributes:
+        features: ``{input name: list of n arrays}``, each ``[len]`` or ``[len, *inner_shape]``.
+        specs: ``{input name: FeatureSpec}`` (dtype, inner shape, side).
+        labels: int32 ``[n]`` class ids, or ``None`` when any pair is unlabelled.
+        kept: int ``[n]`` indices of the encoded pairs in the input list.
+        dropped: pairs removed because a text exceeded ``max_len`` (training, ``drop``).
+        truncated: pairs cut to ``max_len`` tokens (training, ``truncate``).
     """
-    text1 = [vocab.encode(ex.text1.split()) for ex in examples]
-    text2 = [vocab.encode(ex.text2.split()) for ex in examples]
-    labels = [ex.label for ex in examples]
-    return text1, text2, (None if any(y is None for y in labels) else labels)
+
+    features: dict
+    specs: dict
+    labels: np.ndarray | None
+    kept: np.ndarray
+    dropped: int = 0
+    truncated: int = 0
+
+    def __len__(self):
+        return len(self.kept)
 
 
-def pack_ragged(sequences: Sequence[Sequence[int]]) -> tf.RaggedTensor:
-    """Packs id lists into an int32 ``RaggedTensor`` ``[n, None]``; an empty list -> ``[0]``.
-
-    Raises:
-      ValueError: if an id is negative or does not fit in int32.
-    """
-    lengths = np.fromiter((max(len(s), 1) for s in sequences), dtype=np.int64,
-                          count=len(sequences))
-    values = np.fromiter((i for s in sequences for i in (s if len(s) else (PAD_ID,))),
-                         dtype=np.int64, count=int(lengths.sum()))
-    if values.size and (values.min() < 0 or values.max() > np.iinfo(np.int32).max):
-        raise ValueError("token ids must be in [0, 2**31)")
-    return tf.RaggedTensor.from_row_lengths(values.astype(np.int32), lengths, validate=False)
-
-
-def make_dataset(text1_ids: Sequence[Sequence[int]], text2_ids: Sequence[Sequence[int]],
-                 labels: Sequence[int] | None, *, batch_size: int, training: bool,
-                 max_len: int | None = None, seed: int | None = None
-                 ) -> tuple[tf.data.Dataset, int]:
-    """Batches id sequences into padded tensors.
+def encode_examples(examples, featurizers, *, max_len: int | None = None,
+                    long_pairs: str = "drop", training: bool = False) -> EncodedPairs:
+    """Featurise prepared pairs with every featuriser a model declares.
 
     Args:
-      text1_ids, text2_ids: ``n`` lists of token ids each (``list[list[int]]``).
-      labels: ``n`` class ids, or ``None`` for unlabelled data.
-      batch_size: pairs per batch; the last batch may be smaller.
-      training: if True, drop pairs where either text is longer than ``max_len`` (when
-        given) and shuffle -- reshuffled on each iteration (epoch), deterministic for a given
-        ``seed``. If False, keep every pair in input order (``max_len`` is ignored).
-      max_len: maximum text length for training; ``None`` = no limit.
-      seed: shuffle seed (training only).
+        examples: ``PairExample`` s (``text1``/``text2`` tokens separated by whitespace).
+        featurizers: :class:`re2_tf.data.features.Featurizer` s whose inputs the model takes.
+        max_len: longest text (in tokens) kept when ``training``; ``None`` = no limit.
+        long_pairs: ``drop`` (release) or ``truncate``: what happens to a longer training pair.
+        training: apply ``max_len``; evaluation data is never dropped or cut.
 
     Returns:
-      ``(dataset, num_dropped)``. The dataset yields
-      ``({"text1": int32[b, l1], "text2": int32[b, l2]}, int32[b])`` -- or only the feature
-      dict when ``labels`` is None -- where ``l1``/``l2`` are the batch's longest text1/text2
-      (at least 1; padding id 0; an empty text is ``[0]``). ``num_dropped`` is the number of
-      pairs removed by ``max_len`` (always 0 when not training). Cardinality is known.
+        :class:`EncodedPairs`.
 
     Raises:
-      ValueError: mismatched lengths, ``batch_size < 1``, or no pair left after dropping.
+        ValueError: unknown ``long_pairs``, or no pair left after dropping.
     """
-    n = len(text1_ids)
-    if len(text2_ids) != n or (labels is not None and len(labels) != n):
-        raise ValueError(f"length mismatch: {n} text1, {len(text2_ids)} text2, "
-                         f"{'no' if labels is None else len(labels)} labels")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    keep = np.arange(n)
-    if training and max_len is not None:
-        len1 = np.fromiter(map(len, text1_ids), dtype=np.int64, count=n)
-        len2 = np.fromiter(map(len, text2_ids), dtype=np.int64, count=n)
-        keep = np.flatnonzero((len1 <= max_len) & (len2 <= max_len))
-    num_dropped = n - len(keep)
-    if len(keep) == 0:
-        raise ValueError(f"no pairs left (n={n}, dropped {num_dropped} longer than {max_len})")
-    if num_dropped:
-        text1_ids = [text1_ids[i] for i in keep]
-        text2_ids = [text2_ids[i] for i in keep]
-        labels = None if labels is None else [labels[i] for i in keep]
-    text1 = pack_ragged(text1_ids)
-    text2 = pack_ragged(text2_ids)
-    targets = None if labels is None else tf.constant(np.asarray(labels, dtype=np.int32))
+    if long_pairs not in LONG_PAIR_POLICIES:
+        raise ValueError(f"long_pairs must be one of {LONG_PAIR_POLICIES}, got {long_pairs!r}")
+    specs = {s.name: s for f in featurizers for s in f.specs()}
+    features = {name: [] for name in specs}
+    labels, kept = [], []
+    dropped = truncated = 0
+    limit = max_len if training and max_len is not None else None
+    for index, example in enumerate(examples):
+        tokens1, tokens2 = example.text1.split(), example.text2.split()
+        if limit is not None and (len(tokens1) > limit or len(tokens2) > limit):
+            if long_pairs == "drop":
+                dropped += 1
+                continue
+            tokens1, tokens2 = tokens1[:limit], tokens2[:limit]
+            truncated += 1
+        for featurizer in featurizers:
+            for name, array in featurizer.python(tokens1, tokens2).items():
+                features[name].append(array)
+        labels.append(example.label)
+        kept.append(index)
+    if examples and not kept:
+        raise ValueError(f"no pairs left: all {dropped} are longer than max_len={max_len}")
+    labels = None if any(y is None for y in labels) else np.asarray(labels, np.int32)
+    return EncodedPairs(features, specs, labels, np.asarray(kept, np.int64), dropped, truncated)
+
+
+def pack_ragged(arrays: Sequence[np.ndarray], dtype="int32", inner_shape=()) -> tf.RaggedTensor:
+    """Packs ``n`` arrays ``[len_i, *inner_shape]`` into a ``RaggedTensor [n, None, *inner]``.
+
+    An empty array becomes one row of zeros (padding), so every row has length >= 1.
+    """
+    inner_shape = tuple(inner_shape)
+    lengths = np.fromiter((max(len(a), 1) for a in arrays), dtype=np.int64, count=len(arrays))
+    pad = np.zeros((1, *inner_shape), dtype)
+    parts = [np.asarray(a, dtype).reshape(-1, *inner_shape) if len(a) else pad for a in arrays]
+    values = np.concatenate(parts) if parts else np.zeros((0, *inner_shape), dtype)
+    return tf.RaggedTensor.from_row_lengths(values, lengths, validate=False)
+
+
+def _gatherer(encoded: EncodedPairs):
+    packed = {name: pack_ragged(arrays, encoded.specs[name].dtype,
+                                encoded.specs[name].inner_shape)
+              for name, arrays in encoded.features.items()}
 
     def gather(indices):
-        features = {"text1": tf.gather(text1, indices).to_tensor(default_value=PAD_ID),
-                    "text2": tf.gather(text2, indices).to_tensor(default_value=PAD_ID)}
-        if targets is None:
-            return features
-        return features, tf.gather(targets, indices)
+        return {name: tf.gather(ragged, indices).to_tensor(default_value=0)
+                for name, ragged in packed.items()}
+    return gather
 
-    count = len(keep)
+
+def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
+                 seed: int | None = None, with_labels: bool = True) -> tf.data.Dataset:
+    """Padded batches of featurised pairs.
+
+    Args:
+        encoded: :func:`encode_examples` output.
+        batch_size: pairs per batch; the last batch may be smaller.
+        training: shuffle (reshuffled every pass, deterministic for ``seed``); else input order.
+        seed: shuffle seed.
+        with_labels: yield ``(features, labels)``; else (or when there are no labels) only
+            the feature dict.
+
+    Returns:
+        A dataset of ``{name: tensor [b, len_in_batch, *inner]}`` (and int32 ``[b]`` labels)
+        with known cardinality.
+
+    Raises:
+        ValueError: ``batch_size < 1``.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    gather = _gatherer(encoded)
+    labels = encoded.labels if with_labels else None
+    targets = None if labels is None else tf.constant(labels)
+
+    def batch_of(indices):
+        x = gather(indices)
+        return x if targets is None else (x, tf.gather(targets, indices))
+
+    count = len(encoded)
     dataset = tf.data.Dataset.range(count)
     if training:
-        dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.shuffle(max(count, 1), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.batch(batch_size)
-    dataset = dataset.map(gather, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return dataset.prefetch(tf.data.AUTOTUNE), num_dropped
+    dataset = dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def make_triple_dataset(encoded: EncodedPairs, triples: np.ndarray, *, batch_size: int,
+                        seed: int | None = None) -> tf.data.Dataset:
+    """Shuffled batches of (query, positive, negative) triples for a pairwise ranking loss.
+
+    Args:
+        encoded: featurised pairs; a triple names two of them that share their query.
+        triples: int ``[m, 2]`` (positive pair index, negative pair index) into ``encoded``
+            (positions, not ``kept`` indices), e.g. from :mod:`re2_tf.training.sampling`.
+        batch_size, seed: as :func:`make_dataset` (always shuffled, every pass).
+
+    Returns:
+        A dataset of ``({"positive": features, "negative": features}, float32 zeros [b])``.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    triples = np.asarray(triples, np.int64).reshape(-1, 2)
+    gather = _gatherer(encoded)
+    table = tf.constant(triples)
+
+    def batch_of(indices):
+        rows = tf.gather(table, indices)
+        x = {"positive": gather(rows[:, 0]), "negative": gather(rows[:, 1])}
+        return x, tf.zeros(tf.shape(indices), tf.float32)
+
+    dataset = tf.data.Dataset.range(len(triples))
+    dataset = dataset.shuffle(max(len(triples), 1), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size)
+    dataset = dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
