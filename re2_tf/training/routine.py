@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from re2_tf import runs
-from re2_tf.evaluation import format_metrics, inference_dataset, predict_probabilities, score
+from re2_tf.evaluation import format_metrics, inference_dataset, predict_outputs, score
 
 STATE_FILE = "state.json"
 SNAPSHOT_PATTERN = "snapshot-{step}.json"
@@ -46,7 +46,8 @@ class ReleaseRoutine(keras.callbacks.Callback):
         network: the functional model that is evaluated and saved.
         run_dir: run directory (``re2_tf.runs`` layout).
         spec: ``DatasetSpec`` (metric, ranking).
-        dev_examples, dev_ids: dev pairs and their ``(text1_ids, text2_ids)``.
+        dev_examples, dev_encoded: dev pairs and their features
+            (:func:`re2_tf.data.pipeline.encode_examples`).
         metric: model-selection metric name (``acc``, ``mrr``, ...).
         total_steps, steps_per_data_epoch, eval_steps, eval_steps_warmup, eval_warmup_steps,
         min_steps, early_stopping_steps, log_steps: counts in updates.
@@ -55,18 +56,28 @@ class ReleaseRoutine(keras.callbacks.Callback):
         batch_size: pairs per update (for throughput).
         logger: ``logging.Logger`` for the run log.
         progress: bool, show a Keras progress bar over all updates.
+        lr_controller: optional learning-rate controller told after every evaluation whether
+            the dev score improved (``on_evaluation(improved)``, ``get_state``/``set_state``;
+            DRCN's "multiply by 0.85 when dev accuracy does not improve").
+
+    A step whose loss is not finite was not applied by the trainer (it reports
+    ``nonfinite``); the routine then stops the run with a message naming the update.
+    Every per-step log of the trainer is averaged over ``log_steps`` updates and written to
+    TensorBoard as ``train/<name>`` (the task loss and each of the model's own loss terms
+    included).
     """
 
-    def __init__(self, network, run_dir, spec, dev_examples, dev_ids, metric, total_steps,
+    def __init__(self, network, run_dir, spec, dev_examples, dev_encoded, metric, total_steps,
                  steps_per_data_epoch, eval_steps, eval_steps_warmup, eval_warmup_steps,
                  min_steps, early_stopping_steps, log_steps, eval_epoch, max_loss, batch_size,
-                 logger, progress=True, eval_batch_size=256):
+                 logger, progress=True, eval_batch_size=256, lr_controller=None):
         super().__init__()
         self.network = network
         self.run_dir = Path(run_dir)
         self.spec = spec
         self.dev_examples = dev_examples
-        self.dev_dataset = inference_dataset(*dev_ids, batch_size=eval_batch_size)
+        self.dev_dataset = inference_dataset(dev_encoded, batch_size=eval_batch_size)
+        self.lr_controller = lr_controller
         self.metric = metric
         self.total_steps = total_steps
         self.steps_per_data_epoch = steps_per_data_epoch
@@ -119,7 +130,9 @@ class ReleaseRoutine(keras.callbacks.Callback):
         backup = self.run_dir / runs.BACKUP_DIR
         backup.mkdir(parents=True, exist_ok=True)
         snapshot = {"step": step, "routine": self._json_state(),
-                    "seed_states": [v.numpy().tolist() for v in self._seed_states()]}
+                    "seed_states": [v.numpy().tolist() for v in self._seed_states()],
+                    "lr_controller": (self.lr_controller.get_state()
+                                      if self.lr_controller is not None else None)}
         path = backup / SNAPSHOT_PATTERN.format(step=step)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(snapshot))
@@ -138,6 +151,8 @@ class ReleaseRoutine(keras.callbacks.Callback):
         self._set_state(snapshot["routine"])
         for variable, value in zip(self._seed_states(), snapshot["seed_states"]):
             variable.assign(np.asarray(value, dtype=variable.dtype))
+        if self.lr_controller is not None and snapshot.get("lr_controller") is not None:
+            self.lr_controller.set_state(snapshot["lr_controller"])
         self._restored = True
         return True
 
@@ -163,14 +178,19 @@ class ReleaseRoutine(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         logs = logs or {}
         step = int(self.model.optimizer.iterations.numpy())
+        if float(logs.get("nonfinite", 0.0)):
+            self._stop(f"[Loss is not finite ({float(logs.get('loss', np.nan)):.4g}) at update "
+                       f"{step + 1}: that update was not applied and training is stopped. "
+                       "Check the data (empty texts are handled) and lower --lr.]")
+            return
         loss = float(logs.get("loss", np.nan))
-        self._window.append((loss, float(logs.get("acc", np.nan)), float(logs.get("grad_norm", np.nan))))
+        self._window.append({k: float(v) for k, v in logs.items() if k != "nonfinite"})
         if step % self.log_steps == 0:
-            self._write_train_summaries(step, float(logs.get("lr", np.nan)))
+            self._write_train_summaries(step)
         if self._bar is not None:
-            self._bar.update(step, [("loss", loss), ("acc", logs.get("acc", 0.0)),
-                                    ("lr", float(logs.get("lr", 0.0)))])
-        if not np.isfinite(loss) or loss > self.max_loss:
+            self._bar.update(step, [("loss", loss), ("lr", float(logs.get("lr", 0.0)))]
+                             + [(k, logs[k]) for k in ("acc",) if k in logs])
+        if loss > self.max_loss:
             self._stop(f"[Loss {loss:.4g} exceeds max_loss {self.max_loss}: unstable training "
                        f"stopped at update {step}.]")
             return
@@ -192,22 +212,23 @@ class ReleaseRoutine(keras.callbacks.Callback):
             print()
 
     # ------------------------------------------------------------------ helpers
-    def _write_train_summaries(self, step, lr):
+    #: TensorBoard names of the trainer's step logs (others are written as ``train/<name>``).
+    SUMMARY_NAMES = {"acc": "accuracy", "grad_norm": "gradient_norm", "lr": "learning_rate"}
+
+    def _write_train_summaries(self, step):
         if not self._window:
             return
-        loss, acc, norm = (float(np.mean(v)) for v in zip(*self._window))
+        names = self._window[-1].keys()
+        means = {k: float(np.mean([w[k] for w in self._window if k in w])) for k in names}
         self._window = []
         with self.writer.as_default(step=step):
-            tf.summary.scalar("train/loss", loss)
-            tf.summary.scalar("train/accuracy", acc)
-            tf.summary.scalar("train/gradient_norm", norm)
-            tf.summary.scalar("train/learning_rate", lr)
+            for key, value in means.items():
+                tf.summary.scalar(f"train/{self.SUMMARY_NAMES.get(key, key)}", value)
 
     def _evaluate(self, step):
         now = time.perf_counter()
         self._trained_seconds += now - self._clock
-        probabilities = predict_probabilities(self.network, self.dev_dataset)
-        result = score(self.spec, self.dev_examples, probabilities)
+        result = score(self.spec, self.dev_examples, predict_outputs(self.network, self.dev_dataset))
         value = result[self.metric]
         improved = value > self.state["best_score"]
         if improved:
@@ -216,6 +237,8 @@ class ReleaseRoutine(keras.callbacks.Callback):
             self.network.save(tmp)
             os.replace(tmp, self.run_dir / runs.BEST_MODEL_FILE)
         self.state["evaluations"] += 1
+        if self.lr_controller is not None:
+            self.lr_controller.on_evaluation(improved)
         trained = step - self._step0
         speed = trained * self.batch_size / max(self._trained_seconds, 1e-9)
         epoch = step / self.steps_per_data_epoch
