@@ -4,12 +4,19 @@ r"""Score a run's best checkpoint on a split or any file.
     python -m re2_tf.evaluate --run_dir=checkpoints/sample-re2 --splits=test
     python -m re2_tf.evaluate --run_dir=checkpoints/wikiqa-re2 \
         --file=WikiQA-test.txt --format=wikiqa_txt
+    python -m re2_tf.evaluate --run_dir=checkpoints/wikiqa-re2 \
+        --file=data/wikiqa/test.txt --format=processed      # ids from data/wikiqa/test.ids
 
 Prints every metric of the run's dataset (accuracy; F1 and ROC-AUC for two classes; MAP and
 MRR over the filtered question set for WikiQA) and, with ``--output``, writes them as JSON.
+The labels of ``--file`` must be class ids of the run (an error names the file and line of
+any other); for WikiQA, a ``--file`` without question ids (any format but ``wikiqa_txt``)
+takes them from its sibling ``.ids`` file (see ``re2_tf.data.datasets.load_file``).
 """
 
+import dataclasses
 import json
+import sys
 from pathlib import Path
 
 from absl import app, flags
@@ -44,17 +51,23 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     config = runs.load_config(FLAGS.run_dir)
-    spec = datasets.get_dataset(config.dataset)
-    vocab = runs.load_vocab(FLAGS.run_dir)
+    spec = dataclasses.replace(datasets.get_dataset(config.dataset),
+                               label_names=tuple(config.label_names))
+    try:  # bad data is reported as its message (file and line), not a traceback
+        if FLAGS.file:
+            sets = {FLAGS.file: datasets.load_file(FLAGS.file, FLAGS.format, spec)}
+        else:
+            data_dir = (FLAGS.data_dir or _run_data_dir(FLAGS.run_dir)
+                        or datasets.default_data_dir(spec.name))
+            sets = {split: datasets.load_split(spec.name, data_dir, split)
+                    for split in FLAGS.splits}
+    except (OSError, ValueError) as error:
+        sys.exit(f"re2_tf.evaluate: {error}")
+    featurizers = runs.load_featurizers(FLAGS.run_dir)
     network = runs.load_best_model(FLAGS.run_dir)
-    if FLAGS.file:
-        sets = {FLAGS.file: datasets.load_file(FLAGS.file, FLAGS.format)}
-    else:
-        data_dir = FLAGS.data_dir or _run_data_dir(FLAGS.run_dir) or datasets.default_data_dir(spec.name)
-        sets = {split: datasets.load_split(spec.name, data_dir, split) for split in FLAGS.splits}
     results = {}
     for name, examples in sets.items():
-        results[name] = evaluate(network, spec, examples, vocab, FLAGS.batch_size)
+        results[name] = evaluate(network, spec, examples, featurizers, FLAGS.batch_size)
         print(f"{name} ({len(examples)} pairs): {format_metrics(results[name])}")
     if FLAGS.output:
         Path(FLAGS.output).write_text(json.dumps(results, indent=2) + "\n")

@@ -1,67 +1,102 @@
-"""Scoring a matching network on a list of pairs: encoding, batched prediction, metrics."""
+"""Scoring a matching network on a list of pairs: featurising, batched prediction, metrics.
+
+Networks give one of two output kinds (``ModelSpec.output``):
+
+- ``logits``: float ``[n, num_classes]``; probabilities are their softmax.
+- ``score``: one ranking / matching score per pair, ``[n]`` or ``[n, 1]`` (Match-SRNN trained
+  with a pairwise hinge loss). Ranking metrics (MAP, MRR) use the score as it is. For
+  classification metrics of a two-class dataset the score is read as the logit of class 1:
+  ``p(1) = sigmoid(score)``, so accuracy thresholds the score at 0 and ROC-AUC ranks by it.
+"""
 
 import weakref
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 from re2_tf import metrics as metrics_lib
-from re2_tf.data.pipeline import encode_pairs, make_dataset
+from re2_tf.data.pipeline import encode_examples, make_dataset
 
-
+OUTPUT_KINDS = ("logits", "score")
 _INFERENCE_FUNCTIONS = weakref.WeakKeyDictionary()
 
 
 def inference_function(network):
-    """``network`` in inference mode as a ``tf.function`` over int32 ``[None, None]`` ids, traced
-    once (Keras' ``predict`` would retrace for every new pair of batch lengths)."""
+    """``network`` in inference mode as a ``tf.function`` over its inputs with every length
+    dynamic, traced once (Keras' ``predict`` would retrace for every new batch shape)."""
     if network not in _INFERENCE_FUNCTIONS:
-        spec = tf.TensorSpec([None, None], tf.int32)
+        signature = keras.tree.map_structure(
+            lambda t: tf.TensorSpec([None] * len(t.shape[:2]) + list(t.shape[2:]), t.dtype),
+            network.input)
         _INFERENCE_FUNCTIONS[network] = tf.function(
-            lambda inputs: network(inputs, training=False),
-            input_signature=[{"text1": spec, "text2": spec}],
-        )
+            lambda inputs: network(inputs, training=False), input_signature=[signature])
     return _INFERENCE_FUNCTIONS[network]
 
 
-def inference_dataset(text1_ids, text2_ids, batch_size=256):
-    """Unlabelled, in-order batches for :func:`predict_probabilities` (nothing dropped)."""
-    return make_dataset(text1_ids, text2_ids, None, batch_size=batch_size, training=False)[0]
+def inference_dataset(encoded, batch_size=256):
+    """Unlabelled, in-order feature batches of :func:`re2_tf.data.pipeline.encode_examples`
+    output (nothing dropped)."""
+    return make_dataset(encoded, batch_size=batch_size, training=False, with_labels=False)
+
+
+def predict_outputs(network, dataset):
+    """The network's raw outputs over an :func:`inference_dataset`: float32 logits
+    ``[n, num_classes]`` or scores ``[n]``."""
+    forward = inference_function(network)
+    outputs = np.concatenate([np.asarray(forward(batch)) for batch in dataset], axis=0)
+    if outputs.ndim == 2 and outputs.shape[1] == 1:
+        outputs = outputs[:, 0]
+    return outputs.astype("float32")
+
+
+def to_probabilities(outputs):
+    """Class probabilities ``[n, C]`` of logits ``[n, C]`` (softmax) or of scores ``[n]``
+    (``[1 - sigmoid(s), sigmoid(s)]``; see the module docstring)."""
+    outputs = np.asarray(outputs, np.float64)
+    if outputs.ndim == 1:
+        positive = 1.0 / (1.0 + np.exp(-outputs))
+        return np.stack([1.0 - positive, positive], axis=-1).astype("float32")
+    shifted = np.exp(outputs - outputs.max(axis=-1, keepdims=True))
+    return (shifted / shifted.sum(axis=-1, keepdims=True)).astype("float32")
 
 
 def predict_probabilities(network, dataset):
-    """Softmax probabilities ``float32 [n, num_classes]`` over a :func:`inference_dataset`."""
-    forward = inference_function(network)
-    logits = np.concatenate([forward(batch).numpy() for batch in dataset], axis=0)
-    logits = logits - logits.max(axis=-1, keepdims=True)
-    probabilities = np.exp(logits)
-    return (probabilities / probabilities.sum(axis=-1, keepdims=True)).astype("float32")
+    """Class probabilities ``float32 [n, num_classes]`` over an :func:`inference_dataset`."""
+    return to_probabilities(predict_outputs(network, dataset))
 
 
-def score(spec, examples, probabilities):
+def score(spec, examples, outputs):
     """All metrics of a dataset: ``acc`` (+ ``f1``/``auc`` for two classes, + ``map``/``mrr``
     over the filtered question set for ranking datasets such as WikiQA).
 
     Args:
         spec: ``re2_tf.data.datasets.DatasetSpec``.
         examples: the scored ``PairExample`` list (labels, and ``qid``/``docid`` when ranking).
-        probabilities: float ``[n, num_classes]``.
+        outputs: network outputs (:func:`predict_outputs`): logits ``[n, num_classes]`` or
+            scores ``[n]``.
+
+    Raises:
+        ValueError: scores for a dataset with more than two classes.
     """
+    outputs = np.asarray(outputs)
+    if outputs.ndim == 1 and spec.num_classes != 2:
+        raise ValueError(f"a single score cannot be scored on {spec.num_classes} classes")
+    probabilities = to_probabilities(outputs)
     labels = np.array([ex.label for ex in examples])
     result = metrics_lib.classification_metrics(labels, probabilities)
     if spec.ranking:
         ranking = metrics_lib.ranking_metrics(
-            [ex.qid for ex in examples], [ex.docid for ex in examples], labels, probabilities[:, 1]
-        )
+            [ex.qid for ex in examples], [ex.docid for ex in examples], labels,
+            outputs if outputs.ndim == 1 else probabilities[:, 1])
         result.update(map=ranking["map"], mrr=ranking["mrr"], questions=ranking["num_questions"])
     return result
 
 
-def evaluate(network, spec, examples, vocab, batch_size=256):
-    """Encode, predict and score ``examples``; returns the metrics dict of :func:`score`."""
-    ids1, ids2, _ = encode_pairs(examples, vocab)
-    dataset = inference_dataset(ids1, ids2, batch_size)
-    return score(spec, examples, predict_probabilities(network, dataset))
+def evaluate(network, spec, examples, featurizers, batch_size=256):
+    """Featurise, predict and score ``examples``; returns the metrics dict of :func:`score`."""
+    encoded = encode_examples(examples, featurizers)
+    return score(spec, examples, predict_outputs(network, inference_dataset(encoded, batch_size)))
 
 
 def format_metrics(result):

@@ -5,12 +5,16 @@ A run directory ``checkpoints/<name>/`` holds:
 =====================  ======================================================================
 ``flags.txt``          the absl flags the run was started with (a flagfile: rerun with
                        ``--flagfile=<run>/flags.txt``)
-``config.json``        what is needed to rebuild and serve the model: model name and builder
-                       arguments, dataset, label names, tokeniser, selection metric
-``vocab.txt``          the vocabulary, one token per line, line number = token id
+``config.json``        every resolved setting that changes results: model name and
+                       hyper-parameters, features, dataset, label names, tokeniser, metric,
+                       data and vectors files (path, size, mtime), training settings, seed
+``vocab.txt``          the word vocabulary, one token per line, line number = token id
 ``embeddings.npy``     cached embedding matrix (only with ``--embeddings``)
+``vocab_cache.json``   the settings the vocabulary / embedding cache was built with
+``chars.txt`` ...      other featurisers' vocabularies (see ``re2_tf.data.features``)
 ``best.keras``         the best checkpoint by the dataset's metric (a full Keras model)
-``backup/``            Keras ``BackupAndRestore`` state, for resuming a killed run
+``backup/``            training state at the last evaluation point (weights but not a frozen
+                       embedding matrix, optimizer state, routine state), for resuming
 ``train.log``          the run's log
 ``tensorboard/``       TensorBoard summaries
 ``results.json``       final metrics of the best checkpoint
@@ -45,6 +49,12 @@ class RunConfig:
         tokenizer: tokeniser name in ``re2_tf.data.tokenization.TOKENIZERS`` used for raw text.
         lower: whether text is lower-cased before the vocabulary lookup.
         metric: the dataset's model-selection metric (``acc``, ``mrr``, ...).
+        features: ``{featuriser kind: options}`` the model consumes.
+        output: the model's output kind (``logits`` or ``score``).
+        settings: every other resolved training flag that changes results (vocabulary,
+            max_len policy, batch size, optimiser, schedule, evaluation, stopping, seed).
+        data: ``{split: {"path", "size", "mtime"}}`` of the training and selection files.
+        embeddings: ``{"path", "size", "mtime"}`` of the vectors file, or ``None``.
     """
 
     model: str
@@ -54,6 +64,32 @@ class RunConfig:
     tokenizer: str = "whitespace"
     lower: bool = True
     metric: str = "acc"
+    features: dict = dataclasses.field(default_factory=lambda: {"word_ids": {}})
+    output: str = "logits"
+    settings: dict = dataclasses.field(default_factory=dict)
+    data: dict = dataclasses.field(default_factory=dict)
+    embeddings: dict | None = None
+
+
+def config_difference(saved, current, prefix=""):
+    """The first field where two configs (or nested dicts) differ, as
+    ``"settings.lr: saved 0.001, now 0.002"``; ``""`` when they are equal."""
+    if dataclasses.is_dataclass(saved):
+        saved, current = dataclasses.asdict(saved), dataclasses.asdict(current)
+    if isinstance(saved, dict) and isinstance(current, dict):
+        for key in sorted(set(saved) | set(current), key=str):
+            name = f"{prefix}{key}"
+            if key not in saved or key not in current:
+                return (f"{name}: saved {saved.get(key, '(absent)')!r}, "
+                        f"now {current.get(key, '(absent)')!r}")
+            found = config_difference(saved[key], current[key], name + ".")
+            if found:
+                return found
+        return ""
+    # JSON turns tuples into lists: compare in JSON form.
+    if json.loads(json.dumps(saved)) != json.loads(json.dumps(current)):
+        return f"{prefix.rstrip('.')}: saved {saved!r}, now {current!r}"
+    return ""
 
 
 def save_config(run_dir, config):
@@ -98,3 +134,75 @@ def load_vocab(run_dir):
 
     config = load_config(run_dir)
     return Vocab.load(Path(run_dir) / VOCAB_FILE, lower=config.lower)
+
+
+VOCAB_CACHE_FILE = "vocab_cache.json"
+
+
+def save_vocab_cache(run_dir, vocab, vectors, settings):
+    """Cache the word vocabulary (and embedding matrix) in ``run_dir`` with the ``settings``
+    that produced them (vocabulary options, training and vectors file signatures)."""
+    from re2_tf.data.embeddings import save_cache
+
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    if vectors is None:
+        vocab.save(Path(run_dir) / VOCAB_FILE)
+    else:
+        save_cache(run_dir, vocab, vectors)
+    (Path(run_dir) / VOCAB_CACHE_FILE).write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+
+
+def load_vocab_cache(run_dir, settings):
+    """``(vocab, vectors or None)`` cached in ``run_dir``, or ``None`` if there is no cache.
+
+    Raises:
+        ValueError: the cache was built with other settings (names the field), or the
+            settings ask for vectors and the cache has none.
+    """
+    from re2_tf.data.embeddings import load_cache
+
+    path = Path(run_dir) / VOCAB_CACHE_FILE
+    if not path.exists():
+        return None
+    difference = config_difference(json.loads(path.read_text()), settings)
+    if difference:
+        raise ValueError(f"{run_dir}: the vocabulary/embedding cache was built with other "
+                         f"settings: {difference}. Use another --run_dir or --overwrite.")
+    cached = load_cache(run_dir, lower=settings["lower"])
+    if cached is None or (settings["embeddings"] and cached[1] is None):
+        raise ValueError(f"{run_dir}: {VOCAB_CACHE_FILE} exists but the cached vocabulary or "
+                         "embedding matrix is missing. Use --overwrite to rebuild the run.")
+    return cached
+
+
+def make_featurizers(run_dir, features, vocab, train_examples):
+    """The featurisers of a training run: each is created from its options (the word-id one
+    wraps ``vocab``), fitted on the training tokens and saved in ``run_dir`` -- or, when
+    ``run_dir`` already holds its files (a resumed run), loaded from there."""
+    from re2_tf.data import features as features_lib
+
+    out = []
+    for kind, options in features.items():
+        cls = features_lib.FEATURIZERS[kind]
+        featurizer = cls.create(options, vocab)
+        if all((Path(run_dir) / name).exists() for name in featurizer.files()):
+            featurizer = cls.load(run_dir, featurizer.get_config())
+        else:
+            featurizer.fit(tok for ex in train_examples for text in (ex.text1, ex.text2)
+                           for tok in text.split())
+            featurizer.save(run_dir)
+        out.append(featurizer)
+    return out
+
+
+def load_featurizers(run_dir):
+    """The featurisers saved in a run directory (for evaluation, export and prediction)."""
+    from re2_tf.data import features as features_lib
+
+    config = load_config(run_dir)
+    vocab = load_vocab(run_dir)
+    out = []
+    for kind, options in config.features.items():
+        cls = features_lib.FEATURIZERS[kind]
+        out.append(cls.load(run_dir, cls.create(options, vocab).get_config()))
+    return out

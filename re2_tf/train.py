@@ -1,13 +1,24 @@
-r"""Train a sentence-pair matching model with the RE2 release's recipe.
+r"""Train any registered sentence-pair matching model on the shared path.
 
-    python -m re2_tf.train --flagfile=configs/sample.flags
-    python -m re2_tf.train --flagfile=configs/wikiqa.flags --data_dir=data/wikiqa --repeats=3
+    python -m re2_tf.train --flagfile=configs/re2/sample.flags
+    python -m re2_tf.train --model=re2 --dataset=wikiqa --data_dir=data/wikiqa --repeats=3
+    python -m re2_tf.train --model=re2 --dataset=snli --helpfull    # RE2's flags, SNLI defaults
 
-Every hyper-parameter of the authors' release is a flag with the release's default
-(``configs/default.json5`` of the release); ``configs/<dataset>.flags`` hold the per-dataset
-settings. Counts given in samples are converted to updates as ``ceil(samples / batch_size)``,
-as the release does. Killing a run and re-running the same command resumes it from its last
-evaluation point; re-running a finished run prints its results.
+Flags come in three layers, each replacing the defaults of the one before:
+
+1. the common flags below (data, vocabulary, optimiser and schedule, evaluation routine, run
+   control), whose defaults are the RE2 release's (``configs/default.json5`` of the release);
+2. the model's own hyper-parameters and training defaults from its
+   :class:`~re2_tf.models.spec.ModelSpec` (``--model`` selects it; only that model's
+   hyper-parameter flags exist, under their own names, e.g. ``--blocks``);
+3. the model's preset for ``--dataset`` (``--preset=none`` skips it, ``--preset=<dataset>``
+   picks another);
+
+then the flagfile and the command line. Counts given in samples are converted to updates as
+``ceil(samples / batch_size)``, as the release does. A run directory records every resolved
+setting that changes results in ``config.json``; re-running the same command (or
+``--flagfile=<run>/flags.txt``) resumes from the last evaluation point and refuses, naming the
+field, if any setting differs; a finished run prints its results.
 """
 
 import json
@@ -27,50 +38,49 @@ import tensorflow as tf
 from re2_tf import runs
 from re2_tf.data import datasets
 from re2_tf.data.embeddings import vocab_and_embeddings
-from re2_tf.data.pipeline import encode_pairs, make_dataset
-from re2_tf.evaluation import evaluate, format_metrics
-from re2_tf.models import MODELS, RE2_DEFAULTS, count_parameters
-from re2_tf.training import MatchingTrainer, WarmupExponentialDecay
+from re2_tf.data.pipeline import LONG_PAIR_POLICIES, encode_examples, make_dataset, make_triple_dataset
+from re2_tf.evaluation import format_metrics
+from re2_tf.models import MODEL_SPECS, count_parameters, get_spec
+from re2_tf.training import MatchingTrainer
+from re2_tf.training.checkpoint import TrainingBackup
+from re2_tf.training.losses import TASK_LOSSES
+from re2_tf.training.optimizers import OPTIMIZERS, SCHEDULES, OptimizerRecipe, build_optimizer
 from re2_tf.training.routine import ReleaseRoutine, samples_to_steps
+from re2_tf.training.sampling import pairwise_triples
 
 FLAGS = flags.FLAGS
+_ABSL_FLAGS = frozenset(FLAGS)  # absl's own (logging, help): not settings of a run
 
-# data
-flags.DEFINE_enum("dataset", "sample", sorted(datasets.DATASETS), "Dataset (label names, metric, tokeniser).")
+# data and vocabulary
+flags.DEFINE_enum("model", "re2", sorted(MODEL_SPECS), "Architecture (its hyper-parameters become flags).")
+flags.DEFINE_enum("dataset", "sample", sorted(datasets.DATASETS), "Dataset (label names, metric, tokeniser, preset).")
+flags.DEFINE_string("preset", None, "Model preset to apply (default: --dataset's, if the model has one; 'none' = no preset).")
 flags.DEFINE_string("data_dir", None, "Prepared data directory with train/dev/test.txt (default: data/<dataset>).")
 flags.DEFINE_string("run_dir", None, "Run directory (default: checkpoints/<dataset>-<model>).")
 flags.DEFINE_string("embeddings", None, "GloVe-format vectors (.txt, .gz or .zip). Without it (or with --embeddings=) the embedding is random and trainable.")
 flags.DEFINE_integer("min_df", 5, "Keep training words seen at least this often (or having a vector).")
 flags.DEFINE_bool("lower_case", True, "Lower-case text and vectors.")
-flags.DEFINE_integer("max_len", 999, "Drop training pairs with a text longer than this (999 = the release's 'unlimited').")
+flags.DEFINE_integer("max_len", 999, "Longest training text in tokens (999 = the release's 'unlimited').")
+flags.DEFINE_enum("long_pairs", "drop", list(LONG_PAIR_POLICIES), "Training pairs with a longer text: drop them (the release) or truncate them; both are counted.")
 flags.DEFINE_string("eval_split", "dev", "Split used for model selection.")
 flags.DEFINE_list("test_splits", ["test"], "Splits scored with the best checkpoint after training (missing files are skipped).")
-# model
-flags.DEFINE_enum("model", "re2", sorted(MODELS), "Architecture.")
-flags.DEFINE_integer("embedding_dim", RE2_DEFAULTS["embedding_dim"], "Embedding width when no vectors are given.")
-flags.DEFINE_integer("hidden_size", RE2_DEFAULTS["hidden_size"], "Hidden size of every layer.")
-flags.DEFINE_float("dropout_rate", RE2_DEFAULTS["dropout_rate"], "Dropout drop probability (the release's dropout_keep_prob 0.8).")
-flags.DEFINE_integer("blocks", RE2_DEFAULTS["blocks"], "Number of stacked blocks (1-5).")
-flags.DEFINE_integer("enc_layers", RE2_DEFAULTS["enc_layers"], "Convolutional layers per encoder (1-5).")
-flags.DEFINE_integer("kernel_size", RE2_DEFAULTS["kernel_size"], "Encoder convolution width.")
-flags.DEFINE_enum("alignment", RE2_DEFAULTS["alignment"], ["linear", "identity"], "Alignment projection F (Eq. 2).")
-flags.DEFINE_enum("fusion", RE2_DEFAULTS["fusion"], ["full", "simple"], "Fusion layer (Eq. 4 or simple).")
-flags.DEFINE_enum("connection", RE2_DEFAULTS["connection"], ["aug", "residual"], "Connection between blocks.")
-flags.DEFINE_enum("prediction", RE2_DEFAULTS["prediction"], ["full", "symmetric", "simple"], "Prediction layer (Eq. 5/6/7).")
-flags.DEFINE_bool("enc_in", RE2_DEFAULTS["enc_in"], "Feed [x; encoder(x)] to alignment (False = ablation 'w/o enc-in').")
-flags.DEFINE_bool("parallel_blocks", RE2_DEFAULTS["parallel_blocks"], "Ablation 'parallel blocks'.")
 # optimisation
 flags.DEFINE_integer("epochs", 30, "Passes over the training data.")
-flags.DEFINE_integer("batch_size", 128, "Pairs per update.")
+flags.DEFINE_integer("batch_size", 128, "Pairs (or ranking triples) per update.")
+flags.DEFINE_enum("optimizer", "adam", sorted(OPTIMIZERS), "Optimiser.")
+flags.DEFINE_enum("lr_schedule", "release", sorted(SCHEDULES), "Learning-rate schedule: release = linear warm-up then stepwise exponential decay (RE2); plateau = multiply by --plateau_factor when the dev metric does not improve (DRCN); linear = linear warm-up then linear decay to 0 (BERT); constant.")
 flags.DEFINE_float("lr", 1e-3, "Peak learning rate.")
-flags.DEFINE_float("min_lr", 6e-5, "Learning-rate floor and warm-up start.")
-flags.DEFINE_float("lr_decay_rate", 0.95, "Exponential decay factor (1 = fixed rate).")
-flags.DEFINE_integer("lr_decay_samples", 128000, "Samples between decays.")
-flags.DEFINE_integer("lr_warmup_samples", 0, "Samples of linear learning-rate warm-up.")
-flags.DEFINE_float("beta1", 0.9, "Adam beta1.")
-flags.DEFINE_float("beta2", 0.999, "Adam beta2.")
+flags.DEFINE_float("min_lr", 6e-5, "Learning-rate floor and warm-up start (release schedule).")
+flags.DEFINE_float("lr_decay_rate", 0.95, "Exponential decay factor (1 = fixed rate; release schedule).")
+flags.DEFINE_integer("lr_decay_samples", 128000, "Samples between decays (release schedule).")
+flags.DEFINE_integer("lr_warmup_samples", 0, "Samples of linear learning-rate warm-up (release and linear schedules).")
+flags.DEFINE_float("plateau_factor", 0.85, "Learning-rate factor per evaluation without improvement (plateau schedule).")
+flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay (adamw).")
+flags.DEFINE_float("beta1", 0.9, "Adam/AdamW beta1.")
+flags.DEFINE_float("beta2", 0.999, "Adam/AdamW beta2.")
 flags.DEFINE_float("grad_clipping", 5.0, "Clip gradients to this global norm.")
 flags.DEFINE_float("max_loss", 999.0, "Stop when a batch loss exceeds this (unstable training).")
+flags.DEFINE_integer("max_negatives", 0, "Pairwise ranking losses: at most this many negatives per positive answer (0 = all).")
 # evaluation routine
 flags.DEFINE_integer("eval_per_samples", 6400, "Evaluate every this many samples.")
 flags.DEFINE_integer("eval_per_samples_warmup", 40000, "Evaluation interval during the eval warm-up.")
@@ -87,8 +97,123 @@ flags.DEFINE_bool("overwrite", False, "Delete an existing run directory instead 
 flags.DEFINE_bool("progress", None, "Show a progress bar (default: when stdout is a terminal).")
 flags.DEFINE_integer("threads", 0, "Intra-op threads (0 = TensorFlow's default).")
 
-MODEL_FLAGS = ("hidden_size", "dropout_rate", "blocks", "enc_layers", "kernel_size", "alignment",
-               "fusion", "connection", "prediction", "enc_in", "parallel_blocks")
+#: Flags that do not change what a run computes; every other flag is recorded in config.json.
+CONTROL_FLAGS = ("run_dir", "overwrite", "progress", "threads", "repeats", "preset", "data_dir",
+                 "embeddings", "test_splits")
+#: Flags written to no run's flags.txt (they would delete or fork the run when it is rerun).
+NOT_IN_FLAGS_FILE = ("overwrite", "repeats", "run_dir", "seed")
+
+
+# ------------------------------------------------------------------------------ flag layers
+def _sniff(argv, name, default):
+    """The last value given to ``--name`` in ``argv`` (flagfiles expanded), else ``default``."""
+    value = default
+    args = FLAGS.read_flags_from_files(list(argv[1:]), force_gnu=False)
+    for i, arg in enumerate(args):
+        if arg.startswith(f"--{name}="):
+            value = arg.split("=", 1)[1]
+        elif arg == f"--{name}" and i + 1 < len(args):
+            value = args[i + 1]
+    return value
+
+
+def define_model_flags(spec, flag_values=FLAGS):
+    """Define one flag per hyper-parameter of ``spec`` (type from its default)."""
+    for name, hparam in spec.hparams.items():
+        if name in flag_values:
+            raise ValueError(f"{spec.name} hyper-parameter --{name} clashes with a common flag")
+        if hparam.choices is not None:
+            flags.DEFINE_enum(name, hparam.default, list(hparam.choices), hparam.help,
+                              flag_values=flag_values)
+            continue
+        define = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer,
+                  float: flags.DEFINE_float, str: flags.DEFINE_string}[type(hparam.default)]
+        define(name, hparam.default, hparam.help, flag_values=flag_values)
+
+
+def model_defaults(spec, dataset, preset=None):
+    """``{flag: default}`` of the model's training defaults and its preset for ``dataset``."""
+    preset = dataset if preset is None else preset
+    if preset != "none" and preset is not None and preset not in spec.presets \
+            and preset != dataset:
+        raise app.UsageError(f"model {spec.name} has no preset {preset!r}; known: "
+                             f"{sorted(spec.presets)} (or 'none')")
+    values = dict(spec.training)
+    values.update(spec.presets.get(preset, {}) if preset != "none" else {})
+    return values
+
+
+def parse_flags(argv):
+    """absl flags parser: select the model, define its flags and defaults, then parse."""
+    spec = get_spec(_sniff(argv, "model", FLAGS["model"].default))
+    define_model_flags(spec)
+    defaults = model_defaults(spec, _sniff(argv, "dataset", FLAGS["dataset"].default),
+                              _sniff(argv, "preset", None))
+    for name, value in defaults.items():
+        if name not in FLAGS:
+            raise ValueError(f"{spec.name} preset sets unknown flag --{name}")
+        FLAGS.set_default(name, value)
+    return app.parse_flags_with_usage(argv)
+
+
+# ------------------------------------------------------------------------------ run config
+def _file_signature(path):
+    """``{"path", "size", "mtime"}`` of a data or vectors file (what a resume must not see change)."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    return {"path": str(path), "size": stat.st_size, "mtime": int(stat.st_mtime)}
+
+
+def run_config(spec, dataset, data_dir, hparams, seed):
+    """The :class:`runs.RunConfig` of this invocation: every resolved setting that changes
+    results (model, hyper-parameters, features, data files, vocabulary, embeddings file,
+    max_len policy, optimiser, schedule, evaluation and stopping, seed)."""
+    settings = {name: FLAGS[name].value for name in FLAGS if name not in CONTROL_FLAGS
+                and name in _TRAIN_FLAGS and name not in spec.hparams}
+    settings["seed"] = seed
+    files = {split: _file_signature(Path(data_dir) / f"{split}.txt")
+             for split in ("train", FLAGS.eval_split)}
+    return runs.RunConfig(
+        model=spec.name,
+        model_kwargs=dict(hparams),
+        dataset=dataset.name,
+        label_names=list(dataset.label_names),
+        tokenizer=dataset.tokenizer,
+        lower=FLAGS.lower_case,
+        metric=dataset.metric,
+        features=spec.feature_options(hparams),
+        output=spec.output,
+        settings=settings,
+        data=files,
+        embeddings=_file_signature(FLAGS.embeddings) if FLAGS.embeddings else None,
+    )
+
+
+def prepare_run_dir(run_dir, config, seed):
+    """Create, resume or refuse a run directory; returns True when resuming.
+
+    A fresh run writes ``config.json`` and ``flags.txt`` (this invocation's flags with this
+    run's ``--run_dir`` and ``--seed``, never ``--overwrite``). A resume compares the saved
+    config with ``config`` and refuses with the first differing field.
+    """
+    run_dir = Path(run_dir)
+    if FLAGS.overwrite and run_dir.exists():
+        shutil.rmtree(run_dir)
+    resuming = (run_dir / runs.CONFIG_FILE).exists()
+    if resuming:
+        difference = runs.config_difference(runs.load_config(run_dir), config)
+        if difference:
+            raise app.UsageError(
+                f"{run_dir} holds a run with different settings: {difference}.\n"
+                "Use another --run_dir, or --overwrite to start again.")
+        return True
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lines = [line for line in FLAGS.flags_into_string().splitlines()
+             if line.lstrip("-").split("=", 1)[0].removeprefix("no") not in NOT_IN_FLAGS_FILE]
+    lines += [f"--run_dir={run_dir}", f"--seed={seed}"]
+    (run_dir / runs.FLAGS_FILE).write_text("\n".join(lines) + "\n")
+    runs.save_config(run_dir, config)
+    return False
 
 
 def make_logger(run_dir):
@@ -104,150 +229,122 @@ def make_logger(run_dir):
     return logger
 
 
-def run_config(spec, model_kwargs):
-    return runs.RunConfig(
-        model=FLAGS.model,
-        model_kwargs=model_kwargs,
-        dataset=spec.name,
-        label_names=list(spec.label_names),
-        tokenizer=spec.tokenizer,
-        lower=FLAGS.lower_case,
-        metric=spec.metric,
-    )
+def _print_finished(run_dir, logger):
+    logger.info(f"{run_dir} is a finished run; its results (use --overwrite to retrain):")
+    results = json.loads((Path(run_dir) / runs.RESULTS_FILE).read_text())
+    for split, result in results["splits"].items():
+        logger.info(f"{split}: {format_metrics(result)}")
+    return results
 
 
-def prepare_run_dir(run_dir, config):
-    """Create, resume or refuse a run directory; returns True when resuming."""
-    run_dir = Path(run_dir)
-    if FLAGS.overwrite and run_dir.exists():
-        shutil.rmtree(run_dir)
-    resuming = (run_dir / runs.CONFIG_FILE).exists()
-    if resuming:
-        previous = runs.load_config(run_dir)
-        if previous != config:
-            raise app.UsageError(
-                f"{run_dir} holds a run with different settings:\n  saved: {previous}\n"
-                f"  now:   {config}\nUse another --run_dir, or --overwrite to start again."
-            )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    runs.save_config(run_dir, config)
-    flag_lines = FLAGS.flags_into_string()
-    (run_dir / runs.FLAGS_FILE).write_text(flag_lines)
-    return resuming
+def _optimizer_recipe(bs, total_steps):
+    return OptimizerRecipe(
+        name=FLAGS.optimizer, schedule=FLAGS.lr_schedule, lr=FLAGS.lr,
+        min_lr=min(FLAGS.min_lr, FLAGS.lr), warmup_steps=samples_to_steps(FLAGS.lr_warmup_samples, bs),
+        decay_rate=FLAGS.lr_decay_rate, decay_steps=samples_to_steps(FLAGS.lr_decay_samples, bs),
+        total_steps=total_steps, plateau_factor=FLAGS.plateau_factor,
+        weight_decay=FLAGS.weight_decay, beta1=FLAGS.beta1, beta2=FLAGS.beta2)
 
 
-def restore_training_state(trainer, backup_dir, logger):
-    """Load the latest backup of weights and optimizer state -- or, if a kill left it half
-    written, the previous one, copied back in place as ``BackupAndRestore`` itself does --
-    and return the restored update count (0 for a fresh run)."""
-    latest = backup_dir / "latest.weights.h5"
-    metadata = backup_dir / "training_metadata.json"
-    if not latest.exists():
-        return 0
-    try:
-        trainer.load_weights(latest)
-    except OSError as error:
-        previous = Path(f"{latest}.bkp")
-        if not previous.exists():
-            raise
-        logger.info(f"Backup {latest} is unreadable ({error}); using the previous one.")
-        shutil.copy(previous, latest)
-        if Path(f"{metadata}.bkp").exists():
-            shutil.copy(f"{metadata}.bkp", metadata)
-        trainer.load_weights(latest)
-    step = int(trainer.optimizer.iterations.numpy())
-    logger.info(f"Restored training state at update {step} from {latest}")
-    return step
-
-
+# ------------------------------------------------------------------------------ one run
 def train_one(run_dir, seed):
     """Train (or resume) one run; returns its results dict."""
-    spec = datasets.get_dataset(FLAGS.dataset)
-    data_dir = FLAGS.data_dir or datasets.default_data_dir(spec.name)
-    model_kwargs = {name: getattr(FLAGS, name) for name in MODEL_FLAGS}
-    config = run_config(spec, model_kwargs)
-    resuming = prepare_run_dir(run_dir, config)
+    spec = get_spec(FLAGS.model)
+    dataset = datasets.get_dataset(FLAGS.dataset)
+    task_loss = TASK_LOSSES[spec.task_loss]
+    data_dir = FLAGS.data_dir or datasets.default_data_dir(dataset.name)
+    hparams = {name: FLAGS[name].value for name in spec.hparams}
+    train = datasets.load_split(dataset.name, data_dir, "train")
+    dev = datasets.load_split(dataset.name, data_dir, FLAGS.eval_split)
+    vocab_settings = {"min_df": FLAGS.min_df, "lower": FLAGS.lower_case,
+                      "train": _file_signature(Path(data_dir) / "train.txt"),
+                      "embeddings": _file_signature(FLAGS.embeddings) if FLAGS.embeddings else None}
+    try:
+        cached = runs.load_vocab_cache(run_dir, vocab_settings)
+    except ValueError as error:
+        raise app.UsageError(str(error)) from None
+    vocab, vectors = cached or vocab_and_embeddings(
+        (tok for ex in train for text in (ex.text1, ex.text2) for tok in text.split()),
+        embeddings_path=FLAGS.embeddings or None, min_df=FLAGS.min_df, lower=FLAGS.lower_case)
+    if vectors is not None and "embedding_dim" in hparams:
+        hparams["embedding_dim"] = int(vectors.shape[1])
+    config = run_config(spec, dataset, data_dir, hparams, seed)
+    resuming = prepare_run_dir(run_dir, config, seed)
+    if cached is None:
+        runs.save_vocab_cache(run_dir, vocab, vectors, vocab_settings)
     logger = make_logger(run_dir)
-    state_file = Path(run_dir) / "state.json"
-    if state_file.exists() and json.loads(state_file.read_text()).get("finished"):
-        logger.info(f"{run_dir} is a finished run; its results (use --overwrite to retrain):")
-        results = json.loads((Path(run_dir) / runs.RESULTS_FILE).read_text())
-        for split, result in results["splits"].items():
-            logger.info(f"{split}: {format_metrics(result)}")
-        return results
+    routine_state = Path(run_dir) / "state.json"
+    if routine_state.exists() and json.loads(routine_state.read_text()).get("finished"):
+        return _print_finished(run_dir, logger)
 
     keras.utils.set_random_seed(seed)
     if FLAGS.deterministic:
         tf.config.experimental.enable_op_determinism()
-
-    train = datasets.load_split(spec.name, data_dir, "train")
-    dev = datasets.load_split(spec.name, data_dir, FLAGS.eval_split)
-    logger.info(f"{'Resuming' if resuming else 'Starting'} run {run_dir} (seed {seed}); "
+    logger.info(f"{'Resuming' if resuming else 'Starting'} {spec.name} run {run_dir} (seed {seed}); "
                 f"train ({len(train)}) | {FLAGS.eval_split} ({len(dev)}) from {data_dir}")
-    tokens = (tok for ex in train for text in (ex.text1, ex.text2) for tok in text.split())
-    vocab, vectors = vocab_and_embeddings(
-        tokens, embeddings_path=FLAGS.embeddings or None, cache_dir=run_dir, min_df=FLAGS.min_df,
-        lower=FLAGS.lower_case,
-    )
     if vectors is None:
-        logger.info(f"No --embeddings: the {FLAGS.embedding_dim}-d embedding is random and trainable.")
+        logger.info(f"No --embeddings: word embeddings are random and trainable.")
     else:
         covered = int((np.abs(vectors).sum(axis=1) > 0).sum())
         logger.info(f"Embeddings {FLAGS.embeddings}: {covered}/{len(vocab)} words have vectors (fixed).")
 
-    train1, train2, train_labels = encode_pairs(train, vocab)
-    train_ds, dropped = make_dataset(train1, train2, train_labels,
-                                     batch_size=FLAGS.batch_size, training=True,
-                                     max_len=FLAGS.max_len, seed=seed)
-    kept = len(train) - dropped
-    logger.info(f"#classes {spec.num_classes}; #vocab {len(vocab)}; dropped {dropped} training "
-                f"pairs longer than max_len={FLAGS.max_len}; training on {kept}")
+    featurizers = runs.make_featurizers(run_dir, config.features, vocab, train)
+    encoded = encode_examples(train, featurizers, max_len=FLAGS.max_len,
+                              long_pairs=FLAGS.long_pairs, training=True)
+    for featurizer in featurizers:
+        for what, count in featurizer.stats.items():
+            logger.info(f"{featurizer.kind}: {count} {what} in the training data")
+    bs = FLAGS.batch_size
+    if task_loss.triples:
+        triples, stats = pairwise_triples(
+            [train[i].qid for i in encoded.kept], encoded.labels,
+            max_negatives=FLAGS.max_negatives or None, seed=seed)
+        train_ds = make_triple_dataset(encoded, triples, batch_size=bs, seed=seed)
+        units = len(triples)
+        logger.info(f"{units} ranking triples; {stats}")
+    else:
+        train_ds = make_dataset(encoded, batch_size=bs, training=True, seed=seed)
+        units = len(encoded)
+    logger.info(f"#classes {dataset.num_classes}; #vocab {len(vocab)}; {encoded.dropped} training "
+                f"pairs longer than max_len={FLAGS.max_len} dropped, {encoded.truncated} "
+                f"truncated; training on {len(encoded)}")
 
-    network = MODELS[FLAGS.model](
-        len(vocab), spec.num_classes, embeddings=vectors, embedding_dim=FLAGS.embedding_dim,
-        **model_kwargs,
-    )
+    network = spec.build(dataset.num_classes, {f.kind: f.vocab_size for f in featurizers},
+                         vectors, **hparams)
     logger.info(f"trainable parameters {count_parameters(network, include_embedding=True):,d} "
                 f"({count_parameters(network):,d} outside the embedding)")
 
-    bs = FLAGS.batch_size
-    steps_per_data_epoch = samples_to_steps(kept, bs)
+    steps_per_data_epoch = samples_to_steps(units, bs)
     total_steps = FLAGS.epochs * steps_per_data_epoch
     eval_steps = samples_to_steps(FLAGS.eval_per_samples, bs)
-    schedule = WarmupExponentialDecay(
-        FLAGS.lr, min(FLAGS.min_lr, FLAGS.lr), samples_to_steps(FLAGS.lr_warmup_samples, bs),
-        FLAGS.lr_decay_rate, samples_to_steps(FLAGS.lr_decay_samples, bs),
-    )
-    trainer = MatchingTrainer(network, grad_clipping=FLAGS.grad_clipping)
-    trainer.compile(optimizer=keras.optimizers.Adam(schedule, beta_1=FLAGS.beta1, beta_2=FLAGS.beta2))
-    sample_x, _ = next(iter(train_ds))
-    trainer(sample_x)
-    trainer.optimizer.build(network.trainable_variables)
+    optimizer, lr_controller = build_optimizer(_optimizer_recipe(bs, total_steps))
+    trainer = MatchingTrainer(network, task_loss=task_loss, grad_clipping=FLAGS.grad_clipping)
+    trainer.compile(optimizer=optimizer)
+    sample, _ = next(iter(train_ds))
+    network(sample["positive"] if task_loss.triples else sample)
+    optimizer.build(network.trainable_variables)
 
-    # double_checkpoint keeps the previous backup: a kill while the latest one is being
-    # written (it is written in place) falls back to the one before.
-    backup = keras.callbacks.BackupAndRestore(
-        str(Path(run_dir) / runs.BACKUP_DIR), save_freq="epoch", double_checkpoint=True,
-        delete_checkpoint=False,
-    )
-    start_step = restore_training_state(trainer, Path(run_dir) / runs.BACKUP_DIR, logger)
+    backup = TrainingBackup(Path(run_dir) / runs.BACKUP_DIR, network, optimizer)
+    start_step = backup.restore()
+    if start_step:
+        logger.info(f"Restored training state at update {start_step} from {backup.path}")
 
     routine = ReleaseRoutine(
-        network, run_dir, spec, dev, encode_pairs(dev, vocab)[:2], spec.metric, total_steps=total_steps,
-        steps_per_data_epoch=steps_per_data_epoch, eval_steps=eval_steps,
+        network, run_dir, dataset, dev, encode_examples(dev, featurizers), dataset.metric,
+        total_steps=total_steps, steps_per_data_epoch=steps_per_data_epoch, eval_steps=eval_steps,
         eval_steps_warmup=samples_to_steps(FLAGS.eval_per_samples_warmup, bs),
         eval_warmup_steps=samples_to_steps(FLAGS.eval_warmup_samples, bs),
         min_steps=samples_to_steps(FLAGS.min_samples, bs),
         early_stopping_steps=samples_to_steps(FLAGS.tolerance_samples, bs),
         log_steps=samples_to_steps(FLAGS.log_per_samples, bs), eval_epoch=FLAGS.eval_epoch,
-        max_loss=FLAGS.max_loss, batch_size=bs, logger=logger,
+        max_loss=FLAGS.max_loss, batch_size=bs, logger=logger, lr_controller=lr_controller,
         progress=sys.stdout.isatty() if FLAGS.progress is None else FLAGS.progress,
     )
     if start_step and not routine.restore_snapshot(start_step):
         logger.info(f"No routine snapshot for update {start_step}; continuing from state.json.")
     # One Keras "epoch" = one evaluation interval over an endless, seeded stream of batches, so
-    # BackupAndRestore saves the training state at every evaluation point and a resumed run
-    # skips the stream to exactly where the restored state stopped.
+    # the backup saves the training state at every evaluation point and a resumed run skips the
+    # stream to exactly where the restored state stopped.
     stream = train_ds.repeat().skip(start_step)
     if start_step < total_steps:
         trainer.fit(
@@ -255,6 +352,15 @@ def train_one(run_dir, seed):
             initial_epoch=start_step // eval_steps, callbacks=[routine, backup], verbose=0,
             shuffle=False,
         )
+    return finish_run(run_dir, routine, dataset, data_dir, dev, featurizers, total_steps, logger,
+                      seed)
+
+
+def finish_run(run_dir, routine, dataset, data_dir, dev, featurizers, total_steps, logger, seed):
+    """Mark the run finished, score the best checkpoint on the eval and test splits, write
+    ``results.json``; returns the results dict."""
+    from re2_tf.evaluation import evaluate
+
     routine.state["finished"] = True
     if not routine.state.get("stop_reason"):
         routine.state["stop_reason"] = f"Training complete after {total_steps} updates."
@@ -262,21 +368,18 @@ def train_one(run_dir, seed):
     results = {"seed": seed, "best_step": routine.state["best_step"], "splits": {}}
     if not (Path(run_dir) / runs.BEST_MODEL_FILE).exists():
         logger.info("Training stopped before its first evaluation: no checkpoint to score.")
-        (Path(run_dir) / runs.RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n")
-        routine.save_state()
-        return results
-    logger.info(f"Best dev {spec.metric} {routine.state['best_score']:.4f} at update "
-                f"{routine.state['best_step']}.")
-    best = runs.load_best_model(run_dir)
-    for split in [FLAGS.eval_split] + [s for s in FLAGS.test_splits if s]:
-        path = Path(data_dir) / f"{split}.txt"
-        if not path.exists():
-            logger.info(f"No {path}: {split} not scored.")
-            continue
-        examples = dev if split == FLAGS.eval_split else datasets.load_split(spec.name, data_dir, split)
-        result = evaluate(best, spec, examples, vocab)
-        results["splits"][split] = result
-        logger.info(f"best checkpoint on {split}: {format_metrics(result)}")
+    else:
+        logger.info(f"Best dev {dataset.metric} {routine.state['best_score']:.4f} at update "
+                    f"{routine.state['best_step']}.")
+        best = runs.load_best_model(run_dir)
+        for split in [FLAGS.eval_split] + [s for s in FLAGS.test_splits if s]:
+            path = Path(data_dir) / f"{split}.txt"
+            if not path.exists():
+                logger.info(f"No {path}: {split} not scored.")
+                continue
+            examples = dev if split == FLAGS.eval_split else datasets.load_split(dataset.name, data_dir, split)
+            results["splits"][split] = evaluate(best, dataset, examples, featurizers)
+            logger.info(f"best checkpoint on {split}: {format_metrics(results['splits'][split])}")
     (Path(run_dir) / runs.RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n")
     routine.save_state()
     return results
@@ -317,5 +420,7 @@ def main(argv):
     print(f"\n{FLAGS.repeats} seeds ({run_dir}):\n{table}")
 
 
+_TRAIN_FLAGS = frozenset(FLAGS) - _ABSL_FLAGS  # the common flags defined above
+
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

@@ -88,7 +88,7 @@ def make_data(tmp_path, n_train, n_dev=40):
 
 def train_command(data, run_dir, *extra):
     return [
-        sys.executable, "-m", "re2_tf.train", "--dataset=sample", f"--data_dir={data}",
+        sys.executable, "-m", "re2_tf.train", "--model=re2", "--dataset=sample", f"--data_dir={data}",
         f"--run_dir={run_dir}", "--embedding_dim=8", "--hidden_size=8", "--blocks=2",
         "--enc_layers=1", "--min_df=1", "--progress=false", *extra,
     ]
@@ -104,16 +104,24 @@ def evaluated_updates(log):
     return [int(m) for m in re.findall(r"update (\d+) \(epoch", log)]
 
 
-def test_evaluation_schedule_follows_the_release(tmp_path):
-    # 40 pairs, batch 4 -> 10 updates per pass, 2 passes -> 20 updates. Eval warm-up covers
-    # updates <= 6 with interval 8; after it the interval is 4; plus every pass end (10, 20).
-    # Updates 1-6: none (8 > 6). Then 8, 12, 16, 20 and the pass ends 10, 20.
+@pytest.fixture(scope="module")
+def schedule_run(tmp_path_factory):
+    """One small real run shared by the tests that only read its outputs."""
+    tmp_path = tmp_path_factory.mktemp("schedule")
     data = make_data(tmp_path, 40)
     log = run(train_command(
         data, tmp_path / "run", "--batch_size=4", "--epochs=2", "--eval_per_samples=16",
         "--eval_warmup_samples=24", "--eval_per_samples_warmup=32", "--tolerance_samples=100000",
         "--log_per_samples=8",
     ))
+    return tmp_path, data, log
+
+
+def test_evaluation_schedule_follows_the_release(schedule_run):
+    # 40 pairs, batch 4 -> 10 updates per pass, 2 passes -> 20 updates. Eval warm-up covers
+    # updates <= 6 with interval 8; after it the interval is 4; plus every pass end (10, 20).
+    # Updates 1-6: none (8 > 6). Then 8, 12, 16, 20 and the pass ends 10, 20.
+    tmp_path, data, log = schedule_run
     assert evaluated_updates(log) == [8, 10, 12, 16, 20]
     assert "Training complete after 20 updates" in log
     results = json.loads((tmp_path / "run" / "results.json").read_text())
@@ -125,7 +133,8 @@ def test_evaluation_schedule_follows_the_release(tmp_path):
         for event in tf.compat.v1.train.summary_iterator(str(event_file)):
             tags.update(value.tag for value in event.summary.value)
     assert {"train/loss", "train/learning_rate", "train/gradient_norm", "train/accuracy",
-            "train/pairs_per_second", "dev/acc"} <= tags
+            "train/pairs_per_second", "dev/acc", "train/loss_task",
+            "train/loss_regularization"} <= tags
 
 
 def test_early_stopping_min_samples_and_max_loss(tmp_path):
@@ -142,6 +151,9 @@ def test_early_stopping_min_samples_and_max_loss(tmp_path):
     # a first batch loss of ~ln 3 exceeds max_loss 0.5 -> stop at update 1.
     log = run(train_command(data, tmp_path / "c", "--batch_size=4", "--max_loss=0.5"))
     assert "exceeds max_loss 0.5" in log and "stopped at update 1." in log
+    # lr 1e30: the first update blows the weights up, the second loss is NaN -> stop before it
+    log = run(train_command(data, tmp_path / "d", "--batch_size=4", "--lr=1e30", "--min_lr=1e30"))
+    assert "Loss is not finite (nan) at update 2: that update was not applied" in log
 
 
 def test_long_training_pairs_are_dropped_and_counted(tmp_path):
@@ -151,7 +163,12 @@ def test_long_training_pairs_are_dropped_and_counted(tmp_path):
     expected = sum(length > 10 for length in lengths)
     assert 0 < expected < 40
     log = run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1", "--max_len=10"))
-    assert f"dropped {expected} training pairs longer than max_len=10; training on {40 - expected}" in log
+    assert (f"{expected} training pairs longer than max_len=10 dropped, 0 truncated; "
+            f"training on {40 - expected}") in log
+    log = run(train_command(data, tmp_path / "cut", "--batch_size=8", "--epochs=1", "--max_len=10",
+                            "--long_pairs=truncate"))
+    assert (f"0 training pairs longer than max_len=10 dropped, {expected} truncated; "
+            "training on 40") in log
 
 
 def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
@@ -161,7 +178,13 @@ def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
                                         "--hidden_size=12"),
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
-    assert "holds a run with different settings" in proc.stderr + proc.stdout
+    assert ("holds a run with different settings: model_kwargs.hidden_size: saved 8, now 12"
+            in proc.stderr + proc.stdout)
+    proc = subprocess.run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1",
+                                        "--long_pairs=truncate"),
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "settings.long_pairs: saved 'drop', now 'truncate'" in proc.stderr + proc.stdout
 
 
 def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
@@ -170,11 +193,7 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
     args = ("--batch_size=10", "--epochs=10", "--eval_per_samples=50", "--seed=3")
     reference = tmp_path / "reference"
     run(train_command(data, reference, *args))
-    repeat = tmp_path / "repeat"
-    run(train_command(data, repeat, *args))
-    # --seed makes the run repeatable: same best step and the same dev metrics, exactly.
     ref_results = json.loads((reference / "results.json").read_text())
-    assert json.loads((repeat / "results.json").read_text()) == ref_results
 
     killed = tmp_path / "killed"
     proc = subprocess.Popen(train_command(data, killed, *args), cwd=REPO,
@@ -188,19 +207,83 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not json.loads(state.read_text()).get("finished")
-    log = run(train_command(data, killed, *args))
+    flags_txt = (killed / "flags.txt").read_text()
+    assert "overwrite" not in flags_txt and f"--run_dir={killed}" in flags_txt
+    # rerunning the run's own flags.txt resumes it (and never deletes it)
+    log = run([sys.executable, "-m", "re2_tf.train", f"--flagfile={killed / 'flags.txt'}"])
     restored = re.search(r"Restored training state at update (\d+)", log)
     assert restored, log
     step = int(restored.group(1))
     assert step >= 25 and step % 5 == 0  # the last evaluation point: at most one interval lost
-    assert "Resuming run" in log
+    assert "Resuming re2 run" in log
+    # --seed makes a run repeat exactly across processes: the killed-and-resumed run (two
+    # more processes) has the uninterrupted run's best step, metrics, weights and optimizer.
     assert json.loads((killed / "results.json").read_text()) == ref_results
+    # the resumed run ends with exactly the weights and optimizer state of the uninterrupted one
+    with np.load(reference / "backup" / "state.npz") as a, \
+            np.load(killed / "backup" / "state.npz") as b:
+        assert sorted(a.files) == sorted(b.files) and len(a.files) > 10
+        for name in a.files:
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    best = [keras.saving.load_model(d / "best.keras").get_weights() for d in (reference, killed)]
+    for w_ref, w_killed in zip(*best):
+        np.testing.assert_array_equal(w_ref, w_killed)
 
 
-def test_evaluate_cli_scores_the_best_checkpoint(tmp_path):
+def _help(*args):
+    # absl prints --helpfull and exits with status 1
+    proc = subprocess.run([sys.executable, "-m", "re2_tf.train", *args, "--helpfull"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    return proc.stdout
+
+
+def test_helpfull_lists_the_models_hyper_parameters_with_preset_defaults():
+    out = _help("--model=re2")
+    for name in ("--blocks", "--enc_layers", "--encoder_activation", "--alignment",
+                 "--[no]enc_in", "--[no]parallel_blocks"):
+        assert name in out, name
+    assert re.search(r"--blocks: Number of stacked blocks \(1-5\)\.\s+\(default: '2'\)", out)
+    # --dataset picks the model's preset: RE2's SNLI settings have 3 blocks
+    out = _help("--model=re2", "--dataset=snli")
+    assert re.search(r"--blocks: Number of stacked blocks \(1-5\)\.\s+\(default: '3'\)", out)
+    out = _help("--model=re2", "--dataset=snli", "--preset=none")
+    assert re.search(r"--blocks: Number of stacked blocks \(1-5\)\.\s+\(default: '2'\)", out)
+
+
+def test_frozen_embeddings_stay_out_of_the_backup_and_empty_texts_train_without_nan(tmp_path):
     data = make_data(tmp_path, 40)
-    run_dir = tmp_path / "run"
-    run(train_command(data, run_dir, "--batch_size=8", "--epochs=2"))
+    lines = (data / "train.txt").read_text().splitlines()
+    for i in (0, 5, 9):   # empty text1, empty text2, both empty
+        t1, t2, y = lines[i].split("\t")
+        lines[i] = "\t".join(["" if i in (0, 9) else t1, "" if i in (5, 9) else t2, y])
+    (data / "train.txt").write_text("\n".join(lines) + "\n")
+    (data / "dev.txt").write_text("\t\t0\n" + (data / "dev.txt").read_text())
+    glove = tmp_path / "glove.txt"
+    glove.write_text("".join(f"{w} " + " ".join(f"{(i * 7 + k) % 5 - 2:.1f}" for k in range(8))
+                             + "\n" for i, w in enumerate(["a", "the", "man", "dog", "is"])))
+    command = train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=2",
+                            f"--embeddings={glove}")
+    command.remove("--embedding_dim=8")
+    log = run(command)
+    assert "not finite" not in log and "Training complete after 10 updates" in log
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert np.isfinite(results["splits"]["dev"]["acc"])
+    with np.load(tmp_path / "run" / "backup" / "state.npz") as state:
+        paths = json.loads(str(state["paths"]))
+    assert not [p for p in paths if p.startswith("re2/embedding") or p == "embedding/embeddings"]
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["model_kwargs"]["embedding_dim"] == 8
+    assert config["embeddings"]["path"] == str(glove.resolve())
+    # a changed vectors file refuses to reuse the run (and its cache), naming the field
+    glove.write_text("")
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert re.search(r"other settings: embeddings\.(mtime|size): saved", proc.stdout + proc.stderr)
+
+
+def test_evaluate_cli_scores_the_best_checkpoint(schedule_run, tmp_path):
+    _, data, _ = schedule_run
+    run_dir = schedule_run[0] / "run"
     out = run([sys.executable, "-m", "re2_tf.evaluate", f"--run_dir={run_dir}", "--splits=test",
                f"--output={tmp_path / 'm.json'}"])
     # independent accuracy: the saved model's argmax over the test file, counted here
