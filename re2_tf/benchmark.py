@@ -1,8 +1,11 @@
-r"""CPU latency benchmark with the protocol of RE2's Table 5.
+r"""CPU latency benchmark with the protocol of RE2's Table 5, for any registered model.
 
 Table 5 (paper §3.4): a batch of 8 pairs, both texts of length 20, seconds per batch, RE2 with
 1/2/3 blocks (3 encoder layers, hidden 150, 300-d embeddings); the paper reports 0.03 /
-0.04 / 0.05 s on its CPU. Here every model is **exported** (``re2_tf.export``) and timed
+0.04 / 0.05 s on its CPU. ``--model`` picks the model; the variants timed are its spec's
+``benchmark`` entries (RE2: those three models, with the paper's seconds beside them), built
+with random weights over a synthetic vocabulary of ``--vocab_size`` words and fed random ids
+of every input feature the model takes. Every model is **exported** (``re2_tf.export``) and timed
 through the exported artefact loaded in a **fresh process** (``serving/timing_worker.py``,
 which never imports ``re2_tf``): first call (XLA compilation), ``--warmup`` untimed batches,
 then ``--batches`` timed batches -> mean ± std s/batch, median and p99 ms, plus throughput at
@@ -12,6 +15,7 @@ Usage::
 
     # Table 5: RE2 1/2/3 blocks, random weights, vocabulary 30,000
     python -m re2_tf.benchmark --intra_op_threads=2 --inter_op_threads=1
+    python -m re2_tf.benchmark --model=re2 --variants="RE2 3 blocks" --xla=false
     python -m re2_tf.benchmark --format=tflite --precision=int8
 
     # any exported SavedModel signature (model-agnostic)
@@ -33,8 +37,6 @@ import numpy as np
 from absl import app, flags
 
 WORKER = Path(__file__).resolve().parent / "serving" / "timing_worker.py"
-PAPER_SECONDS = {1: 0.03, 2: 0.04, 3: 0.05}
-TABLE5_MODEL = dict(embedding_dim=300, enc_layers=3, hidden_size=150)
 
 
 def time_export(path, signature, input_spec, *, batches=100, warmup=10, intra_op_threads=0,
@@ -75,27 +77,60 @@ def time_export(path, signature, input_spec, *, batches=100, warmup=10, intra_op
     return result
 
 
+def features_spec(featurizers, batch, length):
+    """Input spec of ``serving_ids`` for any model: every feature the featurisers produce,
+    ``[batch, length, *inner]``, ids uniform over real entries (2 .. vocabulary size - 1; 0/1
+    flags for float features)."""
+    spec = {}
+    for featurizer in featurizers:
+        for feature in featurizer.specs():
+            integer = feature.dtype.startswith("int")
+            spec[feature.name] = {"dtype": feature.dtype,
+                                  "shape": [batch, length, *feature.inner_shape],
+                                  "low": 2 if integer else 0,
+                                  "high": max(int(featurizer.vocab_size or 2), 3) if integer else 2}
+    return spec
+
+
 def ids_spec(batch, length, vocab_size):
-    """Input spec of ``serving_ids``: two int32 ``[batch, length]`` tensors of real ids."""
+    """Input spec of a word-id model's ``serving_ids``: int32 ``text1``/``text2`` ``[batch, length]``."""
     one = {"dtype": "int32", "shape": [batch, length], "low": 2, "high": int(vocab_size)}
     return {"text1": dict(one), "text2": dict(one)}
 
 
-def export_table5_model(blocks, export_dir, *, vocab_size=30000, num_classes=3, fmt="savedmodel",
-                        precision="fp32", xla=True, seed=0):
-    """Build RE2 with Table 5's settings and random weights, export it; return (path, params)."""
+def synthetic_featurizers(spec, hparams, vocab_size):
+    """The model's featurisers over a synthetic vocabulary ``w2 .. w<vocab_size-1>``."""
+    from re2_tf.data.features import FEATURIZERS
+    from re2_tf.data.vocab import Vocab
+
+    words = [f"w{i}" for i in range(2, vocab_size)]
+    vocab = Vocab(words)
+    featurizers = []
+    for kind, options in spec.feature_options(hparams).items():
+        featurizer = FEATURIZERS[kind].create(options, vocab)
+        featurizer.fit(words)
+        featurizers.append(featurizer)
+    return featurizers
+
+
+def export_benchmark_model(spec, hparams, export_dir, *, vocab_size=30000, num_classes=3,
+                           fmt="savedmodel", precision="fp32", xla=True, seed=0):
+    """Build ``spec``'s model with ``hparams`` and random weights over a synthetic vocabulary,
+    export it; return ``(path, parameters outside the embedding, featurizers)``."""
     import keras
 
     from re2_tf.export import TFLITE_FILE, export_model
-    from re2_tf.models import build_re2, count_parameters
+    from re2_tf.models import count_parameters
 
     keras.utils.set_random_seed(seed)
-    model = build_re2(vocab_size, num_classes, blocks=blocks, **TABLE5_MODEL)
-    tokens = ["<PAD>", "<UNK>"] + [f"w{i}" for i in range(2, vocab_size)]
-    export_model(model, export_dir, vocab_tokens=tokens, label_names=[str(i) for i in
-                 range(num_classes)], fmt=fmt, precision=precision, xla=xla)
+    hparams = dict(spec.defaults(), **hparams)
+    featurizers = synthetic_featurizers(spec, hparams, vocab_size)
+    model = spec.build(num_classes, {f.kind: f.vocab_size for f in featurizers}, None, **hparams)
+    export_model(model, export_dir, featurizers=featurizers, backend=spec.export_backend,
+                 output=spec.output, label_names=[str(i) for i in range(num_classes)], fmt=fmt,
+                 precision=precision, xla=xla)
     path = Path(export_dir) / TFLITE_FILE if fmt == "tflite" else Path(export_dir)
-    return path, count_parameters(model)
+    return path, count_parameters(model), featurizers
 
 
 def markdown_table(rows, batch, length, throughput_batch):
@@ -114,23 +149,37 @@ def markdown_table(rows, batch, length, throughput_batch):
     return "\n".join(lines)
 
 
-def run_table5(blocks=(1, 2, 3), *, batch=8, length=20, batches=100, warmup=10,
-               vocab_size=30000, fmt="savedmodel", precision="fp32", xla=True,
-               intra_op_threads=0, inter_op_threads=0, throughput_batch=512, workdir=None):
-    """Export RE2 with each block count and time it; return (rows, markdown)."""
+def run_benchmark(model="re2", variants=None, *, batch=8, length=20, batches=100, warmup=10,
+                  vocab_size=30000, fmt="savedmodel", precision="fp32", xla=True,
+                  intra_op_threads=0, inter_op_threads=0, throughput_batch=512, workdir=None):
+    """Export each benchmark variant of ``model``'s spec (RE2: Table 5's 1/2/3 blocks) and
+    time it with the Table 5 protocol; return ``(rows, markdown)``.
+
+    Raises:
+        KeyError: an unknown model or variant.
+    """
+    from re2_tf.models import get_spec
+
+    spec = get_spec(model)
+    variants = list(spec.benchmark) if not variants else list(variants)
+    unknown = [v for v in variants if v not in spec.benchmark]
+    if unknown:
+        raise KeyError(f"{model} has no benchmark variant {unknown}; known: {list(spec.benchmark)}")
     rows = []
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        for n in blocks:
-            path, params = export_table5_model(n, Path(tmp) / f"re2_{n}", vocab_size=vocab_size,
-                                               fmt=fmt, precision=precision, xla=xla)
-            result = time_export(path, "serving_ids", ids_spec(batch, length, vocab_size),
+        for k, label in enumerate(variants):
+            entry = spec.benchmark[label]
+            path, params, featurizers = export_benchmark_model(
+                spec, entry["hparams"], Path(tmp) / f"model{k}", vocab_size=vocab_size, fmt=fmt,
+                precision=precision, xla=xla)
+            result = time_export(path, "serving_ids", features_spec(featurizers, batch, length),
                                  batches=batches, warmup=warmup,
                                  intra_op_threads=intra_op_threads,
                                  inter_op_threads=inter_op_threads,
                                  throughput_batch=throughput_batch)
-            result.update(model=f"RE2 {n} block{'s' * (n > 1)} ({fmt}, {precision}"
+            result.update(model=f"{label} ({fmt}, {precision}"
                           f"{', XLA' if xla and fmt == 'savedmodel' else ''})",
-                          params=params, paper=PAPER_SECONDS.get(n, "—"))
+                          params=params, paper=entry.get("paper_seconds", "—"))
             rows.append(result)
     return rows, markdown_table(rows, batch, length, throughput_batch)
 
@@ -139,7 +188,9 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-    flags.DEFINE_list("blocks", ["1", "2", "3"], "RE2 block counts (Table 5 driver).")
+    flags.DEFINE_string("model", "re2", "Registered model whose benchmark variants are timed.")
+    flags.DEFINE_list("variants", [], "Benchmark variants of the model's spec to time (default: "
+                      "all; RE2: 'RE2 1 block', 'RE2 2 blocks', 'RE2 3 blocks').")
     flags.DEFINE_integer("batch", 8, "Pairs per timed batch.")
     flags.DEFINE_integer("length", 20, "Tokens per text.")
     flags.DEFINE_integer("batches", 100, "Timed batches.")
@@ -172,8 +223,8 @@ def main(argv):
         rows, table = [result], markdown_table([result], FLAGS.batch, FLAGS.length,
                                                FLAGS.throughput_batch)
     else:
-        rows, table = run_table5(
-            [int(b) for b in FLAGS.blocks], batch=FLAGS.batch, length=FLAGS.length,
+        rows, table = run_benchmark(
+            FLAGS.model, FLAGS.variants, batch=FLAGS.batch, length=FLAGS.length,
             batches=FLAGS.batches, warmup=FLAGS.warmup, vocab_size=FLAGS.vocab_size,
             fmt=FLAGS.format, precision=FLAGS.precision, xla=FLAGS.xla,
             throughput_batch=FLAGS.throughput_batch, **threads)

@@ -14,21 +14,32 @@ Signatures (batch dimension first, TF Serving conventions):
 ``serving_default``
     inputs ``text1``, ``text2``: ``tf.string [batch]`` raw sentences.
     outputs ``probabilities``: float32 ``[batch, num_classes]``; ``label``: ``tf.string
-    [batch]`` (the dataset's label names).
+    [batch]`` (the dataset's label names); ``truncated``: int32 ``[batch]``, the number of
+    tokens cut from ``text1`` and ``text2`` together by truncation (0 = nothing cut).
     In the graph: (lower-casing and) tokenisation with the run's tokeniser
     (:mod:`re2_tf.serving.text`), truncation to ``max_length`` tokens, vocabulary lookup
     (unknown -> ``<UNK>`` = 1). A text with no token after tokenisation (empty, only
-    whitespace, or -- for ``snli`` -- only punctuation) is read as the single token
-    ``<UNK>``, because RE2's masked max pooling is undefined on an all-padding text.
+    whitespace, or -- for ``snli`` -- only punctuation) is an all-padding row, exactly as
+    training and evaluation feed an empty text; the model's layers define its output
+    (masked max pooling and attention over an empty text give 0).
 ``serving_ids``
     inputs ``text1``, ``text2``: int32 ``[batch, length]`` token ids (0 = padding, the two
-    lengths independent); same outputs. Rows with no non-zero id are read as ``[<UNK>]``;
-    columns beyond ``max_length`` are dropped.
+    lengths independent); same outputs. All-padding rows and zero-length inputs are empty
+    texts (as above); columns beyond ``max_length`` are dropped, and ``truncated`` counts the
+    non-padding ids among them.
 
-Errors: ``InvalidArgumentError`` with the message ``text1 and text2 must have the same batch
-size`` for mismatched batches, ``token ids must be in [0, vocab_size)`` for out-of-range
-ids; a wrong dtype or rank is rejected by the signature (``TypeError``/``ValueError`` from
-``tf.saved_model.load``'d functions, ``INVALID_ARGUMENT`` in TF Serving).
+An empty batch gives ``probabilities [0, num_classes]``, ``label [0]``, ``truncated [0]``.
+
+Errors (``InvalidArgumentError`` from a loaded signature, ``INVALID_ARGUMENT`` in TF
+Serving): ``text1 and text2 must have the same batch size`` for mismatched batches; ``token
+ids must be in [0, vocab_size)`` for out-of-range ids; ``text1 must be tf.string [batch]`` /
+``text1 must be int32 [batch, length]`` (or ``text2 ...``) for an input of the wrong rank,
+checked at run time because loaded signatures and TF Serving do not enforce the signature's
+rank. A wrong dtype is rejected by the signature itself (``TypeError``/``ValueError`` from
+``tf.saved_model.load``'d functions).
+
+TF Serving runs ``jit_compile`` functions on CPU only behind an experimental flag: export
+for TF Serving with ``--xla=false`` (same outputs, tested like the default).
 
 Speed (``--xla``, default on): weight normalisation is folded into plain kernels and the
 fusion layer's G1/G2 are one matmul (:mod:`re2_tf.serving.folded`); the model function is
@@ -53,13 +64,11 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from re2_tf.serving import folded as folded_lib
 from re2_tf.serving import text as text_lib
 
 __all__ = ["ServingModule", "export_run", "export_model", "DEFAULT_LENGTH_BUCKETS",
            "EXPORT_CONFIG_FILE", "TFLITE_FILE"]
 
-UNK_ID = 1
 DEFAULT_MAX_LENGTH = 512
 DEFAULT_LENGTH_BUCKETS = (8, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256, 320,
                           384, 448, 512)
@@ -67,6 +76,8 @@ EXPORT_CONFIG_FILE = "export_config.json"
 TFLITE_FILE = "model.tflite"
 BATCH_MISMATCH = "text1 and text2 must have the same batch size"
 ID_RANGE = "token ids must be in [0, vocab_size)"
+TEXT_SHAPE = "must be tf.string [batch]"  # after the input name: "text1 must be ..."
+IDS_SHAPE = "must be int32 [batch, length]"
 
 
 def _buckets_for(max_length, length_buckets):
@@ -74,52 +85,54 @@ def _buckets_for(max_length, length_buckets):
     return tf.constant(buckets, tf.int32)
 
 
+def _feature_shape(spec):
+    inner = "".join(f", {d}" for d in spec.inner_shape)
+    return f"must be {spec.dtype} [batch, length{inner}]"
+
+
 class ServingModule(tf.Module):
-    """The exported object: weights, lookup table, metadata and the two signatures.
+    """The exported object: backend weights, in-graph featurisers, metadata, two signatures.
 
     Args:
-        model: a Keras model with inputs ``text1``/``text2`` (int32 ids) and logits output.
-            RE2 models are served from folded weights (:func:`folded.fold_re2`); any other
-            architecture through the Keras model itself.
-        vocab_file: path of ``vocab.txt`` (line number = id); becomes an asset.
+        backend: a serving backend (:mod:`re2_tf.serving.backends`) of the trained model:
+            feature dict in, float32 logits ``[batch, classes]`` or scores ``[batch]`` out.
+        featurizers: the model's fitted featurisers (:mod:`re2_tf.data.features`).
+        feature_dir: directory holding their saved vocabularies (they become assets).
         label_names: class names in label-id order.
+        output: ``logits`` or ``score`` (a score ``s`` is served as probabilities
+            ``[1 - sigmoid(s), sigmoid(s)]``, as :func:`re2_tf.evaluation.to_probabilities`).
         tokenizer: in-graph tokeniser name (:data:`text.IN_GRAPH_TOKENIZERS`).
-        lower: lower-case before lookup.
-        max_length: tokens kept per text (longer texts are truncated).
+        lower: lower-case while tokenising (the prepared training data is lower-cased).
+        max_length: tokens kept per text (longer texts are truncated, and counted).
         length_buckets: lengths inputs are padded to when ``xla``.
         xla: save the model function with ``jit_compile=True``.
-        precision: ``fp32`` or ``bf16`` (weights and compute in bfloat16, logits float32).
-        joint: run both texts as one sequence (:func:`folded.re2_forward`); RE2 only.
         extra_assets: ``{name: path}`` more files to carry as assets (``flags.txt``, ...).
     """
 
-    def __init__(self, model, vocab_file, label_names, *, tokenizer="whitespace", lower=True,
-                 max_length=DEFAULT_MAX_LENGTH, length_buckets=DEFAULT_LENGTH_BUCKETS,
-                 xla=True, precision="fp32", joint=True, extra_assets=None):
-        super().__init__(name="re2_serving")
-        self._joint = bool(joint)
-        if precision not in ("fp32", "bf16"):
-            raise ValueError(f"SavedModel precision must be fp32 or bf16, got {precision!r}")
+    def __init__(self, backend, featurizers, feature_dir, label_names, *, output="logits",
+                 tokenizer="whitespace", lower=True, max_length=DEFAULT_MAX_LENGTH,
+                 length_buckets=DEFAULT_LENGTH_BUCKETS, xla=True, extra_assets=None):
+        super().__init__(name="re2_tf_serving")
         if tokenizer not in text_lib.IN_GRAPH_TOKENIZERS:
             raise ValueError(f"no in-graph tokenizer {tokenizer!r}")
         if int(max_length) < 1:
             raise ValueError(f"max_length must be >= 1, got {max_length}")
+        if output not in ("logits", "score"):
+            raise ValueError(f"output must be logits or score, got {output!r}")
         self._tokenizer_name = tokenizer
         self._lower = bool(lower)
         self._xla = bool(xla)
-        self._dtype = tf.bfloat16 if precision == "bf16" else tf.float32
+        self._output = output
         self._label_list = [str(n) for n in label_names]
-        with open(vocab_file, encoding="utf-8") as f:
-            num_vocab = sum(1 for _ in f)
-
-        self.vocab_asset = tf.saved_model.Asset(str(vocab_file))
+        self.backend = backend
+        self.featurizers = [f.graph(feature_dir) for f in featurizers]
+        self._specs = [s for f in featurizers for s in f.specs()]
+        self._vocab_sizes = {s.name: f.vocab_size for f in featurizers for s in f.specs()
+                             if f.vocab_size is not None}
         self.extra_assets = {k: tf.saved_model.Asset(str(v)) for k, v in (extra_assets or {}).items()}
-        self.table = tf.lookup.StaticHashTable(
-            tf.lookup.TextFileInitializer(
-                self.vocab_asset, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE,
-                tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER),
-            default_value=UNK_ID)
-        self.vocab_size = tf.Variable(num_vocab, dtype=tf.int64, trainable=False, name="vocab_size")
+        word_ids = [f.vocab_size for f in featurizers if f.kind == "word_ids"]
+        self.vocab_size = tf.Variable(word_ids[0] if word_ids else 0, dtype=tf.int64,
+                                      trainable=False, name="vocab_size")
         self.num_classes = tf.Variable(len(self._label_list), dtype=tf.int64, trainable=False,
                                        name="num_classes")
         self.label_names = tf.Variable(self._label_list, dtype=tf.string, trainable=False,
@@ -128,147 +141,179 @@ class ServingModule(tf.Module):
                                       name="max_length")
         self._max_length = int(max_length)
         self._buckets = _buckets_for(int(max_length), length_buckets)
+        self._core = tf.function(self._outputs, jit_compile=self._xla, reduce_retracing=True)
+        self.serve_features = tf.function(self._serve_features).get_concrete_function(
+            **self.feature_signature())
 
-        if folded_lib.is_re2(model):
-            params = folded_lib.fold_re2(model)
-            self._structure = folded_lib.structure_of(params)
-            self.weights = {k.replace("/", "."): tf.Variable(tf.cast(v, self._dtype),
-                                                             trainable=False, name=k)
-                            for k, v in params.items() if k not in self._structure}
-            self.keras_model = None
-        else:
-            if precision != "fp32":
-                raise ValueError("bf16 export is implemented for RE2 (folded weights) only")
-            self._structure = None
-            self.keras_model = model
-        self._core = tf.function(self._logits, jit_compile=self._xla, reduce_retracing=True)
+    def feature_signature(self):
+        """``{input name: tf.TensorSpec [None, None, *inner]}`` of the model's features."""
+        return {s.name: tf.TensorSpec([None, None, *s.inner_shape], s.dtype, name=s.name)
+                for s in self._specs}
 
     # ---------------------------------------------------------------- model function (XLA)
-    def _logits(self, ids1, ids2):
-        """float32 logits ``[batch, classes]`` of int32 ids (no all-padding rows)."""
-        if self.keras_model is not None:
-            return tf.cast(self.keras_model({"text1": ids1, "text2": ids2}, training=False),
-                           tf.float32)
-        params = dict(self._structure)
-        params.update({k.replace(".", "/"): v for k, v in self.weights.items()})
-        return folded_lib.re2_forward(params, ids1, ids2, dtype=self._dtype, joint=self._joint)
+    def _outputs(self, features):
+        """float32 logits ``[batch, classes]`` or scores ``[batch]`` of padded features."""
+        out = tf.cast(self.backend(features), tf.float32)
+        return tf.reshape(out, [-1]) if self._output == "score" else out
+
+    def _probabilities(self, outputs):
+        if self._output == "score":
+            positive = tf.sigmoid(outputs)
+            return tf.stack([1.0 - positive, positive], axis=-1)
+        return tf.nn.softmax(outputs, axis=-1)
 
     # ------------------------------------------------------------------ shared post-lookup
-    def _pad(self, ids, batch, length, rows):
-        return tf.pad(ids, [[0, rows - batch], [0, length - tf.shape(ids)[1]]])
+    def _predict(self, features, truncated):
+        """Bucket-pad every feature, run the model; probabilities, label names, truncation.
 
-    def _predict_ids(self, ids1, ids2):
-        """Bucket-pad, fix empty rows, run the model, softmax and label names."""
-        batch = tf.shape(ids1)[0]
-        rows, len1, len2 = batch, tf.maximum(tf.shape(ids1)[1], 1), tf.maximum(tf.shape(ids2)[1], 1)
-        if self._xla:  # pad to a bucket so XLA compiles a bounded number of shapes
-            rows = tf.cast(2 ** tf.math.ceil(tf.math.log(tf.cast(tf.maximum(batch, 1), tf.float32))
-                                             / np.log(2.0) - 1e-6), tf.int32)
-            rows = tf.maximum(rows, tf.maximum(batch, 1))
-            len1 = tf.gather(self._buckets, tf.searchsorted(self._buckets, [len1]))[0]
-            len2 = tf.gather(self._buckets, tf.searchsorted(self._buckets, [len2]))[0]
-        ids1 = self._pad(ids1, batch, len1, rows)
-        ids2 = self._pad(ids2, batch, len2, rows)
-        ids1, ids2 = self._unk_if_empty(ids1), self._unk_if_empty(ids2)
-        logits = self._core(ids1, ids2)[:batch]
-        probabilities = tf.nn.softmax(logits, axis=-1)
+        At least one row and one position are always run (padding; sliced off again),
+        because a zero-sized batch or text fails inside the kernels without XLA.
+        """
+        first = features[self._specs[0].name]
+        batch = tf.shape(first)[0]
+        rows = tf.maximum(batch, 1)
+        lengths = {}
+        for spec in self._specs:
+            length = tf.maximum(tf.shape(features[spec.name])[1], 1)
+            lengths[spec.side] = tf.maximum(lengths.get(spec.side, 1), length)
+        if self._xla:  # pad to buckets so XLA compiles a bounded number of shapes
+            rows = tf.maximum(rows, tf.cast(2 ** tf.math.ceil(
+                tf.math.log(tf.cast(rows, tf.float32)) / np.log(2.0) - 1e-6), tf.int32))
+            lengths = {side: tf.gather(self._buckets, tf.searchsorted(self._buckets, [n]))[0]
+                       for side, n in lengths.items()}
+        padded = {}
+        for spec in self._specs:
+            x = features[spec.name]
+            pads = [[0, rows - batch], [0, lengths[spec.side] - tf.shape(x)[1]]]
+            padded[spec.name] = tf.pad(x, pads + [[0, 0]] * len(spec.inner_shape),
+                                       constant_values=tf.cast(spec.pad_value, x.dtype))
+        outputs = self._core(padded)[:batch]
+        probabilities = self._probabilities(outputs)
         labels = tf.gather(tf.constant(self._label_list), tf.argmax(probabilities, -1))
-        return {"probabilities": probabilities, "label": labels}
+        result = {"probabilities": probabilities, "label": labels, "truncated": truncated}
+        if self._output == "score":
+            result["score"] = outputs
+        return result
 
     @staticmethod
-    def _unk_if_empty(ids):
-        """Rows without any token become ``[<UNK>, 0, ...]``."""
-        empty = tf.reduce_all(tf.equal(ids, 0), axis=1)
-        first = tf.where(empty, tf.constant(UNK_ID, ids.dtype), ids[:, 0])
-        return tf.concat([tf.expand_dims(first, 1), ids[:, 1:]], axis=1)
+    def _checked(inputs, specs):
+        """``inputs`` after run-time checks of each one's rank, then of their batch sizes.
 
-    def _check_batch(self, text1, text2):
-        return tf.debugging.assert_equal(tf.shape(text1)[0], tf.shape(text2)[0],
-                                         message=BATCH_MISMATCH)
+        ``tf.rank``/``tf.debugging.assert_rank`` cannot do the rank check: the signature's
+        static shape makes them constants, while a loaded signature (and TF Serving) feeds a
+        tensor of any rank. The rank is counted at run time as the size of
+        ``tf.where(tf.shape(x) >= 0)``, whose size graph optimisers cannot infer, so a wrong
+        rank stops here with ``"<name> must be ..."`` instead of deep in a kernel.
+
+        Args:
+            inputs: ``{name: tensor}``.
+            specs: ``{name: (rank, message)}``.
+        """
+        checks = [tf.debugging.assert_equal(
+            tf.shape(tf.where(tf.shape(x) >= 0), out_type=tf.int32)[0], specs[name][0],
+            message=f"{name} {specs[name][1]}") for name, x in inputs.items()]
+        with tf.control_dependencies(checks):
+            inputs = {name: tf.identity(x) for name, x in inputs.items()}
+        batches = [tf.shape(x)[0] for x in inputs.values()]
+        with tf.control_dependencies([tf.debugging.assert_equal(b, batches[0],
+                                                                message=BATCH_MISMATCH)
+                                      for b in batches[1:]]):
+            return {name: tf.identity(x) for name, x in inputs.items()}
 
     # ------------------------------------------------------------------------- signatures
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text1"),
                                   tf.TensorSpec([None], tf.string, name="text2")])
     def serve_text(self, text1, text2):
-        """Raw sentences -> probabilities/label (see module docstring for the contract).
+        """Raw sentences -> probabilities/label/truncated (module docstring: the contract).
 
         Args:
-            text1, text2: ``tf.string [batch]`` UTF-8 sentences (same batch size).
+            text1, text2: ``tf.string [batch]`` UTF-8 sentences (same batch size); a text
+                with no token is an empty (all-padding) text, as in training.
 
         Returns:
-            ``{"probabilities": float32 [batch, num_classes], "label": string [batch]}``.
+            ``{"probabilities": float32 [batch, num_classes], "label": string [batch],
+            "truncated": int32 [batch]}`` (tokens cut beyond ``max_length``, both texts;
+            plus ``score`` float32 ``[batch]`` for score models).
 
         Raises:
-            InvalidArgumentError: ``text1 and text2 must have the same batch size``.
+            InvalidArgumentError: ``text1 and text2 must have the same batch size``;
+                ``text1 must be tf.string [batch]`` (or ``text2``) for another rank.
         """
-        with tf.control_dependencies([self._check_batch(text1, text2)]):
-            text1, text2 = tf.identity(text1), tf.identity(text2)
-        ids = []
-        for text in (text1, text2):
-            tokens = text_lib.tokenize(self._tokenizer_name, text, lower=self._lower)
-            tokens = tokens[:, : self._max_length]
-            ids.append(tf.cast(tf.ragged.map_flat_values(self.table.lookup, tokens), tf.int32)
-                       .to_tensor(0))
-        return self._predict_ids(*ids)
+        texts = self._checked({"text1": text1, "text2": text2},
+                              {"text1": (1, TEXT_SHAPE), "text2": (1, TEXT_SHAPE)})
+        tokens, truncated = [], 0
+        for text in texts.values():
+            ragged = text_lib.tokenize(self._tokenizer_name, text, lower=self._lower)
+            # tf.strings.split gives [""] for a text with no token: drop it (no token = empty)
+            ragged = tf.ragged.boolean_mask(ragged, tf.strings.length(ragged) > 0)
+            truncated += tf.maximum(tf.cast(ragged.row_lengths(), tf.int32) - self._max_length, 0)
+            tokens.append(ragged[:, : self._max_length])
+        features = {}
+        for featurizer in self.featurizers:
+            features.update(featurizer(*tokens))
+        return self._predict(features, truncated)
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="text1"),
-                                  tf.TensorSpec([None, None], tf.int32, name="text2")])
-    def serve_ids(self, text1, text2):
-        """Token ids -> probabilities/label.
-
-        Args:
-            text1, text2: int32 ``[batch, length]`` ids in ``[0, vocab_size)``, 0 = padding.
-
-        Returns:
-            ``{"probabilities": float32 [batch, num_classes], "label": string [batch]}``.
-
-        Raises:
-            InvalidArgumentError: mismatched batch sizes, or an id outside ``[0, vocab_size)``.
-        """
-        vocab_size = tf.cast(self.vocab_size, tf.int32)
-        checks = [self._check_batch(text1, text2)]
-        for ids in (text1, text2):
-            checks.append(tf.debugging.assert_non_negative(ids, message=ID_RANGE))
-            checks.append(tf.debugging.assert_less(ids, vocab_size, message=ID_RANGE))
+    def _serve_features(self, **features):
+        """The model's input features -> probabilities/label/truncated (``serving_ids``)."""
+        features = self._checked(features, {s.name: (2 + len(s.inner_shape), _feature_shape(s))
+                                            for s in self._specs})
+        checks, truncated, counted = [], 0, set()
+        for spec in self._specs:
+            x = features[spec.name]
+            if spec.name in self._vocab_sizes and spec.dtype.startswith("int"):
+                checks.append(tf.debugging.assert_non_negative(x, message=ID_RANGE))
+                checks.append(tf.debugging.assert_less(
+                    x, tf.constant(self._vocab_sizes[spec.name], x.dtype), message=ID_RANGE))
+            if spec.side != "pair" and spec.side not in counted and not spec.inner_shape:
+                counted.add(spec.side)   # tokens beyond max_length, counted once per text
+                truncated += tf.reduce_sum(tf.cast(x[:, self._max_length:] != 0, tf.int32), 1)
         with tf.control_dependencies(checks):
-            text1 = tf.identity(text1[:, : self._max_length])
-            text2 = tf.identity(text2[:, : self._max_length])
-        return self._predict_ids(text1, text2)
+            features = {s.name: tf.identity(features[s.name][:, : self._max_length]
+                                            if s.side != "pair" else features[s.name])
+                        for s in self._specs}
+        truncated += tf.zeros(tf.shape(features[self._specs[0].name])[:1], tf.int32)
+        return self._predict(features, truncated)
 
 
 class _TFLiteModule(tf.Module):
-    """The id-level model function only (no strings, no assertions) for TFLite conversion."""
+    """The feature-level model function only (no strings, no assertions) for TFLite.
+
+    All-padding rows are empty texts, as in training; no truncation (``re2_tf.predict``
+    truncates to ``max_length`` before calling it).
+    """
 
     def __init__(self, serving):
         super().__init__()
         self.serving = serving
+        self.serve_features = tf.function(self._serve).get_concrete_function(
+            **serving.feature_signature())
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="text1"),
-                                  tf.TensorSpec([None, None], tf.int32, name="text2")])
-    def serve_ids(self, text1, text2):
+    def _serve(self, **features):
         s = self.serving
-        logits = s._logits(s._unk_if_empty(text1), s._unk_if_empty(text2))
-        return {"probabilities": tf.nn.softmax(logits, axis=-1)}
+        return {"probabilities": s._probabilities(s._outputs(features))}
 
 
-def export_model(model, export_dir, *, vocab_tokens, label_names, tokenizer="whitespace",
-                 lower=True, flags_text="", max_length=DEFAULT_MAX_LENGTH,
-                 length_buckets=DEFAULT_LENGTH_BUCKETS, xla=True, fmt="savedmodel",
-                 precision="fp32", python_tokenizer=None, extra_config=None):
+def export_model(model, export_dir, *, featurizers, label_names, backend="keras",
+                 output="logits", tokenizer="whitespace", lower=True, flags_text="",
+                 max_length=DEFAULT_MAX_LENGTH, length_buckets=DEFAULT_LENGTH_BUCKETS, xla=True,
+                 fmt="savedmodel", precision="fp32", python_tokenizer=None, extra_config=None):
     """Write ``model`` as a SavedModel (``fmt="savedmodel"``) or TFLite file to ``export_dir``.
 
     Args:
-        model: Keras model (ids in, logits out).
+        model: trained Keras model over the featurisers' inputs.
         export_dir: output directory (replaced if it exists).
-        vocab_tokens: all vocabulary tokens in id order (``<PAD>``, ``<UNK>``, ...).
+        featurizers: the model's fitted featurisers; their vocabularies become assets and
+            their in-graph paths compute the features from raw text.
         label_names: class names in id order.
+        backend: serving backend name (``ModelSpec.export_backend``).
+        output: the model's output kind (``ModelSpec.output``).
         tokenizer: name of the run's tokeniser; the in-graph version of it is used.
-        lower: lower-case before lookup.
+        lower: lower-case while tokenising.
         flags_text: the training flags, stored as ``assets/flags.txt``.
         max_length, length_buckets, xla: see :class:`ServingModule`.
         fmt: ``savedmodel`` or ``tflite``.
-        precision: ``fp32``; ``bf16`` (SavedModel) or ``int8`` (TFLite dynamic-range
-            quantisation: int8 weights, float activations).
+        precision: ``fp32``; ``bf16`` (SavedModel, backends that support it) or ``int8``
+            (TFLite dynamic-range quantisation: int8 weights, float activations).
         python_tokenizer: tokeniser ``re2_tf.predict`` should use when the in-graph one is
             only an approximation (recorded in ``export_config.json``).
         extra_config: more entries for ``export_config.json``.
@@ -277,8 +322,10 @@ def export_model(model, export_dir, *, vocab_tokens, label_names, tokenizer="whi
         ``Path`` of the export directory.
 
     Raises:
-        ValueError: unsupported ``fmt``/``precision`` combination.
+        ValueError: unsupported ``fmt``/``precision`` combination (for this backend).
     """
+    from re2_tf.serving.backends import make_backend
+
     if fmt not in ("savedmodel", "tflite"):
         raise ValueError(f"format must be savedmodel or tflite, got {fmt!r}")
     allowed = {"savedmodel": ("fp32", "bf16"), "tflite": ("fp32", "int8")}[fmt]
@@ -286,38 +333,49 @@ def export_model(model, export_dir, *, vocab_tokens, label_names, tokenizer="whi
         raise ValueError(f"--precision={precision} is not supported with --format={fmt} "
                          f"(choose from {allowed})")
     export_dir = Path(export_dir)
+    specs = [s for f in featurizers for s in f.specs()]
     config = {
         "format": fmt, "precision": precision, "tokenizer": tokenizer, "lower": bool(lower),
         "in_graph_tokenizer_exact": tokenizer in text_lib.EXACT,
         "python_tokenizer": python_tokenizer or tokenizer, "max_length": int(max_length),
         "length_buckets": [int(b) for b in length_buckets], "xla": bool(xla),
-        "vocab_size": len(vocab_tokens), "label_names": list(label_names),
-        "signatures": {"serving_default": "text1, text2: string [batch]",
-                       "serving_ids": "text1, text2: int32 [batch, length]"},
+        "label_names": list(label_names), "output": output, "backend": backend,
+        "features": {f.kind: f.get_config() for f in featurizers},
+        "vocab_sizes": {f.kind: f.vocab_size for f in featurizers if f.vocab_size is not None},
+        "signatures": {
+            "serving_default": {"inputs": "text1, text2: string [batch]",
+                                "outputs": "probabilities, label, truncated"
+                                           + (", score" if output == "score" else "")},
+            "serving_ids": {"inputs": {s.name: f"{s.dtype} [batch, length"
+                                       + "".join(f", {d}" for d in s.inner_shape) + "]"
+                                       for s in specs},
+                            "outputs": "probabilities, label, truncated"
+                                       + (", score" if output == "score" else "")}},
         **(extra_config or {}),
     }
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        (tmp / "vocab.txt").write_text("".join(t + "\n" for t in vocab_tokens), encoding="utf-8")
+        files = [name for f in featurizers for name in f.save(tmp)]
         (tmp / "label_names.txt").write_text("".join(f"{n}\n" for n in label_names),
                                              encoding="utf-8")
         (tmp / "flags.txt").write_text(flags_text, encoding="utf-8")
         (tmp / EXPORT_CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
         extra = {name: tmp / name for name in ("label_names.txt", "flags.txt", EXPORT_CONFIG_FILE)}
         module = ServingModule(
-            model, tmp / "vocab.txt", label_names, tokenizer=tokenizer, lower=lower,
+            make_backend(backend, model, precision if fmt == "savedmodel" else "fp32"),
+            featurizers, tmp, label_names, output=output, tokenizer=tokenizer, lower=lower,
             max_length=max_length, length_buckets=length_buckets,
-            xla=xla and fmt == "savedmodel", precision=precision if fmt == "savedmodel" else "fp32",
-            extra_assets=extra)
+            xla=xla and fmt == "savedmodel", extra_assets=extra)
         if export_dir.exists():
             shutil.rmtree(export_dir)
         if fmt == "savedmodel":
-            signatures = {"serving_default": module.serve_text, "serving_ids": module.serve_ids}
+            signatures = {"serving_default": module.serve_text,
+                          "serving_ids": module.serve_features}
             tf.saved_model.save(module, str(export_dir), signatures=signatures)
         else:
             staging = tmp / "tflite_savedmodel"
             lite = _TFLiteModule(module)
-            tf.saved_model.save(lite, str(staging), signatures={"serving_ids": lite.serve_ids})
+            tf.saved_model.save(lite, str(staging), signatures={"serving_ids": lite.serve_features})
             converter = tf.lite.TFLiteConverter.from_saved_model(str(staging),
                                                                  signature_keys=["serving_ids"])
             if precision == "int8":
@@ -325,7 +383,7 @@ def export_model(model, export_dir, *, vocab_tokens, label_names, tokenizer="whi
             export_dir.mkdir(parents=True)
             (export_dir / TFLITE_FILE).write_bytes(converter.convert())
             (export_dir / "assets").mkdir()
-            for name in ("vocab.txt", *extra):
+            for name in (*files, *extra):
                 shutil.copy(tmp / name, export_dir / "assets" / name)
     logging.info("exported %s (%s, %s) to %s", fmt, precision, tokenizer, export_dir)
     return export_dir
@@ -334,19 +392,21 @@ def export_model(model, export_dir, *, vocab_tokens, label_names, tokenizer="whi
 def export_run(run_dir, export_dir, **kwargs):
     """Export a run directory (``re2_tf.runs`` layout). ``kwargs`` go to :func:`export_model`.
 
-    ``tokenizer`` defaults to the run's (``config.json``); the Python tokeniser recorded for
-    ``re2_tf.predict`` is always the run's.
+    The model's spec (``config.json``'s ``model``) gives the serving backend and output kind;
+    ``tokenizer`` defaults to the run's; the Python tokeniser recorded for ``re2_tf.predict``
+    is always the run's.
     """
     from re2_tf import runs
+    from re2_tf.models import get_spec
 
     config = runs.load_config(run_dir)
-    model = runs.load_best_model(run_dir)
-    vocab = runs.load_vocab(run_dir)
+    spec = get_spec(config.model)
     flags_path = Path(run_dir) / runs.FLAGS_FILE
     flags_text = flags_path.read_text() if flags_path.exists() else ""
     kwargs.setdefault("tokenizer", config.tokenizer)
     return export_model(
-        model, export_dir, vocab_tokens=vocab.tokens, label_names=config.label_names,
+        runs.load_best_model(run_dir), export_dir, featurizers=runs.load_featurizers(run_dir),
+        label_names=config.label_names, backend=spec.export_backend, output=spec.output,
         lower=config.lower, flags_text=flags_text, python_tokenizer=config.tokenizer,
         extra_config={"dataset": config.dataset, "model": config.model,
                       "model_kwargs": config.model_kwargs, "run_dir": os.fspath(run_dir)},

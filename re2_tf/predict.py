@@ -6,15 +6,22 @@ Usage::
     echo '{"text1": "A man sleeps.", "text2": "A person rests."}' | \
         python -m re2_tf.predict --export_dir=exports/snli --input=-
 
-Input (``--input``, a file or ``-`` for stdin, UTF-8; ``--input_format=auto`` picks JSON
-lines when the first non-empty line starts with ``{``):
+Input (``--input``, a file or ``-`` for stdin): UTF-8 lines, each ended by ``\n`` or
+``\r\n`` (a bare ``\r`` is part of a field, never a line end). Each line is decoded on its
+own; a UTF-8 byte-order mark at the start of the first line is dropped.
 
 - TSV: ``text1<TAB>text2[<TAB>anything...]`` per line (extra columns, e.g. a gold label,
-  are ignored);
-- JSON lines: objects with string fields ``text1`` and ``text2`` (other fields are copied
-  to the output).
+  are ignored); ``<TAB>`` alone is a pair of two empty texts;
+- JSON lines: objects with string fields ``text1`` and ``text2``. Other fields are copied
+  to the output; one named like an output field (``label``, ``probabilities``) is copied
+  as ``input_label`` / ``input_probabilities`` (``input_`` repeated until the name is
+  free), so nothing is lost.
 
-Output: one JSON object per input pair, in input order, on stdout (or ``--output``)::
+``--input_format=auto`` reads JSON lines when the first line parses as a JSON object, and
+TSV otherwise (a TSV whose first text starts with ``{`` stays TSV).
+
+Output: one JSON object per input line, in input order, on stdout (or ``--output``; its
+missing parent folders are created)::
 
     {"label": "entailment", "probabilities": {"entailment": 0.91, ...}}
 
@@ -25,10 +32,17 @@ signature; ``python`` tokenises with the exact Python tokeniser of the run
 ``python`` otherwise (``snli``, ``scitail``: the in-graph versions are approximations, see
 ``re2_tf/serving/README.md``). TFLite exports always use ``python``.
 
-Bad input: a line without a tab, invalid JSON or missing/non-string fields stop the run
-with ``<input>:<line>: <reason>`` (exit status 1) before anything is predicted. Empty or
-all-unknown texts get a defined prediction (an empty text is read as ``<UNK>``); texts
-longer than the export's ``max_length`` tokens are truncated.
+Policy: **every input line yields one output line, or the run stops with one error
+``<input>:<line>: <reason>``** (exit status 1) before anything is predicted: invalid UTF-8,
+a blank or whitespace-only line, a TSV line without a tab, invalid JSON, a JSON value that
+is not an object with string fields ``text1`` and ``text2`` (or whose strings are not valid
+Unicode). A bad flag (``--batch_size`` < 1) or an unwritable ``--output`` is an error with
+exit status 1 too.
+
+Empty texts (also texts with no token after tokenisation) are all-padding rows, as in
+training and evaluation; the model's output for them is defined (see
+``re2_tf/serving/README.md``). Unknown words are ``<UNK>``. Texts longer than the export's
+``max_length`` tokens are truncated; the number of pairs truncated is reported on stderr.
 """
 
 from __future__ import annotations
@@ -47,42 +61,69 @@ class InputError(ValueError):
     """A malformed input line (message ``<source>:<line>: <reason>``)."""
 
 
+#: Fields every output record has; input fields of these names are renamed (``input_...``).
+OUTPUT_FIELDS = ("label", "probabilities")
+_BOM = "\ufeff"
+
+
 def read_pairs(lines, source="<stdin>", fmt="auto"):
-    """Parse TSV or JSON-lines text pairs.
+    r"""Parse TSV or JSON-lines text pairs, one pair per line (see the module docstring).
 
     Args:
-        lines: iterable of ``str`` lines.
+        lines: iterable of lines, ``bytes`` (as from a file opened ``"rb"``: only ``\n``
+            splits lines; each line is decoded as strict UTF-8) or ``str``; a trailing
+            ``\n`` or ``\r\n`` is removed, a leading byte-order mark on line 1 too.
         source: name used in error messages.
-        fmt: ``auto``, ``tsv`` or ``jsonl``.
+        fmt: ``auto`` (JSON lines if line 1 parses as a JSON object, else TSV), ``tsv`` or
+            ``jsonl``.
 
     Returns:
-        list of dicts with ``text1``, ``text2`` (and, for JSON lines, the other fields).
-        Blank lines (no tab) are skipped; ``"\\t"`` is a pair of two empty texts.
+        list with one dict per line: ``text1``, ``text2`` (``str``) and, for JSON lines,
+        the other fields.
 
     Raises:
-        InputError: ``<source>:<line>: ...`` for a malformed line.
+        InputError: ``<source>:<line>: <reason>`` for the first malformed line (invalid
+            UTF-8, blank line, no tab, invalid JSON, missing or non-string fields).
     """
     pairs = []
     for lineno, line in enumerate(lines, 1):
-        line = line.rstrip("\r\n")
+        where = f"{source}:{lineno}"
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(f"{where}: invalid UTF-8 at byte {e.start}") from None
+        line = line.removesuffix("\n").removesuffix("\r")
+        if lineno == 1:
+            line = line.removeprefix(_BOM)
         if not line.strip() and "\t" not in line:
-            continue  # a blank line; a line with a tab is a pair, even of two empty texts
-        if fmt == "auto":
-            fmt = "jsonl" if line.lstrip().startswith("{") else "tsv"
-        if fmt == "jsonl":
+            raise InputError(f"{where}: blank line (a pair of empty texts is a lone <TAB>)")
+        record, error = None, None
+        if fmt != "tsv":
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as e:
-                raise InputError(f"{source}:{lineno}: invalid JSON ({e.msg})") from None
+                error = e.msg
+            if fmt == "auto":
+                fmt = "jsonl" if isinstance(record, dict) else "tsv"
+        if fmt == "jsonl":
+            if error:
+                raise InputError(f"{where}: invalid JSON ({error})")
             if not isinstance(record, dict) or not all(
                     isinstance(record.get(k), str) for k in ("text1", "text2")):
-                raise InputError(f"{source}:{lineno}: expected an object with string fields "
+                raise InputError(f"{where}: expected an object with string fields "
                                  "'text1' and 'text2'")
+            try:
+                record["text1"].encode("utf-8"), record["text2"].encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(f"{where}: text1/text2 hold an unpaired surrogate "
+                                 "escape (not valid Unicode)") from None
             pairs.append(record)
         else:
             fields = line.split("\t")
             if len(fields) < 2:
-                raise InputError(f"{source}:{lineno}: expected text1<TAB>text2, found no tab")
+                raise InputError(f"{where}: expected text1<TAB>text2, found no tab" + (
+                    f" (nor a JSON object: {error})" if error else ""))
             pairs.append({"text1": fields[0], "text2": fields[1]})
     return pairs
 
@@ -93,10 +134,11 @@ class Predictor:
     Args:
         export_dir: a directory written by ``re2_tf.export`` (SavedModel or TFLite).
         tokenize: ``auto``, ``graph`` or ``python`` (see module docstring).
-        batch_size: pairs per model call.
+        batch_size: pairs per model call (>= 1).
 
     Raises:
-        FileNotFoundError: not an export directory. ValueError: ``graph`` with TFLite.
+        FileNotFoundError: not an export directory. ValueError: ``graph`` with TFLite, or
+        ``batch_size`` < 1.
     """
 
     def __init__(self, export_dir, tokenize="auto", batch_size=64):
@@ -104,6 +146,8 @@ class Predictor:
 
         from re2_tf.export import EXPORT_CONFIG_FILE, TFLITE_FILE
 
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.export_dir = Path(export_dir)
         config_path = self.export_dir / "assets" / EXPORT_CONFIG_FILE
         if not config_path.exists():
@@ -125,54 +169,87 @@ class Predictor:
                 Interpreter = tf.lite.Interpreter
             runner = Interpreter(model_path=str(self.export_dir / TFLITE_FILE)) \
                 .get_signature_runner("serving_ids")
-            self._ids_fn = lambda a, b: runner(text1=a, text2=b)["probabilities"]
+            self._features_fn = lambda features: runner(**features)["probabilities"]
         else:
             loaded = tf.saved_model.load(str(self.export_dir))
             self._loaded = loaded
             text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["serving_ids"]
-            self._text_fn = lambda a, b: text_fn(text1=tf.constant(a, tf.string),
-                                                 text2=tf.constant(b, tf.string))["probabilities"].numpy()
-            self._ids_fn = lambda a, b: ids_fn(text1=tf.constant(a), text2=tf.constant(b))[
-                "probabilities"].numpy()
+            self._text_fn = lambda a, b: {k: v.numpy() for k, v in text_fn(
+                text1=tf.constant(a, tf.string), text2=tf.constant(b, tf.string)).items()}
+            self._features_fn = lambda features: ids_fn(
+                **{k: tf.constant(v) for k, v in features.items()})["probabilities"].numpy()
         if tokenize == "python":
+            from re2_tf.data.features import load_featurizer
             from re2_tf.data.tokenization import get_tokenizer
-            from re2_tf.data.vocab import Vocab
 
             self._tokenizer = get_tokenizer(self.config["python_tokenizer"],
                                             lower=self.config["lower"])
-            self._vocab = Vocab.load(self.export_dir / "assets" / "vocab.txt",
-                                     lower=self.config["lower"])
+            self._featurizers = [load_featurizer(self.export_dir / "assets", kind, options)
+                                 for kind, options in self.config["features"].items()]
 
-    def _ids(self, texts):
+    def _features(self, texts1, texts2):
+        """The model's padded input features for ``n`` pairs (Python tokeniser and
+        featurisers: the training path) and int ``[n]`` tokens cut beyond ``max_length``."""
+        from re2_tf.data.pipeline import pack_ragged
+
         max_length = self.config["max_length"]
-        rows = [self._vocab.encode(self._tokenizer(t))[:max_length] for t in texts]
-        ids = np.zeros((len(rows), max(1, max(map(len, rows)))), np.int32)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = row
-        return ids
+        rows, cut = [], []
+        for a, b in zip(texts1, texts2):
+            tokens = [self._tokenizer(a), self._tokenizer(b)]
+            cut.append(sum(max(len(t) - max_length, 0) for t in tokens))
+            pair = {}
+            for featurizer in self._featurizers:
+                pair.update(featurizer.python(*(t[:max_length] for t in tokens)))
+            rows.append(pair)
+        specs = {s.name: s for f in self._featurizers for s in f.specs()}
+        features = {name: pack_ragged([row[name] for row in rows], spec.dtype, spec.inner_shape)
+                    .to_tensor(spec.pad_value).numpy() for name, spec in specs.items()}
+        return features, np.asarray(cut)
 
-    def probabilities(self, texts1, texts2):
-        """float32 ``[n, num_classes]`` for ``n`` pairs of raw texts."""
+    def run(self, texts1, texts2):
+        """Probabilities float32 ``[n, num_classes]`` and tokens cut by truncation int
+        ``[n]`` (both texts together) for ``n`` pairs of raw texts."""
         if len(texts1) != len(texts2):
             raise ValueError(f"{len(texts1)} text1 but {len(texts2)} text2")
-        out = []
+        probs, cut = [np.zeros((0, len(self.label_names)), np.float32)], [np.zeros(0, int)]
         for start in range(0, len(texts1), self.batch_size):
             a, b = texts1[start:start + self.batch_size], texts2[start:start + self.batch_size]
             if self.tokenize == "graph":
-                out.append(self._text_fn(a, b))
+                out = self._text_fn(a, b)
+                probs.append(out["probabilities"])
+                cut.append(out["truncated"])
             else:
-                out.append(np.asarray(self._ids_fn(self._ids(a), self._ids(b))))
-        if not out:
-            return np.zeros((0, len(self.label_names)), np.float32)
-        return np.concatenate(out)
+                features, pair_cut = self._features(a, b)
+                probs.append(np.asarray(self._features_fn(features)))
+                cut.append(pair_cut)
+        return np.concatenate(probs), np.concatenate(cut)
+
+    def probabilities(self, texts1, texts2):
+        """float32 ``[n, num_classes]`` for ``n`` pairs of raw texts."""
+        return self.run(texts1, texts2)[0]
 
     def predict(self, pairs):
-        """Yield one output dict per pair (``label``, ``probabilities``, extra JSON fields)."""
-        probs = self.probabilities([p["text1"] for p in pairs], [p["text2"] for p in pairs])
+        """Predict ``pairs`` (dicts from :func:`read_pairs`).
+
+        Returns:
+            ``(records, truncated)``: one output dict per pair (``label``,
+            ``probabilities`` and the pair's other fields, renamed ``input_<name>`` where
+            they collide with :data:`OUTPUT_FIELDS`) and the number of pairs truncated.
+        """
+        probs, cut = self.run([p["text1"] for p in pairs], [p["text2"] for p in pairs])
+        records = []
         for pair, row in zip(pairs, probs):
-            extra = {k: v for k, v in pair.items() if k not in ("text1", "text2")}
-            yield {**extra, "label": self.label_names[int(np.argmax(row))],
-                   "probabilities": {n: round(float(p), 6) for n, p in zip(self.label_names, row)}}
+            record = {"label": self.label_names[int(np.argmax(row))],
+                      "probabilities": {n: round(float(p), 6)
+                                        for n, p in zip(self.label_names, row)}}
+            for key, value in pair.items():
+                if key not in ("text1", "text2"):
+                    name = key
+                    while name in OUTPUT_FIELDS or (name != key and name in pair):
+                        name = "input_" + name
+                    record[name] = value
+            records.append(record)
+        return records, int(np.count_nonzero(cut))
 
 
 FLAGS = flags.FLAGS
@@ -185,7 +262,7 @@ def define_flags():
     flags.DEFINE_string("output", "-", "Output JSON-lines file; '-' = stdout.")
     flags.DEFINE_enum("tokenize", "auto", ["auto", "graph", "python"],
                       "Where text is tokenised (see module docstring).")
-    flags.DEFINE_integer("batch_size", 64, "Pairs per model call.")
+    flags.DEFINE_integer("batch_size", 64, "Pairs per model call.", lower_bound=1)
     flags.mark_flag_as_required("export_dir")
 
 
@@ -194,21 +271,26 @@ def main(argv):
     source = "<stdin>" if FLAGS.input == "-" else FLAGS.input
     try:
         if FLAGS.input == "-":
-            pairs = read_pairs(sys.stdin, source, FLAGS.input_format)
+            pairs = read_pairs(sys.stdin.buffer, source, FLAGS.input_format)
         else:
-            with open(FLAGS.input, encoding="utf-8") as f:
+            with open(FLAGS.input, "rb") as f:
                 pairs = read_pairs(f, source, FLAGS.input_format)
         predictor = Predictor(FLAGS.export_dir, FLAGS.tokenize, FLAGS.batch_size)
-    except (InputError, FileNotFoundError, ValueError, UnicodeDecodeError) as e:
+        if FLAGS.output != "-":
+            Path(FLAGS.output).parent.mkdir(parents=True, exist_ok=True)
+        out = sys.stdout if FLAGS.output == "-" else open(FLAGS.output, "w", encoding="utf-8")
+    except (InputError, OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    out = sys.stdout if FLAGS.output == "-" else open(FLAGS.output, "w", encoding="utf-8")
     try:
-        for record in predictor.predict(pairs):
+        records, truncated = predictor.predict(pairs)
+        for record in records:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
     finally:
         if out is not sys.stdout:
             out.close()
+    print(f"{source}: {len(records)} pairs predicted, {truncated} truncated to "
+          f"max_length={predictor.config['max_length']} tokens per text", file=sys.stderr)
     return 0
 
 

@@ -9,8 +9,8 @@ from re2_tf import benchmark
 
 
 def test_table5_driver_smoke(tmp_path):
-    rows, table = benchmark.run_table5(
-        blocks=(1,), batch=2, length=5, batches=2, warmup=1, vocab_size=50,
+    rows, table = benchmark.run_benchmark(
+        "re2", ["RE2 1 block"], batch=2, length=5, batches=2, warmup=1, vocab_size=50,
         throughput_batch=4, workdir=tmp_path, intra_op_threads=1, inter_op_threads=1)
     (row,) = rows
     assert len(row["times_s"]) == 2 and row["first_call_s"] > 0
@@ -23,15 +23,28 @@ def test_table5_driver_smoke(tmp_path):
 
 
 def test_table5_parameter_count():
-    # Paper Table 5 setting, 3 blocks, 3 encoder layers (the 2,977,959).
+    # Paper Table 5 setting, 3 blocks, 3 encoder layers (the 2,977,959), as the RE2
+    # spec's benchmark variant builds it.
+    from re2_tf.models import build_re2, count_parameters, get_spec
 
-    from re2_tf.models import build_re2, count_parameters
-    model = build_re2(100, 3, blocks=3, **benchmark.TABLE5_MODEL)
-    assert count_parameters(model) == 2_977_959
+    hparams = get_spec("re2").benchmark["RE2 3 blocks"]["hparams"]
+    assert hparams == dict(blocks=3, enc_layers=3, hidden_size=150, embedding_dim=300)
+    assert count_parameters(build_re2(100, 3, **hparams)) == 2_977_959
+
+
+def test_unknown_variant_is_named():
+    import pytest
+
+    with pytest.raises(KeyError, match="RE2 7 blocks"):
+        benchmark.run_benchmark("re2", ["RE2 7 blocks"])
 
 
 def test_cli_times_an_existing_export_and_tflite(tmp_path):
-    path, _ = benchmark.export_table5_model(1, tmp_path / "m", vocab_size=40)
+    from re2_tf.models import get_spec
+
+    one_block = get_spec("re2").benchmark["RE2 1 block"]["hparams"]
+    path, _, _ = benchmark.export_benchmark_model(get_spec("re2"), one_block, tmp_path / "m",
+                                                  vocab_size=40)
     spec = ('{"text1": {"dtype": "string", "shape": [2, 4], "words": ["w2", "w3", "zz"]},'
             ' "text2": {"dtype": "string", "shape": [2, 4], "words": ["w5", "w9"]}}')
     proc = subprocess.run(
@@ -41,8 +54,8 @@ def test_cli_times_an_existing_export_and_tflite(tmp_path):
         capture_output=True, text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "| model | params" in proc.stdout
-    tflite, _ = benchmark.export_table5_model(1, tmp_path / "t", vocab_size=40, fmt="tflite",
-                                              precision="int8")
+    tflite, _, _ = benchmark.export_benchmark_model(get_spec("re2"), one_block, tmp_path / "t",
+                                                    vocab_size=40, fmt="tflite", precision="int8")
     result = benchmark.time_export(tflite, "serving_ids", benchmark.ids_spec(2, 5, 40),
                                    batches=2, warmup=0)
     assert result["interpreter"] == "ai_edge_litert" and len(result["times_s"]) == 2

@@ -4,6 +4,7 @@ re2_tf, bad inputs, and in-graph tokenisation agreement with the Python pipeline
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,10 +16,13 @@ import tensorflow as tf
 
 from re2_tf import runs
 from re2_tf.data.tokenization import get_tokenizer
+from re2_tf.data.features import WordIds
 from re2_tf.data.vocab import Vocab
-from re2_tf.export import BATCH_MISMATCH, ID_RANGE, export_model, export_run
+from re2_tf.export import (BATCH_MISMATCH, ID_RANGE, IDS_SHAPE, TEXT_SHAPE, export_model,
+                           export_run)
 from re2_tf.models import build_re2
 from re2_tf.serving import folded, text as text_lib
+from weights import randomize_weights
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
@@ -34,13 +38,18 @@ def _sample_lines(split):
 
 
 def _tiny_model(vocab_size, seed=0, **kwargs):
+    """A tiny RE2 with every weight random (g, biases and per-block temperatures included:
+    with initial values, folding bugs in them would pass every equality test)."""
     keras.utils.set_random_seed(seed)
     options = dict(embedding_dim=16, blocks=2, enc_layers=2, hidden_size=16)
     options.update(kwargs)
     model = build_re2(vocab_size, 3, **options)
+    randomize_weights(model, seed)
+    temperatures = [w for w in model.weights if w.path.endswith("temperature")]
+    assert len({float(t.numpy()) for t in temperatures}) == len(temperatures) > 0
     # Sharpen the random classifier so probabilities differ visibly between pairs.
     head = model.get_layer("prediction").dense_2
-    head.kernel_g.assign(head.kernel_g * 400.0)
+    head.kernel_g.assign(head.kernel_g * 40.0)
     return model
 
 
@@ -62,9 +71,14 @@ def run_and_export(tmp_path_factory):
     return run_dir, export_dir, model, vocab
 
 
-@pytest.fixture(scope="module")
-def loaded(run_and_export):
-    return tf.saved_model.load(str(run_and_export[1]))
+@pytest.fixture(scope="module", params=[True, False], ids=["xla", "no_xla"])
+def loaded(request, run_and_export, tmp_path_factory):
+    """The default (XLA) export and the ``--xla=false`` one (for TF Serving), same run."""
+    run_dir, export_dir = run_and_export[:2]
+    if not request.param:
+        export_dir = export_run(run_dir, tmp_path_factory.mktemp("export") / "re2_no_xla",
+                                max_length=64, length_buckets=[8, 16, 32], xla=False)
+    return tf.saved_model.load(str(export_dir))
 
 
 def _ids(texts, vocab):
@@ -115,6 +129,8 @@ def test_savedmodel_probabilities_equal_keras(run_and_export, loaded):
     np.testing.assert_allclose(by_text["probabilities"].numpy(), expected, atol=1e-5)
     assert [s.decode() for s in by_text["label"].numpy()] == [
         LABELS[i] for i in expected.argmax(1)]
+    assert by_text["truncated"].numpy().tolist() == [0] * 40  # dev texts are < 64 tokens
+    assert by_ids["truncated"].numpy().tolist() == [0] * 40
 
 
 def test_padding_to_buckets_does_not_change_outputs(run_and_export, loaded):
@@ -133,7 +149,7 @@ def test_assets_and_attributes(run_and_export, loaded):
     assert (assets / "label_names.txt").read_text().split() == LABELS
     assert "--hidden_size=16" in (assets / "flags.txt").read_text()
     config = json.loads((assets / "export_config.json").read_text())
-    assert config["tokenizer"] == "snli" and config["vocab_size"] == len(vocab)
+    assert config["tokenizer"] == "snli" and config["vocab_sizes"] == {"word_ids": len(vocab)}
     assert int(loaded.vocab_size.numpy()) == len(vocab)
     assert int(loaded.num_classes.numpy()) == 3
     assert [s.decode() for s in loaded.label_names.numpy()] == LABELS
@@ -197,30 +213,76 @@ def _serve(loaded, t1, t2):
     return probs
 
 
-def test_empty_punctuation_and_unknown_texts_read_as_unk(loaded):
-    unk = _serve(loaded, ["<UNK>"], ["<UNK>"])  # "<unk>" is not a vocabulary token
+def test_texts_without_tokens_are_all_padding_rows_as_in_training(run_and_export, loaded):
+    # Training and evaluation feed an empty text as an all-padding row; serving must too
+    # (no rewrite to <UNK>): compare with the Keras model on an all-padding row.
+    _, _, model, vocab = run_and_export
+    other = ["a man sleeps", "two dogs run", "a woman", "the dog", "people"]
+    ids_other = _ids(other, vocab)
+    padding = np.zeros((len(other), 1), np.int32)
+    expected_1 = _keras_probs(model, padding, ids_other)   # text1 empty
+    expected_2 = _keras_probs(model, ids_other, padding)   # text2 empty
+    expected_both = _keras_probs(model, padding, padding)
+    assert np.isfinite(expected_1).all() and np.isfinite(expected_both).all()
     # The export's tokenizer is snli: single punctuation characters are dropped.
-    no_token = [("", ""), ("  \t ", "\n"), ("?!,", ". ;"), ("qqqzx", "xqjv"), ("", "?")]
-    for t1, t2 in no_token:
-        np.testing.assert_allclose(_serve(loaded, [t1], [t2]), unk, atol=1e-6)
-    # Several unknown words are several <UNK> ids: a defined, finite output.
-    assert np.isfinite(_serve(loaded, ["qqqzx zzyqw wqxz"], ["xqjv jjqx"])).all()
+    no_token = ["", "  \t ", "?!,", ". ;", "\n"]
+    np.testing.assert_allclose(_serve(loaded, no_token, other), expected_1, atol=1e-5)
+    np.testing.assert_allclose(_serve(loaded, other, no_token), expected_2, atol=1e-5)
+    np.testing.assert_allclose(_serve(loaded, no_token, no_token), expected_both, atol=1e-5)
+    ids_fn = loaded.signatures["serving_ids"]
+    for width in (0, 1, 4):  # all-zero rows and zero-length inputs are empty texts
+        zeros = tf.zeros([len(other), width], tf.int32)
+        got = ids_fn(text1=zeros, text2=tf.constant(ids_other))["probabilities"].numpy()
+        np.testing.assert_allclose(got, expected_1, atol=1e-5)
+    # Not the old policy: an empty text is not read as [<UNK>].
+    unk = _keras_probs(model, np.ones((len(other), 1), np.int32), ids_other)
+    assert np.abs(expected_1 - unk).max() > 1e-3
+
+
+def test_unknown_words_are_unk(run_and_export, loaded):
+    _, _, model, vocab = run_and_export
+    unk = np.ones((1, 1), np.int32)
+    np.testing.assert_allclose(_serve(loaded, ["qqqzx"], ["<UNK>"]),  # "<unk>" is not a token
+                               _keras_probs(model, unk, unk), atol=1e-5)
+    np.testing.assert_allclose(_serve(loaded, ["qqqzx zzyqw wqxz"], ["xqjv jjqx"]),
+                               _keras_probs(model, np.ones((1, 3), np.int32),
+                                            np.ones((1, 2), np.int32)), atol=1e-5)
     # Multi-character punctuation ("...") is a token, as in the release's SNLI files.
     assert np.isfinite(_serve(loaded, ["..."], ["?!..."])).all()
 
 
-def test_long_and_non_ascii_texts(run_and_export, loaded):
+def test_long_texts_are_truncated_and_counted(run_and_export, loaded):
     long_text = " ".join(["dog"] * 10_000)
-    probs = _serve(loaded, [long_text, "Ünïcödé ÇAFÉ 東京 😀", "ΑΒΓ"], ["a dog", "café", ""])
+    t1, t2 = [long_text, "Ünïcödé ÇAFÉ 東京 😀", "ΑΒΓ", "a man"], ["a dog", "café", "", long_text]
+    probs = _serve(loaded, t1, t2)
     # truncation to max_length=64: 10,000 tokens == 64 tokens
     np.testing.assert_allclose(probs[:1], _serve(loaded, [" ".join(["dog"] * 64)], ["a dog"]),
                                atol=1e-5)
+    out = loaded.signatures["serving_default"](text1=tf.constant(t1), text2=tf.constant(t2))
+    assert out["truncated"].dtype == tf.int32
+    assert out["truncated"].numpy().tolist() == [10_000 - 64, 0, 0, 10_000 - 64]
+    # serving_ids: non-padding ids beyond column 64 are cut and counted (padding is not).
+    rng = np.random.default_rng(0)
+    vocab_size = len(run_and_export[3])
+    ids1 = rng.integers(0, vocab_size, (3, 70)).astype(np.int32)
+    ids2 = rng.integers(1, vocab_size, (3, 66)).astype(np.int32)
+    ids1[1, 60:], ids2[2, 64:] = 0, 0
+    out = loaded.signatures["serving_ids"](text1=tf.constant(ids1), text2=tf.constant(ids2))
+    expected = (ids1[:, 64:] != 0).sum(1) + (ids2[:, 64:] != 0).sum(1)
+    assert out["truncated"].numpy().tolist() == expected.tolist()
+    assert expected.tolist()[1:] == [2, int((ids1[2, 64:] != 0).sum())]
+    np.testing.assert_allclose(
+        out["probabilities"].numpy(),
+        _keras_probs(run_and_export[2], ids1[:, :64], ids2[:, :64]), atol=1e-5)
 
 
 def test_empty_batch(loaded):
-    out = loaded.signatures["serving_default"](text1=tf.constant([], tf.string),
-                                               text2=tf.constant([], tf.string))
-    assert out["probabilities"].shape == (0, 3) and out["label"].shape == (0,)
+    for name, dtype, shape in (("serving_default", tf.string, [0]),
+                               ("serving_ids", tf.int32, [0, 3]),
+                               ("serving_ids", tf.int32, [0, 0])):
+        out = loaded.signatures[name](text1=tf.zeros(shape, dtype), text2=tf.zeros(shape, dtype))
+        assert out["probabilities"].shape == (0, 3), name
+        assert out["label"].shape == (0,) and out["truncated"].shape == (0,), name
 
 
 def test_mismatched_batch_sizes_raise_clear_error(loaded):
@@ -232,27 +294,35 @@ def test_mismatched_batch_sizes_raise_clear_error(loaded):
                                          text2=tf.ones([1, 3], tf.int32))
 
 
+@pytest.mark.parametrize("name,bad,good", [
+    ("serving_ids", tf.ones([2, 3, 2], tf.int32), tf.ones([2, 3], tf.int32)),
+    ("serving_ids", tf.ones([2, 3, 1], tf.int32), tf.ones([2, 3], tf.int32)),
+    ("serving_ids", tf.ones([2], tf.int32), tf.ones([2, 3], tf.int32)),
+    ("serving_default", tf.constant([["a", "b"]]), tf.constant(["a"])),
+    ("serving_default", tf.constant("a"), tf.constant(["a"])),
+])
+def test_wrong_rank_is_rejected_naming_the_input(loaded, name, bad, good):
+    shape = IDS_SHAPE if name == "serving_ids" else TEXT_SHAPE
+    assert shape in ("must be int32 [batch, length]", "must be tf.string [batch]")
+    fn = loaded.signatures[name]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(f"text1 {shape}")):
+        fn(text1=bad, text2=good)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(f"text2 {shape}")):
+        fn(text1=good, text2=bad)
+
+
 def test_wrong_dtypes_and_ids_are_rejected(run_and_export, loaded):
     with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
         loaded.signatures["serving_default"](text1=tf.constant([1, 2]), text2=tf.constant([3, 4]))
     with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
         loaded.signatures["serving_ids"](text1=tf.ones([1, 3], tf.float32),
                                          text2=tf.ones([1, 3], tf.float32))
-    with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
-        loaded.signatures["serving_default"](text1=tf.constant("a"), text2=tf.constant("b"))
     vocab_size = len(run_and_export[3])
     for bad in (-1, vocab_size):
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"token ids must be in"):
             loaded.signatures["serving_ids"](text1=tf.constant([[2, bad]], tf.int32),
                                              text2=tf.constant([[2]], tf.int32))
     assert "vocab_size" in ID_RANGE
-    # All-padding id rows and zero-length inputs are defined: read as [<UNK>].
-    zero = loaded.signatures["serving_ids"](text1=tf.zeros([2, 0], tf.int32),
-                                            text2=tf.zeros([2, 4], tf.int32))
-    unk = loaded.signatures["serving_ids"](text1=tf.constant([[1]] * 2, tf.int32),
-                                           text2=tf.constant([[1]] * 2, tf.int32))
-    np.testing.assert_allclose(zero["probabilities"].numpy(), unk["probabilities"].numpy(),
-                               atol=1e-6)
 
 
 # ------------------------------------------------------------------------ other formats
@@ -261,7 +331,8 @@ def test_tflite_and_reduced_precision(run_and_export, tmp_path):
     rows = _sample_lines("dev")[:200]
     ids1, ids2 = _ids([r[0] for r in rows], vocab), _ids([r[1] for r in rows], vocab)
     expected = _keras_probs(model, ids1, ids2)
-    common = dict(vocab_tokens=vocab.tokens, label_names=LABELS, tokenizer="snli")
+    common = dict(featurizers=[WordIds(vocab)], label_names=LABELS, tokenizer="snli",
+                  backend="re2_folded")
     fp32 = export_model(model, tmp_path / "fp32", fmt="tflite", **common)
     int8 = export_model(model, tmp_path / "int8", fmt="tflite", precision="int8", **common)
     bf16 = export_model(model, tmp_path / "bf16", precision="bf16", xla=False, **common)

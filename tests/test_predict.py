@@ -1,4 +1,7 @@
-"""re2_tf.predict: TSV / JSON-lines input from a file or stdin, JSON-lines output, bad input."""
+"""re2_tf.predict: TSV / JSON-lines input from a file or stdin, JSON-lines output, bad input.
+
+Policy under test: every input line yields one output line, or one error naming file and line.
+"""
 
 import json
 import os
@@ -11,9 +14,11 @@ import pytest
 import tensorflow as tf
 
 from re2_tf.data.tokenization import get_tokenizer
+from re2_tf.data.features import WordIds
 from re2_tf.data.vocab import Vocab
 from re2_tf.export import export_model
 from re2_tf.models import build_re2
+from weights import randomize_weights
 from re2_tf.predict import InputError, Predictor, read_pairs
 
 LABELS = ["entailment", "neutral", "contradiction"]
@@ -25,11 +30,13 @@ def setup(tmp_path_factory):
     keras.utils.set_random_seed(3)
     vocab = Vocab(WORDS)
     model = build_re2(len(vocab), 3, embedding_dim=8, blocks=1, enc_layers=1, hidden_size=8)
+    randomize_weights(model, 3)
     head = model.get_layer("prediction").dense_2
-    head.kernel_g.assign(head.kernel_g * 100.0)
+    head.kernel_g.assign(head.kernel_g * 10.0)
     root = tmp_path_factory.mktemp("predict")
-    exports = {tok: export_model(model, root / tok, vocab_tokens=vocab.tokens, label_names=LABELS,
-                                 tokenizer=tok, max_length=16, length_buckets=[8])
+    exports = {tok: export_model(model, root / tok, featurizers=[WordIds(vocab)],
+                                 label_names=LABELS, backend="re2_folded", tokenizer=tok,
+                                 max_length=16, length_buckets=[8])
                for tok in ("whitespace", "snli")}
     return model, vocab, exports, root
 
@@ -38,22 +45,56 @@ def _reference(model, vocab, pairs, tokenizer):
     tok = get_tokenizer(tokenizer, lower=True)
     probs = []
     for t1, t2 in pairs:
-        ids = [np.asarray([vocab.encode(tok(t))[:16] or [1]], np.int32) for t in (t1, t2)]
+        # an empty text is an all-padding row, as in training
+        ids = [np.asarray([vocab.encode(tok(t))[:16] or [0]], np.int32) for t in (t1, t2)]
         probs.append(tf.nn.softmax(model({"text1": ids[0], "text2": ids[1]})).numpy()[0])
     return np.asarray(probs)
 
 
 def test_read_pairs_formats_and_errors():
-    assert read_pairs(["a\tb\t1\n", "\n", "c\td\n"]) == [
-        {"text1": "a", "text2": "b"}, {"text1": "c", "text2": "d"}]
+    assert read_pairs(["a\tb\t1\n", "\t\n", "c\td\n"]) == [
+        {"text1": "a", "text2": "b"}, {"text1": "", "text2": ""}, {"text1": "c", "text2": "d"}]
     assert read_pairs(['{"text1": "a", "text2": "b", "id": 7}']) == [
         {"text1": "a", "text2": "b", "id": 7}]
     with pytest.raises(InputError, match=r"f:2: expected text1<TAB>text2"):
         read_pairs(["a\tb", "no tab here"], "f")
     with pytest.raises(InputError, match=r"f:1: invalid JSON"):
+        read_pairs(["{oops"], "f", fmt="jsonl")
+    with pytest.raises(InputError, match=r"f:1: expected text1<TAB>text2, found no tab \(nor a "
+                                         r"JSON object"):
         read_pairs(["{oops"], "f")
-    with pytest.raises(InputError, match=r"string fields"):
+    with pytest.raises(InputError, match=r"f:2: invalid JSON"):
+        read_pairs(['{"text1": "a", "text2": "b"}', "a\tb"], "f")
+    with pytest.raises(InputError, match=r"f:1: expected an object with string fields"):
         read_pairs(['{"text1": "a", "text2": 3}'], "f")
+    with pytest.raises(InputError, match=r"f:1: expected an object with string fields"):
+        read_pairs(['["a", "b"]'], "f", fmt="jsonl")
+    with pytest.raises(InputError, match=r"f:1: .*unpaired surrogate"):
+        read_pairs(['{"text1": "\\ud800", "text2": "b"}'], "f")
+
+
+def test_read_pairs_one_pair_per_line():
+    # Bytes as from a file opened "rb": only \n (or \r\n) ends a line; a bare \r is data.
+    assert read_pairs([b"a\rb\tc\r\n", b"d\te\n"]) == [
+        {"text1": "a\rb", "text2": "c"}, {"text1": "d", "text2": "e"}]
+    # A leading UTF-8 BOM is dropped (TSV and JSON lines), only at the start of line 1.
+    bom = "\ufeff".encode("utf-8")
+    assert read_pairs([bom + b"a\tb\n", bom + b"c\td\n"]) == [
+        {"text1": "a", "text2": "b"}, {"text1": "\ufeffc", "text2": "d"}]
+    assert read_pairs([bom + b'{"text1": "a", "text2": "b"}\n']) == [{"text1": "a", "text2": "b"}]
+    # Auto-detection picks JSON lines only for a JSON object; a TSV text may start with "{".
+    assert read_pairs([b"{not json\tb\n", b'{"x": 1}\tc\n']) == [
+        {"text1": "{not json", "text2": "b"}, {"text1": '{"x": 1}', "text2": "c"}]
+    with pytest.raises(InputError, match=r"f:1: expected text1<TAB>text2"):
+        read_pairs(['{"text1": "a", "text2": "b"}\n'], "f", fmt="tsv")
+    # Invalid UTF-8 and blank or whitespace-only lines are errors naming file and line.
+    with pytest.raises(InputError, match=r"^f:2: invalid UTF-8 at byte 1$"):
+        read_pairs([b"a\tb\n", b"c\xff\td\n"], "f")
+    for blank in (b"\n", b"  \n", b"\r\n", b" \r\n"):
+        with pytest.raises(InputError, match=r"^f:2: blank line"):
+            read_pairs([b"a\tb\n", blank, b"c\td\n"], "f")
+    with pytest.raises(InputError, match=r"^f:1: blank line"):
+        read_pairs([b"\n", b'{"text1": "a", "text2": "b"}\n'], "f")
 
 
 @pytest.mark.parametrize("tokenizer,mode", [("whitespace", "graph"), ("snli", "python"),
@@ -65,18 +106,44 @@ def test_predictor_matches_keras(setup, tokenizer, mode):
     predictor = Predictor(exports[tokenizer], tokenize="auto", batch_size=3)
     assert predictor.tokenize == ("graph" if tokenizer == "whitespace" else "python")
     predictor = Predictor(exports[tokenizer], tokenize=mode, batch_size=3)
-    got = predictor.probabilities([p[0] for p in pairs], [p[1] for p in pairs])
+    got, cut = predictor.run([p[0] for p in pairs], [p[1] for p in pairs])
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, _reference(model, vocab, pairs, tokenizer), atol=1e-5)
-    out = list(predictor.predict([{"text1": a, "text2": b, "id": i} for i, (a, b) in enumerate(pairs)]))
-    assert [o["id"] for o in out] == [0, 1, 2, 3]
+    np.testing.assert_array_equal(predictor.probabilities([p[0] for p in pairs],
+                                                          [p[1] for p in pairs]), got)
+    assert cut.tolist() == [0, 0, 10_000 - 16, 0]  # "dog dog " * 5000 is 10,000 tokens
+    out, truncated = predictor.predict([{"text1": a, "text2": b, "id": i}
+                                        for i, (a, b) in enumerate(pairs)])
+    assert truncated == 1 and [o["id"] for o in out] == [0, 1, 2, 3]
     assert all(o["label"] in LABELS and set(o["probabilities"]) == set(LABELS) for o in out)
 
 
+def test_input_fields_named_like_outputs_are_kept(setup):
+    predictor = Predictor(setup[2]["whitespace"], batch_size=2)
+    pairs = [{"text1": "a man", "text2": "a dog", "label": "gold", "probabilities": [1, 0],
+              "input_label": "taken", "id": 3}, {"text1": "", "text2": "", "label": None}]
+    (first, second), _ = predictor.predict(pairs)
+    assert first["label"] in LABELS and set(first["probabilities"]) == set(LABELS)
+    assert {k: v for k, v in first.items() if k not in ("label", "probabilities")} == {
+        "input_input_label": "gold", "input_probabilities": [1, 0], "input_label": "taken",
+        "id": 3}
+    assert second["input_label"] is None and second["label"] in LABELS
+
+
+def test_batch_size_must_be_positive(setup):
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="batch_size must be >= 1"):
+            Predictor(setup[2]["whitespace"], batch_size=bad)
+
+
 def _cli(args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "re2_tf.predict", *args], input=stdin,
-                          capture_output=True, text=True, timeout=300,
+    if isinstance(stdin, str):
+        stdin = stdin.encode("utf-8")
+    proc = subprocess.run([sys.executable, "-m", "re2_tf.predict", *args], input=stdin,
+                          capture_output=True, timeout=300,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    return subprocess.CompletedProcess(proc.args, proc.returncode,
+                                       proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8"))
 
 
 def test_cli_file_and_stdin(setup, tmp_path):
@@ -88,6 +155,7 @@ def test_cli_file_and_stdin(setup, tmp_path):
     lines = [json.loads(l) for l in proc.stdout.splitlines()]
     assert len(lines) == 2 and lines[0]["label"] in LABELS
     np.testing.assert_allclose(sum(lines[0]["probabilities"].values()), 1.0, atol=1e-5)
+    assert f"{tsv}: 2 pairs predicted, 0 truncated to max_length=16" in proc.stderr
     jsonl = '{"text1": "a man", "text2": "a dog", "id": "x"}\n'
     proc = _cli([f"--export_dir={exports['whitespace']}", "--input=-"], stdin=jsonl)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -102,9 +170,72 @@ def test_cli_bad_input_is_a_clear_error(setup, tmp_path):
     assert proc.returncode == 1 and "not a re2_tf export" in proc.stderr
 
 
-def test_a_tab_line_is_a_pair_of_empty_texts_and_keeps_output_aligned():
-    # "\t" must yield one output line (two empty texts -> both read as <UNK>), so output line
-    # i still answers input line i; a line with no tab at all is blank and skipped.
-    pairs = read_pairs(["a dog\tthe park\n", "\t\n", "\n", "two people\ta man\n"])
-    assert [(p["text1"], p["text2"]) for p in pairs] == [
-        ("a dog", "the park"), ("", ""), ("two people", "a man")]
+def test_cli_every_line_yields_one_output_line(setup, tmp_path):
+    # BOM on line 1, a bare CR inside a text, a text starting with "{", a lone tab (two empty
+    # texts) and a long text: one output line each, equal to the in-process prediction of the
+    # pairs as written (BOM dropped, CR kept); --output into a missing folder creates it.
+    _, _, exports, _ = setup
+    pairs = [("a man is sleeping", "a woman"), ("a dog\rin the park", "two people"),
+             ("{a dog}", "the park"), ("", ""), (" ".join(["dog"] * 20), "a man")]
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_bytes(b"\xef\xbb\xbf" + b"".join(f"{a}\t{b}\r\n".encode() for a, b in pairs))
+    out = tmp_path / "new" / "folder" / "out.jsonl"
+    proc = _cli([f"--export_dir={exports['whitespace']}", f"--input={tsv}", f"--output={out}"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = [json.loads(l) for l in out.read_text(encoding="utf-8").splitlines()]
+    expected = Predictor(exports["whitespace"]).probabilities(*map(list, zip(*pairs)))
+    assert len(got) == len(pairs)
+    np.testing.assert_allclose([[g["probabilities"][n] for n in LABELS] for g in got],
+                               expected, atol=1e-5)
+    assert [g["label"] for g in got] == [LABELS[i] for i in expected.argmax(1)]
+    assert f"{tsv}: 5 pairs predicted, 1 truncated to max_length=16 tokens" in proc.stderr
+
+
+def test_cli_jsonl_bom_and_colliding_fields(setup):
+    _, _, exports, _ = setup
+    jsonl = '\ufeff{"text1": "a man", "text2": "a dog", "label": "neutral", "probabilities": 1}\n'
+    proc = _cli([f"--export_dir={exports['whitespace']}", "--input=-"], stdin=jsonl)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    record = json.loads(proc.stdout)
+    assert record["input_label"] == "neutral" and record["input_probabilities"] == 1
+    assert record["label"] in LABELS and set(record["probabilities"]) == set(LABELS)
+
+
+@pytest.mark.parametrize("where", ["file", "stdin", "file-graph"])
+def test_cli_invalid_utf8_is_an_error_naming_file_and_line(setup, tmp_path, where):
+    _, _, exports, _ = setup
+    data = "a man\ta dog\n".encode() + b"caf\xe9\tthe park\n"
+    args = [f"--export_dir={exports['whitespace']}"]
+    if where == "stdin":
+        proc = _cli(args + ["--input=-"], stdin=data)
+        source = "<stdin>"
+    else:
+        source = tmp_path / "latin1.tsv"
+        source.write_bytes(data)
+        graph = ["--tokenize=graph"] if where == "file-graph" else []
+        proc = _cli(args + [f"--input={source}", *graph])
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert f"error: {source}:2: invalid UTF-8 at byte 3" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_blank_line_is_an_error_naming_file_and_line(setup, tmp_path):
+    _, _, exports, _ = setup
+    tsv = tmp_path / "gap.tsv"
+    tsv.write_text("a man\ta dog\n   \nthe park\ttwo people\n", encoding="utf-8")
+    proc = _cli([f"--export_dir={exports['whitespace']}", f"--input={tsv}"])
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert f"error: {tsv}:2: blank line" in proc.stderr
+
+
+def test_cli_bad_flags_and_output_are_clear_errors(setup, tmp_path):
+    _, _, exports, _ = setup
+    for bad in ("0", "-1"):
+        proc = _cli([f"--export_dir={exports['whitespace']}", "--input=-", f"--batch_size={bad}"],
+                    stdin="a\tb\n")
+        assert proc.returncode == 1 and proc.stdout == ""
+        assert f"flag --batch_size={bad}: {bad} is not a positive integer" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    proc = _cli([f"--export_dir={exports['whitespace']}", "--input=-", f"--output={tmp_path}"],
+                stdin="a\tb\n")  # a directory
+    assert proc.returncode == 1 and f"error: [Errno 21] Is a directory: '{tmp_path}'" in proc.stderr

@@ -1,6 +1,6 @@
 r"""Accuracy change of reduced-precision exports on real dev files (a measurement, not a test).
 
-Takes a trained run directory (e.g. ``python -m re2_tf.train --flagfile=configs/sample.flags``),
+Takes a trained run directory (e.g. ``python -m re2_tf.train --flagfile=configs/re2/sample.flags``),
 exports it as fp32 SavedModel (the reference, checked against Keras to 1e-5), bf16
 SavedModel, fp32 TFLite and int8 dynamic-range TFLite, and reports accuracy and label
 agreement with the fp32 model on ``data/sample/dev.txt`` and, when present,
@@ -18,9 +18,10 @@ from absl import app, flags
 
 from re2_tf import runs
 from re2_tf.data.datasets import load_file
-from re2_tf.data.pipeline import encode_pairs
+from re2_tf.data.pipeline import encode_examples
 from re2_tf.evaluation import inference_dataset, predict_probabilities
 from re2_tf.export import export_model
+from re2_tf.models import get_spec
 from re2_tf.predict import Predictor
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,12 +34,13 @@ FLAGS = flags.FLAGS
 def main(argv):
     del argv
     model = runs.load_best_model(FLAGS.run_dir)
-    vocab = runs.load_vocab(FLAGS.run_dir)
+    featurizers = runs.load_featurizers(FLAGS.run_dir)
+    config = runs.load_config(FLAGS.run_dir)
     out = Path(FLAGS.out or tempfile.mkdtemp())
     # The processed files are whitespace-tokenised, so the exports use the whitespace
-    # tokeniser and re2_tf.predict feeds them ids (serving_ids), as the pipeline encodes them.
-    common = dict(vocab_tokens=vocab.tokens, label_names=runs.load_config(FLAGS.run_dir).label_names,
-                  tokenizer="whitespace")
+    # tokeniser and re2_tf.predict feeds them features (serving_ids), as the pipeline does.
+    common = dict(featurizers=featurizers, label_names=config.label_names, tokenizer="whitespace",
+                  backend=get_spec(config.model).export_backend, output=config.output)
     exports = {
         "savedmodel fp32": export_model(model, out / "fp32", **common),
         "savedmodel bf16": export_model(model, out / "bf16", precision="bf16", **common),
@@ -54,9 +56,9 @@ def main(argv):
         if not path.exists():
             continue
         examples = load_file(path)
-        text1_ids, text2_ids, labels = encode_pairs(examples, vocab)
-        dy = np.asarray(labels)
-        ref = predict_probabilities(model, inference_dataset(text1_ids, text2_ids))
+        encoded = encode_examples(examples, featurizers)
+        dy = encoded.labels
+        ref = predict_probabilities(model, inference_dataset(encoded))
         report[fname] = {"pairs": len(dy), "keras acc": float((ref.argmax(1) == dy).mean())}
         for k, predictor in predictors.items():
             p = predictor.probabilities([ex.text1 for ex in examples],

@@ -1,0 +1,88 @@
+"""Serving backends: how an exported model computes its outputs from its input features.
+
+A model spec names its backend (``ModelSpec.export_backend``); ``re2_tf.export`` wraps it
+with the in-graph featurisers, padding, checks and signatures, which are the same for every
+model. A backend is a ``tf.Module`` built from a trained Keras model; calling it with the
+model's feature dict (``{input name: tensor [batch, length, ...]}``) returns float32 logits
+``[batch, num_classes]`` or scores ``[batch]``. Both run inside the exported graph (with XLA
+when the export asks for it); no Keras and no ``re2_tf`` code is needed to serve them.
+
+``keras``
+    The Keras model itself (``model(features, training=False)``); fp32 only. Any architecture.
+``re2_folded``
+    RE2 from folded weights (:mod:`re2_tf.serving.folded`: weight normalisation folded into
+    plain kernels, fusion G1/G2 as one matmul, the two texts run as one sequence); fp32 or
+    bf16 (weights and compute in bfloat16, logits float32).
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from re2_tf.serving import folded as folded_lib
+
+__all__ = ["BACKENDS", "KerasBackend", "FoldedRE2Backend", "make_backend"]
+
+
+class KerasBackend(tf.Module):
+    """The Keras model as it is (any architecture).
+
+    Args:
+        model: functional Keras model over the feature dict.
+        precision: only ``fp32``.
+
+    Raises:
+        ValueError: another precision.
+    """
+
+    precisions = ("fp32",)
+
+    def __init__(self, model, precision="fp32"):
+        super().__init__(name="keras_backend")
+        if precision not in self.precisions:
+            raise ValueError(f"precision {precision!r} needs a backend that supports it; the "
+                             f"Keras backend serves {self.precisions}")
+        self.model = model
+
+    def __call__(self, features):
+        return tf.cast(self.model(features, training=False), tf.float32)
+
+
+class FoldedRE2Backend(tf.Module):
+    """RE2 served from folded weights (:func:`folded.fold_re2` / :func:`folded.re2_forward`).
+
+    Args:
+        model: a model built by ``re2_tf.models.build_re2``.
+        precision: ``fp32`` or ``bf16``.
+        joint: run both texts as one sequence (see :func:`folded.re2_forward`).
+    """
+
+    precisions = ("fp32", "bf16")
+
+    def __init__(self, model, precision="fp32", joint=True):
+        super().__init__(name="re2_folded")
+        if precision not in self.precisions:
+            raise ValueError(f"precision must be one of {self.precisions}, got {precision!r}")
+        self._dtype = tf.bfloat16 if precision == "bf16" else tf.float32
+        self._joint = bool(joint)
+        params = folded_lib.fold_re2(model)
+        self._structure = folded_lib.structure_of(params)
+        self.weights = {k.replace("/", "."): tf.Variable(tf.cast(v, self._dtype), trainable=False,
+                                                         name=k)
+                        for k, v in params.items() if k not in self._structure}
+
+    def __call__(self, features):
+        params = dict(self._structure)
+        params.update({k.replace(".", "/"): v for k, v in self.weights.items()})
+        return folded_lib.re2_forward(params, features["text1"], features["text2"],
+                                      dtype=self._dtype, joint=self._joint)
+
+
+BACKENDS = {"keras": KerasBackend, "re2_folded": FoldedRE2Backend}
+
+
+def make_backend(name, model, precision="fp32"):
+    """Instantiate backend ``name`` for ``model``. Raises ``KeyError`` for an unknown name."""
+    if name not in BACKENDS:
+        raise KeyError(f"unknown serving backend {name!r}; known: {sorted(BACKENDS)}")
+    return BACKENDS[name](model, precision)
