@@ -23,5 +23,5 @@ setup(
     python_requires=">=3.10,<3.14",
     packages=find_packages(include=["re2_tf", "re2_tf.*"]),
     install_requires=requirements,
-    extras_require={"test": ["pytest>=8,<10"]},
+    extras_require={"test": ["pytest>=8,<10", "pytest-xdist>=3.5,<4"]},
 )
