@@ -5,17 +5,25 @@ Generic pieces any architecture reuses: :class:`WeightNormDense`, :class:`Weight
 RE2's components, one module per paper component: encoder (:class:`ConvEncoder`), alignment
 (:class:`Alignment`, Eq. 2-3), fusion (:class:`Fusion`, Eq. 4), connection
 (:class:`AugmentedResidualConnection`, Eq. 1; :class:`ResidualConnection`), prediction
-(:class:`Prediction`, Eq. 5-7).
+(:class:`Prediction`, Eq. 5-7). DRCN's components: character CNN (:class:`CharCNN`), masked
+BiLSTM (:class:`MaskedBiLSTM`), cosine co-attention (:class:`CoAttention`, Eq. 5), autoencoder
+bottleneck (:class:`Autoencoder`), interaction and prediction (:class:`InteractionPrediction`,
+Eq. 7).
 """
 
 from re2_tf.layers.activations import gelu, get_activation
 from re2_tf.layers.alignment import ALIGNMENTS, Alignment
+from re2_tf.layers.autoencoder import Autoencoder
+from re2_tf.layers.char_cnn import CharCNN
+from re2_tf.layers.co_attention import CoAttention, l2_normalize
 from re2_tf.layers.connection import CONNECTIONS, AugmentedResidualConnection, ResidualConnection
 from re2_tf.layers.encoder import ConvEncoder
 from re2_tf.layers.fusion import FUSIONS, Fusion
+from re2_tf.layers.interaction import InteractionPrediction, interaction_features
 from re2_tf.layers.masking import PaddingMask, dtype_min, masked_softmax
 from re2_tf.layers.pooling import MaskedMaxPooling
 from re2_tf.layers.prediction import PREDICTIONS, Prediction, pair_features
+from re2_tf.layers.recurrent import MaskedBiLSTM
 from re2_tf.layers.weight_norm import WeightNormConv1D, WeightNormDense, weight_normalize
 
 __all__ = [
@@ -23,4 +31,6 @@ __all__ = [
     "Alignment", "AugmentedResidualConnection", "ConvEncoder", "Fusion", "MaskedMaxPooling",
     "PaddingMask", "Prediction", "ResidualConnection", "WeightNormConv1D", "WeightNormDense",
     "dtype_min", "gelu", "get_activation", "masked_softmax", "pair_features", "weight_normalize",
+    "Autoencoder", "CharCNN", "CoAttention", "InteractionPrediction", "MaskedBiLSTM",
+    "interaction_features", "l2_normalize",
 ]
