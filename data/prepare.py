@@ -4,8 +4,10 @@ Output lines are ``text1<TAB>text2<TAB>label``: texts tokenised as the RE2 relea
 ``data/prepare_*.py`` scripts do (see ``re2_tf/data/tokenization.py``), tokens joined by
 single spaces, lower-cased (``--lower``), labels as ids in ``re2_tf.data.datasets`` order.
 WikiQA also gets ``{train,dev,test}.ids`` (``qid<TAB>docid``) and the filtered references
-``{dev,test}.ref``. ``--dataset=sample`` cuts the bundled SNLI sample (see
-``data/sample/README.md``).
+``{dev,test}.ref``. TrecQA (castorini layout) gets ``train`` (``train/``), ``dev``
+(``clean-dev/``), ``test`` (``clean-test/``) and, when present, ``raw_dev``/``raw_test``
+(``raw-dev/``, ``raw-test/``), each with its ``.ids``. ``--dataset=sample`` cuts the
+bundled SNLI sample (see ``data/sample/README.md``).
 
 Usage (see data/README.md for downloads):
 
@@ -13,6 +15,7 @@ Usage (see data/README.md for downloads):
     python data/prepare.py --dataset=scitail --input=SciTailV1.1.zip
     python data/prepare.py --dataset=quora   --input=Quora_question_pair_partition
     python data/prepare.py --dataset=wikiqa  --input=WikiQACorpus.zip
+    python data/prepare.py --dataset=trecqa  --input=<dir holding train/ clean-dev/ ...>
     python data/prepare.py --dataset=sample  --input=<dir with SNLI re2_processed dev.txt, test.txt>
 
 ``--input`` is the downloaded ``.zip`` or the directory it was extracted to; files are found
@@ -54,6 +57,10 @@ RAW_FILES = {
               for s in ("train", "dev", "test")},
     "wikiqa": {s: [f"WikiQA-{s}.txt"] for s in ("train", "dev", "test")},
 }
+# TrecQA: output split -> castorini split directory; the raw sets are optional.
+TRECQA_SPLITS = {"train": "train", "dev": "clean-dev", "test": "clean-test",
+                 "raw_dev": "raw-dev", "raw_test": "raw-test"}
+TRECQA_OPTIONAL = ("raw_dev", "raw_test")
 RAW_FORMAT = {".jsonl": "snli_jsonl", ".txt": "scitail_jsonl", ".tsv": "scitail_tsv"}
 
 
@@ -66,6 +73,27 @@ def _find(root: Path, endings: list[str]) -> tuple[Path, str]:
         if matches:
             return matches[0], ending
     raise FileNotFoundError(f"none of {endings} found under {root}")
+
+
+def _find_trecqa_root(root: Path) -> Path:
+    """The directory at or below ``root`` holding the required TrecQA split directories
+    (``train/``, ``clean-dev/``, ``clean-test/``, each with ``a.toks``); the first in path
+    order if several (so a castorini data root holding other corpora is also fine).
+
+    Raises:
+      FileNotFoundError: there is none (the message lists what is looked for).
+    """
+    required = [TRECQA_SPLITS[s] for s in TRECQA_SPLITS if s not in TRECQA_OPTIONAL]
+    member = readers.TRECQA_FILES[0]
+    candidates = [root] + sorted(p.parent.parent for p in root.rglob(member)
+                                 if p.parent.name == required[0])
+    for base in candidates:
+        if "__MACOSX" not in base.parts and all((base / name / member).is_file()
+                                               for name in required):
+            return base
+    raise FileNotFoundError(f"no directory holding TrecQA split directories "
+                            f"{', '.join(n + '/' for n in required)} (each with "
+                            f"{', '.join(readers.TRECQA_FILES)}) under {root}")
 
 
 def _extract(archive: Path, wanted: list[str], into: Path) -> None:
@@ -103,7 +131,8 @@ def prepare(dataset: str, input_path: str | os.PathLike, output: str | os.PathLi
 
     Returns:
       ``{split: {"pairs": n, "empty_text_pairs": k}}``: pairs written, and how many of them
-      have a text with no token after tokenisation (kept, and logged with their lines).
+      have a text with no token after tokenisation (kept, and logged with their lines);
+      TrecQA splits also report ``"questions"``.
 
     Raises:
       FileNotFoundError: a required raw file is missing. ValueError: malformed raw data.
@@ -112,6 +141,8 @@ def prepare(dataset: str, input_path: str | os.PathLike, output: str | os.PathLi
     output.mkdir(parents=True, exist_ok=True)
     if dataset == "sample":
         return _prepare_sample(input_path, output, sample_train, sample_test)
+    if dataset == "trecqa":
+        return _prepare_trecqa(input_path, output, lower)
     spec = get_dataset(dataset)
     with tempfile.TemporaryDirectory() as tmp:
         root = input_path
@@ -141,6 +172,40 @@ def prepare(dataset: str, input_path: str | os.PathLike, output: str | os.PathLi
             for split in ("dev", "test"):
                 ref, _ = _find(root, [f"WikiQA-{split}-filtered.ref"])
                 shutil.copyfile(ref, output / f"{split}.ref")
+    logging.info("wrote %s to %s", counts, output)
+    return counts
+
+
+def _prepare_trecqa(input_path: Path, output: Path, lower: bool) -> dict:
+    """TrecQA, castorini layout (see :func:`re2_tf.data.readers.read_trecqa_dir`).
+
+    Writes ``<split>.txt`` and ``<split>.ids`` for each split of :data:`TRECQA_SPLITS` whose
+    directory exists in the TrecQA directory found at or below ``input_path`` (a directory
+    or a ``.zip``; :func:`_find_trecqa_root`); ``train``, ``dev`` (clean) and ``test``
+    (clean) are required, the raw sets optional. A raw directory that exists but is
+    incomplete is an error, not skipped. Texts are already
+    tokenised and lower-cased; whitespace tokenisation (+ ``--lower``) leaves them unchanged.
+    ``TRAIN-ALL`` is not used (the shared copy lacks it).
+    """
+    spec = get_dataset("trecqa")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = input_path
+        if input_path.is_file() and input_path.suffix == ".zip":
+            _extract(input_path, list(readers.TRECQA_FILES)
+                     + ["boundary.txt", "numrels.txt"], Path(tmp))
+            root = Path(tmp)
+        base, counts = _find_trecqa_root(root), {}
+        for split, name in TRECQA_SPLITS.items():
+            directory = base / name
+            if split in TRECQA_OPTIONAL and not directory.is_dir():
+                logging.info("trecqa %s: no %s/ in %s, skipped", split, name, base)
+                continue
+            logging.info("trecqa %s <- %s", split, directory)
+            examples = readers.read_trecqa_dir(directory)
+            readers.write_ids(output / f"{split}.ids", examples)
+            examples = _tokenized(examples, spec.tokenizer, lower)
+            counts[split] = _write_split(output, "trecqa", split, examples)
+            counts[split]["questions"] = len({ex.qid for ex in examples})
     logging.info("wrote %s to %s", counts, output)
     return counts
 

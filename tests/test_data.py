@@ -3,6 +3,7 @@ import csv
 import functools
 import gzip
 import importlib.util
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from re2_tf import metrics as metrics_lib
 from re2_tf.data import datasets, embeddings, readers, tokenization
 from re2_tf.data.vocab import Vocab
 
@@ -468,3 +470,172 @@ def test_prepare_sample_cut(tmp_path):
                       for s, n in (("train", 3), ("dev", 2), ("test", 2))}
     assert (tmp_path / "out/dev.txt").read_text() == "d3\th\t0\nd4\th\t1\n"
     assert (tmp_path / "out/test.txt").read_text() == "t0\th\t0\nt1\th\t1\n"
+
+
+# ----------------------------------------------------------------------------- TrecQA
+# A hand-made castorini split: (question id, question, candidate, label) per pair.
+TRECQA_ROWS = [
+    ("1.5", "what is crips ' gang color ?", "the crips wear blue .", 1),
+    ("1.5", "what is crips ' gang color ?", "gangs fight in prisons .", 0),
+    ("1.5", "what is crips ' gang color ?", "blue is their color .", 0),
+    ("32.1", "what do practitioners of wicca worship ?", "wicca is nature worship .", 1),
+    ("32.1", "what do practitioners of wicca worship ?", "wicca comes from old english .", 0),
+    ("32.1", "what do practitioners of wicca worship ?", "they worship nature .", 1),
+]
+
+
+def _write_trecqa_split(directory: Path, rows=TRECQA_ROWS, boundary=True) -> Path:
+    """Writes ``rows`` in the castorini layout; ``boundary.txt``/``numrels.txt`` (optional)
+    without a final newline, as in the shared copy's ``train/``."""
+    directory.mkdir(parents=True)
+    for name, column in (("a.toks", 1), ("b.toks", 2), ("sim.txt", 3), ("id.txt", 0)):
+        (directory / name).write_text("".join(f"{row[column]}\n" for row in rows))
+    if boundary:
+        starts = [i for i, row in enumerate(rows) if i == 0 or rows[i - 1][0] != row[0]]
+        ends = starts[1:] + [len(rows)]
+        (directory / "boundary.txt").write_text("\n".join(map(str, starts + [len(rows)])))
+        (directory / "numrels.txt").write_text("\n".join(
+            str(sum(row[3] for row in rows[a:b])) for a, b in zip(starts, ends)))
+    return directory
+
+
+def test_read_trecqa_dir(tmp_path):
+    split = _write_trecqa_split(tmp_path / "clean-dev")
+    examples = readers.read_trecqa_dir(split)
+    assert [(e.qid, e.docid, e.label, e.line) for e in examples] == [
+        ("1.5", "0", 1, 1), ("1.5", "1", 0, 2), ("1.5", "2", 0, 3),
+        ("32.1", "0", 1, 4), ("32.1", "1", 0, 5), ("32.1", "2", 1, 6)]
+    assert [(e.text1, e.text2) for e in examples] == [(r[1], r[2]) for r in TRECQA_ROWS]
+    # boundary.txt / numrels.txt are optional
+    bare = readers.read_trecqa_dir(_write_trecqa_split(tmp_path / "bare", boundary=False))
+    assert bare == examples
+    # --file evaluation: the directory is the "file"; ids come with it, texts kept as stored
+    spec = datasets.get_dataset("trecqa")
+    assert readers.read_file(split, "trecqa_dir") == examples
+    assert datasets.load_file(split, "trecqa_dir", spec) == examples
+
+
+def _trecqa_break(directory: Path, name: str, line: int, value: str | None) -> None:
+    """Replaces (``value``) or deletes (``None``) 1-based ``line`` of ``directory/name``."""
+    lines = (directory / name).read_text().split("\n")
+    if value is None:
+        del lines[line - 1]
+    else:
+        lines[line - 1] = value
+    (directory / name).write_text("\n".join(lines))
+
+
+@pytest.mark.parametrize("name, line, value, error_file, error_line, message", [
+    ("b.toks", 6, None, "b.toks", 6, "missing line: b.toks has 5 lines but a.toks has 6"),
+    ("id.txt", 3, None, "id.txt", 6, "missing line: id.txt has 5 lines but a.toks has 6"),
+    ("sim.txt", 2, "2", "sim.txt", 2, "unknown label '2'"),
+    ("sim.txt", 5, "yes", "sim.txt", 5, "unknown label 'yes'"),
+    ("a.toks", 2, "", "a.toks", 2, "empty line"),
+    ("b.toks", 4, "   ", "b.toks", 4, "empty line"),
+    ("id.txt", 6, "1.5", "id.txt", 6, "question id '1.5' reappears"),
+    ("boundary.txt", 2, "2", "boundary.txt", 2, "2 disagrees with id.txt: expected 3"),
+    ("numrels.txt", 2, "1", "numrels.txt", 2, "1 disagrees with sim.txt: expected 2"),
+    ("numrels.txt", 2, None, "numrels.txt", 2, "missing line: expected 2 lines"),
+])
+def test_trecqa_malformed_split_names_file_and_line(tmp_path, name, line, value, error_file,
+                                                    error_line, message):
+    split = _write_trecqa_split(tmp_path / "clean-test")
+    _trecqa_break(split, name, line, value)
+    with pytest.raises(ValueError, match=rf"clean-test/{re.escape(error_file)}:{error_line}: "
+                                         rf"{re.escape(message)}"):
+        readers.read_trecqa_dir(split)
+
+
+def test_trecqa_missing_file_or_not_a_directory(tmp_path):
+    split = _write_trecqa_split(tmp_path / "train")
+    with pytest.raises(FileNotFoundError, match="not a directory"):
+        readers.read_trecqa_dir(split / "a.toks")
+    (split / "sim.txt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"train/sim\.txt not found"):
+        readers.read_trecqa_dir(split)
+
+
+def test_trecqa_registry_and_trec_eval_scoring(tmp_path):
+    spec = datasets.get_dataset("trecqa")
+    assert (spec.label_names, spec.metric, spec.tokenizer, spec.ranking,
+            spec.watch_metrics) == (("incorrect", "correct"), "map", "whitespace", True,
+                                    ("mrr",))
+    assert datasets.FORMAT_TOKENIZERS["trecqa_dir"] is None
+    examples = readers.read_trecqa_dir(_write_trecqa_split(tmp_path / "clean-dev"))
+    # Hand-worked trec_eval values. 1.5: ranked incorrect (.9), correct (.2), incorrect (.1)
+    # -> AP 1/2, RR 1/2. 32.1: correct (.9), incorrect (.8), correct (.1) -> AP (1 + 2/3)/2,
+    # RR 1. Both questions have a correct and an incorrect candidate, so none is dropped.
+    scores = [0.2, 0.9, 0.1, 0.9, 0.8, 0.1]
+    result = metrics_lib.ranking_metrics([e.qid for e in examples], [e.docid for e in examples],
+                                         [e.label for e in examples], scores)
+    assert result["num_questions"] == 2
+    assert result["map"] == pytest.approx((1 / 2 + 5 / 6) / 2)
+    assert result["mrr"] == pytest.approx((1 / 2 + 1) / 2)
+
+
+@pytest.mark.parametrize("as_zip", [False, True])
+def test_prepare_trecqa(tmp_path, as_zip):
+    source = tmp_path / "TrecQA"
+    for name in ("train", "clean-dev", "clean-test"):  # no raw sets: they are optional
+        _write_trecqa_split(source / name)
+    if as_zip:
+        source = _zip_dir(source, tmp_path / "TrecQA.zip")
+    out = tmp_path / "out"
+    counts = _load_prepare().prepare("trecqa", source, out)
+    assert counts == {s: {"pairs": 6, "empty_text_pairs": 0, "questions": 2}
+                      for s in ("train", "dev", "test")}
+    assert (out / "dev.txt").read_text().splitlines() == [
+        f"{r[1]}\t{r[2]}\t{r[3]}" for r in TRECQA_ROWS]
+    assert (out / "dev.ids").read_text() == "1.5\t0\n1.5\t1\n1.5\t2\n32.1\t0\n32.1\t1\n32.1\t2\n"
+    expected = readers.read_trecqa_dir(_write_trecqa_split(tmp_path / "expected"))
+    for split in datasets.SPLITS:
+        assert datasets.load_split("trecqa", out, split) == expected
+    assert not (out / "raw_dev.txt").exists()
+    with pytest.raises(FileNotFoundError, match=r"no directory holding TrecQA split directories "
+                                                r"train/, clean-dev/, clean-test/"):
+        shutil.rmtree(tmp_path / "TrecQA" / "clean-test")
+        _load_prepare().prepare("trecqa", tmp_path / "TrecQA", tmp_path / "out2")
+
+
+# pairs (shared/data/README.md) and questions (the brief's clean counts; train/raw derived
+# from numrels.txt / boundary.txt in the test) per castorini split -> prepared split name.
+TRECQA_SHARED = {"train": ("train", 4718, None), "clean-dev": ("dev", 1117, 65),
+                 "clean-test": ("test", 1442, 68), "raw-dev": ("raw_dev", 1148, None),
+                 "raw-test": ("raw_test", 1517, None)}
+
+
+def test_trecqa_shared_split_sizes_and_prepared_reload(shared_data, tmp_path):
+    root = shared_data / "trecqa"
+    counts = _load_prepare().prepare("trecqa", root, tmp_path / "out")
+    read = {}
+    for name, (split, pairs, questions) in TRECQA_SHARED.items():
+        examples = read[name] = readers.read_trecqa_dir(root / name)
+        # question counts independent of the reader: numrels.txt has one line per question,
+        # boundary.txt one per question plus the final pair count
+        numrels = (root / name / "numrels.txt").read_text().split()
+        boundary = (root / name / "boundary.txt").read_text().split()
+        assert len(boundary) == len(numrels) + 1 and int(boundary[-1]) == pairs
+        if questions is not None:
+            assert len(numrels) == questions
+        assert len(examples) == pairs
+        assert len({e.qid for e in examples}) == len(numrels)
+        assert counts[split] == {"pairs": pairs, "empty_text_pairs": 0,
+                                 "questions": len(numrels)}
+        # texts are kept as stored; the prepared split reloads to the same pairs and ids
+        assert datasets.load_split("trecqa", tmp_path / "out", split) == examples
+        assert [(e.text1, e.text2) for e in examples] == list(zip(
+            (root / name / "a.toks").read_text(encoding="utf-8").splitlines(),
+            (root / name / "b.toks").read_text(encoding="utf-8").splitlines()))
+    for clean in ("clean-dev", "clean-test"):
+        # every clean question has a correct and an incorrect candidate: ranking_metrics'
+        # filter drops none, so its MAP/MRR are trec_eval's over all questions
+        by_question = {}
+        for e in read[clean]:
+            by_question.setdefault(e.qid, []).append(e.label)
+        assert all(0 < sum(v) < len(v) for v in by_question.values())
+        # and the raw set, so filtered, is exactly the clean set
+        raw = {}
+        for e in read[clean.replace("clean", "raw")]:
+            raw.setdefault(e.qid, []).append(e)
+        assert [e for group in raw.values() if 0 < sum(e.label for e in group) < len(group)
+                for e in group] == read[clean]

@@ -15,6 +15,18 @@ be written as a ``.rank`` file and checked against ``{dev,test}.ref`` or scored 
 with :func:`re2_tf.metrics.ranking_metrics`. The ``.ids`` files are required: questions are
 never regrouped from the prepared text, which is lower-cased, so two adjacent questions that
 differ only in case would merge into one.
+
+TrecQA (``trecqa``) has the same ``.ids`` files (``qid`` = the corpus' ``id.txt`` value,
+``docid`` = 0-based candidate index within the question; see
+:func:`re2_tf.data.readers.read_trecqa_dir`) and no ``.ref``; ``dev``/``test`` are the clean
+sets and ``raw_dev``/``raw_test`` (when prepared) the raw ones. Its selection metric is MAP,
+MRR is watched. :func:`re2_tf.metrics.ranking_metrics` scores only questions with at least
+one correct and one incorrect candidate (WikiQA's rule); every question of the clean sets
+has both (65 in dev, 68 in test, checked in ``tests/test_data.py``), so on them nothing is
+dropped and MAP/MRR are trec_eval's over all questions. On the raw sets the same rule drops
+the questions with no correct or only correct candidates, which leaves exactly the clean
+sets (same pairs, checked in ``tests/test_data.py``); raw-protocol numbers (which keep at
+least the all-correct questions, as trec_eval does) are therefore not what is reported here.
 """
 
 from __future__ import annotations
@@ -41,7 +53,8 @@ class DatasetSpec:
     Attributes:
       name: registry key.
       label_names: class names in label-id order.
-      metric: metric used for model selection (``acc`` or ``mrr``); see :mod:`re2_tf.metrics`.
+      metric: metric used for model selection (``acc``, ``mrr`` or ``map``); see
+        :mod:`re2_tf.metrics`.
       tokenizer: name (in :data:`re2_tf.data.tokenization.TOKENIZERS`) of the tokeniser that
         turns the distribution's raw text into the prepared form.
       ranking: True if pairs are grouped by question and scored with MAP/MRR.
@@ -69,6 +82,11 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
                 watch_metrics=("f1", "auc")),
     DatasetSpec("wikiqa", ("incorrect", "correct"), "mrr", "whitespace", ranking=True,
                 watch_metrics=("map",)),
+    # TrecQA (Wang et al., 2007; castorini layout): DRCN (Kim et al., AAAI 2019)
+    # reports MAP and MRR; MAP selects the model, MRR is watched. dev/test are the clean
+    # sets (Rao et al., 2016), on which the WikiQA filter of ranking_metrics drops nothing.
+    DatasetSpec("trecqa", ("incorrect", "correct"), "map", "whitespace", ranking=True,
+                watch_metrics=("mrr",)),
     DatasetSpec("sample", _NLI3, "acc", "snli"),
 )}
 
@@ -80,6 +98,7 @@ FORMAT_TOKENIZERS: dict[str, str | None] = {
     "scitail_tsv": "scitail",
     "quora_tsv": None,
     "wikiqa_txt": None,
+    "trecqa_dir": None,
 }
 
 
@@ -161,15 +180,16 @@ def load_file(path: str | os.PathLike, fmt: str = "processed",
 
     Raw formats are tokenised with their dataset's tokeniser (:data:`FORMAT_TOKENIZERS`) and
     lower-cased; tokens are joined by single spaces, so the result can be encoded with
-    ``text.split()`` like a prepared split. ``processed``/``quora_tsv``/``wikiqa_txt`` texts
-    are kept as stored.
+    ``text.split()`` like a prepared split. ``processed``/``quora_tsv``/``wikiqa_txt``/
+    ``trecqa_dir`` texts are kept as stored.
 
     Args:
-      path: the file.
+      path: the file (for ``trecqa_dir``, a TrecQA split directory).
       fmt: a format name of :data:`re2_tf.data.readers.READERS`.
       spec: the dataset the pairs are scored as (a run's dataset and label names). When
         given, every label must be a class id of ``spec``; for a ranking dataset, pairs
-        without question ids (every format but ``wikiqa_txt``) take them from the sibling
+        without question ids (every format but ``wikiqa_txt``/``trecqa_dir``) take them
+        from the sibling
         ``.ids`` file (``test.txt`` -> ``test.ids``, ``qid<TAB>docid`` per line, as
         ``data/prepare.py`` writes).
 

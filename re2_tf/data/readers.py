@@ -20,7 +20,13 @@ format             line layout                                                 l
 ``quora_tsv``      BiMPM ``Quora_question_pair_partition/*.tsv``:               0 / 1
                    ``label<TAB>q1<TAB>q2<TAB>id``
 ``wikiqa_txt``     ``WikiQA-*.txt``: ``question<TAB>sentence<TAB>label``       0 / 1
+``trecqa_dir``     a TrecQA split *directory* in the castorini layout:          0 / 1
+                   line ``i`` of ``a.toks`` (question), ``b.toks``
+                   (candidate), ``sim.txt`` (label), ``id.txt`` (question id)
 =================  ==========================================================  ===========
+
+``trecqa_dir`` is the one format whose "file" is a directory (``--file=<trecqa>/clean-test
+--format=trecqa_dir``); see :func:`read_trecqa_dir` for its ids and checks.
 
 WikiQA ids: the TREC files shipped with the corpus (``WikiQA-*.ref``, ``*-filtered.ref``,
 ``emnlp-table/*.rank``) number questions ``1, 2, ...`` in order of first appearance in the
@@ -33,7 +39,8 @@ questions that differ only in case (``What is a pm ?`` / ``What is a PM ?`` in W
 prepared (lower-cased) splits carry their ids in a ``.ids`` file instead (:func:`read_ids`).
 
 All readers raise ``ValueError("<file>:<line>: ...")`` (1-based line numbers) on malformed
-lines: wrong number of fields, unknown label, invalid JSON, missing JSON fields.
+lines: wrong number of fields, unknown label, invalid JSON, missing JSON fields (and, for
+TrecQA, empty lines and files of different lengths).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from pathlib import Path
 from typing import Callable, Iterator
 
 from absl import logging
@@ -55,6 +63,8 @@ __all__ = [
     "read_scitail_tsv",
     "read_quora_tsv",
     "read_wikiqa_txt",
+    "read_trecqa_dir",
+    "TRECQA_FILES",
     "read_ids",
     "write_processed",
     "write_ids",
@@ -74,8 +84,8 @@ class PairExample:
       text1: first text (premise / question), as stored in the file.
       text2: second text (hypothesis / candidate answer).
       label: integer class id (see each reader), or ``None`` for unlabelled data.
-      qid: question id for ranking data (WikiQA), else ``None``.
-      docid: candidate id within its question (WikiQA), else ``None``.
+      qid: question id for ranking data (WikiQA, TrecQA), else ``None``.
+      docid: candidate id within its question (WikiQA, TrecQA), else ``None``.
       pair_id: the distribution's own pair id where it has one (Quora BiMPM), else ``None``.
       line: 1-based line of the pair in the file it was read from (for error messages), or
         ``None``; not compared by ``==``.
@@ -287,6 +297,127 @@ def read_wikiqa_txt(path: str | os.PathLike) -> list[PairExample]:
     return out
 
 
+#: Per-pair files of a castorini TrecQA split directory, in ``PairExample`` field order.
+TRECQA_FILES = ("a.toks", "b.toks", "sim.txt", "id.txt")
+
+
+def _trecqa_column(path: Path) -> list[tuple[int, str]]:
+    """Non-empty lines of one TrecQA file; an empty (or blank) line is an error."""
+    out = []
+    for lineno, line in _lines(path):
+        if not line.strip():
+            raise _error(path, lineno, "empty line")
+        out.append((lineno, line))
+    return out
+
+
+def _trecqa_integers(path: Path) -> list[tuple[int, int]]:
+    """``boundary.txt`` / ``numrels.txt``: one non-negative integer per line."""
+    out = []
+    for lineno, line in _trecqa_column(path):
+        value = line.strip()
+        if not (value.isascii() and value.isdigit()):
+            raise _error(path, lineno, f"expected a non-negative integer, got {line[:80]!r}")
+        out.append((lineno, int(value)))
+    return out
+
+
+def read_trecqa_dir(path: str | os.PathLike) -> list[PairExample]:
+    """Reads one TrecQA split directory in the castorini (Castor) layout.
+
+    TrecQA is the TREC QA answer-selection data of Wang, Smith and Mitamura (EMNLP 2007);
+    the ``clean-{dev,test}`` versions (questions with no correct or no incorrect candidate
+    removed) are those of Rao, He and Lin (CIKM 2016). The layout is the one of castorini's
+    ``data/TrecQA`` (and of ``l11x0m7/Question_Answering_Models`` ``cQA/data/TrecQA/``, the
+    copy in ``shared/data/trecqa``): line ``i`` of each file describes pair ``i``::
+
+        a.toks    question, tokenised and lower-cased (tokens separated by single spaces)
+        b.toks    candidate answer sentence, tokenised and lower-cased
+        sim.txt   1 = correct answer, 0 = incorrect
+        id.txt    question id (e.g. ``32.1``); a question is a run of consecutive lines
+        boundary.txt  (optional) first line of each question (0-based), then the line count
+        numrels.txt   (optional) number of correct candidates of each question
+
+    Texts are returned as stored. ``qid`` is the ``id.txt`` value (whitespace-stripped);
+    ``docid`` is the 0-based index of the candidate within its question (file order), so
+    ``(qid, docid)`` is unique. ``boundary.txt`` and ``numrels.txt`` are not needed, but when
+    present they must agree with ``id.txt`` / ``sim.txt`` (checked, so a misaligned copy is
+    caught). ``line`` is the 1-based line number, the same in all four files.
+
+    Returns:
+      ``list[PairExample]`` in file order, label 1 = correct, 0 = incorrect.
+
+    Raises:
+      FileNotFoundError: ``path`` is not a directory or lacks one of :data:`TRECQA_FILES`.
+      ValueError: ``<file>:<line>: ...`` for an empty line, a label other than 0/1, files
+        with different line counts (naming the first line one of them lacks), a question id
+        that reappears after another question, or a ``boundary.txt``/``numrels.txt`` that
+        disagrees with the pairs.
+    """
+    directory = Path(path)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory}: not a directory (a TrecQA split directory "
+                                f"holds {', '.join(TRECQA_FILES)})")
+    files = [directory / name for name in TRECQA_FILES]
+    for file in files:
+        if not file.is_file():
+            raise FileNotFoundError(f"{file} not found (a TrecQA split directory holds "
+                                    f"{', '.join(TRECQA_FILES)})")
+    columns = [_trecqa_column(file) for file in files]
+    n = max(len(column) for column in columns)
+    for file, column in zip(files, columns):
+        if len(column) != n:
+            longest = files[[len(c) for c in columns].index(n)]
+            raise _error(file, len(column) + 1, f"missing line: {file.name} has "
+                         f"{len(column)} lines but {longest.name} has {n}")
+    out, seen = [], set()
+    previous, docid = None, 0
+    for (lineno, question), (_, candidate), (_, sim), (_, qid) in zip(*columns):
+        label = _label(files[2], lineno, sim.strip(), BINARY_LABELS)
+        qid = qid.strip()
+        if qid != previous:
+            if qid in seen:
+                raise _error(files[3], lineno, f"question id {qid!r} reappears after another "
+                             "question (a question must be one run of consecutive lines)")
+            seen.add(qid)
+            previous, docid = qid, 0
+        out.append(PairExample(question, candidate, label, qid=qid, docid=str(docid),
+                               line=lineno))
+        docid += 1
+    _check_trecqa_groups(directory, out)
+    return out
+
+
+def _check_trecqa_groups(directory: Path, examples: list[PairExample]) -> None:
+    """Checks the optional ``boundary.txt`` / ``numrels.txt`` against the pairs."""
+    starts = [i for i, ex in enumerate(examples) if ex.docid == "0"]
+    boundary = directory / "boundary.txt"
+    if boundary.is_file():
+        expected = starts + [len(examples)]
+        values = _trecqa_integers(boundary)
+        for k, (lineno, value) in enumerate(values):
+            if k >= len(expected) or value != expected[k]:
+                raise _error(boundary, lineno, f"{value} disagrees with id.txt: expected "
+                             + (f"{expected[k]}" if k < len(expected) else "no more lines")
+                             + " (0-based first line of each question, then the pair count)")
+        if len(values) < len(expected):
+            raise _error(boundary, len(values) + 1, f"missing line: expected {len(expected)} "
+                         f"lines ({len(starts)} questions + 1)")
+    numrels = directory / "numrels.txt"
+    if numrels.is_file():
+        ends = starts[1:] + [len(examples)]
+        expected = [sum(ex.label for ex in examples[a:b]) for a, b in zip(starts, ends)]
+        values = _trecqa_integers(numrels)
+        for k, (lineno, value) in enumerate(values):
+            if k >= len(expected) or value != expected[k]:
+                raise _error(numrels, lineno, f"{value} disagrees with sim.txt: expected "
+                             + (f"{expected[k]}" if k < len(expected) else "no more lines")
+                             + " (correct candidates of each question)")
+        if len(values) < len(expected):
+            raise _error(numrels, len(values) + 1,
+                         f"missing line: expected {len(expected)} lines (one per question)")
+
+
 def read_ids(path: str | os.PathLike) -> list[tuple[str, str]]:
     """Reads a ``qid<TAB>docid`` file (one line per pair, as ``data/prepare.py`` writes).
 
@@ -342,6 +473,7 @@ READERS: dict[str, Callable[..., list[PairExample]]] = {
     "scitail_tsv": read_scitail_tsv,
     "quora_tsv": read_quora_tsv,
     "wikiqa_txt": read_wikiqa_txt,
+    "trecqa_dir": read_trecqa_dir,
 }
 
 
