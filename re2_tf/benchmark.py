@@ -114,9 +114,13 @@ def synthetic_featurizers(spec, hparams, vocab_size):
 
 
 def export_benchmark_model(spec, hparams, export_dir, *, vocab_size=30000, num_classes=3,
-                           fmt="savedmodel", precision="fp32", xla=True, seed=0):
+                           fmt="savedmodel", precision="fp32", xla=True, seed=0, plain_dir=None):
     """Build ``spec``'s model with ``hparams`` and random weights over a synthetic vocabulary,
-    export it; return ``(path, parameters outside the embedding, featurizers)``."""
+    export it; return ``(path, parameters outside the embedding, featurizers)``.
+
+    With ``plain_dir``, the same network is also written there with Keras' own
+    ``model.export`` (signature ``serving_default`` over the model's inputs): the baseline a
+    user gets without re2_tf's export."""
     import keras
 
     from re2_tf.export import TFLITE_FILE, export_model
@@ -129,6 +133,8 @@ def export_benchmark_model(spec, hparams, export_dir, *, vocab_size=30000, num_c
     export_model(model, export_dir, featurizers=featurizers, backend=spec.export_backend,
                  output=spec.output, label_names=[str(i) for i in range(num_classes)], fmt=fmt,
                  precision=precision, xla=xla)
+    if plain_dir is not None:
+        model.export(str(plain_dir), format="tf_saved_model", verbose=False)
     path = Path(export_dir) / TFLITE_FILE if fmt == "tflite" else Path(export_dir)
     return path, count_parameters(model), featurizers
 
@@ -151,9 +157,11 @@ def markdown_table(rows, batch, length, throughput_batch):
 
 def run_benchmark(model="re2", variants=None, *, batch=8, length=20, batches=100, warmup=10,
                   vocab_size=30000, fmt="savedmodel", precision="fp32", xla=True,
-                  intra_op_threads=0, inter_op_threads=0, throughput_batch=512, workdir=None):
+                  intra_op_threads=0, inter_op_threads=0, throughput_batch=512, workdir=None,
+                  plain=False):
     """Export each benchmark variant of ``model``'s spec (RE2: Table 5's 1/2/3 blocks) and
-    time it with the Table 5 protocol; return ``(rows, markdown)``.
+    time it with the Table 5 protocol; return ``(rows, markdown)``. ``plain`` adds a row per
+    variant for the same network exported with Keras' ``model.export``.
 
     Raises:
         KeyError: an unknown model or variant.
@@ -169,18 +177,23 @@ def run_benchmark(model="re2", variants=None, *, batch=8, length=20, batches=100
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         for k, label in enumerate(variants):
             entry = spec.benchmark[label]
+            plain_dir = Path(tmp) / f"plain{k}" if plain else None
             path, params, featurizers = export_benchmark_model(
                 spec, entry["hparams"], Path(tmp) / f"model{k}", vocab_size=vocab_size, fmt=fmt,
-                precision=precision, xla=xla)
-            result = time_export(path, "serving_ids", features_spec(featurizers, batch, length),
-                                 batches=batches, warmup=warmup,
-                                 intra_op_threads=intra_op_threads,
-                                 inter_op_threads=inter_op_threads,
-                                 throughput_batch=throughput_batch)
-            result.update(model=f"{label} ({fmt}, {precision}"
-                          f"{', XLA' if xla and fmt == 'savedmodel' else ''})",
-                          params=params, paper=entry.get("paper_seconds", "—"))
-            rows.append(result)
+                precision=precision, xla=xla, plain_dir=plain_dir)
+            inputs = features_spec(featurizers, batch, length)
+            timed = [(path, "serving_ids", f"{label} ({fmt}, {precision}"
+                      f"{', XLA' if xla and fmt == 'savedmodel' else ''})")]
+            if plain:
+                timed.append((plain_dir, "serving_default", f"{label} (plain Keras model.export)"))
+            for target, signature, name in timed:
+                result = time_export(target, signature, inputs, batches=batches, warmup=warmup,
+                                     intra_op_threads=intra_op_threads,
+                                     inter_op_threads=inter_op_threads,
+                                     throughput_batch=throughput_batch)
+                result.update(model=name, params=params,
+                              paper=entry.get("paper_seconds", "—"))
+                rows.append(result)
     return rows, markdown_table(rows, batch, length, throughput_batch)
 
 
@@ -200,6 +213,8 @@ def define_flags():
     flags.DEFINE_enum("format", "savedmodel", ["savedmodel", "tflite"], "Export format.")
     flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16", "int8"], "Export precision.")
     flags.DEFINE_bool("xla", True, "Export with jit_compile (SavedModel only).")
+    flags.DEFINE_bool("plain_export", False, "Also time each variant exported with Keras' "
+                      "own model.export (the baseline without re2_tf's export).")
     flags.DEFINE_integer("intra_op_threads", 0, "Intra-op threads (0 = default).")
     flags.DEFINE_integer("inter_op_threads", 0, "Inter-op threads (0 = default).")
     flags.DEFINE_string("saved_model", None, "Time this export instead of the Table 5 models.")
@@ -227,7 +242,7 @@ def main(argv):
             FLAGS.model, FLAGS.variants, batch=FLAGS.batch, length=FLAGS.length,
             batches=FLAGS.batches, warmup=FLAGS.warmup, vocab_size=FLAGS.vocab_size,
             fmt=FLAGS.format, precision=FLAGS.precision, xla=FLAGS.xla,
-            throughput_batch=FLAGS.throughput_batch, **threads)
+            throughput_batch=FLAGS.throughput_batch, plain=FLAGS.plain_export, **threads)
         for r in rows:
             print(f"{r['model']}: {r['params']:,} parameters outside the embedding")
     print(table)

@@ -11,14 +11,17 @@ from re2_tf import benchmark
 def test_table5_driver_smoke(tmp_path):
     rows, table = benchmark.run_benchmark(
         "re2", ["RE2 1 block"], batch=2, length=5, batches=2, warmup=1, vocab_size=50,
-        throughput_batch=4, workdir=tmp_path, intra_op_threads=1, inter_op_threads=1)
-    (row,) = rows
+        throughput_batch=4, workdir=tmp_path, intra_op_threads=1, inter_op_threads=1, plain=True)
+    row, plain = rows
+    assert plain["model"] == "RE2 1 block (plain Keras model.export)"
+    assert plain["params"] == row["params"] and len(plain["times_s"]) == 2
     assert len(row["times_s"]) == 2 and row["first_call_s"] > 0
     assert row["mean_s"] > 0 and row["p99_ms"] >= row["median_ms"] > 0
     assert row["throughput_pairs_per_s"] > 0 and row["paper"] == 0.03
     lines = table.splitlines()
     assert lines[0].startswith("| model | params") and "paper" in lines[0]
     assert lines[1].startswith("|---") and lines[2].startswith("| RE2 1 block")
+    assert lines[3].startswith("| RE2 1 block (plain Keras model.export)")
     assert lines[2].count("|") == lines[0].count("|")
 
 
