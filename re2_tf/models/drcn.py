@@ -21,8 +21,8 @@ bottleneck, so ``v`` is 1000-d; pooling the 1000-d concatenation before it would
 10,671,228). Without autoencoders (Table 6 (2)) the network has 20,312,595.
 
 **Dataset lengths** (paper, "Implementation Details"): ``max_len`` 35 for SNLI and 25 for
-Quora (the ``snli`` / ``quora`` presets), 55 for MultiNLI and 50 for TrecQA (not in the
-dataset registry yet: pass ``--max_len``). Longer training texts are truncated
+Quora, 50 for TrecQA (the ``snli`` / ``quora`` / ``trecqa`` presets) and 55 for MultiNLI (not
+in the dataset registry: pass ``--max_len=55``). Longer training texts are truncated
 (``long_pairs="truncate"``): the paper fixes the sequence length rather than dropping pairs.
 Batch normalisation is on for the one-way (asymmetric) datasets only: SNLI (and MultiNLI,
 TrecQA) yes, Quora no.
@@ -404,6 +404,7 @@ SPEC = register(ModelSpec(
     presets={
         "snli": dict(max_len=35, batch_norm=True),
         "quora": dict(max_len=25, batch_norm=False),
+        "trecqa": dict(max_len=50, batch_norm=True),
     },
     training={"optimizer": "rmsprop", "lr_schedule": "plateau", "lr": 1e-3,
               "plateau_factor": 0.85, "long_pairs": "truncate"},
