@@ -28,7 +28,7 @@ def train(*args):
 
 def test_bundled_sample_run_beats_the_majority_class(tmp_path):
     # The README's first command, into a temporary run directory.
-    train("--flagfile=configs/sample.flags", f"--run_dir={tmp_path / 'run'}", "--progress=false")
+    train("--flagfile=configs/re2/sample.flags", f"--run_dir={tmp_path / 'run'}", "--progress=false")
     results = json.loads((tmp_path / "run" / "results.json").read_text())["splits"]
     majority = majority_share(REPO / "data" / "sample" / "test.txt")  # 0.345
     assert results["test"]["acc"] > majority + 0.15
@@ -57,7 +57,7 @@ def test_snli_learning_check(tmp_path):
     half = len(test) // 2
     (data / "dev.txt").write_text("\n".join(test[:half]) + "\n")
     (data / "test.txt").write_text("\n".join(test[half:]) + "\n")
-    train("--flagfile=configs/snli_learning_check.flags", f"--data_dir={data}",
+    train("--flagfile=configs/re2/snli_learning_check.flags", f"--data_dir={data}",
           f"--run_dir={tmp_path / 'run'}", "--progress=false")
     results = json.loads((tmp_path / "run" / "results.json").read_text())["splits"]
     assert results["test"]["acc"] > majority_share(data / "test.txt") + 0.2
