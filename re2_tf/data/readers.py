@@ -391,31 +391,27 @@ def read_trecqa_dir(path: str | os.PathLike) -> list[PairExample]:
 def _check_trecqa_groups(directory: Path, examples: list[PairExample]) -> None:
     """Checks the optional ``boundary.txt`` / ``numrels.txt`` against the pairs."""
     starts = [i for i, ex in enumerate(examples) if ex.docid == "0"]
-    boundary = directory / "boundary.txt"
-    if boundary.is_file():
-        expected = starts + [len(examples)]
-        values = _trecqa_integers(boundary)
-        for k, (lineno, value) in enumerate(values):
-            if k >= len(expected) or value != expected[k]:
-                raise _error(boundary, lineno, f"{value} disagrees with id.txt: expected "
-                             + (f"{expected[k]}" if k < len(expected) else "no more lines")
-                             + " (0-based first line of each question, then the pair count)")
-        if len(values) < len(expected):
-            raise _error(boundary, len(values) + 1, f"missing line: expected {len(expected)} "
-                         f"lines ({len(starts)} questions + 1)")
-    numrels = directory / "numrels.txt"
-    if numrels.is_file():
-        ends = starts[1:] + [len(examples)]
-        expected = [sum(ex.label for ex in examples[a:b]) for a, b in zip(starts, ends)]
-        values = _trecqa_integers(numrels)
-        for k, (lineno, value) in enumerate(values):
-            if k >= len(expected) or value != expected[k]:
-                raise _error(numrels, lineno, f"{value} disagrees with sim.txt: expected "
-                             + (f"{expected[k]}" if k < len(expected) else "no more lines")
-                             + " (correct candidates of each question)")
-        if len(values) < len(expected):
-            raise _error(numrels, len(values) + 1,
-                         f"missing line: expected {len(expected)} lines (one per question)")
+    ends = starts[1:] + [len(examples)]
+    _check_trecqa_counts(directory / "boundary.txt", starts + [len(examples)], "id.txt",
+                         "0-based first line of each question, then the pair count")
+    _check_trecqa_counts(directory / "numrels.txt",
+                         [sum(ex.label for ex in examples[a:b]) for a, b in zip(starts, ends)],
+                         "sim.txt", "correct candidates of each question")
+
+
+def _check_trecqa_counts(path, expected, source, meaning):
+    """``path`` (if it exists) must hold the integers ``expected``, one per line."""
+    if not path.is_file():
+        return
+    values = _trecqa_integers(path)
+    for k, (lineno, value) in enumerate(values):
+        if k >= len(expected) or value != expected[k]:
+            raise _error(path, lineno, f"{value} disagrees with {source}: expected "
+                         + (f"{expected[k]}" if k < len(expected) else "no more lines")
+                         + f" ({meaning})")
+    if len(values) < len(expected):
+        raise _error(path, len(values) + 1, f"missing line: expected {len(expected)} lines "
+                     f"({meaning})")
 
 
 def read_ids(path: str | os.PathLike) -> list[tuple[str, str]]:

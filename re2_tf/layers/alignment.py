@@ -5,7 +5,7 @@ import math
 import keras
 from keras import ops
 
-from re2_tf.layers.masking import masked_softmax
+from re2_tf.layers.masking import two_way_attention
 from re2_tf.layers.weight_norm import WeightNormDense
 
 ALIGNMENTS = ("linear", "identity")
@@ -89,11 +89,8 @@ class Alignment(keras.layers.Layer):
     def call(self, a, b, a_mask, b_mask, training=None, return_attention_scores=False):
         scores = ops.matmul(self._project(a, training), ops.transpose(self._project(b, training), (0, 2, 1)))
         scores = scores * ops.cast(self.temperature, scores.dtype)
-        pair_mask = ops.matmul(a_mask, ops.transpose(b_mask, (0, 2, 1)))
-        attention_a = masked_softmax(scores, pair_mask, axis=1)
-        attention_b = masked_softmax(scores, pair_mask, axis=2)
-        aligned_a = ops.matmul(attention_b, b)
-        aligned_b = ops.matmul(ops.transpose(attention_a, (0, 2, 1)), a)
+        aligned_a, aligned_b, attention_a, attention_b = two_way_attention(
+            scores, a, b, a_mask, b_mask)
         if return_attention_scores:
             return aligned_a, aligned_b, attention_a, attention_b
         return aligned_a, aligned_b

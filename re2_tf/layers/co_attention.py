@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from re2_tf.layers.masking import masked_softmax
+from re2_tf.layers.masking import two_way_attention
 
 
 def l2_normalize(x, epsilon=1e-12):
@@ -70,11 +70,7 @@ class CoAttention(keras.layers.Layer):
     def call(self, p, q, p_mask, q_mask, return_attention_scores=False):
         similarity = ops.matmul(l2_normalize(p, self.epsilon),
                                 ops.transpose(l2_normalize(q, self.epsilon), (0, 2, 1)))
-        pair_mask = ops.matmul(p_mask, ops.transpose(q_mask, (0, 2, 1)))
-        alpha = masked_softmax(similarity, pair_mask, axis=2)
-        beta = masked_softmax(similarity, pair_mask, axis=1)
-        a_p = ops.matmul(alpha, q)
-        a_q = ops.matmul(ops.transpose(beta, (0, 2, 1)), p)
+        a_p, a_q, beta, alpha = two_way_attention(similarity, p, q, p_mask, q_mask)
         if return_attention_scores:
             return a_p, a_q, alpha, beta
         return a_p, a_q

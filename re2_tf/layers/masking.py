@@ -52,6 +52,29 @@ def masked_softmax(logits, mask, axis):
     return weights * ops.cast(ops.greater(mask, 0), weights.dtype)
 
 
+def two_way_attention(scores, a, b, a_mask, b_mask):
+    """Soft alignment of two texts in both directions from their pairwise scores.
+
+    Args:
+        scores: float ``[batch, len_a, len_b]`` (RE2: scaled dot products, Eq. 2; DRCN:
+            cosine similarities, Eq. 5).
+        a, b: float ``[batch, len_a, dim]``, ``[batch, len_b, dim]``: the summarised texts.
+        a_mask, b_mask: float ``[batch, len_a, 1]``, ``[batch, len_b, 1]``, 1 on tokens.
+
+    Returns:
+        ``(aligned_a, aligned_b, over_a, over_b)``: ``aligned_a = over_b @ b``
+        ``[batch, len_a, dim]`` (for each position of ``a``, ``b`` weighted by a masked
+        softmax over ``b``), ``aligned_b = over_a^T @ a``; ``over_a`` (softmax over axis 1)
+        and ``over_b`` (over axis 2) are the ``[batch, len_a, len_b]`` weights, 0 on padding
+        (and all 0 where the other text is empty, see :func:`masked_softmax`).
+    """
+    pair_mask = ops.matmul(a_mask, ops.transpose(b_mask, (0, 2, 1)))
+    over_a = masked_softmax(scores, pair_mask, axis=1)
+    over_b = masked_softmax(scores, pair_mask, axis=2)
+    return (ops.matmul(over_b, b), ops.matmul(ops.transpose(over_a, (0, 2, 1)), a),
+            over_a, over_b)
+
+
 def masked_max(x, mask, axis=1):
     """Maximum of ``x`` along ``axis`` over the positions where ``mask`` is non-zero.
 
