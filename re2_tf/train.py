@@ -105,10 +105,10 @@ NOT_IN_FLAGS_FILE = ("overwrite", "repeats", "run_dir", "seed")
 
 
 # ------------------------------------------------------------------------------ flag layers
-def _sniff(argv, name, default):
-    """The last value given to ``--name`` in ``argv`` (flagfiles expanded), else ``default``."""
+def _sniff(args, name, default):
+    """The last value given to ``--name`` in ``args`` (flagfiles already expanded), else
+    ``default``."""
     value = default
-    args = FLAGS.read_flags_from_files(list(argv[1:]), force_gnu=False)
     for i, arg in enumerate(args):
         if arg.startswith(f"--{name}="):
             value = arg.split("=", 1)[1]
@@ -134,8 +134,7 @@ def define_model_flags(spec, flag_values=FLAGS):
 def model_defaults(spec, dataset, preset=None):
     """``{flag: default}`` of the model's training defaults and its preset for ``dataset``."""
     preset = dataset if preset is None else preset
-    if preset != "none" and preset is not None and preset not in spec.presets \
-            and preset != dataset:
+    if preset not in spec.presets and preset not in ("none", dataset):
         raise app.UsageError(f"model {spec.name} has no preset {preset!r}; known: "
                              f"{sorted(spec.presets)} (or 'none')")
     values = dict(spec.training)
@@ -145,10 +144,11 @@ def model_defaults(spec, dataset, preset=None):
 
 def parse_flags(argv):
     """absl flags parser: select the model, define its flags and defaults, then parse."""
-    spec = get_spec(_sniff(argv, "model", FLAGS["model"].default))
+    args = FLAGS.read_flags_from_files(list(argv[1:]), force_gnu=False)
+    spec = get_spec(_sniff(args, "model", FLAGS["model"].default))
     define_model_flags(spec)
-    defaults = model_defaults(spec, _sniff(argv, "dataset", FLAGS["dataset"].default),
-                              _sniff(argv, "preset", None))
+    defaults = model_defaults(spec, _sniff(args, "dataset", FLAGS["dataset"].default),
+                              _sniff(args, "preset", None))
     for name, value in defaults.items():
         if name not in FLAGS:
             raise ValueError(f"{spec.name} preset sets unknown flag --{name}")
@@ -168,8 +168,7 @@ def run_config(spec, dataset, data_dir, hparams, seed):
     """The :class:`runs.RunConfig` of this invocation: every resolved setting that changes
     results (model, hyper-parameters, features, data files, vocabulary, embeddings file,
     max_len policy, optimiser, schedule, evaluation and stopping, seed)."""
-    settings = {name: FLAGS[name].value for name in FLAGS if name not in CONTROL_FLAGS
-                and name in _TRAIN_FLAGS and name not in spec.hparams}
+    settings = {name: FLAGS[name].value for name in sorted(_TRAIN_FLAGS - set(CONTROL_FLAGS))}
     settings["seed"] = seed
     files = {split: _file_signature(Path(data_dir) / f"{split}.txt")
              for split in ("train", FLAGS.eval_split)}
