@@ -372,45 +372,5 @@ def test_a_few_updates_lower_the_task_and_reconstruction_losses():
     assert first["loss_regularization"] > 0
 
 
-# --------------------------------------------------------------------------- raw-text export
-def test_raw_text_savedmodel_computes_char_ids_and_exact_match_in_graph(tmp_path):
-    """The exported DRCN takes raw text: tokens, word ids, char ids and exact-match flags are
-    computed in the graph and give the Keras model's probabilities on the Python pipeline's
-    features; wrong-rank char ids are rejected naming the input."""
-    import tensorflow as tf
-
-    from re2_tf.data.features import CharIds, ExactMatch, WordIds
-    from re2_tf.data.pipeline import encode_examples, make_dataset
-    from re2_tf.data.readers import PairExample
-    from re2_tf.data.vocab import Vocab
-    from re2_tf.export import export_model
-
-    texts = [("a man plays the guitar", "the man plays music"),
-             ("extraordinarily long words get cut", "a dog"),
-             ("", "nobody is here"),
-             ("unseen zyzzyva words", "Unseen words ZYZZYVA")]
-    tokens = [t for pair in texts[:2] for text in pair for t in text.split()]
-    featurizers = [WordIds(Vocab.build(tokens, min_df=1)), CharIds(max_word_length=8),
-                   ExactMatch()]
-    for featurizer in featurizers:
-        featurizer.fit(tokens)
-    model = build_drcn(featurizers[0].vocab_size, featurizers[1].vocab_size, 3, **TINY)
-    randomize(model, 4)
-    export_model(model, tmp_path / "drcn", featurizers=featurizers, label_names=["a", "b", "c"],
-                 backend="keras", tokenizer="whitespace", lower=True, max_length=16,
-                 length_buckets=[8, 16], xla=False)
-    examples = [PairExample(a.lower(), b.lower(), 0) for a, b in texts]
-    batch = next(iter(make_dataset(encode_examples(examples, featurizers), batch_size=8,
-                                   training=False, with_labels=False)))
-    assert batch["text1_chars"].shape[2] == 8 and float(tf.reduce_max(batch["text2_exact_match"])) == 1
-    expected = tf.nn.softmax(model(batch, training=False)).numpy()
-    loaded = tf.saved_model.load(str(tmp_path / "drcn"))
-    served = loaded.signatures["serving_default"](
-        text1=tf.constant([a for a, _ in texts]), text2=tf.constant([b for _, b in texts]))
-    np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-5)
-    by_features = loaded.signatures["serving_ids"](**batch)["probabilities"].numpy()
-    np.testing.assert_allclose(by_features, expected, atol=1e-5)
-    bad = dict(batch, text1_chars=batch["text1_chars"][:, :, 0])
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=r"text1_chars must be int32 \[batch, length, 8\]"):
-        loaded.signatures["serving_ids"](**bad)
+# The raw-text SavedModel (char ids and exact match computed in the graph), fresh-process
+# serving and bad input are tested for every registered model in tests/test_export_models.py.

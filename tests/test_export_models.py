@@ -1,0 +1,206 @@
+"""Every registered architecture through the one export path: a run directory written the way
+training writes it, exported with ``re2_tf.export.export_run``, served in a fresh process that
+cannot import re2_tf, and fed bad input.
+
+The reference for every served probability is the Keras model called on the features of the
+*Python* pipeline (``re2_tf.data.pipeline``), an independent path from the SavedModel's in-graph
+tokeniser and featurisers. A model added to the registry without an entry in ``TINY`` fails
+``test_every_registered_model_is_covered``.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from re2_tf import runs
+from re2_tf.data.pipeline import encode_examples, make_dataset
+from re2_tf.data.readers import PairExample
+from re2_tf.data.vocab import Vocab
+from re2_tf.export import BATCH_MISMATCH, ID_RANGE, export_run
+from re2_tf.models import MODEL_SPECS, get_spec
+from weights import randomize_weights
+
+REPO = Path(__file__).resolve().parents[1]
+LABELS = ["entailment", "neutral", "contradiction"]
+MAX_LENGTH = 8   # one length bucket: XLA compiles one shape per batch size (DRCN: ~15 s each)
+
+# Tiny hyper-parameters per registered model (the rest are the spec's defaults).
+TINY = {
+    "re2": dict(embedding_dim=8, hidden_size=8, blocks=2, enc_layers=2),
+    "drcn": dict(embedding_dim=4, char_embedding_dim=3, char_filters=4, char_kernel_size=3,
+                 hidden_size=3, autoencoder_units=5, fc_units=6, batch_norm=True),
+}
+
+TRAIN_TEXT = [
+    ("a man plays the guitar on stage", "a man plays music"),
+    ("two dogs run through the snowy field", "the animals are outside"),
+    ("a woman is reading a book", "nobody is reading"),
+    ("children play in the park", "kids are playing outside"),
+]
+
+
+def _randomize(model, seed):
+    randomize_weights(model, seed)
+    rng = np.random.default_rng(seed + 1)
+    for w in model.weights:   # batch-norm variances must stay positive
+        if w.path.endswith("moving_variance"):
+            w.assign(rng.uniform(0.5, 1.5, tuple(w.shape)).astype("float32"))
+
+
+@pytest.fixture(scope="module", params=sorted(TINY))
+def exported(request, tmp_path_factory):
+    """``(name, model, featurizers, loaded SavedModel, export_dir)`` for one registered model,
+    its run directory written as ``re2_tf.train`` writes one."""
+    name = request.param
+    spec = get_spec(name)
+    hparams = {k: p.default for k, p in spec.hparams.items()}
+    hparams.update(TINY[name])
+    examples = [PairExample(a, b, i % 3) for i, (a, b) in enumerate(TRAIN_TEXT)]
+    vocab = Vocab.build((t for ex in examples for s in (ex.text1, ex.text2) for t in s.split()),
+                        min_df=1)
+    run_dir = tmp_path_factory.mktemp(f"run_{name}")
+    vocab.save(run_dir / runs.VOCAB_FILE)
+    features = spec.feature_options(hparams)
+    featurizers = runs.make_featurizers(run_dir, features, vocab, examples)
+    keras.utils.set_random_seed(0)
+    model = spec.build(3, {f.kind: f.vocab_size for f in featurizers}, None, **hparams)
+    _randomize(model, 3)
+    model.save(run_dir / runs.BEST_MODEL_FILE)
+    runs.save_config(run_dir, runs.RunConfig(
+        model=name, model_kwargs=hparams, dataset="sample", label_names=LABELS,
+        tokenizer="whitespace", lower=True, features=features, output=spec.output))
+    export_dir = export_run(run_dir, tmp_path_factory.mktemp("export") / name,
+                            max_length=MAX_LENGTH, length_buckets=[MAX_LENGTH])
+    return name, model, featurizers, tf.saved_model.load(str(export_dir)), export_dir
+
+
+def _python_features(featurizers, texts1, texts2):
+    """The Python pipeline's padded features of lower-cased, whitespace-tokenised pairs."""
+    examples = [PairExample(a.lower(), b.lower(), 0) for a, b in zip(texts1, texts2)]
+    encoded = encode_examples(examples, featurizers)
+    return next(iter(make_dataset(encoded, batch_size=len(examples), training=False,
+                                  with_labels=False)))
+
+
+def _keras_probs(model, features):
+    return tf.nn.softmax(model(features, training=False)).numpy()
+
+
+def _serve(loaded, t1, t2):
+    out = loaded.signatures["serving_default"](text1=tf.constant(t1, tf.string),
+                                               text2=tf.constant(t2, tf.string))
+    probs = out["probabilities"].numpy()
+    assert probs.shape == (len(t1), 3)
+    assert np.isfinite(probs).all()
+    np.testing.assert_allclose(probs.sum(1), 1.0, atol=1e-5)
+    return out
+
+
+def test_every_registered_model_is_covered():
+    real = {name for name in MODEL_SPECS if not name.startswith("test_")}
+    assert real <= set(TINY), f"add {sorted(real - set(TINY))} to TINY"
+
+
+FRESH_PROCESS = r"""
+import json, os, sys
+repo = os.path.realpath(sys.argv[3])
+sys.meta_path = [f for f in sys.meta_path if "editable" not in getattr(f, "__module__", "")
+                 and "editable" not in repr(f)]
+sys.path = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p) != repo]
+sys.path_importer_cache.clear()
+try:
+    import re2_tf
+    raise SystemExit("re2_tf importable")
+except ImportError:
+    pass
+import tensorflow as tf
+loaded = tf.saved_model.load(sys.argv[1])
+args = json.loads(sys.argv[2])
+out = loaded.signatures["serving_default"](text1=tf.constant(args["t1"]), text2=tf.constant(args["t2"]))
+assert "re2_tf" not in sys.modules
+print(json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
+                  "label": [s.decode() for s in out["label"].numpy()]}))
+"""
+
+
+def test_fresh_process_serves_raw_text_as_keras_on_python_features(exported):
+    _, model, featurizers, _, export_dir = exported
+    t1 = ["A man plays the GUITAR", "two dogs run", "unseen zyzzyva words"]
+    t2 = ["a man plays music", "the animals", "Unseen words ZYZZYVA here"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS, str(export_dir), json.dumps({"t1": t1, "t2": t2}),
+         str(REPO)], capture_output=True, text=True, env=env, timeout=300, cwd="/")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    expected = _keras_probs(model, _python_features(featurizers, t1, t2))
+    np.testing.assert_allclose(out["probabilities"], expected, atol=1e-5)
+    assert out["label"] == [LABELS[i] for i in expected.argmax(1)]
+
+
+def test_texts_without_tokens_are_empty_texts_as_in_training(exported):
+    _, model, featurizers, loaded, _ = exported
+    other = ["a man plays", "two dogs", "the park"]
+    empty = ["", "   \t ", "\n"]
+    for t1, t2 in ((empty, other), (other, empty), (empty, empty)):
+        expected = _keras_probs(model, _python_features(featurizers, t1, t2))
+        assert np.isfinite(expected).all()
+        out = _serve(loaded, t1, t2)
+        np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
+        assert out["truncated"].numpy().tolist() == [0, 0, 0]
+
+
+def test_long_texts_are_truncated_to_max_length_and_counted(exported):
+    _, model, featurizers, loaded, _ = exported
+    long_text = " ".join(["dog"] * 1000)
+    t1, t2 = [long_text, "a man", "Ünïcödé ÇAFÉ 東京 😀"], ["a dog", long_text, "café"]
+    out = _serve(loaded, t1, t2)
+    assert out["truncated"].numpy().tolist() == [1000 - MAX_LENGTH, 1000 - MAX_LENGTH, 0]
+    cut = " ".join(["dog"] * MAX_LENGTH)
+    expected = _keras_probs(model, _python_features(featurizers, [cut, "a man", t1[2]],
+                                                    ["a dog", cut, t2[2]]))
+    np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
+
+
+def test_empty_batch_and_mismatched_batches(exported):
+    _, _, _, loaded, _ = exported
+    out = loaded.signatures["serving_default"](text1=tf.zeros([0], tf.string),
+                                               text2=tf.zeros([0], tf.string))
+    assert out["probabilities"].shape == (0, 3) and out["label"].shape == (0,)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=BATCH_MISMATCH):
+        loaded.signatures["serving_default"](text1=tf.constant(["a", "b", "c"]),
+                                             text2=tf.constant(["a"]))
+
+
+def test_every_feature_input_is_checked_by_name(exported):
+    """``serving_ids`` takes the model's features: it equals ``serving_default`` on the
+    in-graph features' values, and a wrong rank, a batch mismatch or an out-of-range id in any
+    one input is rejected with a message naming it."""
+    _, model, featurizers, loaded, _ = exported
+    features = _python_features(featurizers, ["a man plays", "two dogs run", "a woman"],
+                                ["music", "dogs", "nobody is reading"])
+    fn = loaded.signatures["serving_ids"]
+    np.testing.assert_allclose(fn(**features)["probabilities"].numpy(),
+                               _keras_probs(model, features), atol=1e-5)
+    vocab_sizes = {f"{side}{suffix}": f.vocab_size for f in featurizers if f.vocab_size
+                   for side in ("text1", "text2")
+                   for suffix in ({"word_ids": "", "char_ids": "_chars"}.get(f.kind, "?"),)}
+    for name, x in features.items():
+        bad = dict(features, **{name: x[..., None]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(f"{name} must be")):
+            fn(**bad)
+        bad = dict(features, **{name: x[:1]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match=BATCH_MISMATCH):
+            fn(**bad)
+        if name in vocab_sizes:
+            too_big = tf.where(tf.equal(x, 0), x, tf.cast(vocab_sizes[name], x.dtype))
+            with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(ID_RANGE[:20])):
+                fn(**dict(features, **{name: too_big}))
