@@ -8,7 +8,9 @@ RE2's components, one module per paper component: encoder (:class:`ConvEncoder`)
 (:class:`Prediction`, Eq. 5-7). DRCN's components: character CNN (:class:`CharCNN`), masked
 BiLSTM (:class:`MaskedBiLSTM`), cosine co-attention (:class:`CoAttention`, Eq. 5), autoencoder
 bottleneck (:class:`Autoencoder`), interaction and prediction (:class:`InteractionPrediction`,
-Eq. 7).
+Eq. 7). FITN's components: memory-based attention (:class:`MemoryBasedAttention`, Eq. 4-9
+and 18; :class:`BlockOutput`, Eq. 10-13) and the OA-mixed connection
+(:class:`OAMixedConnection`, Eq. 14-15).
 """
 
 from re2_tf.layers.activations import gelu, get_activation
@@ -20,6 +22,8 @@ from re2_tf.layers.connection import CONNECTIONS, AugmentedResidualConnection, R
 from re2_tf.layers.encoder import ConvEncoder
 from re2_tf.layers.fusion import FUSIONS, Fusion
 from re2_tf.layers.interaction import InteractionPrediction, interaction_features
+from re2_tf.layers.memory_attention import FITN_ATTENTIONS, BlockOutput, MemoryBasedAttention
+from re2_tf.layers.oa_mixed import FITN_CONNECTIONS, OAMixedConnection
 from re2_tf.layers.masking import PaddingMask, dtype_min, masked_softmax
 from re2_tf.layers.pooling import MaskedMaxPooling
 from re2_tf.layers.prediction import PREDICTIONS, Prediction, pair_features
@@ -33,4 +37,6 @@ __all__ = [
     "dtype_min", "gelu", "get_activation", "masked_softmax", "pair_features", "weight_normalize",
     "Autoencoder", "CharCNN", "CoAttention", "InteractionPrediction", "MaskedBiLSTM",
     "interaction_features", "l2_normalize",
+    "FITN_ATTENTIONS", "FITN_CONNECTIONS", "BlockOutput", "MemoryBasedAttention",
+    "OAMixedConnection",
 ]

@@ -4,6 +4,7 @@
 from re2_tf.models.spec import MODEL_SPECS, HParam, ModelSpec, get_spec, register
 from re2_tf.models.re2 import RE2_DEFAULTS, build_re2, count_parameters  # registers "re2"
 from re2_tf.models.drcn import DRCN_DEFAULTS, build_drcn  # registers "drcn"
+from re2_tf.models.fitn import FITN_DEFAULTS, build_fitn  # registers "fitn"
 
-__all__ = ["DRCN_DEFAULTS", "MODEL_SPECS", "HParam", "ModelSpec", "RE2_DEFAULTS", "build_drcn",
+__all__ = ["DRCN_DEFAULTS", "MODEL_SPECS", "HParam", "ModelSpec", "RE2_DEFAULTS", "build_drcn", "FITN_DEFAULTS", "build_fitn",
            "build_re2", "count_parameters", "get_spec", "register"]
