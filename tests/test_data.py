@@ -237,6 +237,17 @@ def test_words_with_spaces_are_counted_and_reported(tmp_path, caplog):
     assert "skipped 2 lines" in caplog.text
 
 
+def test_fasttext_vec_header_is_the_dimension_not_a_word(tmp_path):
+    # FITN's vectors are fastText .vec files: "<count> <dim>" on the first line.
+    path = tmp_path / "tiny.vec"
+    path.write_text("3 2\nthe 1 2\n2 3 4\ncat 5 6\n")
+    matrix = embeddings.load_embeddings(path, Vocab(["the", "cat", "2", "3"]))
+    np.testing.assert_array_equal(matrix[2:], [[1, 2], [5, 6], [3, 4], [0, 0]])
+    assert embeddings.load_glove_words(path) == {"the", "2", "cat"}
+    with pytest.raises(ValueError, match=r"tiny\.vec:1: header gives dim 2, expected 3"):
+        embeddings.load_glove_words(path, dim=3)
+
+
 def test_malformed_vectors(tmp_path):
     vocab = Vocab(["a", "b"])
     short = tmp_path / "short.txt"

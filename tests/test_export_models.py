@@ -37,6 +37,8 @@ TINY = {
     "re2": dict(embedding_dim=8, hidden_size=8, blocks=2, enc_layers=2),
     "drcn": dict(embedding_dim=4, char_embedding_dim=3, char_filters=4, char_kernel_size=3,
                  hidden_size=3, autoencoder_units=5, fc_units=6, batch_norm=True),
+    "fitn": dict(embedding_dim=4, char_embedding_dim=3, char_filters=4, char_kernel_size=3,
+                 hidden_size=3, memory_size=5, fc_units=6),
 }
 
 TRAIN_TEXT = [

@@ -300,3 +300,32 @@ def test_evaluate_cli_scores_the_best_checkpoint(schedule_run, tmp_path):
     acc = correct / len(rows)
     assert f"test ({len(rows)} pairs): acc {acc:.4f}" in out
     assert json.loads((tmp_path / "m.json").read_text())["test"]["acc"] == pytest.approx(acc)
+
+
+@pytest.mark.parametrize("flagfile", sorted(p.relative_to(REPO).as_posix()
+                                            for p in (REPO / "configs").glob("*/*.flags")))
+def test_every_config_names_its_model_dataset_and_only_known_flags(flagfile):
+    """Each ``configs/<model>/*.flags`` sets ``--model=<model>``, a registered dataset, and
+    only flags that exist for that model (common flags or its hyper-parameters)."""
+    from re2_tf import train as train_module
+    from re2_tf.data.datasets import DATASETS
+    from re2_tf.models import get_spec
+
+    values = {}
+    for line in (REPO / flagfile).read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        assert line.startswith("--"), line
+        name, _, value = line[2:].partition("=")
+        values[name] = value
+    model = Path(flagfile).parent.name
+    assert values["model"] == model
+    assert values["dataset"] in DATASETS
+    spec = get_spec(model)
+    known = set(train_module.FLAGS) | set(spec.hparams)
+    for name in values:
+        bare = name[2:] if name.startswith("no") and name[2:] in known else name
+        assert bare in known, f"{flagfile}: unknown flag --{name}"
+    if values.get("preset", "") not in ("", "none"):
+        assert values["preset"] in spec.presets

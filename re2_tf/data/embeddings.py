@@ -71,7 +71,8 @@ def iter_glove(path: str | os.PathLike, dim: int | None = None
     """Streams ``(1-based line number, word, values_string)`` for every usable line.
 
     ``values_string`` is the unparsed ``"v1 v2 ... vD"`` (parse only the lines you need).
-    ``dim`` defaults to the number of fields of the first line minus one. Lines whose word
+    A fastText ``.vec`` header (a first line of two integers, ``"<count> <dim>"``; FITN's
+    vectors) is read as the dimension, not as a word. ``dim`` defaults to the number of fields of the first line minus one. Lines whose word
     contains spaces (more than ``dim + 1`` fields) are skipped and, once the file has been
     read to its end, counted in a warning log line (with up to 5 of the words); empty lines
     are skipped.
@@ -88,6 +89,13 @@ def iter_glove(path: str | os.PathLike, dim: int | None = None
                 continue
             word, _, values = line.partition(" ")
             n_values = values.count(" ") + 1 if values else 0
+            if lineno == 1 and n_values == 1 and word.isdigit() and values.isdigit():
+                header_dim = int(values)     # fastText .vec header "<count> <dim>"
+                if dim is not None and dim != header_dim:
+                    raise ValueError(f"{name}:1: header gives dim {header_dim}, "
+                                     f"expected {dim}")
+                dim = header_dim
+                continue
             if dim is None:
                 if n_values < 1:
                     raise ValueError(f"{name}:{lineno}: no vector values")
