@@ -9,7 +9,9 @@ of every input feature the model takes. Every model is **exported** (``re2_tf.ex
 through the exported artefact loaded in a **fresh process** (``serving/timing_worker.py``,
 which never imports ``re2_tf``): first call (XLA compilation), ``--warmup`` untimed batches,
 then ``--batches`` timed batches -> mean ± std s/batch, median and p99 ms, plus throughput at
-batch ``--throughput_batch``.
+batch ``--throughput_batch`` and the worker's peak resident memory (after loading, and after
+all calls: the growth is what the calls needed, e.g. FITN's ``[batch, len1, len2, d]``
+interaction tensors at ``--batch=128 --length=40``).
 
 Usage::
 
@@ -139,19 +141,26 @@ def export_benchmark_model(spec, hparams, export_dir, *, vocab_size=30000, num_c
     return path, count_parameters(model), featurizers
 
 
+def _rss(row):
+    if row.get("peak_rss_mib") is None:
+        return "—"
+    return f"{row['peak_rss_mib']:,.0f} (+{row['peak_rss_mib'] - row['loaded_rss_mib']:,.0f})"
+
+
 def markdown_table(rows, batch, length, throughput_batch):
     """Rows of ``{"model", "params", **time_export result}`` -> Markdown table string."""
     lines = [
         f"| model | params (w/o emb.) | mean ± std s/batch ({batch}×{length}) | median ms | "
-        f"p99 ms | first call s | pairs/s @ batch {throughput_batch} | paper s/batch |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        f"p99 ms | first call s | pairs/s @ batch {throughput_batch} | peak RSS MiB "
+        f"(+ over loaded) | paper s/batch |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         tput = r.get("throughput_pairs_per_s")
         lines.append(
             f"| {r['model']} | {'—' if r['params'] is None else format(r['params'], ',')} | {r['mean_s']:.4f} ± {r['std_s']:.4f} | "
             f"{r['median_ms']:.1f} | {r['p99_ms']:.1f} | {r['first_call_s']:.2f} | "
-            f"{'—' if not tput else f'{tput:,.0f}'} | {r.get('paper', '—')} |")
+            f"{'—' if not tput else f'{tput:,.0f}'} | {_rss(r)} | {r.get('paper', '—')} |")
     return "\n".join(lines)
 
 

@@ -16,12 +16,21 @@ Request keys:
     seed: input RNG seed.
 
 Output keys: ``first_call_s`` (first call, includes XLA compilation / TFLite allocation),
-``times_s`` (list, one per timed batch), ``throughput_pairs_per_s`` (or null), ``interpreter``.
+``times_s`` (list, one per timed batch), ``throughput_pairs_per_s`` (or null), ``interpreter``,
+``loaded_rss_mib`` (the process's peak resident memory once the model is loaded, before any
+call) and ``peak_rss_mib`` (its peak after every call; ``getrusage``'s ``ru_maxrss``, MiB).
+The difference bounds the memory the calls needed (activations, XLA compilation).
 """
 
 import json
+import resource
 import sys
 import time
+
+
+def peak_rss_mib():
+    """This process's peak resident set size so far, MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def make_inputs(spec, batch, rng):
@@ -75,6 +84,7 @@ def main(request):
 
     spec, batch = request["inputs"], request["inputs"][next(iter(request["inputs"]))]["shape"][0]
     batches = [make_inputs(spec, batch, rng) for _ in range(4)]
+    loaded_rss = peak_rss_mib()
     start = time.perf_counter()
     call(batches[0])
     first = time.perf_counter() - start
@@ -97,7 +107,8 @@ def main(request):
             call(big_inputs)
         throughput = n * big / (time.perf_counter() - start)
     print(json.dumps({"first_call_s": first, "times_s": times,
-                      "throughput_pairs_per_s": throughput, "interpreter": interpreter_name}))
+                      "throughput_pairs_per_s": throughput, "interpreter": interpreter_name,
+                      "loaded_rss_mib": loaded_rss, "peak_rss_mib": peak_rss_mib()}))
 
 
 if __name__ == "__main__":
