@@ -207,8 +207,11 @@ def prepare_run_dir(run_dir, config, seed):
                 "Use another --run_dir, or --overwrite to start again.")
         return True
     run_dir.mkdir(parents=True, exist_ok=True)
-    lines = [line for line in FLAGS.flags_into_string().splitlines()
-             if line.lstrip("-").split("=", 1)[0].removeprefix("no") not in NOT_IN_FLAGS_FILE]
+    # This module's flags only (common flags and the model's hyper-parameters), not absl's
+    # or TensorFlow's own (--verbosity, --test_srcdir, ...).
+    own = sorted({flag.name for flag in FLAGS.get_flags_for_module(sys.modules[__name__])})
+    lines = [FLAGS[name].serialize() for name in own if name not in NOT_IN_FLAGS_FILE]
+    lines = [line for line in lines if line]
     lines += [f"--run_dir={run_dir}", f"--seed={seed}"]
     (run_dir / runs.FLAGS_FILE).write_text("\n".join(lines) + "\n")
     runs.save_config(run_dir, config)

@@ -209,6 +209,8 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
     assert not json.loads(state.read_text()).get("finished")
     flags_txt = (killed / "flags.txt").read_text()
     assert "overwrite" not in flags_txt and f"--run_dir={killed}" in flags_txt
+    assert "--model=re2" in flags_txt and "--blocks=" in flags_txt   # common and model flags
+    assert "verbosity" not in flags_txt and "test_srcdir" not in flags_txt  # not absl's own
     # rerunning the run's own flags.txt resumes it (and never deletes it)
     log = run([sys.executable, "-m", "re2_tf.train", f"--flagfile={killed / 'flags.txt'}"])
     restored = re.search(r"Restored training state at update (\d+)", log)
