@@ -287,6 +287,20 @@ def test_char_cnn_needs_the_character_vocabulary_size():
 
 
 # --------------------------------------------------------------------------- serialisation
+def test_bilstm_construction_is_safe_inside_a_loading_scope():
+    """Regression: ``load_model`` builds layers inside Keras' object-sharing scope, where
+    ``Bidirectional``'s internal copies were matched by recycled ``id()``s and a forward
+    LSTM sometimes came back as an earlier backward one (2 of 200 constructions failed
+    before the fix; a .keras load of FITN failed the same way under pytest-xdist)."""
+    from keras.src.saving import serialization_lib
+
+    with serialization_lib.ObjectSharingScope():
+        for _ in range(300):
+            layer = MaskedBiLSTM(3)
+            assert not layer.bilstm.forward_layer.go_backwards
+            assert layer.bilstm.backward_layer.go_backwards
+
+
 def test_keras_file_and_get_config_round_trips(tmp_path):
     model = build(seed=5, **SMALL)
     batch = tiny_batch(seed=5)

@@ -1,7 +1,35 @@
 """Masked bidirectional LSTM (DRCN's recurrent layer ``H_l``)."""
 
+import contextlib
+
 import keras
 from keras import ops
+from keras.src.backend.common import global_state
+
+_SHARING_MAPS = ("shared_objects/id_to_obj_map", "shared_objects/id_to_config_map")
+
+
+@contextlib.contextmanager
+def _outside_object_sharing():
+    """Suspend Keras' shared-object tracking while a ``Bidirectional`` is constructed.
+
+    ``keras.layers.Bidirectional.__init__`` serialises the layer it wraps and deserialises
+    copies of it. While a model is being loaded (``keras.models.load_model`` opens an
+    ``ObjectSharingScope``) those round trips record objects by ``id()``; the wrapped
+    template is freed afterwards, a later template can reuse its address, and Keras then
+    hands back an earlier *backward* LSTM as the new forward layer ("Forward layer and
+    backward layer should have different `go_backwards` value"): a load failed about once in
+    a hundred layers. The copies made here are private to the layer, so they need no sharing.
+    (Keras 3.15, private ``global_state`` API; ``tests/test_drcn.py`` has the regression test.)
+    """
+    saved = [global_state.get_global_attribute(key) for key in _SHARING_MAPS]
+    for key in _SHARING_MAPS:
+        global_state.set_global_attribute(key, None)
+    try:
+        yield
+    finally:
+        for key, value in zip(_SHARING_MAPS, saved):
+            global_state.set_global_attribute(key, value)
 
 
 @keras.saving.register_keras_serializable(package="re2_tf")
@@ -62,11 +90,12 @@ class MaskedBiLSTM(keras.layers.Layer):
         self.units = int(units)
         self.l2 = float(l2)
         regularizer = keras.regularizers.L2(self.l2) if self.l2 else None
-        self.bilstm = keras.layers.Bidirectional(
-            keras.layers.LSTM(self.units, return_sequences=True,
-                              kernel_regularizer=regularizer,
-                              recurrent_regularizer=regularizer),
-            merge_mode="concat", name="bidirectional")
+        with _outside_object_sharing():
+            self.bilstm = keras.layers.Bidirectional(
+                keras.layers.LSTM(self.units, return_sequences=True,
+                                  kernel_regularizer=regularizer,
+                                  recurrent_regularizer=regularizer),
+                merge_mode="concat", name="bidirectional")
 
     def build(self, input_shape):
         self.bilstm.build((None, None, input_shape[-1]))
