@@ -50,11 +50,7 @@ def build(seed=0, **options):
 
 
 def randomize(model, seed):
-    randomize_weights(model, seed)  # every weight, biases and both embeddings included
-    rng = np.random.default_rng(seed + 1000)
-    for w in model.weights:  # a variance must be positive
-        if w.path.endswith("moving_variance"):
-            w.assign(rng.uniform(0.5, 1.5, tuple(w.shape)).astype("float32"))
+    randomize_weights(model, seed)  # every weight, biases, both embeddings, BN statistics
 
 
 def reconstruction_losses(model):

@@ -49,14 +49,6 @@ TRAIN_TEXT = [
 ]
 
 
-def _randomize(model, seed):
-    randomize_weights(model, seed)
-    rng = np.random.default_rng(seed + 1)
-    for w in model.weights:   # batch-norm variances must stay positive
-        if w.path.endswith("moving_variance"):
-            w.assign(rng.uniform(0.5, 1.5, tuple(w.shape)).astype("float32"))
-
-
 @pytest.fixture(scope="module", params=sorted(TINY))
 def exported(request, tmp_path_factory):
     """``(name, model, featurizers, loaded SavedModel, export_dir)`` for one registered model,
@@ -74,7 +66,7 @@ def exported(request, tmp_path_factory):
     featurizers = runs.make_featurizers(run_dir, features, vocab, examples)
     keras.utils.set_random_seed(0)
     model = spec.build(3, {f.kind: f.vocab_size for f in featurizers}, None, **hparams)
-    _randomize(model, 3)
+    randomize_weights(model, 3)
     model.save(run_dir / runs.BEST_MODEL_FILE)
     runs.save_config(run_dir, runs.RunConfig(
         model=name, model_kwargs=hparams, dataset="sample", label_names=LABELS,

@@ -11,6 +11,8 @@ def randomize_weights(model, seed):
         shape = tuple(w.shape)
         if w.path.endswith("kernel_g"):
             value = rng.uniform(0.5, 1.5, shape)
+        elif w.path.endswith("moving_variance"):   # batch-norm variances stay positive
+            value = rng.uniform(0.5, 1.5, shape)
         elif w.path.endswith("temperature"):
             value = np.asarray(rng.uniform(0.3, 1.0))
         else:

@@ -22,7 +22,12 @@ from re2_tf.layers.connection import CONNECTIONS, AugmentedResidualConnection, R
 from re2_tf.layers.encoder import ConvEncoder
 from re2_tf.layers.fusion import FUSIONS, Fusion
 from re2_tf.layers.interaction import InteractionPrediction, interaction_features
-from re2_tf.layers.memory_attention import FITN_ATTENTIONS, BlockOutput, MemoryBasedAttention
+from re2_tf.layers.memory_attention import (
+    FITN_ACTIVATIONS,
+    FITN_ATTENTIONS,
+    BlockOutput,
+    MemoryBasedAttention,
+)
 from re2_tf.layers.oa_mixed import FITN_CONNECTIONS, OAMixedConnection
 from re2_tf.layers.masking import PaddingMask, dtype_min, masked_softmax
 from re2_tf.layers.pooling import MaskedMaxPooling
@@ -37,6 +42,6 @@ __all__ = [
     "dtype_min", "gelu", "get_activation", "masked_softmax", "pair_features", "weight_normalize",
     "Autoencoder", "CharCNN", "CoAttention", "InteractionPrediction", "MaskedBiLSTM",
     "interaction_features", "l2_normalize",
-    "FITN_ATTENTIONS", "FITN_CONNECTIONS", "BlockOutput", "MemoryBasedAttention",
+    "FITN_ACTIVATIONS", "FITN_ATTENTIONS", "FITN_CONNECTIONS", "BlockOutput", "MemoryBasedAttention",
     "OAMixedConnection",
 ]

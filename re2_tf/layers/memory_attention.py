@@ -13,12 +13,13 @@ from re2_tf.layers.masking import two_way_attention
 #: ``wdot`` (wDot-Att ``S W T^T / sqrt(d)``).
 FITN_ATTENTIONS = ("mem", "inter", "dot", "wdot")
 
-_ACTIVATIONS = ("relu", "tanh", "sigmoid", "gelu", "linear")
+#: Activations ``f`` of FITN (the paper does not name it).
+FITN_ACTIVATIONS = ("relu", "tanh", "sigmoid", "gelu", "linear")
 
 
 def _activation(name):
-    if name not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {name!r}")
+    if name not in FITN_ACTIVATIONS:
+        raise ValueError(f"activation must be one of {FITN_ACTIVATIONS}, got {name!r}")
     return keras.activations.get(name)
 
 

@@ -42,7 +42,7 @@ from re2_tf.layers import (
     MaskedMaxPooling,
     PaddingMask,
 )
-from re2_tf.models.spec import HParam, ModelSpec, register
+from re2_tf.models.spec import HParam, ModelSpec, check_embeddings, register
 
 #: Connection variants (paper Eq. 6 and Table 6 models (8) and (9)); see :func:`build_drcn`.
 DRCN_CONNECTIONS = ("dense", "residual", "residual_no_dense")
@@ -253,10 +253,7 @@ def build_drcn(
         raise ValueError("char_cnn needs char_vocab_size (the char_ids vocabulary size)")
     ae_positions = parse_layer_positions(autoencoder_layers, num_layers)
     if embeddings is not None:
-        embeddings = np.asarray(embeddings, dtype="float32")
-        if embeddings.ndim != 2 or embeddings.shape[0] != vocab_size:
-            raise ValueError(f"embeddings must have shape [vocab_size={vocab_size}, dim], "
-                             f"got {embeddings.shape}")
+        embeddings = check_embeddings(embeddings, vocab_size)
         embedding_dim = embeddings.shape[1]
     l2 = float(l2)
 

@@ -34,6 +34,7 @@ import keras
 import numpy as np
 
 from re2_tf.layers import (
+    FITN_ACTIVATIONS,
     FITN_ATTENTIONS,
     FITN_CONNECTIONS,
     BlockOutput,
@@ -44,7 +45,7 @@ from re2_tf.layers import (
     OAMixedConnection,
     PaddingMask,
 )
-from re2_tf.models.spec import HParam, ModelSpec, register
+from re2_tf.models.spec import HParam, ModelSpec, check_embeddings, register
 
 #: The paper's settings (Sec. 3.1) and the readings in the module docstring.
 FITN_DEFAULTS = dict(
@@ -63,8 +64,6 @@ FITN_DEFAULTS = dict(
     fc_units=500,
     dropout=0.2,
 )
-
-_ACTIVATIONS = ("relu", "tanh", "sigmoid", "gelu", "linear")
 
 
 def build_fitn(
@@ -148,8 +147,8 @@ def build_fitn(
         raise ValueError(f"attention must be one of {FITN_ATTENTIONS}, got {attention!r}")
     if connection not in FITN_CONNECTIONS:
         raise ValueError(f"connection must be one of {FITN_CONNECTIONS}, got {connection!r}")
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {activation!r}")
+    if activation not in FITN_ACTIVATIONS:
+        raise ValueError(f"activation must be one of {FITN_ACTIVATIONS}, got {activation!r}")
     if not isinstance(rounds, (int, np.integer)) or not 1 <= rounds <= 10:
         raise ValueError(f"rounds must be an integer in [1, 10], got {rounds!r}")
     if not 0.0 <= float(dropout) < 1.0:
@@ -157,10 +156,7 @@ def build_fitn(
     if char_cnn and not char_vocab_size:
         raise ValueError("char_cnn needs char_vocab_size (the char_ids vocabulary size)")
     if embeddings is not None:
-        embeddings = np.asarray(embeddings, dtype="float32")
-        if embeddings.ndim != 2 or embeddings.shape[0] != vocab_size:
-            raise ValueError(f"embeddings must have shape [vocab_size={vocab_size}, dim], "
-                             f"got {embeddings.shape}")
+        embeddings = check_embeddings(embeddings, vocab_size)
         embedding_dim = embeddings.shape[1]
 
     # === Inputs ===
@@ -253,7 +249,7 @@ _HPARAM_HELP = {
     "dropout": "Dropout drop rate on embeddings and before each FFN layer (not in the paper).",
 }
 _CHOICES = {"attention": FITN_ATTENTIONS, "connection": FITN_CONNECTIONS,
-            "activation": _ACTIVATIONS}
+            "activation": FITN_ACTIVATIONS}
 
 #: FITN on the shared path (the paper's Sec. 3.1).
 SPEC = register(ModelSpec(

@@ -33,7 +33,22 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping
 
-__all__ = ["HParam", "ModelSpec", "MODEL_SPECS", "register", "get_spec"]
+__all__ = ["HParam", "ModelSpec", "MODEL_SPECS", "check_embeddings", "register", "get_spec"]
+
+
+def check_embeddings(embeddings, vocab_size):
+    """Pretrained word vectors as float32 ``[vocab_size, dim]`` (the builders' ``embeddings``).
+
+    Raises:
+        ValueError: ``embeddings must have shape [vocab_size=N, dim], got ...``.
+    """
+    import numpy as np
+
+    embeddings = np.asarray(embeddings, dtype="float32")
+    if embeddings.ndim != 2 or embeddings.shape[0] != vocab_size:
+        raise ValueError(f"embeddings must have shape [vocab_size={vocab_size}, dim], "
+                         f"got {embeddings.shape}")
+    return embeddings
 
 
 @dataclasses.dataclass(frozen=True)
