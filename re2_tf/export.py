@@ -406,7 +406,7 @@ def export_run(run_dir, export_dir, **kwargs):
     kwargs.setdefault("tokenizer", config.tokenizer)
     return export_model(
         runs.load_best_model(run_dir), export_dir, featurizers=runs.load_featurizers(run_dir),
-        label_names=config.label_names, backend=spec.export_backend, output=spec.output,
+        label_names=config.label_names, backend=spec.export_backend, output=config.output,
         lower=config.lower, flags_text=flags_text, python_tokenizer=config.tokenizer,
         extra_config={"dataset": config.dataset, "model": config.model,
                       "model_kwargs": config.model_kwargs, "run_dir": os.fspath(run_dir)},

@@ -181,7 +181,7 @@ def run_config(spec, dataset, data_dir, hparams, seed):
         lower=FLAGS.lower_case,
         metric=dataset.metric,
         features=spec.feature_options(hparams),
-        output=spec.output,
+        output=spec.output_kind(hparams),
         settings=settings,
         data=files,
         embeddings=_file_signature(FLAGS.embeddings) if FLAGS.embeddings else None,
@@ -253,9 +253,9 @@ def train_one(run_dir, seed):
     """Train (or resume) one run; returns its results dict."""
     spec = get_spec(FLAGS.model)
     dataset = datasets.get_dataset(FLAGS.dataset)
-    task_loss = TASK_LOSSES[spec.task_loss]
     data_dir = FLAGS.data_dir or datasets.default_data_dir(dataset.name)
     hparams = {name: FLAGS[name].value for name in spec.hparams}
+    task_loss = TASK_LOSSES[spec.task_loss_name(hparams)]
     train = datasets.load_split(dataset.name, data_dir, "train")
     dev = datasets.load_split(dataset.name, data_dir, FLAGS.eval_split)
     vocab_settings = {"min_df": FLAGS.min_df, "lower": FLAGS.lower_case,

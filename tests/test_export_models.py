@@ -39,7 +39,14 @@ TINY = {
                  hidden_size=3, autoencoder_units=5, fc_units=6, batch_norm=True),
     "fitn": dict(embedding_dim=4, char_embedding_dim=3, char_filters=4, char_kernel_size=3,
                  hidden_size=3, memory_size=5, fc_units=6),
+    "match_srnn": dict(embedding_dim=4, slices=3, hidden_size=2, bidirectional=True),
 }
+# Further exports of a registered model: {entry: (model, hyper-parameters)}. The ranking
+# Match-SRNN returns one score (``output="score"``): two probabilities, sigmoid(score) last.
+VARIANTS = {
+    "match_srnn_ranking": ("match_srnn", dict(TINY["match_srnn"], loss="pairwise_hinge")),
+}
+ENTRIES = {**{name: (name, hparams) for name, hparams in TINY.items()}, **VARIANTS}
 
 TRAIN_TEXT = [
     ("a man plays the guitar on stage", "a man plays music"),
@@ -49,14 +56,13 @@ TRAIN_TEXT = [
 ]
 
 
-@pytest.fixture(scope="module", params=sorted(TINY))
+@pytest.fixture(scope="module", params=sorted(ENTRIES))
 def exported(request, tmp_path_factory):
-    """``(name, model, featurizers, loaded SavedModel, export_dir)`` for one registered model,
-    its run directory written as ``re2_tf.train`` writes one."""
-    name = request.param
+    """``(name, model, featurizers, loaded SavedModel, export_dir)`` for one registered model
+    (or variant), its run directory written as ``re2_tf.train`` writes one."""
+    name, options = ENTRIES[request.param]
     spec = get_spec(name)
-    hparams = {k: p.default for k, p in spec.hparams.items()}
-    hparams.update(TINY[name])
+    hparams = dict(spec.defaults(), **options)
     examples = [PairExample(a, b, i % 3) for i, (a, b) in enumerate(TRAIN_TEXT)]
     vocab = Vocab.build((t for ex in examples for s in (ex.text1, ex.text2) for t in s.split()),
                         min_df=1)
@@ -69,8 +75,9 @@ def exported(request, tmp_path_factory):
     randomize_weights(model, 3)
     model.save(run_dir / runs.BEST_MODEL_FILE)
     runs.save_config(run_dir, runs.RunConfig(
-        model=name, model_kwargs=hparams, dataset="sample", label_names=LABELS,
-        tokenizer="whitespace", lower=True, features=features, output=spec.output))
+        model=name, model_kwargs=hparams, dataset="sample", label_names=labels_of(model),
+        tokenizer="whitespace", lower=True, features=features,
+        output=spec.output_kind(hparams)))
     export_dir = export_run(run_dir, tmp_path_factory.mktemp("export") / name,
                             max_length=MAX_LENGTH, length_buckets=[MAX_LENGTH])
     return name, model, featurizers, tf.saved_model.load(str(export_dir)), export_dir
@@ -84,15 +91,24 @@ def _python_features(featurizers, texts1, texts2):
                                   with_labels=False)))
 
 
+def labels_of(model):
+    """Class names: three for logits, two (negative, positive) for a one-score output."""
+    return LABELS if model.output.shape[-1] == 3 else ["negative", "positive"]
+
+
 def _keras_probs(model, features):
-    return tf.nn.softmax(model(features, training=False)).numpy()
+    out = model(features, training=False)
+    if out.shape[-1] == 1:   # one score: [1 - sigmoid, sigmoid], as the export documents
+        positive = tf.sigmoid(out)
+        return tf.concat([1.0 - positive, positive], axis=-1).numpy()
+    return tf.nn.softmax(out).numpy()
 
 
 def _serve(loaded, t1, t2):
     out = loaded.signatures["serving_default"](text1=tf.constant(t1, tf.string),
                                                text2=tf.constant(t2, tf.string))
     probs = out["probabilities"].numpy()
-    assert probs.shape == (len(t1), 3)
+    assert probs.shape[0] == len(t1) and probs.shape[1] in (2, 3)
     assert np.isfinite(probs).all()
     np.testing.assert_allclose(probs.sum(1), 1.0, atol=1e-5)
     return out
@@ -137,7 +153,7 @@ def test_fresh_process_serves_raw_text_as_keras_on_python_features(exported):
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     expected = _keras_probs(model, _python_features(featurizers, t1, t2))
     np.testing.assert_allclose(out["probabilities"], expected, atol=1e-5)
-    assert out["label"] == [LABELS[i] for i in expected.argmax(1)]
+    assert out["label"] == [labels_of(model)[i] for i in expected.argmax(1)]
 
 
 def test_texts_without_tokens_are_empty_texts_as_in_training(exported):
@@ -165,10 +181,11 @@ def test_long_texts_are_truncated_to_max_length_and_counted(exported):
 
 
 def test_empty_batch_and_mismatched_batches(exported):
-    _, _, _, loaded, _ = exported
+    _, model, _, loaded, _ = exported
     out = loaded.signatures["serving_default"](text1=tf.zeros([0], tf.string),
                                                text2=tf.zeros([0], tf.string))
-    assert out["probabilities"].shape == (0, 3) and out["label"].shape == (0,)
+    assert out["probabilities"].shape == (0, len(labels_of(model)))
+    assert out["label"].shape == (0,)
     with pytest.raises(tf.errors.InvalidArgumentError, match=BATCH_MISMATCH):
         loaded.signatures["serving_default"](text1=tf.constant(["a", "b", "c"]),
                                              text2=tf.constant(["a"]))
@@ -198,3 +215,14 @@ def test_every_feature_input_is_checked_by_name(exported):
             too_big = tf.where(tf.equal(x, 0), x, tf.cast(vocab_sizes[name], x.dtype))
             with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(ID_RANGE[:20])):
                 fn(**dict(features, **{name: too_big}))
+
+
+def test_a_one_score_model_also_serves_its_raw_score(exported):
+    name, model, featurizers, loaded, _ = exported
+    t1, t2 = ["a man plays the guitar", "two dogs"], ["a man plays music", ""]
+    out = _serve(loaded, t1, t2)
+    if model.output.shape[-1] != 1:
+        assert "score" not in out
+        return
+    expected = model(_python_features(featurizers, t1, t2), training=False).numpy()[:, 0]
+    np.testing.assert_allclose(out["score"].numpy(), expected, atol=1e-5)

@@ -10,7 +10,9 @@ BiLSTM (:class:`MaskedBiLSTM`), cosine co-attention (:class:`CoAttention`, Eq. 5
 bottleneck (:class:`Autoencoder`), interaction and prediction (:class:`InteractionPrediction`,
 Eq. 7). FITN's components: memory-based attention (:class:`MemoryBasedAttention`, Eq. 4-9
 and 18; :class:`BlockOutput`, Eq. 10-13) and the OA-mixed connection
-(:class:`OAMixedConnection`, Eq. 14-15).
+(:class:`OAMixedConnection`, Eq. 14-15). Match-SRNN's: the neural tensor network
+(:class:`NeuralTensorNetwork`, Sec. 4.1) and the spatial GRU (:class:`SpatialGRU`, Eq. 3-4,
+scanned as a wavefront over anti-diagonals).
 """
 
 from re2_tf.layers.activations import gelu, get_activation
@@ -28,11 +30,13 @@ from re2_tf.layers.memory_attention import (
     BlockOutput,
     MemoryBasedAttention,
 )
+from re2_tf.layers.neural_tensor import NeuralTensorNetwork
 from re2_tf.layers.oa_mixed import FITN_CONNECTIONS, OAMixedConnection
 from re2_tf.layers.masking import PaddingMask, dtype_min, masked_softmax
 from re2_tf.layers.pooling import MaskedMaxPooling
 from re2_tf.layers.prediction import PREDICTIONS, Prediction, pair_features
 from re2_tf.layers.recurrent import MaskedBiLSTM
+from re2_tf.layers.spatial_gru import SpatialGRU, cell_by_cell_spatial_gru
 from re2_tf.layers.weight_norm import WeightNormConv1D, WeightNormDense, weight_normalize
 
 __all__ = [
@@ -44,4 +48,5 @@ __all__ = [
     "interaction_features", "l2_normalize",
     "FITN_ACTIVATIONS", "FITN_ATTENTIONS", "FITN_CONNECTIONS", "BlockOutput", "MemoryBasedAttention",
     "OAMixedConnection",
+    "NeuralTensorNetwork", "SpatialGRU", "cell_by_cell_spatial_gru",
 ]

@@ -5,6 +5,8 @@ from re2_tf.models.spec import MODEL_SPECS, HParam, ModelSpec, get_spec, registe
 from re2_tf.models.re2 import RE2_DEFAULTS, build_re2, count_parameters  # registers "re2"
 from re2_tf.models.drcn import DRCN_DEFAULTS, build_drcn  # registers "drcn"
 from re2_tf.models.fitn import FITN_DEFAULTS, build_fitn  # registers "fitn"
+from re2_tf.models.match_srnn import MATCH_SRNN_DEFAULTS, build_match_srnn  # registers "match_srnn"
 
-__all__ = ["DRCN_DEFAULTS", "MODEL_SPECS", "HParam", "ModelSpec", "RE2_DEFAULTS", "build_drcn", "FITN_DEFAULTS", "build_fitn",
+__all__ = ["DRCN_DEFAULTS", "FITN_DEFAULTS", "MATCH_SRNN_DEFAULTS", "MODEL_SPECS", "HParam",
+           "ModelSpec", "RE2_DEFAULTS", "build_drcn", "build_fitn", "build_match_srnn",
            "build_re2", "count_parameters", "get_spec", "register"]

@@ -79,8 +79,11 @@ class ModelSpec:
             ``"hparam:<name>"`` to take their value from the resolved hyper-parameters).
         presets: ``{dataset: {flag: value}}``.
         training: defaults of common training flags for this model.
-        task_loss: name in :data:`re2_tf.training.losses.TASK_LOSSES`.
-        output: ``logits`` or ``score``.
+        task_loss: name in :data:`re2_tf.training.losses.TASK_LOSSES`, or ``"hparam:<name>"``
+            when a hyper-parameter chooses it (Match-SRNN: classification, ranking or
+            regression); see :meth:`task_loss_name`.
+        output: ``logits`` or ``score``, what the network returns; None (the default) takes
+            the task loss's (see :meth:`output_kind`).
         export_backend: name in :data:`re2_tf.serving.backends.BACKENDS`.
         benchmark: ``{row label: hparams}`` timed by ``re2_tf.benchmark``.
         reference: paper (and release) the model follows.
@@ -93,7 +96,7 @@ class ModelSpec:
     presets: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     training: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     task_loss: str = "softmax_cross_entropy"
-    output: str = "logits"
+    output: str | None = None
     export_backend: str = "keras"
     benchmark: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     reference: str = ""
@@ -101,6 +104,30 @@ class ModelSpec:
     def defaults(self) -> dict:
         """``{hparam: default}``."""
         return {name: h.default for name, h in self.hparams.items()}
+
+    def task_loss_name(self, hparams: Mapping[str, Any] | None = None) -> str:
+        """The task loss's name in ``TASK_LOSSES`` for ``hparams`` (default: the defaults).
+
+        Raises:
+            ValueError: the chosen name is not a known task loss.
+        """
+        from re2_tf.training.losses import TASK_LOSSES
+
+        name = self.task_loss
+        if name.startswith("hparam:"):
+            name = dict(self.defaults(), **(hparams or {}))[name.split(":", 1)[1]]
+        if name not in TASK_LOSSES:
+            raise ValueError(f"{self.name}: unknown task loss {name!r}; known: "
+                             f"{sorted(TASK_LOSSES)}")
+        return name
+
+    def output_kind(self, hparams: Mapping[str, Any] | None = None) -> str:
+        """``"logits"`` or ``"score"``: :attr:`output` if set, else the task loss's."""
+        from re2_tf.training.losses import TASK_LOSSES
+
+        if self.output is not None:
+            return self.output
+        return TASK_LOSSES[self.task_loss_name(hparams)].output
 
     def feature_options(self, hparams: Mapping[str, Any]) -> dict:
         """``features`` with ``"hparam:<name>"`` values resolved from ``hparams``."""

@@ -1,0 +1,196 @@
+"""Match-SRNN (Wan et al., IJCAI 2016): a spatial GRU over a word-interaction tensor.
+
+The paper's network (Sec. 4, Eq. 1-6): trainable word embeddings, a neural tensor network
+giving each word pair ``(i, j)`` an interaction vector ``s_ij``
+(:class:`re2_tf.layers.NeuralTensorNetwork`), a spatial GRU scanning the ``m x n`` grid from
+the top-left (:class:`re2_tf.layers.SpatialGRU`, run as a wavefront over anti-diagonals) and
+a linear function of the state at each pair's *true* bottom-right corner ``h_(m_b, n_b)``.
+Bi-Match-SRNN (Sec. 6.1) adds a second scan from the bottom-right and concatenates the two
+corner states.
+
+Readings chosen where the paper is silent, and why:
+
+- **Output and loss** follow the task (Sec. 4.4): ``loss="softmax_cross_entropy"`` gives
+  ``num_classes`` logits (classification, e.g. SNLI; the paper's citation task); the ranking
+  (``pairwise_hinge``, Eq. 7, margin 1) and regression (``squared_error``, Eq. 6) losses
+  read one score ``M = W^(s) h + b^(s)`` (Eq. 5). The ``loss`` hyper-parameter chooses both
+  (dataset presets: hinge on WikiQA and TrecQA).
+- **Neural tensor network**: the bias sits inside the rectifier, and ``W`` acts on
+  ``[u_i; v_j]`` with separate weights for the two words (see
+  :class:`re2_tf.layers.NeuralTensorNetwork`).
+- **Optimiser**: AdaGrad (Sec. 4.4) at a constant learning rate of 0.05 (the paper selects
+  it on validation data and does not report it), batch 128 (Sec. 6.1), gradients clipped at
+  global norm 5 (the shared trainer's default).
+- **Initialisation**: the paper draws every weight from one uniform distribution whose scale
+  it tunes; here Keras' defaults (Glorot uniform kernels, orthogonal ``U``, zero biases,
+  uniform(-0.05, 0.05) embeddings).
+- **Lengths**: the paper keeps texts of 5-50 words; the presets truncate longer texts to
+  ``max_len`` 50 (counted). Dropout is not in the paper; ``dropout`` (default 0) applies to
+  the word embedding.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from re2_tf.layers import NeuralTensorNetwork, PaddingMask, SpatialGRU
+from re2_tf.models.spec import HParam, ModelSpec, check_embeddings, register
+
+#: Task losses the network can be trained with (``re2_tf.training.losses``); the first
+#: reads class logits, the other two one score.
+MATCH_SRNN_LOSSES = ("softmax_cross_entropy", "pairwise_hinge", "squared_error")
+
+#: The paper's settings (Sec. 6.1) and the readings in the module docstring.
+MATCH_SRNN_DEFAULTS = dict(
+    embedding_dim=50,
+    trainable_embedding=True,
+    slices=10,
+    hidden_size=10,
+    bidirectional=False,
+    loss="softmax_cross_entropy",
+    dropout=0.0,
+)
+
+
+def build_match_srnn(
+    vocab_size,
+    num_classes,
+    embeddings=None,
+    embedding_dim=MATCH_SRNN_DEFAULTS["embedding_dim"],
+    trainable_embedding=MATCH_SRNN_DEFAULTS["trainable_embedding"],
+    slices=MATCH_SRNN_DEFAULTS["slices"],
+    hidden_size=MATCH_SRNN_DEFAULTS["hidden_size"],
+    bidirectional=MATCH_SRNN_DEFAULTS["bidirectional"],
+    loss=MATCH_SRNN_DEFAULTS["loss"],
+    dropout=MATCH_SRNN_DEFAULTS["dropout"],
+    name="match_srnn",
+):
+    """Build Match-SRNN (or Bi-Match-SRNN) as a Keras functional model.
+
+    ::
+
+        u, v   = Embedding(text1), Embedding(text2)          [batch, m, d], [batch, n, d]
+        s      = NeuralTensorNetwork(u, v)                  [batch, m, n, c]   Sec. 4.1
+        h      = SpatialGRU(s)[at (m_b, n_b)]               [batch, H]         Eq. 3-4
+        h      = [h; SpatialGRU_backward(s)]                [batch, 2H]        Bi-Match-SRNN
+        output = W^(s) h + b^(s)                            Eq. 5
+
+    Args:
+        vocab_size: int, word ids ``0 .. vocab_size - 1`` (0 = padding, 1 = unknown).
+        num_classes: int, number of logits (classification loss only).
+        embeddings: optional float ``[vocab_size, dim]`` initial word vectors (the paper's
+            word2vec); ``embedding_dim`` is then ``dim``.
+        embedding_dim: int, word embedding width without vectors (paper: 50).
+        trainable_embedding: bool, fine-tune the word embedding (paper: yes).
+        slices: int >= 1, neural tensor slices ``c`` (paper: 10).
+        hidden_size: int >= 1, spatial GRU units ``H`` (paper: 10).
+        bidirectional: bool, Bi-Match-SRNN (a second scan from each pair's true
+            bottom-right corner; the two corner states are concatenated).
+        loss: one of :data:`MATCH_SRNN_LOSSES`; ``softmax_cross_entropy`` gives float32
+            logits ``[batch, num_classes]``, the others a float32 score ``[batch, 1]``.
+        dropout: float in [0, 1), on the word embedding (not in the paper).
+        name: model name.
+
+    Returns:
+        ``keras.Model`` with inputs ``text1``, ``text2`` int32 ``[batch, len]`` (0 = padding,
+        after the tokens) and the output above (named ``logits`` or ``score``). Padding never
+        changes an output; a pair with an empty text has zero corner states, so its output
+        is the output layer's bias.
+
+    Raises:
+        ValueError: an option outside the ones above, or ``embeddings`` whose shape does not
+            match ``vocab_size``.
+
+    Reference: Wan, Lan, Guo, Xu, Pang and Cheng, "Match-SRNN: Modeling the Recursive
+    Matching Structure with Spatial RNN", IJCAI 2016, Sec. 4 (Eq. 1-7) and 6.1.
+
+    Example:
+
+    ```python
+    model = build_match_srnn(vocab_size=1000, num_classes=3)
+    logits = model({"text1": np.array([[5, 6, 7, 0]]), "text2": np.array([[8, 9, 0, 0]])})
+    ```
+    """
+    if loss not in MATCH_SRNN_LOSSES:
+        raise ValueError(f"loss must be one of {MATCH_SRNN_LOSSES}, got {loss!r}")
+    if not 0.0 <= float(dropout) < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+    if embeddings is not None:
+        embeddings = check_embeddings(embeddings, vocab_size)
+        embedding_dim = embeddings.shape[1]
+
+    # === Inputs ===
+    inputs = {
+        "text1": keras.Input(shape=(None,), dtype="int32", name="text1"),
+        "text2": keras.Input(shape=(None,), dtype="int32", name="text2"),
+    }
+    padding_mask = PaddingMask(name="padding_mask")
+    mask1, mask2 = padding_mask(inputs["text1"]), padding_mask(inputs["text2"])
+
+    # === Word embedding ===
+    embedding = keras.layers.Embedding(vocab_size, embedding_dim,
+                                       trainable=trainable_embedding, name="embedding")
+    embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
+    u = embedding_dropout(embedding(inputs["text1"]))
+    v = embedding_dropout(embedding(inputs["text2"]))
+
+    # === Neural tensor network (Sec. 4.1) ===
+    s = NeuralTensorNetwork(slices, name="neural_tensor_network")(u, v)
+
+    # === Spatial GRU (Sec. 4.2, Eq. 3-4); Bi-Match-SRNN (Sec. 6.1) ===
+    h = SpatialGRU(hidden_size, name="spatial_gru")(s, mask1, mask2)
+    if bidirectional:
+        h_backward = SpatialGRU(hidden_size, go_backwards=True,
+                                name="spatial_gru_backward")(s, mask1, mask2)
+        h = keras.layers.Concatenate(name="corner_states")([h, h_backward])
+
+    # === Linear scoring function (Sec. 4.3, Eq. 5) ===
+    if loss == "softmax_cross_entropy":
+        output = keras.layers.Dense(num_classes, name="logits")(h)
+    else:
+        output = keras.layers.Dense(1, name="score")(h)
+    model = keras.Model(inputs=inputs, outputs=output, name=name)
+    if embeddings is not None:
+        embedding.set_weights([embeddings])
+    return model
+
+
+# ------------------------------------------------------------------------------ model spec
+def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
+    return build_match_srnn(vocab_sizes["word_ids"], num_classes, embeddings=embeddings,
+                            **hparams)
+
+
+_HPARAM_HELP = {
+    "embedding_dim": "Word embedding width when no --embeddings are given (paper: 50).",
+    "trainable_embedding": "Fine-tune the word embedding (paper: yes).",
+    "slices": "Neural tensor network slices c, the width of s_ij (paper: 10).",
+    "hidden_size": "Spatial GRU hidden size (paper: 10).",
+    "bidirectional": "Bi-Match-SRNN: add a scan from the bottom-right corner (Sec. 6.1).",
+    "loss": "Task loss: softmax_cross_entropy (class logits), pairwise_hinge (ranking, one "
+            "score) or squared_error (regression, one score); Sec. 4.4.",
+    "dropout": "Dropout drop rate on the word embedding (not in the paper).",
+}
+
+#: Match-SRNN on the shared path (the paper's Sec. 4.4 and 6.1).
+SPEC = register(ModelSpec(
+    name="match_srnn",
+    build=_build_from_spec,
+    hparams={name: HParam(MATCH_SRNN_DEFAULTS[name], help_text,
+                          MATCH_SRNN_LOSSES if name == "loss" else None)
+             for name, help_text in _HPARAM_HELP.items()},
+    features={"word_ids": {}},
+    presets={
+        "wikiqa": dict(loss="pairwise_hinge", max_len=50),
+        "trecqa": dict(loss="pairwise_hinge", max_len=50),
+        "snli": dict(max_len=50),
+        "quora": dict(max_len=50),
+    },
+    training={"optimizer": "adagrad", "lr_schedule": "constant", "lr": 0.05,
+              "long_pairs": "truncate"},
+    task_loss="hparam:loss",
+    export_backend="keras",
+    benchmark={"Match-SRNN": {"hparams": {}},
+               "Bi-Match-SRNN": {"hparams": {"bidirectional": True}}},
+    reference="Wan et al., IJCAI 2016",
+))
