@@ -231,12 +231,20 @@ def define_flags():
     flags.DEFINE_string("input_spec", None, "JSON input spec (with --saved_model); default: "
                         "int32 ids [batch, length] for text1/text2 below --vocab_size.")
     flags.DEFINE_string("json_out", None, "Also write the rows as JSON here.")
+    flags.DEFINE_bool("components", True, "Also print the model's component timings "
+                      "(its spec's component_benchmarks; Match-SRNN: wavefront vs "
+                      "cell-by-cell spatial GRU), in this process.")
 
 
 def main(argv):
     del argv
     threads = dict(intra_op_threads=FLAGS.intra_op_threads,
                    inter_op_threads=FLAGS.inter_op_threads)
+    if FLAGS.intra_op_threads or FLAGS.inter_op_threads:  # this process too (components)
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
+        tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
     if FLAGS.saved_model:
         spec = (json.loads(FLAGS.input_spec) if FLAGS.input_spec
                 else ids_spec(FLAGS.batch, FLAGS.length, FLAGS.vocab_size))
@@ -255,6 +263,11 @@ def main(argv):
         for r in rows:
             print(f"{r['model']}: {r['params']:,} parameters outside the embedding")
     print(table)
+    if FLAGS.components and not FLAGS.saved_model:
+        from re2_tf.models import get_spec
+
+        for title, component in get_spec(FLAGS.model).component_benchmarks.items():
+            print(f"\n{title}\n{component(batch=FLAGS.batch, batches=FLAGS.batches, warmup=FLAGS.warmup)}")
     if FLAGS.json_out:
         Path(FLAGS.json_out).write_text(json.dumps(
             [{k: v for k, v in r.items() if k != "times_s"} for r in rows], indent=2))

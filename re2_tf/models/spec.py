@@ -86,6 +86,9 @@ class ModelSpec:
             the task loss's (see :meth:`output_kind`).
         export_backend: name in :data:`re2_tf.serving.backends.BACKENDS`.
         benchmark: ``{row label: hparams}`` timed by ``re2_tf.benchmark``.
+        component_benchmarks: ``{title: fn}``: further timings ``re2_tf.benchmark`` prints
+            for this model, ``fn(batch=..., batches=..., warmup=...) -> Markdown table``
+            (Match-SRNN: the wavefront spatial GRU against a cell-by-cell scan).
         reference: paper (and release) the model follows.
     """
 
@@ -99,6 +102,8 @@ class ModelSpec:
     output: str | None = None
     export_backend: str = "keras"
     benchmark: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    component_benchmarks: Mapping[str, Callable[..., str]] = dataclasses.field(
+        default_factory=dict)
     reference: str = ""
 
     def defaults(self) -> dict:
