@@ -96,10 +96,17 @@ flags.DEFINE_bool("deterministic", True, "Enable TensorFlow op determinism so a 
 flags.DEFINE_bool("overwrite", False, "Delete an existing run directory instead of resuming it.")
 flags.DEFINE_bool("progress", None, "Show a progress bar (default: when stdout is a terminal).")
 flags.DEFINE_integer("threads", 0, "Intra-op threads (0 = TensorFlow's default).")
+flags.DEFINE_bool("jit_compile", False, "XLA-compile the training step (Keras turns XLA off on "
+                  "CPU-only machines by default; FITN trains 2x faster with it on 2 cores). "
+                  "Batches are padded to a multiple of --length_multiple so that few shapes "
+                  "compile.")
+flags.DEFINE_integer("length_multiple", None, "Pad each training batch's texts to a multiple "
+                     "of this many positions (default: 8 with --jit_compile, else 0 = none). "
+                     "The models ignore padding.")
 
 #: Flags that do not change what a run computes; every other flag is recorded in config.json.
 CONTROL_FLAGS = ("run_dir", "overwrite", "progress", "threads", "repeats", "preset", "data_dir",
-                 "embeddings", "test_splits")
+                 "embeddings", "test_splits", "jit_compile", "length_multiple")
 #: Flags written to no run's flags.txt (they would delete or fork the run when it is rerun).
 NOT_IN_FLAGS_FILE = ("overwrite", "repeats", "run_dir", "seed")
 
@@ -297,15 +304,20 @@ def train_one(run_dir, seed):
         for what, count in featurizer.stats.items():
             logger.info(f"{featurizer.kind}: {count} {what} in the training data")
     bs = FLAGS.batch_size
+    multiple = FLAGS.length_multiple
+    if multiple is None:
+        multiple = 8 if FLAGS.jit_compile else 0
     if task_loss.triples:
         triples, stats = pairwise_triples(
             [train[i].qid for i in encoded.kept], encoded.labels,
             max_negatives=FLAGS.max_negatives or None, seed=seed)
-        train_ds = make_triple_dataset(encoded, triples, batch_size=bs, seed=seed)
+        train_ds = make_triple_dataset(encoded, triples, batch_size=bs, seed=seed,
+                                       length_multiple=multiple)
         units = len(triples)
         logger.info(f"{units} ranking triples; {stats}")
     else:
-        train_ds = make_dataset(encoded, batch_size=bs, training=True, seed=seed)
+        train_ds = make_dataset(encoded, batch_size=bs, training=True, seed=seed,
+                                length_multiple=multiple)
         units = len(encoded)
     logger.info(f"#classes {dataset.num_classes}; #vocab {len(vocab)}; {encoded.dropped} training "
                 f"pairs longer than max_len={FLAGS.max_len} dropped, {encoded.truncated} "
@@ -321,7 +333,7 @@ def train_one(run_dir, seed):
     eval_steps = samples_to_steps(FLAGS.eval_per_samples, bs)
     optimizer, lr_controller = build_optimizer(_optimizer_recipe(bs, total_steps))
     trainer = MatchingTrainer(network, task_loss=task_loss, grad_clipping=FLAGS.grad_clipping)
-    trainer.compile(optimizer=optimizer)
+    trainer.compile(optimizer=optimizer, jit_compile=FLAGS.jit_compile)
     sample, _ = next(iter(train_ds))
     network(sample["positive"] if task_loss.triples else sample)
     optimizer.build(network.trainable_variables)

@@ -144,3 +144,27 @@ def test_errors():
         _encode([_pair([2, 3, 4], [2], 0)], max_len=1, training=True)
     with pytest.raises(ValueError, match="batch_size"):
         make_dataset(_encode(), batch_size=0, training=False)
+
+
+def test_length_multiple_pads_every_feature_to_a_multiple_with_zeros():
+    chars = CharIds(max_word_length=4, lower=True)
+    chars.fit(["w5", "w6"])
+    encoded = encode_examples(EXAMPLES, [WordIds(VOCAB), chars])
+    plain = _batches(make_dataset(encoded, batch_size=2, training=False))
+    padded = _batches(make_dataset(encoded, batch_size=2, training=False, length_multiple=4))
+    for (x, y), (px, py) in zip(plain, padded):
+        np.testing.assert_array_equal(py, y)
+        for name, value in x.items():
+            length = value.shape[1]
+            assert px[name].shape[1] == -(-length // 4) * 4           # next multiple of 4
+            assert px[name].shape[2:] == value.shape[2:]              # inner axes unchanged
+            np.testing.assert_array_equal(px[name][:, :length], value)
+            assert not px[name][:, length:].any()
+    # batch 3 holds one text1 of 5 tokens: padded to 8
+    assert padded[2][0]["text1"].shape == (1, 8)
+    triples = make_triple_dataset(encoded, np.array([[0, 4]]), batch_size=1, seed=0,
+                                  length_multiple=3)
+    (x, _), = list(triples)
+    assert x["positive"]["text1"].shape == (1, 3) and x["negative"]["text1"].shape == (1, 6)
+    with pytest.raises(ValueError, match="length_multiple"):
+        make_dataset(encoded, batch_size=2, training=False, length_multiple=-1)

@@ -114,19 +114,31 @@ def pack_ragged(arrays: Sequence[np.ndarray], dtype="int32", inner_shape=()) -> 
     return tf.RaggedTensor.from_row_lengths(values, lengths, validate=False)
 
 
-def _gatherer(encoded: EncodedPairs):
+def _gatherer(encoded: EncodedPairs, length_multiple: int = 0):
+    """``gather(indices)``: the padded features of those pairs; with ``length_multiple``
+    ``k > 0`` every feature's length axis is padded further, with zeros, to a multiple of
+    ``k`` (fewer distinct shapes for XLA; the models ignore padding)."""
+    if length_multiple < 0:
+        raise ValueError(f"length_multiple must be >= 0, got {length_multiple}")
     packed = {name: pack_ragged(arrays, encoded.specs[name].dtype,
                                 encoded.specs[name].inner_shape)
               for name, arrays in encoded.features.items()}
 
+    def pad(x):
+        if not length_multiple:
+            return x
+        extra = -tf.shape(x)[1] % length_multiple
+        return tf.pad(x, [[0, 0], [0, extra]] + [[0, 0]] * (x.shape.rank - 2))
+
     def gather(indices):
-        return {name: tf.gather(ragged, indices).to_tensor(default_value=0)
+        return {name: pad(tf.gather(ragged, indices).to_tensor(default_value=0))
                 for name, ragged in packed.items()}
     return gather
 
 
 def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
-                 seed: int | None = None, with_labels: bool = True) -> tf.data.Dataset:
+                 seed: int | None = None, with_labels: bool = True,
+                 length_multiple: int = 0) -> tf.data.Dataset:
     """Padded batches of featurised pairs.
 
     Args:
@@ -136,17 +148,19 @@ def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
         seed: shuffle seed.
         with_labels: yield ``(features, labels)``; else (or when there are no labels) only
             the feature dict.
+        length_multiple: if > 0, pad each batch's length axis to a multiple of this (for
+            ``jit_compile``: a bounded number of shapes to compile).
 
     Returns:
         A dataset of ``{name: tensor [b, len_in_batch, *inner]}`` (and int32 ``[b]`` labels)
         with known cardinality.
 
     Raises:
-        ValueError: ``batch_size < 1``.
+        ValueError: ``batch_size < 1`` or ``length_multiple < 0``.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    gather = _gatherer(encoded)
+    gather = _gatherer(encoded, length_multiple)
     labels = encoded.labels if with_labels else None
     targets = None if labels is None else tf.constant(labels)
 
@@ -164,14 +178,15 @@ def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
 
 
 def make_triple_dataset(encoded: EncodedPairs, triples: np.ndarray, *, batch_size: int,
-                        seed: int | None = None) -> tf.data.Dataset:
+                        seed: int | None = None, length_multiple: int = 0) -> tf.data.Dataset:
     """Shuffled batches of (query, positive, negative) triples for a pairwise ranking loss.
 
     Args:
         encoded: featurised pairs; a triple names two of them that share their query.
         triples: int ``[m, 2]`` (positive pair index, negative pair index) into ``encoded``
             (positions, not ``kept`` indices), e.g. from :mod:`re2_tf.training.sampling`.
-        batch_size, seed: as :func:`make_dataset` (always shuffled, every pass).
+        batch_size, seed, length_multiple: as :func:`make_dataset` (always shuffled, every
+            pass).
 
     Returns:
         A dataset of ``({"positive": features, "negative": features}, float32 zeros [b])``.
@@ -179,7 +194,7 @@ def make_triple_dataset(encoded: EncodedPairs, triples: np.ndarray, *, batch_siz
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     triples = np.asarray(triples, np.int64).reshape(-1, 2)
-    gather = _gatherer(encoded)
+    gather = _gatherer(encoded, length_multiple)
     table = tf.constant(triples)
 
     def batch_of(indices):
