@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 import fitn_numpy_reference as ref
+from roundtrip import assert_round_trips
 from weights import randomize_weights
 from re2_tf.layers import (FITN_ATTENTIONS, FITN_CONNECTIONS, BlockOutput, MemoryBasedAttention,
                            OAMixedConnection)
@@ -273,14 +274,7 @@ def test_layer_configs_round_trip():
 
 def test_keras_file_and_get_config_round_trips(tmp_path):
     model = build(seed=5, attention="mem", connection="oa_mixed")
-    batch = tiny_batch(seed=5)
-    expected = model(batch, training=False).numpy()
-    model.save(tmp_path / "fitn.keras")
-    loaded = keras.models.load_model(tmp_path / "fitn.keras")
-    np.testing.assert_allclose(loaded(batch, training=False), expected, atol=1e-6)
-    rebuilt = keras.Model.from_config(model.get_config())
-    rebuilt.set_weights(model.get_weights())
-    np.testing.assert_allclose(rebuilt(batch, training=False), expected, atol=1e-6)
+    assert_round_trips(model, tiny_batch(seed=5), tmp_path / "fitn.keras")
 
 
 def test_symbolic_and_eager_calls_agree():

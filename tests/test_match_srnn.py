@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 import match_srnn_numpy_reference as ref
+from roundtrip import assert_round_trips
 from weights import randomize_weights
 from re2_tf.models import count_parameters, get_spec
 from re2_tf.models.match_srnn import MATCH_SRNN_DEFAULTS, MATCH_SRNN_LOSSES, build_match_srnn
@@ -126,14 +127,7 @@ def test_pretrained_vectors_set_the_embedding_and_its_width():
 
 def test_keras_file_and_get_config_round_trips(tmp_path):
     model = build(seed=5, bidirectional=True, loss="pairwise_hinge")
-    batch = tiny_batch()
-    expected = model(batch, training=False).numpy()
-    model.save(tmp_path / "match_srnn.keras")
-    loaded = keras.models.load_model(tmp_path / "match_srnn.keras")
-    np.testing.assert_allclose(loaded(batch, training=False), expected, atol=1e-6)
-    rebuilt = keras.Model.from_config(model.get_config())
-    rebuilt.set_weights(model.get_weights())
-    np.testing.assert_allclose(rebuilt(batch, training=False), expected, atol=1e-6)
+    assert_round_trips(model, tiny_batch(), tmp_path / "match_srnn.keras")
 
 
 def test_symbolic_and_eager_calls_agree():

@@ -221,21 +221,23 @@ def gates_from_grid(layer, s, grid):
 
 
 def analyse(model, pairs, width):
-    """Predictions, grids, gates and the three held-out measures for ``pairs``.
+    """Predictions, grids, gates and the three held-out measures for ``pairs`` (one scan:
+    the predictions are the score layer on the scan's corners).
 
     Returns:
-        ``(measures, details)``: ``measures`` = ``{"h_c_correlation", "valid_lcs_paths",
-        "pairs"}``; ``details`` = per-pair dicts with ``x``, ``y``, ``prediction``, ``h``
-        ``[m, n]`` (oriented by the sign of the score weight, as ``h_c_correlation`` is), ``gates`` ``[m, n, 4]``, ``table``, ``gate_path``, ``gate_matches``,
-        ``valid``.
+        ``(measures, predictions, details)``: ``measures`` = ``{"h_c_correlation",
+        "valid_lcs_paths", "pairs"}``; ``predictions`` float ``[len(pairs)]``; ``details``
+        = per-pair dicts with ``x``, ``y``, ``prediction``, ``h`` ``[m, n]`` (oriented by
+        the sign of the score weight, as ``h_c_correlation`` is), ``gates`` ``[m, n, 4]``,
+        ``table``, ``gate_path``, ``gate_matches``, ``valid``.
     """
     inputs = encode(pairs, width)
     layer = model.get_layer("spatial_gru")
     # h -> -h (with the weights that read it negated) is the same network: orient h so that
     # a larger h means a larger score.
     sign = 1.0 if float(np.asarray(model.get_layer("score").kernel)[0, 0]) >= 0 else -1.0
-    predictions = np.asarray(model.predict(inputs, verbose=0, batch_size=256))[:, 0]
-    _, grid = layer(inputs["s"], inputs["mask1"], inputs["mask2"], return_grid=True)
+    corner, grid = layer(inputs["s"], inputs["mask1"], inputs["mask2"], return_grid=True)
+    predictions = np.asarray(model.get_layer("score")(corner))[:, 0]
     grid = np.asarray(grid)
     gates = gates_from_grid(layer, inputs["s"], grid)
     hs, cs, details, valid = [], [], [], 0
@@ -254,7 +256,7 @@ def analyse(model, pairs, width):
     h_all, c_all = np.concatenate(hs), np.concatenate(cs).astype(np.float64)
     correlation = float(np.corrcoef(h_all, c_all)[0, 1]) if h_all.std() > 0 else 0.0
     return ({"h_c_correlation": correlation, "valid_lcs_paths": valid / len(pairs),
-             "pairs": len(pairs)}, details)
+             "pairs": len(pairs)}, predictions, details)
 
 
 # --------------------------------------------------------------------------- figure
@@ -326,9 +328,8 @@ def run(output_dir, train_pairs=10000, test_pairs=1000, min_length=5, max_length
                   jit_compile=False)
     history = model.fit(encode(train, max_length), y_train, batch_size=batch_size,
                         epochs=epochs, verbose=verbose, shuffle=True)
-    predictions = np.asarray(model.predict(encode(test, max_length), verbose=0))[:, 0]
-    measures, _ = analyse(model, test, max_length)
-    _, (figure,) = analyse(model, [FIGURE_PAIR], max_length)
+    measures, predictions, _ = analyse(model, test, max_length)
+    _, _, (figure,) = analyse(model, [FIGURE_PAIR], max_length)
     plot_figure4(figure, output_dir / "figure4.png")
     results = {
         "settings": dict(train_pairs=train_pairs, test_pairs=test_pairs, min_length=min_length,

@@ -21,8 +21,9 @@ A spec holds
   and schedule recipe, batch size, ...), applied before the preset;
 - ``features``: the input featurisers it consumes (kinds of :mod:`re2_tf.data.features`), with
   their options;
-- ``task_loss`` and ``output``: the loss of :mod:`re2_tf.training.losses` and the output kind
-  (``logits`` ``[batch, num_classes]`` or ``score`` ``[batch]``);
+- ``task_loss``: the loss of :mod:`re2_tf.training.losses` (or the hyper-parameter that picks
+  it); the output kind (``logits`` ``[batch, num_classes]`` or ``score`` ``[batch]``) is that
+  loss's (:meth:`ModelSpec.output_kind`);
 - ``export_backend``: the name of the serving backend in :mod:`re2_tf.serving.backends`;
 - ``benchmark``: named hyper-parameter sets timed by ``re2_tf.benchmark --model=<name>``
   (RE2: Table 5's 1/2/3-block models).
@@ -82,8 +83,6 @@ class ModelSpec:
         task_loss: name in :data:`re2_tf.training.losses.TASK_LOSSES`, or ``"hparam:<name>"``
             when a hyper-parameter chooses it (Match-SRNN: classification, ranking or
             regression); see :meth:`task_loss_name`.
-        output: ``logits`` or ``score``, what the network returns; None (the default) takes
-            the task loss's (see :meth:`output_kind`).
         export_backend: name in :data:`re2_tf.serving.backends.BACKENDS`.
         benchmark: ``{row label: hparams}`` timed by ``re2_tf.benchmark``.
         component_benchmarks: ``{title: fn}``: further timings ``re2_tf.benchmark`` prints
@@ -99,7 +98,6 @@ class ModelSpec:
     presets: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     training: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     task_loss: str = "softmax_cross_entropy"
-    output: str | None = None
     export_backend: str = "keras"
     benchmark: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     component_benchmarks: Mapping[str, Callable[..., str]] = dataclasses.field(
@@ -127,11 +125,9 @@ class ModelSpec:
         return name
 
     def output_kind(self, hparams: Mapping[str, Any] | None = None) -> str:
-        """``"logits"`` or ``"score"``: :attr:`output` if set, else the task loss's."""
+        """``"logits"`` or ``"score"``, what the network returns: its task loss's output."""
         from re2_tf.training.losses import TASK_LOSSES
 
-        if self.output is not None:
-            return self.output
         return TASK_LOSSES[self.task_loss_name(hparams)].output
 
     def feature_options(self, hparams: Mapping[str, Any]) -> dict:
