@@ -104,6 +104,13 @@ flags.DEFINE_integer("length_multiple", None, "Pad each training batch's texts t
                      "of this many positions (default: 8 with --jit_compile, else 0 = none). "
                      "The models ignore padding.")
 
+flags.register_multi_flags_validator(
+    ["jit_compile", "deterministic"],
+    lambda values: not (values["jit_compile"] and values["deterministic"]),
+    message="--jit_compile needs --deterministic=false: Keras silently trains without XLA "
+            "while TensorFlow op determinism is enabled (keras/src/trainers/trainer.py, "
+            "model_supports_jit).")
+
 #: Flags that do not change what a run computes; every other flag is recorded in config.json.
 CONTROL_FLAGS = ("run_dir", "overwrite", "progress", "threads", "repeats", "preset", "data_dir",
                  "embeddings", "test_splits", "jit_compile", "length_multiple")

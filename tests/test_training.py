@@ -187,6 +187,17 @@ def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
     assert "settings.long_pairs: saved 'drop', now 'truncate'" in proc.stderr + proc.stdout
 
 
+def test_jit_compile_with_op_determinism_is_refused_not_silently_ignored(tmp_path):
+    # Keras drops jit_compile=True whenever op determinism is on (model_supports_jit), so a
+    # run asking for both would train without XLA and say nothing.
+    data = make_data(tmp_path, 16)
+    proc = subprocess.run(train_command(data, tmp_path / "run", "--jit_compile"),
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "--jit_compile needs --deterministic=false" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
 def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
     # 300 pairs, batch 10 -> 30 updates per pass, 10 passes; evaluation (= backup) every 5.
     data = make_data(tmp_path, 300)
