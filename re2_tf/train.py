@@ -79,6 +79,10 @@ flags.DEFINE_float("weight_decay", 0.0, "Decoupled weight decay (adamw).")
 flags.DEFINE_float("beta1", 0.9, "Adam/AdamW beta1.")
 flags.DEFINE_float("beta2", 0.999, "Adam/AdamW beta2.")
 flags.DEFINE_float("grad_clipping", 5.0, "Clip gradients to this global norm.")
+flags.DEFINE_integer("accumulation_steps", 1, "Split each batch into this many micro-batches "
+                     "computed one after another and take one update on their summed "
+                     "gradients (the same update with less memory; dropout and batch norm "
+                     "act per micro-batch).", lower_bound=1)
 flags.DEFINE_float("max_loss", 999.0, "Stop when a batch loss exceeds this (unstable training).")
 flags.DEFINE_integer("max_negatives", 0, "Pairwise ranking losses: at most this many negatives per positive answer (0 = all).")
 # evaluation routine
@@ -339,7 +343,8 @@ def train_one(run_dir, seed):
     total_steps = FLAGS.epochs * steps_per_data_epoch
     eval_steps = samples_to_steps(FLAGS.eval_per_samples, bs)
     optimizer, lr_controller = build_optimizer(_optimizer_recipe(bs, total_steps))
-    trainer = MatchingTrainer(network, task_loss=task_loss, grad_clipping=FLAGS.grad_clipping)
+    trainer = MatchingTrainer(network, task_loss=task_loss, grad_clipping=FLAGS.grad_clipping,
+                              accumulation_steps=FLAGS.accumulation_steps)
     trainer.compile(optimizer=optimizer, jit_compile=FLAGS.jit_compile)
     sample, _ = next(iter(train_ds))
     network(sample["positive"] if task_loss.triples else sample)

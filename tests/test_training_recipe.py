@@ -185,6 +185,45 @@ def test_model_losses_drive_the_gradient():
         np.testing.assert_allclose(w0 - w1.numpy(), 0.1 * g, rtol=1e-4, atol=1e-7)
 
 
+@pytest.mark.parametrize("steps", [2, 3, 8])
+def test_gradient_accumulation_takes_the_whole_batch_update(steps):
+    # 5 rows in micro-batches of ceil(5 / k) rows (k = 8: five single rows): the update must be
+    # the whole batch's gradient of task + penalty + L2, written out here directly; the logs
+    # the whole batch's loss terms.
+    from weights import randomize_weights
+
+    keras.utils.set_random_seed(5)
+    network, numpy_forward = classifier(l2=0.5, penalty=2.0)
+    randomize_weights(network, 11)
+    x = {"text1": ids(np.random.default_rng(7), 5, 6)}
+    y = np.array([0, 1, 2, 1, 0], "int32")
+    inner = network.get_layer("inner")
+    hidden = keras.Model(network.inputs, network.get_layer("out").input)
+    with tf.GradientTape() as tape:
+        h = hidden(x)
+        logits = network.get_layer("out")(h)
+        loss = (tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+                + 2.0 * tf.reduce_mean(tf.square(h))
+                + 0.5 * tf.reduce_sum(tf.square(inner.get_layer("hidden").kernel)))
+    grads = [tf.convert_to_tensor(g).numpy() for g in tape.gradient(loss, network.trainable_variables)]
+    logits, terms = numpy_forward(x)
+    before = [v.numpy() for v in network.trainable_variables]
+    trainer = MatchingTrainer(network, grad_clipping=1e6, accumulation_steps=steps)
+    trainer.compile(optimizer=keras.optimizers.SGD(0.1))
+    logs = trainer.train_on_batch(x, y, return_dict=True)
+    assert logs["loss_task"] == pytest.approx(softmax_xent(logits, y), rel=1e-5)
+    assert logs["loss_layer/penalty"] == pytest.approx(terms["penalty"], rel=1e-5)
+    assert logs["loss_regularization"] == pytest.approx(terms["l2"], rel=1e-5)
+    assert logs["acc"] == pytest.approx(np.mean(logits.argmax(1) == y), rel=1e-6)
+    for w0, w1, g in zip(before, network.trainable_variables, grads):
+        np.testing.assert_allclose(w0 - w1.numpy(), 0.1 * g, rtol=1e-4, atol=1e-7)
+
+
+def test_gradient_accumulation_steps_must_be_positive():
+    with pytest.raises(ValueError, match="accumulation_steps must be >= 1"):
+        MatchingTrainer(classifier()[0], accumulation_steps=0)
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_nonfinite_loss_updates_nothing(bad):
     keras.utils.set_random_seed(6)
