@@ -12,12 +12,16 @@ Eq. 7). FITN's components: memory-based attention (:class:`MemoryBasedAttention`
 and 18; :class:`BlockOutput`, Eq. 10-13) and the OA-mixed connection
 (:class:`OAMixedConnection`, Eq. 14-15). Match-SRNN's: the neural tensor network
 (:class:`NeuralTensorNetwork`, Sec. 4.1) and the spatial GRU (:class:`SpatialGRU`, Eq. 3-4,
-scanned as a wavefront over anti-diagonals).
+scanned as a wavefront over anti-diagonals). BERT+MatchLSTM's: the split of BERT's packed
+pair into its two texts (:class:`PairSegmentSplit`), the MatchLSTM (:class:`MatchLSTM`,
+:class:`BidirectionalMatchLSTM`, Eq. 1-2) and the head variants' aggregations
+(:class:`MaskedMeanPooling`, :class:`MultiWindowCNN`, Sec. 3.4).
 """
 
 from re2_tf.layers.activations import gelu, get_activation
 from re2_tf.layers.alignment import ALIGNMENTS, Alignment
 from re2_tf.layers.autoencoder import Autoencoder
+from re2_tf.layers.bert_heads import MaskedMeanPooling, MultiWindowCNN
 from re2_tf.layers.char_cnn import CharCNN
 from re2_tf.layers.co_attention import CoAttention, l2_normalize
 from re2_tf.layers.connection import CONNECTIONS, AugmentedResidualConnection, ResidualConnection
@@ -33,9 +37,11 @@ from re2_tf.layers.memory_attention import (
 from re2_tf.layers.neural_tensor import NeuralTensorNetwork
 from re2_tf.layers.oa_mixed import FITN_CONNECTIONS, OAMixedConnection
 from re2_tf.layers.masking import PaddingMask, dtype_min, masked_softmax
+from re2_tf.layers.match_lstm import BidirectionalMatchLSTM, MatchLSTM
 from re2_tf.layers.pooling import MaskedMaxPooling
 from re2_tf.layers.prediction import PREDICTIONS, Prediction, pair_features
 from re2_tf.layers.recurrent import MaskedBiLSTM
+from re2_tf.layers.segment_split import PairSegmentSplit
 from re2_tf.layers.spatial_gru import SpatialGRU, cell_by_cell_spatial_gru
 from re2_tf.layers.weight_norm import WeightNormConv1D, WeightNormDense, weight_normalize
 
@@ -49,4 +55,6 @@ __all__ = [
     "FITN_ACTIVATIONS", "FITN_ATTENTIONS", "FITN_CONNECTIONS", "BlockOutput", "MemoryBasedAttention",
     "OAMixedConnection",
     "NeuralTensorNetwork", "SpatialGRU", "cell_by_cell_spatial_gru",
+    "BidirectionalMatchLSTM", "MaskedMeanPooling", "MatchLSTM", "MultiWindowCNN",
+    "PairSegmentSplit",
 ]

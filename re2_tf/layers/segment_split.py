@@ -1,0 +1,98 @@
+"""Split BERT's final hidden states of a packed pair back into the two texts (Shao et al.,
+2019, Section 3.2: "we first split the final hidden state h into h^A and h^B ... according to
+its position information").
+
+Written with TensorFlow ops (``tf.gather`` with per-row offsets); output widths depend on the
+batch's lengths and still compile under ``jit_compile=True`` (XLA's bounded dynamic shapes).
+"""
+
+import keras
+import tensorflow as tf
+
+
+def _as_bool(x):
+    x = tf.convert_to_tensor(x)
+    return x if x.dtype == tf.bool else tf.not_equal(x, tf.zeros([], x.dtype))
+
+
+def _gather_span(hidden, start, lengths, dtype):
+    """Rows ``hidden[b, start[b] : start[b] + lengths[b]]`` left-aligned and padded with zeros
+    to ``max(lengths)``, and their float mask ``[batch, width, 1]``."""
+    width = tf.maximum(tf.reduce_max(lengths), 0)
+    offsets = tf.range(width, dtype=tf.int32)[None, :]                      # [1, width]
+    inside = offsets < lengths[:, None]                                      # [batch, width]
+    index = tf.minimum(start[:, None] + offsets, tf.shape(hidden)[1] - 1)
+    index = tf.where(inside, index, tf.zeros_like(index))
+    span = tf.gather(hidden, index, axis=1, batch_dims=1)                   # [batch, width, d]
+    span = tf.where(inside[..., None], span, tf.zeros([], span.dtype))
+    return span, tf.cast(inside, dtype)[..., None]
+
+
+@keras.saving.register_keras_serializable(package="re2_tf")
+class PairSegmentSplit(keras.layers.Layer):
+    """Split the final hidden states of ``[CLS] a [SEP] b [SEP] <pad>...`` into ``h^A`` and
+    ``h^B``, each left-aligned and padded to the batch's longest.
+
+    With ``n_0`` the number of true tokens of segment 0 (``[CLS] a [SEP]``) and ``n`` the
+    row's number of true tokens (``padding_mask`` non-zero)::
+
+        |A| = max(n_0 - 1, 0)          A = h[0 : |A|]        = [CLS] a
+        |B| = max(n - |A|, 0)          B = h[|A| : |A| + |B|] = [SEP] b [SEP]
+        h_a[:, k] = h[:, k]            for k < |A|,  0 after
+        h_b[:, k] = h[:, |A| + k]      for k < |B|,  0 after
+
+    Reading chosen (the paper only says "according to its position information"): as in the
+    first author's code, A is everything before the first ``[SEP]`` (``[CLS]`` included) and
+    B is everything from the first ``[SEP]`` to the end of the true tokens (both ``[SEP]``
+    included). So an empty ``a`` still gives ``A = [CLS]`` (``|A| = 1``) and an empty ``b``
+    gives ``B = [SEP] [SEP]`` (``|B| = 2``). A pair truncated to fill the whole length (no
+    padding) splits the same way. The layer trusts the packing (one run of segment 0 first,
+    then segment 1, then padding); it does not look at token ids.
+
+    Output widths are ``max_b |A|`` and ``max_b |B|`` (dynamic); under XLA they are bounded
+    dynamic sizes. No weights.
+
+    Call arguments:
+        hidden: float ``[batch, L, d]``, BERT's final hidden states.
+        segment_ids: int ``[batch, L]``, 0 on ``[CLS] a [SEP]``, 1 on ``b [SEP]`` (anything on
+            padding).
+        padding_mask: ``[batch, L]`` (int, bool or float), non-zero on true tokens.
+
+    Returns:
+        ``(h_a, mask_a, h_b, mask_b)``: ``h_a`` float ``[batch, max |A|, d]`` and ``h_b`` float
+        ``[batch, max |B|, d]`` (``hidden``'s dtype), 0 at padding; ``mask_a``, ``mask_b`` float
+        ``[batch, width, 1]`` in the layer's compute dtype, 1.0 on tokens and 0.0 on padding
+        (the project's mask convention, see :mod:`re2_tf.layers.masking`).
+
+    Raises:
+        ValueError: ``hidden`` not of rank 3.
+
+    Reference: Shao et al., "Aggregating Bidirectional Encoder Representations Using
+    MatchLSTM for Sequence Matching", 2019, Section 3.1 (packing) and Section
+    3.2 (the split); Devlin et al., 2019 (BERT's ``[CLS] A [SEP] B [SEP]`` input).
+
+    Example:
+
+    ```python
+    hidden = bert({"token_ids": ids, "segment_ids": seg, "padding_mask": pad})
+    h_a, mask_a, h_b, mask_b = PairSegmentSplit()(hidden, seg, pad)
+    s = BidirectionalMatchLSTM(300)(h_b, h_a, mask_b, mask_a)
+    ```
+    """
+
+    def call(self, hidden, segment_ids, padding_mask):
+        hidden = tf.convert_to_tensor(hidden)
+        if hidden.shape.rank != 3:
+            raise ValueError(f"hidden must be [batch, length, dim], got shape {hidden.shape}")
+        tokens = _as_bool(padding_mask)
+        first = tokens & tf.equal(tf.cast(segment_ids, tf.int32), 0)
+        length = tf.reduce_sum(tf.cast(tokens, tf.int32), axis=1)
+        length_a = tf.maximum(tf.reduce_sum(tf.cast(first, tf.int32), axis=1) - 1, 0)
+        length_b = tf.maximum(length - length_a, 0)
+        h_a, mask_a = _gather_span(hidden, tf.zeros_like(length_a), length_a, self.compute_dtype)
+        h_b, mask_b = _gather_span(hidden, length_a, length_b, self.compute_dtype)
+        return h_a, mask_a, h_b, mask_b
+
+    def compute_output_shape(self, hidden_shape):
+        batch, dim = hidden_shape[0], hidden_shape[-1]
+        return (batch, None, dim), (batch, None, 1), (batch, None, dim), (batch, None, 1)
