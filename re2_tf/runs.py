@@ -113,7 +113,8 @@ def load_config(run_dir):
 
 
 def load_best_model(run_dir):
-    """Load ``<run_dir>/best.keras`` (custom layers are registered by importing re2_tf.layers).
+    """Load ``<run_dir>/best.keras`` (custom layers are registered by importing re2_tf.layers,
+    and by the run's model spec's ``custom_objects``).
 
     Raises:
         FileNotFoundError: if the run has not saved a best checkpoint yet.
@@ -121,11 +122,13 @@ def load_best_model(run_dir):
     import keras
 
     import re2_tf.layers  # noqa: F401  (registers the custom layers)
+    from re2_tf.models.spec import get_spec
 
     path = Path(run_dir) / BEST_MODEL_FILE
     if not path.exists():
         raise FileNotFoundError(f"No best checkpoint in {run_dir} (expected {path}).")
-    return keras.saving.load_model(path)
+    custom_objects = get_spec(load_config(run_dir).model).custom_objects()
+    return keras.saving.load_model(path, custom_objects=custom_objects)
 
 
 def load_vocab(run_dir):

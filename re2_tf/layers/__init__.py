@@ -21,7 +21,7 @@ pair into its two texts (:class:`PairSegmentSplit`), the MatchLSTM (:class:`Matc
 from re2_tf.layers.activations import gelu, get_activation
 from re2_tf.layers.alignment import ALIGNMENTS, Alignment
 from re2_tf.layers.autoencoder import Autoencoder
-from re2_tf.layers.bert_heads import MaskedMeanPooling, MultiWindowCNN
+from re2_tf.layers.bert_heads import FirstTokenState, MaskedMeanPooling, MultiWindowCNN
 from re2_tf.layers.char_cnn import CharCNN
 from re2_tf.layers.co_attention import CoAttention, l2_normalize
 from re2_tf.layers.connection import CONNECTIONS, AugmentedResidualConnection, ResidualConnection
@@ -55,6 +55,6 @@ __all__ = [
     "FITN_ACTIVATIONS", "FITN_ATTENTIONS", "FITN_CONNECTIONS", "BlockOutput", "MemoryBasedAttention",
     "OAMixedConnection",
     "NeuralTensorNetwork", "SpatialGRU", "cell_by_cell_spatial_gru",
-    "BidirectionalMatchLSTM", "MaskedMeanPooling", "MatchLSTM", "MultiWindowCNN",
+    "BidirectionalMatchLSTM", "FirstTokenState", "MaskedMeanPooling", "MatchLSTM", "MultiWindowCNN",
     "PairSegmentSplit",
 ]

@@ -1,6 +1,6 @@
 """Aggregation layers over BERT's final hidden states for the head variants of Shao et al.
-(2019), Section 3.4: BERT+AVG (:class:`MaskedMeanPooling`) and BERT+CNN
-(:class:`MultiWindowCNN`)."""
+(2019): ``h_0`` (:class:`FirstTokenState`, Section 3.1), BERT+AVG (:class:`MaskedMeanPooling`)
+and BERT+CNN (:class:`MultiWindowCNN`), Section 3.4."""
 
 import keras
 from keras import ops
@@ -15,6 +15,33 @@ def _float_mask(mask, dtype):
     if len(mask.shape) == 2:
         mask = ops.expand_dims(mask, -1)
     return ops.cast(ops.not_equal(mask, ops.zeros((), mask.dtype)), dtype)
+
+
+@keras.saving.register_keras_serializable(package="re2_tf")
+class FirstTokenState(keras.layers.Layer):
+    """``h_0``: the final hidden state of the first token (``[CLS]``) of a packed input.
+
+    Call arguments:
+        inputs: float ``[batch, length, d]`` (length >= 1).
+
+    Returns:
+        float ``[batch, d]``, ``inputs[:, 0]``.
+
+    Reference: Shao et al. 2019, Section 3.1 ("the final hidden state of the first token,
+    h_0, corresponding to the special token [CLS]"); Devlin et al. 2019, Section 3.
+
+    Example:
+
+    ```python
+    h_0 = FirstTokenState()(bert_outputs["sequence_output"])   # [batch, hidden]
+    ```
+    """
+
+    def call(self, inputs):
+        return inputs[:, 0]
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[-1])
 
 
 @keras.saving.register_keras_serializable(package="re2_tf")

