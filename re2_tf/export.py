@@ -15,7 +15,9 @@ Signatures (batch dimension first, TF Serving conventions):
     inputs ``text1``, ``text2``: ``tf.string [batch]`` raw sentences.
     outputs ``probabilities``: float32 ``[batch, num_classes]``; ``label``: ``tf.string
     [batch]`` (the dataset's label names); ``truncated``: int32 ``[batch]``, the number of
-    tokens cut from ``text1`` and ``text2`` together by truncation (0 = nothing cut).
+    tokens cut from ``text1`` and ``text2`` together by truncation (0 = nothing cut), plus
+    what a featuriser cut after that (BERT's packed pairs: word pieces beyond its
+    ``max_length``).
     In the graph: (lower-casing and) tokenisation with the run's tokeniser
     (:mod:`re2_tf.serving.text`), truncation to ``max_length`` tokens, vocabulary lookup
     (unknown -> ``<UNK>`` = 1). A text with no token after tokenisation (empty, only
@@ -64,6 +66,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
+from re2_tf.data.features import TRUNCATED_KEY
 from re2_tf.serving import text as text_lib
 
 __all__ = ["ServingModule", "export_run", "export_model", "DEFAULT_LENGTH_BUCKETS",
@@ -179,8 +182,7 @@ class ServingModule(tf.Module):
         if self._xla:  # pad to buckets so XLA compiles a bounded number of shapes
             rows = tf.maximum(rows, tf.cast(2 ** tf.math.ceil(
                 tf.math.log(tf.cast(rows, tf.float32)) / np.log(2.0) - 1e-6), tf.int32))
-            lengths = {side: tf.gather(self._buckets, tf.searchsorted(self._buckets, [n]))[0]
-                       for side, n in lengths.items()}
+            lengths = {side: self._bucket(n) for side, n in lengths.items()}
         padded = {}
         for spec in self._specs:
             x = features[spec.name]
@@ -194,6 +196,13 @@ class ServingModule(tf.Module):
         if self._output == "score":
             result["score"] = outputs
         return result
+
+    def _bucket(self, n):
+        """The smallest length bucket >= ``n``; ``n`` itself past the largest (a packed pair
+        of two texts can be longer than ``max_length``, the limit per text)."""
+        index = tf.searchsorted(self._buckets, [n])[0]
+        last = tf.size(self._buckets) - 1
+        return tf.where(index <= last, tf.gather(self._buckets, tf.minimum(index, last)), n)
 
     @staticmethod
     def _checked(inputs, specs):
@@ -250,7 +259,9 @@ class ServingModule(tf.Module):
             tokens.append(ragged[:, : self._max_length])
         features = {}
         for featurizer in self.featurizers:
-            features.update(featurizer(*tokens))
+            out = dict(featurizer(*tokens))
+            truncated += out.pop(TRUNCATED_KEY, 0)   # e.g. word pieces cut by packing
+            features.update(out)
         return self._predict(features, truncated)
 
     def _serve_features(self, **features):

