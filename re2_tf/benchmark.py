@@ -94,6 +94,37 @@ def features_spec(featurizers, batch, length):
     return spec
 
 
+SAMPLE_TEXT = Path(__file__).resolve().parents[1] / "data" / "sample" / "train.txt"
+
+
+def text_spec(batch, length, words):
+    """Input spec of ``serving_default``: ``text1``/``text2`` strings of ``length`` words drawn
+    uniformly from ``words``."""
+    one = {"dtype": "string", "shape": [batch, length], "words": list(words)}
+    return {"text1": dict(one), "text2": dict(one)}
+
+
+def sample_words(path=SAMPLE_TEXT):
+    """The distinct alphabetic words of the bundled SNLI sample's texts (sorted): real English
+    words for models timed on raw text."""
+    words = set()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        for text in line.split("\t")[:2]:
+            words.update(w for w in text.split() if w.isalpha())
+    return sorted(words)
+
+
+def benchmark_inputs(featurizers, batch, length):
+    """``(signature, input spec)`` timed for a model with these featurisers: ``serving_ids``
+    on random ids of every feature (:func:`features_spec`), or -- when a feature packs both
+    texts into one sequence (side ``pair``, BERT's ``[CLS] a [SEP] b [SEP]``), which random
+    ids cannot form -- ``serving_default`` on raw texts of ``length`` words of the bundled
+    sample (:func:`sample_words`), tokenisation and packing included in the time."""
+    if any(s.side == "pair" for f in featurizers for s in f.specs()):
+        return "serving_default", text_spec(batch, length, sample_words())
+    return "serving_ids", features_spec(featurizers, batch, length)
+
+
 def ids_spec(batch, length, vocab_size):
     """Input spec of a word-id model's ``serving_ids``: int32 ``text1``/``text2`` ``[batch, length]``."""
     one = {"dtype": "int32", "shape": [batch, length], "low": 2, "high": int(vocab_size)}
@@ -190,9 +221,14 @@ def run_benchmark(model="re2", variants=None, *, batch=8, length=20, batches=100
             path, params, featurizers = export_benchmark_model(
                 spec, entry["hparams"], Path(tmp) / f"model{k}", vocab_size=vocab_size, fmt=fmt,
                 precision=precision, xla=xla, plain_dir=plain_dir)
-            inputs = features_spec(featurizers, batch, length)
-            timed = [(path, "serving_ids", f"{label} ({fmt}, {precision}"
-                      f"{', XLA' if xla and fmt == 'savedmodel' else ''})")]
+            signature, inputs = benchmark_inputs(featurizers, batch, length)
+            timed = [(path, signature, f"{label} ({fmt}, {precision}"
+                      f"{', XLA' if xla and fmt == 'savedmodel' else ''}"
+                      f"{', raw text' if signature == 'serving_default' else ''})")]
+            if plain and signature == "serving_default":
+                raise ValueError(f"{model}: --plain_export times a Keras export over the "
+                                 "model's input features, which random ids cannot form for "
+                                 "a packed pair; time it without --plain_export")
             if plain:
                 timed.append((plain_dir, "serving_default", f"{label} (plain Keras model.export)"))
             for target, signature, name in timed:

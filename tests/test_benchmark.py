@@ -65,3 +65,23 @@ def test_cli_times_an_existing_export_and_tflite(tmp_path):
     result = benchmark.time_export(tflite, "serving_ids", benchmark.ids_spec(2, 5, 40),
                                    batches=2, warmup=0)
     assert result["interpreter"] == "ai_edge_litert" and len(result["times_s"]) == 2
+
+
+def test_packed_pairs_are_timed_on_raw_text_and_other_models_on_ids():
+    # Random ids cannot form [CLS] a [SEP] b [SEP]: a model with a packed-pair feature is timed
+    # through serving_default on texts of `length` real words; the others on random ids.
+    from re2_tf.data.features import PackedPair, WholeWordTokenizer, WordIds
+    from re2_tf.data.vocab import Vocab
+
+    words = ["a", "man", "plays"]
+    ids = WordIds.from_vocab(Vocab(words))
+    packed = PackedPair(WholeWordTokenizer())
+    packed.fit(words)
+    signature, spec = benchmark.benchmark_inputs([ids], batch=8, length=20)
+    assert signature == "serving_ids" and set(spec) == {"text1", "text2"}
+    assert spec["text1"]["shape"] == [8, 20] and spec["text1"]["high"] == len(ids.vocab)
+    signature, spec = benchmark.benchmark_inputs([packed], batch=8, length=20)
+    assert signature == "serving_default" and set(spec) == {"text1", "text2"}
+    assert spec["text1"]["dtype"] == "string" and spec["text1"]["shape"] == [8, 20]
+    assert {"man", "woman", "guitar"} <= set(spec["text1"]["words"])   # SNLI sample words
+    assert all(w.isalpha() for w in spec["text1"]["words"])

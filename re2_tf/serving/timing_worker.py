@@ -74,7 +74,13 @@ def main(request):
             tf.config.threading.set_intra_op_parallelism_threads(intra)
         if inter:
             tf.config.threading.set_inter_op_parallelism_threads(inter)
-        loaded = tf.saved_model.load(path)
+        try:
+            loaded = tf.saved_model.load(path)
+        except Exception as error:  # BERT's WordPiece exports use TF Text ops: register them
+            if "Op type not registered" not in str(error):
+                raise
+            import tensorflow_text  # noqa: F401
+            loaded = tf.saved_model.load(path)
         fn = loaded.signatures[request["signature"]]
         interpreter_name = "tf.saved_model.load"
 
