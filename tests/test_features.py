@@ -23,10 +23,15 @@ def _graph(featurizer, directory, texts1, texts2):
 def _assert_agree(featurizer, graph_out, pairs):
     """Every pair's Python arrays, padded with the spec's pad value, == its graph row."""
     specs = {s.name: s for s in featurizer.specs()}
+    graph_out = dict(graph_out)
+    graph_cuts = graph_out.pop(F.TRUNCATED_KEY, None)   # packed pairs: pieces cut, per pair
     assert set(graph_out) == set(specs)
     expected = {name: np.full_like(graph_out[name], spec.pad_value) for name, spec in specs.items()}
+    python_cuts = []
     for i, (text1, text2) in enumerate(pairs):
+        before = featurizer.stats["truncated_tokens"]
         python = featurizer.python(text1.split(), text2.split())
+        python_cuts.append(featurizer.stats["truncated_tokens"] - before)
         assert set(python) == set(specs)
         for name, value in python.items():
             assert value.dtype == np.dtype(specs[name].dtype), name
@@ -38,6 +43,8 @@ def _assert_agree(featurizer, graph_out, pairs):
         bad = np.flatnonzero(~equal)
         assert equal.sum() == len(pairs), \
             f"{name}: {len(bad)}/{len(pairs)} pairs differ, first {pairs[bad[0]]!r}"
+    if graph_cuts is not None:
+        assert graph_cuts.dtype == np.int32 and graph_cuts.tolist() == python_cuts
 
 
 # ------------------------------------------------------------------------------- word ids

@@ -49,12 +49,16 @@ def _run_graph(packed, directory, pairs, batch=2000):
     ``{name: [rows]}`` with each row's padding removed (by its padding_mask)."""
     module = packed.graph(directory)
     out = {s.name: [] for s in packed.specs()}
+    out[F.TRUNCATED_KEY] = []
     for begin in range(0, len(pairs), batch):
         texts1, texts2 = (tf.constant(t) for t in zip(*pairs[begin: begin + batch]))
         result = {k: v.numpy() for k, v in module(whitespace_tokenize(texts1, lower=False),
                                                   whitespace_tokenize(texts2, lower=False)
                                                   ).items()}
         lengths = result["padding_mask"].sum(axis=1)
+        cuts = result.pop(F.TRUNCATED_KEY)
+        assert cuts.dtype == np.int32
+        out[F.TRUNCATED_KEY].extend(cuts.tolist())
         for name, value in result.items():
             assert value.dtype == np.int32, name
             pad = {s.name: s.pad_value for s in packed.specs()}[name]
@@ -68,9 +72,12 @@ def _disagreements(packed, graph, pairs):
     """Indices of pairs whose Python features differ from their graph row."""
     bad = []
     for i, (text1, text2) in enumerate(pairs):
+        before = packed.stats["truncated_tokens"]
         python = packed.python(text1.split(), text2.split())
-        if any(python[name].dtype != np.int32 or not np.array_equal(python[name], graph[name][i])
-               for name in python):
+        cut = packed.stats["truncated_tokens"] - before
+        if cut != graph[F.TRUNCATED_KEY][i] or any(
+                python[name].dtype != np.int32 or not np.array_equal(python[name], graph[name][i])
+                for name in python):
             bad.append(i)
     return bad
 
