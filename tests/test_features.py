@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from dev_files import real_dev_pairs
 from re2_tf.data import features as F
-from re2_tf.data import readers
 from re2_tf.data.vocab import Vocab
 from re2_tf.serving.text import whitespace_tokenize
 
@@ -255,21 +255,8 @@ def test_graph_modules_survive_saved_model(tmp_path):
 
 
 # ------------------------------------------------------------------------------ real data
-def _real_pairs(shared_data):
-    files = {name: readers.read_processed(shared_data / f"{name}/re2_processed/dev.txt")
-             for name in ("snli", "scitail", "quora")}
-    files["wikiqa"] = readers.read_wikiqa_txt(shared_data / "wikiqa/WikiQA-dev.txt")
-    pairs = {name: [(ex.text1, ex.text2) for ex in examples] for name, examples in files.items()}
-    trec = shared_data / "trecqa/clean-dev"
-    questions = (trec / "a.toks").read_text(encoding="utf-8").splitlines()
-    answers = (trec / "b.toks").read_text(encoding="utf-8").splitlines()
-    assert len(questions) == len(answers) == 1117
-    pairs["trecqa"] = list(zip(questions, answers))
-    return pairs
-
-
 def test_python_and_graph_agree_on_real_dev_files(shared_data, tmp_path):
-    for name, pairs in _real_pairs(shared_data).items():
+    for name, pairs in real_dev_pairs(shared_data).items():
         tokens = [t for pair in pairs for text in pair for t in text.split()]
         words = F.WordIds.from_vocab(Vocab.build(tokens, min_df=2))
         chars = F.CharIds(min_count=5)  # default width 16, case kept

