@@ -45,8 +45,7 @@ def encode_texts(texts, tokenizer, backbone, max_length=256, batch_size=64):
     truncated = sum(len(piece_ids) > max_length - 2 for piece_ids in ids)
     rows = [[tokenizer.cls_id, *piece_ids[:max_length - 2], tokenizer.sep_id] for piece_ids in ids]
     order = np.argsort([len(r) for r in rows], kind="stable")  # similar lengths per batch
-    embeddings = np.zeros((len(rows), 0), "float32")
-    out = [None] * len(rows)
+    embeddings = None
     for start in range(0, len(rows), batch_size):
         index = order[start:start + batch_size]
         width = max(len(rows[i]) for i in index)
@@ -59,10 +58,11 @@ def encode_texts(texts, tokenizer, backbone, max_length=256, batch_size=64):
                                      training=False)["sequence_output"], np.float64)
         mean = (states * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
         mean /= np.linalg.norm(mean, axis=1, keepdims=True)
-        for k, i in enumerate(index):
-            out[i] = mean[k]
-    if out:
-        embeddings = np.stack(out).astype("float32")
+        if embeddings is None:
+            embeddings = np.zeros((len(rows), mean.shape[1]), "float32")
+        embeddings[index] = mean
+    if embeddings is None:  # no texts
+        embeddings = np.zeros((0, 0), "float32")
     return embeddings, int(truncated)
 
 
