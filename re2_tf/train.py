@@ -84,6 +84,11 @@ flags.DEFINE_integer("accumulation_steps", 1, "Split each batch into this many m
                      "gradients (the same update with less memory; dropout and batch norm "
                      "act per micro-batch).", lower_bound=1)
 flags.DEFINE_float("max_loss", 999.0, "Stop when a batch loss exceeds this (unstable training).")
+flags.DEFINE_integer("group_by_length", 0, "Batch training pairs of similar length: sort the "
+                     "shuffled pairs by length in windows of this many batches, then shuffle "
+                     "the batches (Hugging Face's group_by_length; 0 = off, as the release). "
+                     "Less padding, so fewer positions to compute; each pass still sees every "
+                     "pair once.", lower_bound=0)
 flags.DEFINE_integer("max_negatives", 0, "Pairwise ranking losses: at most this many negatives per positive answer (0 = all).")
 # evaluation routine
 flags.DEFINE_integer("eval_per_samples", 6400, "Evaluate every this many samples.")
@@ -211,14 +216,20 @@ def prepare_run_dir(run_dir, config, seed):
 
     A fresh run writes ``config.json`` and ``flags.txt`` (this invocation's flags with this
     run's ``--run_dir`` and ``--seed``, never ``--overwrite``). A resume compares the saved
-    config with ``config`` and refuses with the first differing field.
+    config with ``config`` and refuses with the first differing field; a setting missing from
+    the saved config (a flag added since) counts as that flag's default.
     """
     run_dir = Path(run_dir)
     if FLAGS.overwrite and run_dir.exists():
         shutil.rmtree(run_dir)
     resuming = (run_dir / runs.CONFIG_FILE).exists()
     if resuming:
-        difference = runs.config_difference(runs.load_config(run_dir), config)
+        saved = runs.load_config(run_dir)
+        # A setting added to re2_tf after the run started is read as the default it ran with.
+        for name, value in config.settings.items():
+            if name not in saved.settings and name in FLAGS and value == FLAGS[name].default:
+                saved.settings[name] = value
+        difference = runs.config_difference(saved, config)
         if difference:
             raise app.UsageError(
                 f"{run_dir} holds a run with different settings: {difference}.\n"
@@ -323,12 +334,13 @@ def train_one(run_dir, seed):
             [train[i].qid for i in encoded.kept], encoded.labels,
             max_negatives=FLAGS.max_negatives or None, seed=seed)
         train_ds = make_triple_dataset(encoded, triples, batch_size=bs, seed=seed,
-                                       length_multiple=multiple)
+                                       length_multiple=multiple,
+                                       group_by_length=FLAGS.group_by_length)
         units = len(triples)
         logger.info(f"{units} ranking triples; {stats}")
     else:
         train_ds = make_dataset(encoded, batch_size=bs, training=True, seed=seed,
-                                length_multiple=multiple)
+                                length_multiple=multiple, group_by_length=FLAGS.group_by_length)
         units = len(encoded)
     logger.info(f"#classes {dataset.num_classes}; #vocab {len(vocab)}; {encoded.dropped} training "
                 f"pairs longer than max_len={FLAGS.max_len} dropped, {encoded.truncated} "

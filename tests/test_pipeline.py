@@ -168,3 +168,65 @@ def test_length_multiple_pads_every_feature_to_a_multiple_with_zeros():
     assert x["positive"]["text1"].shape == (1, 3) and x["negative"]["text1"].shape == (1, 6)
     with pytest.raises(ValueError, match="length_multiple"):
         make_dataset(encoded, batch_size=2, training=False, length_multiple=-1)
+
+
+def _length_examples(n, seed=0):
+    """n pairs whose text1 has a distinct length 1..n (label = that length), text2 one word."""
+    order = np.random.default_rng(seed).permutation(n) + 1
+    return [_pair([2 + (k % 38)] * int(k), [3], int(k)) for k in order]
+
+
+def test_group_by_length_one_window_cuts_the_sorted_pairs_into_consecutive_batches():
+    # 12 pairs of text1 lengths 1..12, batch 3, one window holding the whole pass: whatever
+    # the shuffle, the batches are {1,2,3}, {4,5,6}, {7,8,9}, {10,11,12} (worked by hand).
+    encoded = _encode(_length_examples(12))
+    dataset = make_dataset(encoded, batch_size=3, training=True, seed=5, group_by_length=4)
+    assert dataset.cardinality().numpy() == 4
+    for _ in range(2):                                         # and again on the next pass
+        batches = _batches(dataset)
+        assert sorted(tuple(sorted(y.tolist())) for _, y in batches) == [
+            (1, 2, 3), (4, 5, 6), (7, 8, 9), (10, 11, 12)]
+        for x, y in batches:                                   # padded to the batch's longest
+            assert x["text1"].shape[1] == max(y) and x["text2"].shape[1] == 1
+
+
+def test_group_by_length_windows_keep_every_pair_once_and_are_seeded():
+    n, batch, window = 103, 4, 5
+    encoded = _encode(_length_examples(n, seed=1))
+
+    def passes(seed, group, count=2):
+        dataset = make_dataset(encoded, batch_size=batch, training=True, seed=seed,
+                               group_by_length=group)
+        assert dataset.cardinality().numpy() == -(-n // batch)
+        return [[y.numpy().tolist() for _, y in dataset] for _ in range(count)]
+
+    grouped, again, plain = passes(3, window), passes(3, window), passes(3, 0)
+    assert grouped == again                                    # same seed, same batches
+    for one_pass in grouped:
+        assert len(one_pass) == -(-n // batch)
+        assert sorted(sum(one_pass, [])) == list(range(1, n + 1))   # every pair once
+    assert grouped[0] != grouped[1]                            # reshuffled between passes
+    # grouping is what cuts the padding: sum over batches of (longest - shortest) in a batch.
+    spread = lambda p: sum(max(b) - min(b) for b in p)
+    assert spread(grouped[0]) < spread(plain[0])
+    with pytest.raises(ValueError, match="group_by_length"):
+        make_dataset(encoded, batch_size=2, training=True, group_by_length=-1)
+
+
+def test_group_by_length_is_ignored_for_evaluation_and_applies_to_triples():
+    encoded = _encode(_length_examples(12))
+    in_order = [y.numpy().tolist() for _, y in make_dataset(encoded, batch_size=5, training=False,
+                                                    group_by_length=3)]
+    assert sum(in_order, []) == [e.label for e in _length_examples(12)]
+    # triples (pair of length k, pair of length k + 1), k = 1..11: their cost keys
+    # (2k + 1 + 2) grow with k. Pairs are stored in shuffled order, so look positions up.
+    position = {e.label: i for i, e in enumerate(_length_examples(12))}
+    triples = np.array([[position[k], position[k + 1]] for k in range(1, 12)])
+    dataset = make_triple_dataset(encoded, triples, batch_size=2, seed=0, group_by_length=6)
+    assert dataset.cardinality().numpy() == 6
+    firsts = []
+    for x, _ in dataset:
+        lengths = (x["positive"]["text1"].numpy() > 0).sum(axis=1)
+        firsts.append(tuple(sorted(lengths.tolist())))
+    # one window (6 batches x 2 >= 11 triples): consecutive triples by length, (1,2),(3,4),...
+    assert sorted(firsts) == [(1, 2), (3, 4), (5, 6), (7, 8), (9, 10), (11,)]

@@ -185,6 +185,19 @@ def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert "settings.long_pairs: saved 'drop', now 'truncate'" in proc.stderr + proc.stdout
+    # a setting added to re2_tf after the run was made counts as its default when resuming
+    config_file = tmp_path / "run" / "config.json"
+    saved = json.loads(config_file.read_text())
+    assert saved["settings"].pop("group_by_length") == 0
+    config_file.write_text(json.dumps(saved))
+    proc = subprocess.run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"),
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1",
+                                        "--group_by_length=2"),
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "settings.group_by_length: saved '(absent)', now 2" in proc.stderr + proc.stdout
 
 
 def test_jit_compile_with_op_determinism_is_refused_not_silently_ignored(tmp_path):

