@@ -323,8 +323,10 @@ def export_model(model, export_dir, *, featurizers, label_names, backend="keras"
         flags_text: the training flags, stored as ``assets/flags.txt``.
         max_length, length_buckets, xla: see :class:`ServingModule`.
         fmt: ``savedmodel`` or ``tflite``.
-        precision: ``fp32``; ``bf16`` (SavedModel, backends that support it) or ``int8``
-            (TFLite dynamic-range quantisation: int8 weights, float activations).
+        precision: ``fp32``; ``bf16`` (SavedModel: RE2's folded weights in bfloat16, or for
+            the other models a copy under Keras's ``mixed_bfloat16`` policy,
+            ``re2_tf.serving.backends.bfloat16_copy``) or ``int8`` (TFLite dynamic-range
+            quantisation: int8 weights, float activations).
         python_tokenizer: tokeniser ``re2_tf.predict`` should use when the in-graph one is
             only an approximation (recorded in ``export_config.json``).
         extra_config: more entries for ``export_config.json``.

@@ -252,3 +252,52 @@ def test_a_one_score_model_also_serves_its_raw_score(exported):
         return
     expected = model(_python_features(featurizers, t1, t2), training=False).numpy()[:, 0]
     np.testing.assert_allclose(out["score"].numpy(), expected, atol=1e-5)
+
+
+# ------------------------------------------------------------------------ bf16
+TEXTS = (["a man plays the guitar on stage", "two dogs run", "a woman reads a book"],
+         ["a man plays music", "the animals are outside", "nobody is reading"])
+
+
+def test_bf16_copy_computes_in_bfloat16_with_the_same_weights(exported):
+    # KerasBackend(precision="bf16") serves bfloat16_copy(model): every layer of the copy
+    # (nested ones too: a BERT backbone's) computes in bfloat16 on the model's own weights.
+    from re2_tf.serving.backends import bfloat16_copy
+
+    name, model, featurizers, _, _ = exported
+    copy = bfloat16_copy(model)
+    dtypes = {layer.compute_dtype for layer in copy._flatten_layers(include_self=False)
+              if not isinstance(layer, keras.layers.InputLayer)}
+    assert dtypes == {"bfloat16"}, name
+    assert len(copy.weights) == len(model.weights)
+    for mine, theirs in zip(copy.weights, model.weights):
+        assert mine.dtype == theirs.dtype == "float32"
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+    features = _python_features(featurizers, *TEXTS)
+    reference = model(features, training=False).numpy()
+    got = copy(features, training=False)
+    assert got.dtype == "bfloat16", name
+    got = got.numpy().astype("float32")
+    assert np.isfinite(got).all() and not np.array_equal(got, reference), name
+    # bfloat16 keeps 8 significant bits (relative rounding 2^-9 per operation); through a few
+    # dozen roundings the logits of these tiny random models move by a few percent at most.
+    np.testing.assert_allclose(got, reference, rtol=0.05, atol=0.05, err_msg=name)
+
+
+def test_bf16_export_serves_the_bfloat16_copy(exported, tmp_path):
+    from re2_tf.export import export_model
+    from re2_tf.serving.backends import bfloat16_copy
+
+    name, model, featurizers, _, _ = exported
+    if name != "match_srnn":     # one export suffices: every model but RE2 serves through Keras
+        pytest.skip("checked on match_srnn")
+    path = export_model(model, tmp_path / "bf16", featurizers=featurizers,
+                        label_names=labels_of(model), backend=get_spec(name).export_backend,
+                        output="score" if model.output.shape[-1] == 1 else "logits",
+                        precision="bf16", xla=False, max_length=MAX_LENGTH,
+                        length_buckets=[MAX_LENGTH])
+    served = _serve(tf.saved_model.load(str(path)), *TEXTS)["probabilities"].numpy()
+    expected = _keras_probs(bfloat16_copy(model), _python_features(featurizers, *TEXTS))
+    # the same bfloat16 computation; the export pads to its length bucket, and padding
+    # positions only enter masked sums, so the results differ by bfloat16 rounding at most
+    np.testing.assert_allclose(served, expected, atol=1e-2)

@@ -63,9 +63,10 @@ class Alignment(keras.layers.Layer):
         self.hidden_size = int(hidden_size)
         self.alignment = alignment
         self.dropout_rate = float(dropout_rate)
-        self.dropout = keras.layers.Dropout(self.dropout_rate)
+        self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
         self.projection = (
-            WeightNormDense(self.hidden_size, activation="gelu", name="projection")
+            WeightNormDense(self.hidden_size, activation="gelu",
+                            dtype=self.dtype_policy, name="projection")
             if alignment == "linear"
             else None
         )

@@ -86,8 +86,8 @@ class Autoencoder(keras.layers.Layer):
         self.l2 = float(l2)
         self.encoder = keras.layers.Dense(self.units, activation=activation,
                                           kernel_regularizer=self._regularizer(),
-                                          name="encoder")
-        self.dropout = keras.layers.Dropout(self.dropout_rate)
+                                          dtype=self.dtype_policy, name="encoder")
+        self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
         self.decoder = None
 
     def _regularizer(self):
@@ -98,7 +98,7 @@ class Autoencoder(keras.layers.Layer):
         self.encoder.build((None, None, width))
         self.decoder = keras.layers.Dense(width, activation=None,
                                           kernel_regularizer=self._regularizer(),
-                                          name="decoder")
+                                          dtype=self.dtype_policy, name="decoder")
         self.decoder.build((None, None, self.units))
 
     def _squared_error(self, x, mask, training):

@@ -75,12 +75,12 @@ class CharCNN(keras.layers.Layer):
         self.dropout_rate = float(dropout_rate)
         self.l2 = float(l2)
         self.char_embedding = keras.layers.Embedding(
-            self.vocab_size, self.embedding_dim, name="char_embedding")
-        self.dropout = keras.layers.Dropout(self.dropout_rate)
+            self.vocab_size, self.embedding_dim, dtype=self.dtype_policy, name="char_embedding")
+        self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
         self.conv = keras.layers.Conv1D(
             self.filters, self.kernel_size, padding="same", activation="relu",
             kernel_regularizer=keras.regularizers.L2(self.l2) if self.l2 else None,
-            name="conv")
+            dtype=self.dtype_policy, name="conv")
 
     def build(self, input_shape):
         self.char_embedding.build((None, None))

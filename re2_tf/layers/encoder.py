@@ -67,11 +67,12 @@ class ConvEncoder(keras.layers.Layer):
         self.activation = activation
         self.convolutions = [
             WeightNormConv1D(
-                self.hidden_size, self.kernel_size, activation=activation, name=f"conv_{k}"
+                self.hidden_size, self.kernel_size, activation=activation,
+                dtype=self.dtype_policy, name=f"conv_{k}"
             )
             for k in range(self.enc_layers)
         ]
-        self.dropout = keras.layers.Dropout(self.dropout_rate)
+        self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
 
     def build(self, inputs_shape):
         width = inputs_shape[-1]

@@ -44,12 +44,16 @@ class Fusion(keras.layers.Layer):
         self.hidden_size = int(hidden_size)
         self.fusion = fusion
         self.dropout_rate = float(dropout_rate)
-        self.orig = WeightNormDense(self.hidden_size, activation="gelu", name="orig")
+        self.orig = WeightNormDense(self.hidden_size, activation="gelu",
+                                    dtype=self.dtype_policy, name="orig")
         if fusion == "full":
-            self.sub = WeightNormDense(self.hidden_size, activation="gelu", name="sub")
-            self.mul = WeightNormDense(self.hidden_size, activation="gelu", name="mul")
-            self.dropout = keras.layers.Dropout(self.dropout_rate)
-            self.proj = WeightNormDense(self.hidden_size, activation="gelu", name="proj")
+            self.sub = WeightNormDense(self.hidden_size, activation="gelu",
+                                       dtype=self.dtype_policy, name="sub")
+            self.mul = WeightNormDense(self.hidden_size, activation="gelu",
+                                       dtype=self.dtype_policy, name="mul")
+            self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
+            self.proj = WeightNormDense(self.hidden_size, activation="gelu",
+                                        dtype=self.dtype_policy, name="proj")
 
     def build(self, inputs_shape, aligned_shape):
         width = 2 * inputs_shape[-1]

@@ -70,14 +70,16 @@ class InteractionPrediction(keras.layers.Layer):
         self.dropout_rate = float(dropout_rate)
         self.batch_norm = bool(batch_norm)
         self.l2 = float(l2)
-        self.dropout = keras.layers.Dropout(self.dropout_rate)
+        self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
         self.hidden = [keras.layers.Dense(self.units, kernel_regularizer=self._regularizer(),
-                                          name=f"fc{k + 1}")
+                                          dtype=self.dtype_policy, name=f"fc{k + 1}")
                        for k in range(self.fc_layers)]
-        self.norms = [keras.layers.BatchNormalization(name=f"fc{k + 1}_batch_norm")
+        self.norms = [keras.layers.BatchNormalization(dtype=self.dtype_policy,
+                                                      name=f"fc{k + 1}_batch_norm")
                       for k in range(self.fc_layers)] if self.batch_norm else []
         self.output_layer = keras.layers.Dense(
-            self.num_classes, kernel_regularizer=self._regularizer(), name="output")
+            self.num_classes, kernel_regularizer=self._regularizer(),
+            dtype=self.dtype_policy, name="output")
 
     def _regularizer(self):
         return keras.regularizers.L2(self.l2) if self.l2 else None

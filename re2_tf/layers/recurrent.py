@@ -92,10 +92,10 @@ class MaskedBiLSTM(keras.layers.Layer):
         regularizer = keras.regularizers.L2(self.l2) if self.l2 else None
         with _outside_object_sharing():
             self.bilstm = keras.layers.Bidirectional(
-                keras.layers.LSTM(self.units, return_sequences=True,
+                keras.layers.LSTM(self.units, return_sequences=True, dtype=self.dtype_policy,
                                   kernel_regularizer=regularizer,
                                   recurrent_regularizer=regularizer),
-                merge_mode="concat", name="bidirectional")
+                merge_mode="concat", dtype=self.dtype_policy, name="bidirectional")
 
     def build(self, input_shape):
         self.bilstm.build((None, None, input_shape[-1]))

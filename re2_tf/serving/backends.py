@@ -8,7 +8,8 @@ model's feature dict (``{input name: tensor [batch, length, ...]}``) returns flo
 when the export asks for it); no Keras and no ``re2_tf`` code is needed to serve them.
 
 ``keras``
-    The Keras model itself (``model(features, training=False)``); fp32 only. Any architecture.
+    The Keras model itself (``model(features, training=False)``). Any architecture. fp32, or
+    bf16: a copy of the model under Keras's ``mixed_bfloat16`` policy (:func:`bfloat16_copy`).
 ``re2_folded``
     RE2 from folded weights (:mod:`re2_tf.serving.folded`: weight normalisation folded into
     plain kernels, fusion G1/G2 as one matmul, the two texts run as one sequence); fp32 or
@@ -21,28 +22,80 @@ import tensorflow as tf
 
 from re2_tf.serving import folded as folded_lib
 
-__all__ = ["BACKENDS", "KerasBackend", "FoldedRE2Backend", "make_backend"]
+__all__ = ["BACKENDS", "KerasBackend", "FoldedRE2Backend", "bfloat16_copy", "make_backend"]
+
+
+def _to_mixed_bfloat16(config):
+    """Rewrite, in place, every ``float32`` dtype policy of a serialised Keras object (nested
+    layers and models included) to ``mixed_bfloat16``; returns how many were rewritten. Plain
+    dtype strings (an input layer's tensor dtype) are left alone."""
+    count = 0
+    if isinstance(config, dict):
+        for key, value in config.items():
+            if (key == "dtype" and isinstance(value, dict)
+                    and value.get("class_name") == "DTypePolicy"):
+                if value.get("config", {}).get("name") == "float32":
+                    value["config"]["name"] = "mixed_bfloat16"
+                    count += 1
+            else:
+                count += _to_mixed_bfloat16(value)
+    elif isinstance(config, list):
+        count += sum(_to_mixed_bfloat16(item) for item in config)
+    return count
+
+
+def bfloat16_copy(model):
+    """A copy of ``model`` whose layers compute in bfloat16 (Keras ``mixed_bfloat16``).
+
+    The model is serialised, every layer's ``float32`` dtype policy (nested layers and models
+    included) becomes ``mixed_bfloat16``, and the copy is rebuilt and given the same weights:
+    variables stay float32, each layer casts its inputs and weights to bfloat16 and computes
+    in bfloat16 (layers that Keras keeps in float32 for stability, such as normalisation
+    statistics and softmax, do so as usual). Outputs are bfloat16.
+
+    Args:
+        model: a serialisable Keras model (its classes registered or importable).
+
+    Returns:
+        The bfloat16 copy (a new ``keras.Model``).
+
+    Raises:
+        ValueError: the model has no float32 layer to rewrite.
+    """
+    import keras
+
+    config = keras.saving.serialize_keras_object(model)
+    if not _to_mixed_bfloat16(config):
+        raise ValueError(f"{model.name}: no float32 dtype policy to make bfloat16")
+    # The classes of the model's own layers, by registered name (e.g. a subclass of a
+    # keras-hub layer that is not in Keras's registry).
+    classes = {keras.saving.get_registered_name(type(layer)): type(layer)
+               for layer in [model, *model._flatten_layers(include_self=False)]}
+    copy = keras.saving.deserialize_keras_object(config, custom_objects=classes)
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 class KerasBackend(tf.Module):
-    """The Keras model as it is (any architecture).
+    """The Keras model as it is (any architecture), or its bfloat16 copy.
 
     Args:
         model: functional Keras model over the feature dict.
-        precision: only ``fp32``.
+        precision: ``fp32`` (the model itself) or ``bf16`` (:func:`bfloat16_copy`; logits
+            cast back to float32).
 
     Raises:
         ValueError: another precision.
     """
 
-    precisions = ("fp32",)
+    precisions = ("fp32", "bf16")
 
     def __init__(self, model, precision="fp32"):
         super().__init__(name="keras_backend")
         if precision not in self.precisions:
             raise ValueError(f"precision {precision!r} needs a backend that supports it; the "
                              f"Keras backend serves {self.precisions}")
-        self.model = model
+        self.model = bfloat16_copy(model) if precision == "bf16" else model
 
     def __call__(self, features):
         return tf.cast(self.model(features, training=False), tf.float32)

@@ -3,10 +3,13 @@ r"""Accuracy change of reduced-precision exports on real dev files (a measuremen
 Takes a trained run directory (e.g. ``python -m re2_tf.train --flagfile=configs/re2/sample.flags``),
 exports it as fp32 SavedModel (the reference, checked against Keras to 1e-5), bf16
 SavedModel, fp32 TFLite and int8 dynamic-range TFLite, and reports accuracy and label
-agreement with the fp32 model on ``data/sample/dev.txt`` and, when present,
-``../shared/data/snli/re2_processed/dev.txt``::
+agreement with the Keras model on ``data/sample/dev.txt`` and, when present,
+``../shared/data/snli/re2_processed/dev.txt`` -- or on the labelled prepared files named by
+``--files`` -- for the exports named by ``--exports``::
 
     python -m re2_tf.serving.precision_check --run_dir=checkpoints/sample-re2 --out=/tmp/precision
+    python -m re2_tf.serving.precision_check --run_dir=<BERT+MatchLSTM run on WikiQA> \
+        --files=wikiqa_dev=<prepared wikiqa>/dev.txt --exports=savedmodel_fp32,savedmodel_bf16
 """
 
 import json
@@ -28,6 +31,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 flags.DEFINE_string("run_dir", "checkpoints/sample-re2", "A trained run directory.")
 flags.DEFINE_string("out", None, "Directory for the exports (default: a temporary one).")
+flags.DEFINE_list("files", None, "name=path of labelled prepared files to score (default: "
+                  "data/sample/dev.txt and, when present, ../shared's SNLI dev file).")
+EXPORTS = {"savedmodel_fp32": ("savedmodel", "fp32"), "savedmodel_bf16": ("savedmodel", "bf16"),
+           "tflite_fp32": ("tflite", "fp32"), "tflite_int8": ("tflite", "int8")}
+flags.DEFINE_list("exports", list(EXPORTS), f"Exports to compare with Keras: {list(EXPORTS)}.")
 FLAGS = flags.FLAGS
 
 
@@ -41,16 +49,22 @@ def main(argv):
     # tokeniser and re2_tf.predict feeds them features (serving_ids), as the pipeline does.
     common = dict(featurizers=featurizers, label_names=config.label_names, tokenizer="whitespace",
                   backend=get_spec(config.model).export_backend, output=config.output)
-    exports = {
-        "savedmodel fp32": export_model(model, out / "fp32", **common),
-        "savedmodel bf16": export_model(model, out / "bf16", precision="bf16", **common),
-        "tflite fp32": export_model(model, out / "tflite_fp32", fmt="tflite", **common),
-        "tflite int8": export_model(model, out / "tflite_int8", fmt="tflite", precision="int8",
-                                    **common),
-    }
+    unknown = sorted(set(FLAGS.exports) - set(EXPORTS))
+    if unknown:
+        raise app.UsageError(f"--exports: unknown {unknown}; choose from {list(EXPORTS)}")
+    exports = {name.replace("_", " "): export_model(model, out / name, fmt=EXPORTS[name][0],
+                                                    precision=EXPORTS[name][1], **common)
+               for name in FLAGS.exports}
     predictors = {k: Predictor(p, tokenize="python") for k, p in exports.items()}
-    files = {"sample dev": REPO / "data/sample/dev.txt",
-             "SNLI dev": REPO.parent / "shared/data/snli/re2_processed/dev.txt"}
+    if FLAGS.files:
+        files = dict(entry.split("=", 1) for entry in FLAGS.files)
+        missing = [path for path in files.values() if not Path(path).exists()]
+        if missing:
+            raise app.UsageError(f"--files: no such file {missing}")
+        files = {name: Path(path) for name, path in files.items()}
+    else:
+        files = {"sample dev": REPO / "data/sample/dev.txt",
+                 "SNLI dev": REPO.parent / "shared/data/snli/re2_processed/dev.txt"}
     report = {}
     for fname, path in files.items():
         if not path.exists():
