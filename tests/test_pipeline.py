@@ -230,3 +230,42 @@ def test_group_by_length_is_ignored_for_evaluation_and_applies_to_triples():
         firsts.append(tuple(sorted(lengths.tolist())))
     # one window (6 batches x 2 >= 11 triples): consecutive triples by length, (1,2),(3,4),...
     assert sorted(firsts) == [(1, 2), (3, 4), (5, 6), (7, 8), (9, 10), (11,)]
+
+
+def test_order_emits_the_pairs_in_that_order_and_is_for_evaluation_only():
+    encoded = _encode()
+    got = [y.numpy().tolist() for _, y in make_dataset(encoded, batch_size=2, training=False,
+                                                       order=[4, 2, 0, 1, 3])]
+    assert got == [[LABELS[4], LABELS[2]], [LABELS[0], LABELS[1]], [LABELS[3]]]
+    with pytest.raises(ValueError, match="permutation"):
+        make_dataset(encoded, batch_size=2, training=False, order=[0, 1, 2, 3, 3])
+    with pytest.raises(ValueError, match="order is for evaluation"):
+        make_dataset(encoded, batch_size=2, training=True, order=[0, 1, 2, 3, 4])
+
+
+def test_inference_batches_by_length_and_outputs_come_back_in_input_order():
+    import keras
+
+    from re2_tf.evaluation import inference_dataset, predict_outputs
+
+    # A network whose outputs per pair are [sum of text1 ids, sum of text2 ids] (padding 0
+    # adds nothing), so the right answer for every pair is known without the network.
+    text1 = keras.Input((None,), dtype="int32", name="text1")
+    text2 = keras.Input((None,), dtype="int32", name="text2")
+    sums = keras.layers.Lambda(lambda t: keras.ops.cast(keras.ops.stack(
+        [keras.ops.sum(t[0], axis=1), keras.ops.sum(t[1], axis=1)], axis=1), "float32"))(
+        [text1, text2])
+    network = keras.Model({"text1": text1, "text2": text2}, sums)
+    examples = _length_examples(23, seed=4)
+    encoded = _encode(examples)
+    expected = np.array([[sum(VOCAB.encode(e.text1.split())), sum(VOCAB.encode(e.text2.split()))]
+                         for e in examples], np.float32)
+    data = inference_dataset(encoded, batch_size=4)
+    lengths = np.array([len(e.text1.split()) + 1 for e in examples])
+    assert (np.diff(lengths[data.order]) >= 0).all()          # shortest first
+    widths = [x["text1"].shape[1] for x in data.dataset]
+    assert widths == sorted(widths) and widths[0] == 4         # lengths 1..4 in the first batch
+    np.testing.assert_array_equal(predict_outputs(network, data), expected)
+    plain = inference_dataset(encoded, batch_size=4, by_length=False)
+    np.testing.assert_array_equal(plain.order, np.arange(23))
+    np.testing.assert_array_equal(predict_outputs(network, plain), expected)

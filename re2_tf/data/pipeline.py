@@ -155,12 +155,20 @@ def pair_lengths(encoded: EncodedPairs) -> np.ndarray:
 
 
 def _index_batches(count: int, batch_size: int, *, shuffle: bool, seed: int | None,
-                   lengths: np.ndarray | None = None, group_by_length: int = 0):
+                   lengths: np.ndarray | None = None, group_by_length: int = 0,
+                   order: np.ndarray | None = None):
     """A dataset of int64 index batches ``[<= batch_size]`` covering ``range(count)`` once:
-    in order, shuffled, or shuffled and grouped by ``lengths`` (see the module docstring)."""
+    in ``order`` (default: input order), shuffled, or shuffled and grouped by ``lengths`` (see
+    the module docstring)."""
     if group_by_length < 0:
         raise ValueError(f"group_by_length must be >= 0, got {group_by_length}")
-    dataset = tf.data.Dataset.range(count)
+    if order is None:
+        dataset = tf.data.Dataset.range(count)
+    else:
+        order = np.asarray(order, np.int64)
+        if not np.array_equal(np.sort(order), np.arange(count)):
+            raise ValueError(f"order must be a permutation of range({count})")
+        dataset = tf.data.Dataset.from_tensor_slices(order)
     if shuffle:
         dataset = dataset.shuffle(max(count, 1), seed=seed, reshuffle_each_iteration=True)
     if not group_by_length:
@@ -182,7 +190,8 @@ def _index_batches(count: int, batch_size: int, *, shuffle: bool, seed: int | No
 
 def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
                  seed: int | None = None, with_labels: bool = True,
-                 length_multiple: int = 0, group_by_length: int = 0) -> tf.data.Dataset:
+                 length_multiple: int = 0, group_by_length: int = 0,
+                 order: np.ndarray | None = None) -> tf.data.Dataset:
     """Padded batches of featurised pairs.
 
     Args:
@@ -197,13 +206,16 @@ def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
         group_by_length: if > 0 (training only), batches of pairs of similar length, sorted
             in windows of this many batches (see the module docstring); 0 = the release's
             plain shuffle.
+        order: evaluation only: a permutation of the pairs' indices, the order to emit them
+            in (e.g. by length, so that each batch pads little); default input order.
 
     Returns:
         A dataset of ``{name: tensor [b, len_in_batch, *inner]}`` (and int32 ``[b]`` labels)
         with known cardinality ``ceil(n / batch_size)``.
 
     Raises:
-        ValueError: ``batch_size < 1``, ``length_multiple < 0`` or ``group_by_length < 0``.
+        ValueError: ``batch_size < 1``, ``length_multiple < 0``, ``group_by_length < 0``, or
+            ``order`` given for training or not a permutation.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -217,9 +229,11 @@ def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
 
     count = len(encoded)
     group = group_by_length if training else 0
+    if training and order is not None:
+        raise ValueError("order is for evaluation; training batches are shuffled")
     dataset = _index_batches(count, batch_size, shuffle=training, seed=seed,
                              lengths=pair_lengths(encoded) if group else None,
-                             group_by_length=group)
+                             group_by_length=group, order=order)
     dataset = dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-count // batch_size)))
     return dataset.prefetch(tf.data.AUTOTUNE)
