@@ -335,7 +335,8 @@ def export_model(model, export_dir, *, featurizers, label_names, backend="keras"
         ``Path`` of the export directory.
 
     Raises:
-        ValueError: unsupported ``fmt``/``precision`` combination (for this backend).
+        ValueError: unsupported ``fmt``/``precision`` combination (for this backend), or a
+            model the TFLite converter cannot convert (BERT+MatchLSTM), naming the op.
     """
     from re2_tf.serving.backends import make_backend
 
@@ -393,8 +394,16 @@ def export_model(model, export_dir, *, featurizers, label_names, backend="keras"
                                                                  signature_keys=["serving_ids"])
             if precision == "int8":
                 converter.optimizations = [tf.lite.Optimize.DEFAULT]
+            try:
+                flatbuffer = converter.convert()
+            except Exception as error:  # the converter raises its own ConverterError
+                first = next((line.strip() for line in str(error).splitlines()
+                              if "error:" in line), str(error).splitlines()[0])
+                raise ValueError(f"--format=tflite: the TFLite converter cannot convert "
+                                 f"{model.name}: {first[:300]} -- export a SavedModel "
+                                 "instead") from error
             export_dir.mkdir(parents=True)
-            (export_dir / TFLITE_FILE).write_bytes(converter.convert())
+            (export_dir / TFLITE_FILE).write_bytes(flatbuffer)
             (export_dir / "assets").mkdir()
             for name in (*files, *extra):
                 shutil.copy(tmp / name, export_dir / "assets" / name)
