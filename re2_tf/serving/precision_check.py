@@ -20,9 +20,9 @@ import numpy as np
 from absl import app, flags
 
 from re2_tf import runs
-from re2_tf.data.datasets import load_file
+from re2_tf.data.datasets import get_dataset, load_file, load_split
 from re2_tf.data.pipeline import encode_examples
-from re2_tf.evaluation import inference_dataset, predict_probabilities
+from re2_tf.evaluation import inference_dataset, predict_probabilities, score
 from re2_tf.export import export_model
 from re2_tf.models import get_spec
 from re2_tf.predict import Predictor
@@ -37,6 +37,14 @@ EXPORTS = {"savedmodel_fp32": ("savedmodel", "fp32"), "savedmodel_bf16": ("saved
            "tflite_fp32": ("tflite", "fp32"), "tflite_int8": ("tflite", "int8")}
 flags.DEFINE_list("exports", list(EXPORTS), f"Exports to compare with Keras: {list(EXPORTS)}.")
 FLAGS = flags.FLAGS
+
+
+def _ranking_scores(dataset, examples, probabilities, prefix=""):
+    """MAP and MRR (``re2_tf.evaluation.score``) of answers ranked by p(correct)."""
+    logits = np.log(np.clip(probabilities, 1e-30, None))  # softmax(log p) = p: same ranking
+    result = score(dataset, examples, logits)
+    return {f"{prefix}map": round(float(result["map"]), 4),
+            f"{prefix}mrr": round(float(result["mrr"]), 4)}
 
 
 def main(argv):
@@ -65,15 +73,22 @@ def main(argv):
     else:
         files = {"sample dev": REPO / "data/sample/dev.txt",
                  "SNLI dev": REPO.parent / "shared/data/snli/re2_processed/dev.txt"}
+    dataset = get_dataset(config.dataset)
     report = {}
     for fname, path in files.items():
         if not path.exists():
             continue
-        examples = load_file(path)
+        # A prepared split of a ranking dataset (its .ids file beside it) is also scored with
+        # MAP / MRR, ranking each question's answers by p(correct).
+        ranking = dataset.ranking and path.with_suffix(".ids").exists()
+        examples = (load_split(dataset.name, path.parent, path.stem) if ranking
+                    else load_file(path))
         encoded = encode_examples(examples, featurizers)
         dy = encoded.labels
         ref = predict_probabilities(model, inference_dataset(encoded))
         report[fname] = {"pairs": len(dy), "keras acc": float((ref.argmax(1) == dy).mean())}
+        if ranking:
+            report[fname].update(_ranking_scores(dataset, examples, ref, "keras "))
         for k, predictor in predictors.items():
             p = predictor.probabilities([ex.text1 for ex in examples],
                                         [ex.text2 for ex in examples])
@@ -82,6 +97,8 @@ def main(argv):
                 "same label as keras": round(float((p.argmax(1) == ref.argmax(1)).mean()), 4),
                 "max |p - p_keras|": float(np.abs(p - ref).max()),
                 "finite": bool(np.isfinite(p).all())}
+            if ranking:
+                report[fname][k].update(_ranking_scores(dataset, examples, p))
     print(json.dumps(report, indent=1))
 
 
