@@ -57,6 +57,7 @@ Attributes of the loaded object: ``vocab_size``, ``num_classes`` (int64 variable
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import tempfile
@@ -397,10 +398,12 @@ def export_model(model, export_dir, *, featurizers, label_names, backend="keras"
             try:
                 flatbuffer = converter.convert()
             except Exception as error:  # the converter raises its own ConverterError
-                first = next((line.strip() for line in str(error).splitlines()
-                              if "error:" in line), str(error).splitlines()[0])
+                text = str(error)
+                found = re.search(r"'(tf\.\w+)' op ([^\n]*)", text)
+                reason = (f"'{found.group(1)}' op {found.group(2).strip()}" if found
+                          else (text.strip().splitlines() or ["unknown error"])[0][:300])
                 raise ValueError(f"--format=tflite: the TFLite converter cannot convert "
-                                 f"{model.name}: {first[:300]} -- export a SavedModel "
+                                 f"{model.name}: {reason} -- export a SavedModel "
                                  "instead") from error
             export_dir.mkdir(parents=True)
             (export_dir / TFLITE_FILE).write_bytes(flatbuffer)

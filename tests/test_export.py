@@ -411,3 +411,29 @@ def test_in_graph_scitail_tokeniser_on_raw_scitail_text():
     agreement = _pair_agreement(raw, vocab, "scitail", get_tokenizer("scitail", lower=True))
     # Measured 0.9906 of pairs (0.9953 of texts): below 0.995, hence predict's Python path.
     assert agreement >= 0.985
+
+
+def test_a_model_the_tflite_converter_refuses_is_a_clear_error(tmp_path):
+    # BERT+MatchLSTM's segment split and MatchLSTM loop (here on a 4-d embedding instead of
+    # BERT) hold a tf.StridedSlice the converter cannot lower: a ValueError naming the op,
+    # not the converter's MLIR dump, and no half-written export.
+    from re2_tf.data import features as F
+    from re2_tf.layers import BidirectionalMatchLSTM, PairSegmentSplit
+
+    tokenizer = F.WholeWordTokenizer()
+    tokenizer.fit("a man plays the guitar".split())
+    packed = F.PackedPair(tokenizer, max_length=12)
+    inputs = {name: keras.Input((None,), dtype="int32", name=name)
+              for name in ("token_ids", "segment_ids", "padding_mask")}
+    hidden = keras.layers.Embedding(packed.vocab_size, 4)(inputs["token_ids"])
+    h_a, mask_a, h_b, mask_b = PairSegmentSplit()(hidden, inputs["segment_ids"],
+                                                  inputs["padding_mask"])
+    states = BidirectionalMatchLSTM(3)(h_b, h_a, mask_b, mask_a)
+    model = keras.Model(inputs, keras.layers.Dense(3)(states), name="split_matchlstm")
+    with pytest.raises(ValueError, match=r"^--format=tflite: the TFLite converter cannot "
+                                         r"convert split_matchlstm: 'tf.StridedSlice' op is "
+                                         r"neither a custom op nor a flex op -- export a "
+                                         r"SavedModel instead$"):
+        export_model(model, tmp_path / "lite", featurizers=[packed], label_names=LABELS,
+                     fmt="tflite", max_length=12, length_buckets=[12])
+    assert not (tmp_path / "lite").exists()

@@ -302,16 +302,3 @@ def test_bf16_export_serves_the_bfloat16_copy(exported, tmp_path):
     # positions only enter masked sums, so the results differ by bfloat16 rounding at most
     np.testing.assert_allclose(served, expected, atol=1e-2)
 
-
-def test_a_model_tflite_cannot_convert_is_a_clear_error(exported, tmp_path):
-    from re2_tf.export import export_model
-
-    name, model, featurizers, _, _ = exported
-    if name != "bert_matchlstm":
-        pytest.skip("checked on BERT+MatchLSTM, a model the converter refuses")
-    with pytest.raises(ValueError, match=r"TFLite converter cannot convert bert_matchlstm: .*"
-                                         r"StridedSlice.* export a SavedModel instead"):
-        export_model(model, tmp_path / "lite", featurizers=featurizers,
-                     label_names=labels_of(model), fmt="tflite", precision="int8",
-                     max_length=MAX_LENGTH, length_buckets=[MAX_LENGTH])
-    assert not (tmp_path / "lite").exists()
