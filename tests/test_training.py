@@ -213,8 +213,11 @@ def test_jit_compile_with_op_determinism_is_refused_not_silently_ignored(tmp_pat
 
 def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
     # 300 pairs, batch 10 -> 30 updates per pass, 4 passes; evaluation (= backup) every 5.
+    # Batches grouped by length (windows of 3 batches): the resumed stream must repeat the
+    # grouped, twice-shuffled batches exactly too.
     data = make_data(tmp_path, 300)
-    args = ("--batch_size=10", "--epochs=4", "--eval_per_samples=50", "--seed=3")
+    args = ("--batch_size=10", "--epochs=4", "--eval_per_samples=50", "--seed=3",
+            "--group_by_length=3")
     reference = tmp_path / "reference"
     run(train_command(data, reference, *args))
     ref_results = json.loads((reference / "results.json").read_text())
