@@ -313,7 +313,10 @@ def train_one(run_dir, seed):
         tf.config.experimental.enable_op_determinism()
     logger.info(f"{'Resuming' if resuming else 'Starting'} {spec.name} run {run_dir} (seed {seed}); "
                 f"train ({len(train)}) | {FLAGS.eval_split} ({len(dev)}) from {data_dir}")
-    if vectors is None:
+    if "word_ids" not in config.features:
+        logger.info(f"{spec.name} takes no word ids: the word vocabulary and --embeddings are "
+                    "not used.")
+    elif vectors is None:
         logger.info(f"No --embeddings: word embeddings are random and trainable.")
     else:
         covered = int((np.abs(vectors).sum(axis=1) > 0).sum())
