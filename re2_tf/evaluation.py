@@ -70,8 +70,7 @@ def predict_outputs(network, data):
     scores ``[n]``."""
     forward = inference_function(network)
     dataset, order = data if isinstance(data, InferenceData) else (data, None)
-    batches = [np.asarray(forward(batch)) for batch in dataset]
-    outputs = np.concatenate(batches, axis=0) if batches else np.zeros((0, 1), "float32")
+    outputs = np.concatenate([np.asarray(forward(batch)) for batch in dataset], axis=0)
     if order is not None:
         unsorted = np.empty_like(outputs)
         unsorted[order] = outputs

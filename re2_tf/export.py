@@ -57,8 +57,8 @@ Attributes of the loaded object: ``vocab_size``, ``num_classes`` (int64 variable
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
