@@ -47,8 +47,30 @@ def _ranking_scores(dataset, examples, probabilities, prefix=""):
             f"{prefix}mrr": round(float(result["mrr"]), 4)}
 
 
+def _files():
+    """``{name: path}`` from ``--files`` (``name=path`` entries), or the default dev files.
+    Raises ``app.UsageError`` for an entry without ``=`` or a missing file."""
+    if not FLAGS.files:
+        return {"sample dev": REPO / "data/sample/dev.txt",
+                "SNLI dev": REPO.parent / "shared/data/snli/re2_processed/dev.txt"}
+    files = {}
+    for entry in FLAGS.files:
+        name, sep, path = entry.partition("=")
+        if not sep or not name or not path:
+            raise app.UsageError(f"--files: expected name=path, got {entry!r}")
+        if not Path(path).exists():
+            raise app.UsageError(f"--files: no such file {path}")
+        files[name] = Path(path)
+    return files
+
+
 def main(argv):
     del argv
+    # Flag errors first, before the model is loaded and exported.
+    unknown = sorted(set(FLAGS.exports) - set(EXPORTS))
+    if unknown:
+        raise app.UsageError(f"--exports: unknown {unknown}; choose from {list(EXPORTS)}")
+    files = _files()
     model = runs.load_best_model(FLAGS.run_dir)
     featurizers = runs.load_featurizers(FLAGS.run_dir)
     config = runs.load_config(FLAGS.run_dir)
@@ -57,22 +79,10 @@ def main(argv):
     # tokeniser and re2_tf.predict feeds them features (serving_ids), as the pipeline does.
     common = dict(featurizers=featurizers, label_names=config.label_names, tokenizer="whitespace",
                   backend=get_spec(config.model).export_backend, output=config.output)
-    unknown = sorted(set(FLAGS.exports) - set(EXPORTS))
-    if unknown:
-        raise app.UsageError(f"--exports: unknown {unknown}; choose from {list(EXPORTS)}")
     exports = {name.replace("_", " "): export_model(model, out / name, fmt=EXPORTS[name][0],
                                                     precision=EXPORTS[name][1], **common)
                for name in FLAGS.exports}
     predictors = {k: Predictor(p, tokenize="python") for k, p in exports.items()}
-    if FLAGS.files:
-        files = dict(entry.split("=", 1) for entry in FLAGS.files)
-        missing = [path for path in files.values() if not Path(path).exists()]
-        if missing:
-            raise app.UsageError(f"--files: no such file {missing}")
-        files = {name: Path(path) for name, path in files.items()}
-    else:
-        files = {"sample dev": REPO / "data/sample/dev.txt",
-                 "SNLI dev": REPO.parent / "shared/data/snli/re2_processed/dev.txt"}
     dataset = get_dataset(config.dataset)
     report = {}
     for fname, path in files.items():
