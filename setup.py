@@ -29,7 +29,9 @@ setup(
     packages=find_packages(include=["re2_tf", "re2_tf.*"]),
     install_requires=requirements,
     extras_require={
-        "test": ["pytest>=8,<10", "pytest-xdist>=3.5,<4"],
+        # pytest < 9.2: on 9.2 pytest-xdist's --dist loadgroup (pytest.ini) silently stops
+        # grouping (pytest-dev/pytest-xdist#1386) and shared fixtures are built twice.
+        "test": ["pytest>=8,<9.2", "pytest-xdist>=3.5,<4"],
         # BERT+MatchLSTM: keras-hub's BertTokenizer / MultiSegmentPacker / BERT backbone
         # (re2_tf.data.wordpiece), TensorFlow Text's ops (also needed to serve the
         # SavedModel), safetensors (Hugging Face weights). tokenizers (Hugging Face, Rust, no

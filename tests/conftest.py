@@ -1,5 +1,6 @@
 """Shared pytest fixtures."""
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -15,3 +16,31 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared data not available at {path}")
     return path
+
+
+def _group_safe(value):
+    """``value`` as text without ``[``, ``]`` and ``@``: xdist takes a node id's group to be
+    what follows its last ``@``, and only if that ``@`` comes after the last ``]``."""
+    return re.sub(r"[\[\]@]", "_", str(value))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks
+def pytest_collection_modifyitems(config, items):
+    """Keep the tests that share a module-scoped fixture (one export, one training run, one
+    loaded backbone) on one pytest-xdist worker (``--dist loadgroup`` in pytest.ini).
+
+    Under plain ``--dist load`` the tests of one fixture instance are spread over both
+    workers, and each worker builds its own copy (an export, an XLA compile, a training
+    run): up to twice the time. Tests using no such fixture are distributed freely.
+    """
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        shared = sorted(
+            f"{name}={_group_safe(params[name])}" if name in params else name
+            for name in item.fixturenames
+            if any(d.scope == "module" for d in info.name2fixturedefs.get(name, ())))
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{'+'.join(shared)}"))
