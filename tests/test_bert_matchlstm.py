@@ -22,7 +22,7 @@ import match_lstm_numpy_reference as mlstm  # noqa: E402
 from roundtrip import assert_round_trips  # noqa: E402
 from test_segment_split import cnn_reference  # noqa: E402
 from re2_tf.layers.bert_backbone import BertBackbone  # noqa: E402
-from re2_tf.models import build_bert_matchlstm, get_spec  # noqa: E402
+from re2_tf.models import build_bert_matchlstm, count_parameters, get_spec  # noqa: E402
 from re2_tf.models.bert_matchlstm import BERT_HEADS  # noqa: E402
 from re2_tf.training import MatchingTrainer  # noqa: E402
 
@@ -166,6 +166,11 @@ def test_real_minilm_model_parameter_count():
     model = get_spec("bert_matchlstm").build(3, {"packed_pair": 30522}, None,
                                              **get_spec("bert_matchlstm").defaults())
     assert model.count_params() == 22_713_216 + 3_210_555
+    # The paper-style count without the embedding (training log, benchmark table) leaves out
+    # the word-piece embedding, 30,522 x 384, as it leaves out the word-based models' word
+    # embedding; position and segment embeddings count.
+    assert count_parameters(model, include_embedding=True) == 22_713_216 + 3_210_555
+    assert count_parameters(model) == 22_713_216 + 3_210_555 - 30_522 * 384
 
 
 def test_round_trips_symbolic_eager_and_xla(tmp_path):

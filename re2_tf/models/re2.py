@@ -198,20 +198,6 @@ def build_re2(
     return model
 
 
-def count_parameters(model, include_embedding=False):
-    """Number of trainable scalars in ``model``, the embedding left out by default.
-
-    This is the paper's "Params" column (Table 1: 2.8M on SNLI, embeddings excluded); it
-    counts weight-norm ``g`` vectors, biases and alignment temperatures.
-    """
-    total = 0
-    for weight in model.trainable_weights:
-        if not include_embedding and weight.path.startswith("embedding/"):
-            continue
-        total += int(np.prod(weight.shape))
-    return total
-
-
 # ------------------------------------------------------------------------------ model spec
 def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
     return build_re2(vocab_sizes["word_ids"], num_classes, embeddings=embeddings, **hparams)

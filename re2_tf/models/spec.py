@@ -32,9 +32,36 @@ A spec holds
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Callable, Mapping
 
-__all__ = ["HParam", "ModelSpec", "MODEL_SPECS", "check_embeddings", "register", "get_spec"]
+__all__ = ["HParam", "ModelSpec", "MODEL_SPECS", "WORD_EMBEDDING_WEIGHTS", "check_embeddings",
+           "count_parameters", "register", "get_spec"]
+
+#: Paths of the weights that :func:`count_parameters` leaves out: the word embedding of the
+#: word-based models (``Embedding`` layer ``embedding``) and BERT's word-piece (token)
+#: embedding (keras-hub's ``token_embedding``).
+WORD_EMBEDDING_WEIGHTS = ("embedding/embeddings", "token_embedding/embeddings")
+
+
+def count_parameters(model, include_embedding=False):
+    """Number of trainable scalars in ``model`` (int), the word embedding left out by default.
+
+    This is the RE2 paper's "Params" column (Table 1: 2.8M on SNLI, embeddings excluded),
+    applied to every architecture: the excluded weight is the trainable word embedding
+    matrix (:data:`WORD_EMBEDDING_WEIGHTS`): RE2, DRCN, FITN and Match-SRNN's word
+    embedding (when trainable), BERT's word-piece embedding (``30522 x 384`` for MiniLM-L6).
+    Everything else counts: character embeddings (DRCN, FITN), BERT's position and segment
+    embeddings and their layer norm, weight-norm ``g`` vectors, biases and alignment
+    temperatures. A frozen embedding (``--embeddings`` with fixed vectors) is not trainable
+    and never counted.
+    """
+    total = 0
+    for weight in model.trainable_weights:
+        if not include_embedding and weight.path in WORD_EMBEDDING_WEIGHTS:
+            continue
+        total += int(math.prod(weight.shape))
+    return total
 
 
 def check_embeddings(embeddings, vocab_size):
