@@ -19,10 +19,16 @@ A run directory ``checkpoints/<name>/`` holds:
 ``tensorboard/``       TensorBoard summaries
 ``results.json``       final metrics of the best checkpoint
 =====================  ======================================================================
+
+``--repeats=N`` trains seeds under ``<run_dir>/seed<k>/`` and writes, in ``<run_dir>``,
+``results.md`` and a ``results.json`` holding the mean ± std over the seeds
+(:func:`summarize_results`); ``python -m re2_tf.summarize`` computes the same table from any
+set of finished runs or their ``results.json`` files.
 """
 
 import dataclasses
 import json
+import math
 import os
 from pathlib import Path
 
@@ -209,3 +215,85 @@ def load_featurizers(run_dir):
         cls = features_lib.FEATURIZERS[kind]
         out.append(cls.load(run_dir, cls.create(options, vocab).get_config()))
     return out
+
+
+def summarize_results(all_results):
+    """Mean ± sample standard deviation over seeds of every float metric of every split.
+
+    Args:
+        all_results: list of per-run results dicts as a run's ``results.json`` holds them
+            (``{"seed": int, "best_step": int, "splits": {split: {metric: value}}}``).
+            Integer values (``questions``: how many questions MAP/MRR averaged over) are
+            counts, not metrics, and are left out. A split or metric missing from some runs
+            is summarised over the runs that have it, and the ``runs`` column says how many.
+
+    Returns:
+        ``(table, summary)``: a Markdown table (``| split | metric | mean ± std | runs |``,
+        four decimals; ``—`` for the spread of a single run) and ``{"<split>/<metric>":
+        {"mean", "std", "values", "seeds"}}``, where ``std`` is the sample standard
+        deviation (``ddof=1``, as "mean ± std over 3 seeds" is usually meant) or ``None``
+        for one run, and ``values`` / ``seeds`` are in input order.
+
+    Raises:
+        ValueError: when ``all_results`` is empty or a result has no ``splits``.
+    """
+    if not all_results:
+        raise ValueError("No results to summarise.")
+    order = []
+    for result in all_results:
+        if "splits" not in result:
+            raise ValueError(f"Not a run's results (no 'splits'): {sorted(result)}")
+        for split, metrics in result["splits"].items():
+            for metric, value in metrics.items():
+                if not isinstance(value, int) and (split, metric) not in order:
+                    order.append((split, metric))
+    lines = ["| split | metric | mean ± std | runs |", "|---|---|---|---|"]
+    summary = {}
+    for split, metric in order:
+        runs_with = [r for r in all_results if metric in r["splits"].get(split, {})]
+        values = [float(r["splits"][split][metric]) for r in runs_with]
+        mean = math.fsum(values) / len(values)
+        std = (math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
+               if len(values) > 1 else None)
+        summary[f"{split}/{metric}"] = {"mean": mean, "std": std, "values": values,
+                                        "seeds": [r.get("seed") for r in runs_with]}
+        spread = "—" if std is None else f"{std:.4f}"
+        lines.append(f"| {split} | {metric} | {mean:.4f} ± {spread} | {len(values)} |")
+    return "\n".join(lines), summary
+
+
+def load_results(path):
+    """The per-run results under ``path``: a run directory (its ``results.json``), the
+    parent directory of a ``--repeats`` run (each ``seed<k>/results.json``, in seed order),
+    or a ``results.json``-format file. Returns a list of results dicts.
+
+    Raises:
+        FileNotFoundError: naming ``path`` when it holds no finished run's results.
+        ValueError: naming the file when it is not valid JSON or not a run's results.
+    """
+    path = Path(path)
+    if path.is_dir():
+        seeds = sorted(path.glob("seed*/" + RESULTS_FILE),
+                       key=lambda f: (len(f.parent.name), f.parent.name))
+        if (path / RESULTS_FILE).exists() and not seeds:
+            files = [path / RESULTS_FILE]
+        elif seeds:
+            files = seeds
+        else:
+            raise FileNotFoundError(f"{path}: no {RESULTS_FILE} (not a finished run) and no "
+                                    f"seed*/{RESULTS_FILE}")
+    elif path.exists():
+        files = [path]
+    else:
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    results = []
+    for file in files:
+        try:
+            result = json.loads(file.read_text())
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{file}: not valid JSON ({err})") from None
+        if not isinstance(result, dict) or "splits" not in result:
+            raise ValueError(f"{file}: not one run's results (no 'splits'; a --repeats "
+                             "summary? give its directory instead)")
+        results.append(result)
+    return results

@@ -426,23 +426,6 @@ def finish_run(run_dir, routine, dataset, data_dir, dev, featurizers, total_step
     return results
 
 
-def summarize(all_results):
-    """Markdown table of mean ± std over seeds for every split and metric."""
-    splits = list(all_results[0]["splits"])
-    lines = ["| split | metric | mean ± std | runs |", "|---|---|---|---|"]
-    summary = {}
-    for split in splits:
-        for metric in all_results[0]["splits"][split]:
-            if metric == "questions":
-                continue
-            values = np.array([r["splits"][split][metric] for r in all_results])
-            std = float(values.std(ddof=1)) if len(values) > 1 else 0.0
-            summary[f"{split}/{metric}"] = {"mean": float(values.mean()), "std": std,
-                                            "values": values.tolist()}
-            lines.append(f"| {split} | {metric} | {values.mean():.4f} ± {std:.4f} | {len(values)} |")
-    return "\n".join(lines), summary
-
-
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -455,7 +438,7 @@ def main(argv):
     all_results = []
     for k in range(FLAGS.repeats):
         all_results.append(train_one(run_dir / f"seed{FLAGS.seed + k}", FLAGS.seed + k))
-    table, summary = summarize(all_results)
+    table, summary = runs.summarize_results(all_results)
     (run_dir / "results.md").write_text(table + "\n")
     (run_dir / runs.RESULTS_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     print(f"\n{FLAGS.repeats} seeds ({run_dir}):\n{table}")
