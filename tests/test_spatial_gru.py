@@ -155,6 +155,21 @@ def test_empty_texts_give_finite_zeros():
         assert all(np.all(np.isfinite(g)) for g in grads)
 
 
+@pytest.mark.parametrize("m,n", [(0, 0), (0, 4), (3, 0)])
+def test_grids_of_width_zero_give_zeros_in_every_mode(m, n):
+    # A batch whose padded width is 0 in one or both texts (m + n - 1 <= 0 anti-diagonals):
+    # eager, a graph with unknown widths, and XLA all return zeros of the right shapes.
+    layer = built_layer(seed=3)
+    s = tf.constant(np.random.default_rng(3).normal(size=(2, m, n, CHANNELS)), tf.float32)
+    dynamic = tf.function(lambda x: layer(x, return_grid=True),
+                          input_signature=[tf.TensorSpec([None, None, None, CHANNELS])])
+    xla = tf.function(lambda x: layer(x, return_grid=True), jit_compile=True)
+    for run in (lambda x: layer(x, return_grid=True), dynamic, xla):
+        corner, grid = run(s)
+        np.testing.assert_array_equal(corner, np.zeros((2, HIDDEN), "float32"))
+        assert grid.shape == (2, m, n, HIDDEN)
+
+
 # --------------------------------------------------------------------------- by hand
 def test_hand_worked_two_by_two_example():
     """H = 1, c = 1, s = [[1, 0], [0, 1]] with weights chosen so every number is simple:

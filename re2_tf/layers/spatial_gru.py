@@ -300,9 +300,15 @@ class SpatialGRU(keras.layers.Layer):
         packed = tf.pad(_skew(packed), [[0, 0], [1, 0], [0, 0], [0, 0]])
         packed = tf.reshape(tf.transpose(packed, [2, 0, 1, 3]),
                             [steps, batch * (m + 1), gates_width + hidden + 2])
-        input_gates = packed[..., :gates_width]
-        input_candidate = packed[..., gates_width:gates_width + hidden]
-        true, corner_cell = packed[..., -2:-1], packed[..., -1:]
+        # Read per step from a TensorArray, not sliced from the captured tensor: a slice's
+        # gradient is a dense tensor of all the steps, summed over the steps (training a
+        # 30 x 30 grid at batch 128 went from 929 to 310 ms forward + backward here). One
+        # spare step at the end, never read, so that the array is not empty when m or n is
+        # 0 (XLA compiles the loop body even when it never runs).
+        steps = tf.maximum(steps, 0) if isinstance(steps, tf.Tensor) else max(steps, 0)
+        packed = tf.pad(packed[:steps], [[0, 1], [0, 0], [0, 0]])
+        packed = tf.TensorArray(s.dtype, size=steps + 1,
+                                element_shape=packed.shape[1:]).unstack(packed)
 
         # Diagonal k is kept flat as [1 + batch * (m + 1), H]: a leading zero, then per pair
         # its boundary row h_(0,*) (always 0) and rows i = 0 .. m - 1 holding cell
@@ -311,30 +317,39 @@ class SpatialGRU(keras.layers.Layer):
         def body(k, previous, before, corner, grid):
             top, left, diagonal = previous[:-1], previous[1:], before[:-1]
             q = tf.concat([top, left, diagonal], axis=1)
-            gates = tf.matmul(q, hidden_gate_kernel) + input_gates[k]
-            neighbours = q
+            step = packed.read(k)
+            input_gates, input_candidate, true, corner_cell = tf.split(
+                step, [gates_width, hidden, 1, 1], axis=1)
+            gates = tf.matmul(q, hidden_gate_kernel) + input_gates
+            # One split (one op) into the reset gates and the four update gates.
             if self.reset_gates:
-                neighbours = tf.sigmoid(gates[:, :3 * hidden]) * q
-                gates = gates[:, 3 * hidden:]
+                reset, z_i, z_l, z_t, z_d = tf.split(gates, [3 * hidden] + [hidden] * 4, 1)
+                neighbours = tf.sigmoid(reset) * q
+            else:
+                z_i, z_l, z_t, z_d = tf.split(gates, 4, 1)
+                neighbours = q
             # SoftmaxByRow across the four gates of each unit, folded into the mixture:
-            # h = sum_p e_p x_p / sum_p e_p with e_p = exp(z_p - max_p z_p). (Slices and
-            # elementwise ops: a softmax over a last axis of size 4 is much slower.)
-            z_i, z_l, z_t, z_d = (gates[:, p * hidden:(p + 1) * hidden] for p in range(4))
+            # h = sum_p e_p x_p / sum_p e_p with e_p = exp(z_p - max_p z_p). (Elementwise
+            # ops: a softmax over a last axis of size 4 is much slower.)
             top_logit = tf.maximum(tf.maximum(z_i, z_l), tf.maximum(z_t, z_d))
             e_i, e_l, e_t, e_d = (tf.exp(z_p - top_logit) for z_p in (z_i, z_l, z_t, z_d))
-            candidate = tf.tanh(tf.matmul(neighbours, recurrent_kernel) + input_candidate[k])
+            candidate = tf.tanh(tf.matmul(neighbours, recurrent_kernel) + input_candidate)
             h = ((e_i * candidate + e_l * left + e_t * top + e_d * diagonal)
                  / (e_i + e_l + e_t + e_d))
-            h = h * true[k]
-            corner = corner + h * corner_cell[k]
+            h = h * true
+            corner = corner + h * corner_cell
             if return_grid:
                 grid = grid.write(k, h)
             return k + 1, tf.concat([zero, h], axis=0), previous, corner, grid
 
         zero = tf.zeros([1, hidden], s.dtype)
         empty = tf.zeros([1 + batch * (m + 1), hidden], s.dtype)
-        grid = (tf.TensorArray(s.dtype, size=steps, element_shape=tf.TensorShape([None, hidden]))
-                if return_grid else tf.zeros([], s.dtype))
+        grid = tf.zeros([], s.dtype)
+        if return_grid:
+            # One spare slot, written now, so that the stack is defined with no steps.
+            grid = tf.TensorArray(s.dtype, size=steps + 1,
+                                  element_shape=tf.TensorShape([None, hidden]))
+            grid = grid.write(steps, empty[1:])
         _, _, _, corner, grid = tf.while_loop(
             lambda k, *_: k < steps, body,
             (tf.constant(0, "int32"), empty, empty, empty[1:], grid),
@@ -342,7 +357,7 @@ class SpatialGRU(keras.layers.Layer):
         corner = tf.reduce_sum(tf.reshape(corner, [batch, m + 1, hidden]), axis=1)
         if not return_grid:
             return corner
-        grid = tf.reshape(grid.stack(), [steps, batch, m + 1, hidden])[:, :, 1:]
+        grid = tf.reshape(grid.stack()[:steps], [steps, batch, m + 1, hidden])[:, :, 1:]
         grid = _unskew(tf.transpose(grid, [1, 2, 0, 3]), n)  # [batch, m, n, H]
         if self.go_backwards:
             grid = _reverse_prefixes(_reverse_prefixes(grid, lengths1, 1), lengths2, 2)
