@@ -159,11 +159,15 @@ def build_match_srnn(
 # ------------------------------------------------------------------------------ benchmark
 def benchmark_spatial_gru_scans(batch=8, batches=100, warmup=10, sizes=(20, 40),
                                 units=MATCH_SRNN_DEFAULTS["hidden_size"],
-                                channels=MATCH_SRNN_DEFAULTS["slices"], seed=0):
+                                channels=MATCH_SRNN_DEFAULTS["slices"], seed=0,
+                                train_batch=128, train_batches=10):
     """Time :class:`re2_tf.layers.SpatialGRU`'s wavefront scan against
     :func:`re2_tf.layers.cell_by_cell_spatial_gru` with the same weights, as ``tf.function``
     graphs and XLA-compiled, on ``batch`` random ``s`` grids of each size ``n x n`` (no
-    padding), in this process. Both scans are checked to agree (1e-4) before timing.
+    padding), in this process. Both scans are checked to agree (1e-4) before timing. A last
+    row times what training pays: forward and backward (gradients for ``s`` and the
+    weights) of both scans as graphs, at the training batch (``train_batch``, the paper's
+    128) on the first size, over ``train_batches`` calls.
 
     Returns:
         A Markdown table: per size and mode, median ms per call of each scan (``batches``
@@ -180,24 +184,44 @@ def benchmark_spatial_gru_scans(batch=8, batches=100, warmup=10, sizes=(20, 40),
     layer.build((None, None, None, channels))
     lines = ["| grid | batch | mode | wavefront ms | cell-by-cell ms | speed-up |",
              "|---|---:|---|---:|---:|---:|"]
+    def median_ms(fn, s, calls):
+        for _ in range(warmup):
+            tf.nest.map_structure(lambda t: t.numpy(), fn(s))
+        times = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            tf.nest.map_structure(lambda t: t.numpy(), fn(s))
+            times.append(time.perf_counter() - start)
+        return float(np.median(times)) * 1e3
+
+    def with_gradients(scan):
+        def run(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                loss = tf.reduce_sum(scan(x) ** 2)
+            return tape.gradient(loss, [x] + layer.trainable_weights)
+        return tf.function(run)
+
+    rows = []
     for size in sizes:
         s = tf.constant(rng.normal(size=(batch, size, size, channels)).astype("float32"))
         for mode, jit in (("graph", False), ("XLA", True)):
             wave = tf.function(lambda x: layer(x), jit_compile=jit)
             cell = tf.function(lambda x: cell_by_cell_spatial_gru(layer, x), jit_compile=jit)
             np.testing.assert_allclose(wave(s).numpy(), cell(s).numpy(), atol=1e-4)
-            medians = []
-            for fn in (wave, cell):
-                for _ in range(warmup):
-                    fn(s).numpy()
-                times = []
-                for _ in range(batches):
-                    start = time.perf_counter()
-                    fn(s).numpy()
-                    times.append(time.perf_counter() - start)
-                medians.append(float(np.median(times)) * 1e3)
-            lines.append(f"| {size}×{size} | {batch} | {mode} | {medians[0]:.2f} | "
-                         f"{medians[1]:.2f} | {medians[1] / medians[0]:.1f}× |")
+            rows.append((size, batch, mode, median_ms(wave, s, batches),
+                         median_ms(cell, s, batches)))
+    size = sizes[0]
+    s = tf.constant(rng.normal(size=(train_batch, size, size, channels)).astype("float32"))
+    wave = with_gradients(lambda x: layer(x))
+    cell = with_gradients(lambda x: cell_by_cell_spatial_gru(layer, x))
+    for g_wave, g_cell in zip(wave(s), cell(s)):
+        np.testing.assert_allclose(g_wave.numpy(), g_cell.numpy(), rtol=1e-3, atol=1e-3)
+    rows.append((size, train_batch, "graph, forward + backward", median_ms(wave, s, train_batches),
+                 median_ms(cell, s, train_batches)))
+    for size, rows_batch, mode, wave_ms, cell_ms in rows:
+        lines.append(f"| {size}×{size} | {rows_batch} | {mode} | {wave_ms:.2f} | {cell_ms:.2f} | "
+                     f"{cell_ms / wave_ms:.1f}× |")
     return "\n".join(lines)
 
 
