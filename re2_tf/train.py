@@ -317,7 +317,7 @@ def train_one(run_dir, seed):
         logger.info(f"{spec.name} takes no word ids: the word vocabulary and --embeddings are "
                     "not used.")
     elif vectors is None:
-        logger.info(f"No --embeddings: word embeddings are random and trainable.")
+        logger.info("No --embeddings: word embeddings are random and trainable.")
     else:
         covered = int((np.abs(vectors).sum(axis=1) > 0).sum())
         logger.info(f"Embeddings {FLAGS.embeddings}: {covered}/{len(vocab)} words have vectors (fixed).")
