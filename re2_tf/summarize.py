@@ -21,7 +21,12 @@ from absl import app, flags
 from re2_tf import runs
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("output", None, "Write the summary as JSON here.")
+
+
+def define_flags():
+    """The command's flags, defined only when it runs as a script: importing
+    :func:`collect` must not add flags to a process that has its own (``--output``)."""
+    flags.DEFINE_string("output", None, "Write the summary as JSON here.")
 
 
 def collect(paths):
@@ -60,4 +65,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)
