@@ -239,14 +239,13 @@ def summarize_results(all_results):
     """
     if not all_results:
         raise ValueError("No results to summarise.")
-    order = []
+    order = {}  # (split, metric) in first-seen order
     for result in all_results:
         if "splits" not in result:
             raise ValueError(f"Not a run's results (no 'splits'): {sorted(result)}")
         for split, metrics in result["splits"].items():
-            for metric, value in metrics.items():
-                if not isinstance(value, int) and (split, metric) not in order:
-                    order.append((split, metric))
+            order.update(((split, metric), None) for metric, value in metrics.items()
+                         if not isinstance(value, int))
     lines = ["| split | metric | mean ± std | runs |", "|---|---|---|---|"]
     summary = {}
     for split, metric in order:
@@ -273,13 +272,11 @@ def load_results(path):
     """
     path = Path(path)
     if path.is_dir():
-        seeds = sorted(path.glob("seed*/" + RESULTS_FILE),
+        files = sorted(path.glob("seed*/" + RESULTS_FILE),
                        key=lambda f: (len(f.parent.name), f.parent.name))
-        if (path / RESULTS_FILE).exists() and not seeds:
+        if not files and (path / RESULTS_FILE).exists():
             files = [path / RESULTS_FILE]
-        elif seeds:
-            files = seeds
-        else:
+        if not files:
             raise FileNotFoundError(f"{path}: no {RESULTS_FILE} (not a finished run) and no "
                                     f"seed*/{RESULTS_FILE}")
     elif path.exists():
