@@ -32,7 +32,7 @@ import math
 import os
 from pathlib import Path
 
-from re2_tf.data.embeddings import EMBEDDINGS_FILE, VOCAB_FILE  # the cache's own names
+from re2_tf.data.embeddings import VOCAB_FILE  # the cache's own name
 
 FLAGS_FILE = "flags.txt"
 CONFIG_FILE = "config.json"
