@@ -7,12 +7,13 @@ figure against the records, and every "mean ± std" row against a re-computation
 transcription slip or a mean left stale after a new seed fails here.
 """
 
-import json
 import re
 import statistics
 from pathlib import Path
 
 import pytest
+
+from re2_tf import runs
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -22,11 +23,8 @@ COLUMNS = (("dev", "map"), ("dev", "mrr"), ("test", "map"), ("test", "mrr"))
 
 
 def _records(experiment, head):
-    out = {}
-    for path in sorted((RUNS / experiment / head).glob("seed*/results.json")):
-        result = json.loads(path.read_text())
-        out[result["seed"]] = result
-    return out
+    """{seed: results.json contents} of `docs/runs/<experiment>/<head>/seed*/`."""
+    return {r["seed"]: r for r in runs.load_results(RUNS / experiment / head)}
 
 
 def _table_after(heading):
