@@ -1,35 +1,44 @@
 """re2_tf: RE2 and related sentence-pair matching architectures as Keras 3 models.
 
-Importing re2_tf imports TensorFlow with its start-up notices (oneDNN, CUDA probing) kept
-off the terminal: under TF 2.21 they are written by C++ logging before any environment
-setting can silence them, so the import runs with file descriptor 2 pointed at /dev/null.
-Python exceptions raised by the import are re-raised after stderr is restored.
+The library in one screen::
+
+    import re2_tf
+
+    config = re2_tf.TrainConfig(model="drcn", dataset="sample", epochs=1)
+    result = re2_tf.fit(config, run_dir="checkpoints/sample-drcn")   # a RunResult
+    print(result.best_score, result.test_scores)
+
+Importing re2_tf imports TensorFlow and Keras and registers every custom layer and model
+with Keras (``keras.saving.register_keras_serializable``), so ``keras.saving.load_model`` of
+any re2_tf ``.keras`` file works in a process that has imported ``re2_tf``. The library does
+not touch the process's stderr: TensorFlow's start-up notices are its own. The command-line
+entry points are in :mod:`re2_tf.cli`.
 """
 
-import os
-import sys
+import importlib
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
+from re2_tf import layers, models  # noqa: E402,F401  (registers the custom Keras objects)
 
-def _import_tensorflow_quietly():
-    if "tensorflow" in sys.modules or os.environ.get("RE2_TF_VERBOSE_TF_IMPORT"):
-        import tensorflow  # noqa: F401
-        return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        import tensorflow as tf
+#: Public names resolved on first use (PEP 562), so ``import re2_tf`` stays light.
+_LAZY = {
+    "TrainConfig": "re2_tf.config",
+    "ConfigError": "re2_tf.errors",
+    "fit": "re2_tf.api",
+    "RunResult": "re2_tf.api",
+}
 
-        tf.config.list_physical_devices()  # device probing logs its CUDA notices here
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
+__all__ = ["__version__", "layers", "models", *_LAZY]
 
 
-_import_tensorflow_quietly()
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 're2_tf' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
