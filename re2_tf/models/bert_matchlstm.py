@@ -238,14 +238,13 @@ SPEC = register(ModelSpec(
     features={"packed_pair": {"tokenizer": {"kind": "wordpiece",
                                             "config": {"source": "hparam:bert_preset"}},
                               "max_length": "hparam:max_length"}},
-    presets={
-        # 10% of 3 epochs' samples as warm-up (BERT's warmup_proportion 0.1).
-        "wikiqa": dict(lr_warmup_samples=6108),
-        "snli": dict(lr_warmup_samples=2953),
-    },
+    # BERT's fine-tuning recipe for every dataset: warm-up over the first 10% of updates
+    # (BERT's warmup_proportion 0.1, int(0.1 * updates)), no word-level length limit (the
+    # packer cuts pairs to max_length word pieces and counts them).
     training={"optimizer": "adamw", "lr_schedule": "linear", "lr": 2e-5, "weight_decay": 0.01,
               "grad_clipping": 1.0, "batch_size": 32, "epochs": 3, "min_df": 1,
-              "eval_per_samples": 3200, "long_pairs": "truncate", "max_len": 999,
+              "warmup_ratio": 0.1,
+              "eval_per_samples": 3200, "long_pairs": "truncate", "max_len": 0,
               # Not in the paper: batches of similar length (re2_tf.data.pipeline), so the
               # backbone computes ~40 positions a pair on WikiQA instead of ~81.
               "group_by_length": 50},
