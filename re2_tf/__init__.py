@@ -10,14 +10,21 @@ The library in one screen::
 
 Importing re2_tf imports TensorFlow and Keras and registers every custom layer and model
 with Keras (``keras.saving.register_keras_serializable``), so ``keras.saving.load_model`` of
-any re2_tf ``.keras`` file works in a process that has imported ``re2_tf``. The library does
-not touch the process's stderr: TensorFlow's start-up notices are its own. The command-line
-entry points are in :mod:`re2_tf.cli`.
+any re2_tf ``.keras`` file works in a process that has imported ``re2_tf``. Imported as a
+library, re2_tf does not touch the process's stderr: TensorFlow's start-up notices are its
+own. The command-line entry points are in :mod:`re2_tf.cli`; only in a process started as
+one of them is TensorFlow's import kept quiet (:mod:`re2_tf.cli.startup`).
 """
 
 import importlib
+import sys
 
 __version__ = "0.2.0"
+
+from re2_tf.cli import startup as _startup  # noqa: E402  (imports no TensorFlow)
+
+if _startup.started_as_command() and "--verbose" not in sys.argv:
+    _startup.quiet_tensorflow_import()
 
 from re2_tf import layers, models  # noqa: E402,F401  (registers the custom Keras objects)
 

@@ -24,8 +24,13 @@ def define_verbose_flag(flag_values=flags.FLAGS):
 def error_message(error: BaseException) -> str:
     """One line for ``error``: its message (a ``KeyError``'s without the quotes repr adds),
     ``"<type>: <message>"`` when the message alone would be empty."""
+    from re2_tf.errors import ConfigError
+
     message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
     message = " ".join(str(message).split())  # one line
+    field = getattr(error, "field", None) if isinstance(error, ConfigError) else None
+    if field and message.startswith(f"{field}:"):  # settings are flags on the command line
+        message = f"--{field.split('.')[-1]}:{message[len(field) + 1:]}"
     return message or type(error).__name__
 
 

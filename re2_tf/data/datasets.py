@@ -39,8 +39,8 @@ from re2_tf.data import readers
 from re2_tf.data.readers import PairExample
 from re2_tf.data.tokenization import get_tokenizer
 
-__all__ = ["DatasetSpec", "DATASETS", "SPLITS", "FORMAT_TOKENIZERS", "get_dataset",
-           "default_data_dir", "load_split", "ref_file", "load_file"]
+__all__ = ["DatasetSpec", "DATASETS", "CUSTOM", "SPLITS", "FORMAT_TOKENIZERS", "get_dataset",
+           "custom_dataset", "default_data_dir", "load_split", "ref_file", "load_file"]
 
 SPLITS = ("train", "dev", "test")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -90,6 +90,30 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
     DatasetSpec("sample", _NLI3, "acc", "snli"),
 )}
 
+#: Name of a user's own dataset: labels, metric and tokeniser are settings
+#: (:func:`custom_dataset`; ``re2_tf.TrainConfig(dataset="custom", labels=..., ...)``).
+CUSTOM = "custom"
+
+
+def custom_dataset(labels, metric: str = "acc", tokenizer: str = "whitespace", *,
+                   ranking: bool = False, watch_metrics=()) -> DatasetSpec:
+    """The :class:`DatasetSpec` of a user's own data (``dataset="custom"``).
+
+    Its files (``<data_dir>/{train,dev,test}.txt``) hold ``text1<TAB>text2<TAB>label`` per
+    line with RAW text, tokenised on loading by ``tokenizer`` (lower-cased), and a label
+    that is one of ``labels`` or its id (``0 .. len(labels)-1``). With ``ranking``, pairs are
+    grouped by question from ``<split>.ids`` (``qid<TAB>docid`` per line) and scored with
+    MAP/MRR over the questions with at least one correct (label id 1) and one wrong answer.
+
+    Args:
+        labels: label names in label-id order (at least two).
+        metric: selection metric: ``acc``, ``f1`` (two labels) or ``mrr`` (ranking).
+        tokenizer: a name in :data:`re2_tf.data.tokenization.TOKENIZERS`.
+    """
+    return DatasetSpec(CUSTOM, tuple(labels), metric, tokenizer, ranking=ranking,
+                       watch_metrics=tuple(watch_metrics))
+
+
 # Tokeniser applied by :func:`load_file` to each raw format (None = text used as stored).
 FORMAT_TOKENIZERS: dict[str, str | None] = {
     "processed": None,
@@ -114,14 +138,17 @@ def default_data_dir(name: str) -> Path:
     return REPO_ROOT / "data" / name
 
 
-def load_split(name: str, data_dir: str | os.PathLike | None = None,
-               split: str = "train") -> list[PairExample]:
+def load_split(name: str | DatasetSpec, data_dir: str | os.PathLike | None = None,
+               split: str = "train", lower: bool = True) -> list[PairExample]:
     """Loads ``<data_dir>/<split>.txt`` of a prepared dataset.
 
     Args:
-      name: dataset name (see :data:`DATASETS`).
+      name: dataset name (see :data:`DATASETS`), or a :class:`DatasetSpec` (a custom
+        dataset's, :func:`custom_dataset`: raw text tokenised on loading, labels given by
+        name or id).
       data_dir: prepared directory; defaults to :func:`default_data_dir`.
       split: ``train``, ``dev`` or ``test``.
+      lower: custom datasets only: lower-case the text when tokenising it.
 
     Returns:
       ``list[PairExample]`` in file order; for ranking datasets ``qid``/``docid`` come from
@@ -132,12 +159,16 @@ def load_split(name: str, data_dir: str | os.PathLike | None = None,
         (the message says how to write it). ValueError: malformed line, a label
         ``>= num_classes``, or an ``.ids`` file whose length differs from the ``.txt``.
     """
-    spec = get_dataset(name)
+    spec = name if isinstance(name, DatasetSpec) else get_dataset(name)
+    name = spec.name
     directory = Path(data_dir) if data_dir is not None else default_data_dir(name)
     path = directory / f"{split}.txt"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found; run data/prepare.py --dataset={name}")
-    examples = readers.read_processed(path, num_classes=spec.num_classes)
+    if name == CUSTOM:
+        examples = _read_custom(path, spec, lower)
+    else:
+        examples = readers.read_processed(path, num_classes=spec.num_classes)
     if spec.ranking:
         examples = _with_ids(examples, path, FileNotFoundError(
             f"{directory / (split + '.ids')} not found: ranking metrics need each pair's "
@@ -145,6 +176,31 @@ def load_split(name: str, data_dir: str | os.PathLike | None = None,
             f"Write it by preparing the corpus again: python data/prepare.py "
             f"--dataset={name} --input=<downloaded corpus> --output={directory}"))
     return examples
+
+
+def _read_custom(path: Path, spec: DatasetSpec, lower: bool) -> list[PairExample]:
+    """A custom dataset's ``text1<TAB>text2<TAB>label`` file, labels by name or id, text
+    tokenised with ``spec.tokenizer`` (tokens joined by single spaces, as prepared files).
+
+    Raises:
+      ValueError: ``<path>:<line>: ...`` for a wrong field count or an unknown label.
+    """
+    ids = {name: i for i, name in enumerate(spec.label_names)}
+    tokenize = get_tokenizer(spec.tokenizer, lower=lower)
+    out = []
+    for lineno, line in readers._lines(path):
+        fields = readers._split_tab(path, lineno, line, 3, "text1, text2, label")
+        raw = fields[2].strip()
+        if raw in ids:
+            label = ids[raw]
+        elif raw.isascii() and raw.isdigit() and int(raw) < len(ids):
+            label = int(raw)
+        else:
+            raise readers._error(path, lineno, f"unknown label {raw!r}; expected one of "
+                                 f"{list(spec.label_names)} or an id 0-{len(ids) - 1}")
+        out.append(PairExample(" ".join(tokenize(fields[0])), " ".join(tokenize(fields[1])),
+                               label, line=lineno))
+    return out
 
 
 def _with_ids(examples: list[PairExample], path: Path, missing: Exception
