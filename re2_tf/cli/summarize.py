@@ -1,0 +1,61 @@
+r"""``re2-summarize``: mean ± std over seeds from finished runs, wherever they were trained (a
+thin layer over :func:`re2_tf.results.collect` and :func:`re2_tf.runs.summarize_results`).
+
+    re2-summarize checkpoints/wikiqa-re2                 # a --repeats=3 run
+    re2-summarize runs/a/seed1 runs/b/seed2 runs/c/seed3  # runs trained apart
+    re2-summarize docs/runs/bert_matchlstm-wikiqa/bert    # recorded results.json
+    python -m re2_tf.cli.summarize ...                    # the same
+
+Each argument is a run directory (its ``results.json``), the directory of a ``--repeats``
+run (every ``seed<k>/results.json`` under it), or a file in ``results.json`` format. Prints
+the same Markdown table as ``re2-train --repeats`` (sample standard deviation, ``runs`` = how
+many runs have that metric) and, with ``--output``, writes the summary as JSON. Seeds trained
+in separate processes, sessions or machines can so be reported together; a seed given twice
+is an error, since it would count one run twice. A missing result or a repeated seed ends the
+command with one line ``re2-summarize: error: <message>``, exit status 1.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from absl import flags
+
+from re2_tf.cli.common import run_app
+
+__all__ = ["define_flags", "main", "run"]
+
+FLAGS = flags.FLAGS
+
+
+def define_flags(flag_values=FLAGS):
+    """The command's flags (defined when it runs, never at import)."""
+    flags.DEFINE_string("output", None, "Write the summary as JSON here.",
+                        flag_values=flag_values)
+
+
+def main(argv):
+    """Print the table of the runs named by the arguments."""
+    from re2_tf import runs
+    from re2_tf.results import collect
+
+    if len(argv) < 2:
+        raise flags.Error("give run directories or results.json files")
+    results = collect(argv[1:])
+    table, summary = runs.summarize_results(results)
+    seeds = ", ".join(str(r.get("seed")) for r in results)
+    print(f"{len(results)} run{'s' if len(results) != 1 else ''} (seeds {seeds}):\n{table}")
+    if FLAGS.output:
+        Path(FLAGS.output).write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+def run(argv=None):
+    """Console-script entry point (``re2-summarize``)."""
+    define_flags()
+    run_app(main, program="re2-summarize", argv=argv)
+
+
+if __name__ == "__main__":
+    run()
