@@ -460,7 +460,8 @@ def _resolve(config):
         ratio_set = "warmup_ratio" in config.explicit
         samples_set = "lr_warmup_samples" in config.explicit
         if ratio_set and samples_set:
-            raise ConfigError("warmup_ratio and lr_warmup_samples are both set: give one",
+            raise ConfigError("warmup_ratio: warmup_ratio and lr_warmup_samples are both set: "
+                              "give one",
                               field="warmup_ratio")
         if samples_set:
             object.__setattr__(config, "warmup_ratio", 0.0)
@@ -520,7 +521,11 @@ def _validate(config):
         integer(name)
         at_least(name, 0)
     integer("seed")
-    for name in ("lr", "min_lr", "grad_clipping", "max_loss"):
+    for name in ("lr", "min_lr"):  # 0 freezes the weights (a legitimate control run)
+        value = getattr(config, name)
+        _check(isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0,
+               name, f"must be >= 0, got {value!r}")
+    for name in ("grad_clipping", "max_loss"):
         value = getattr(config, name)
         _check(isinstance(value, (int, float)) and value > 0, name,
                f"must be > 0, got {value!r}")

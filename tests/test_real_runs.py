@@ -20,7 +20,7 @@ def majority_share(path):
 
 
 def train(*args):
-    proc = subprocess.run([sys.executable, "-m", "re2_tf.train", *args], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "re2_tf.cli.train", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
