@@ -133,6 +133,32 @@ def test_from_json_rebuilds_the_config_a_run_recorded(tmp_path):
     assert Path(again.data_dir) == data.resolve()
 
 
+def test_run_writes_a_tensorboard_hparams_record(tmp_path):
+    """The HParams dashboard's session record holds the run's settings and
+    hyper-parameters, so the runs of a sweep can be compared there."""
+    import tensorflow as tf
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    data = make_data(tmp_path)
+    config = TrainConfig(model="re2", data_dir=str(data), epochs=1, batch_size=8, min_df=1,
+                         eval_per_samples=8, hparams=TINY["re2"], lr=0.0025)
+    re2_tf.fit(config, run_dir=tmp_path / "run")
+    recorded = {}
+    for events in (tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"):
+        for event in tf.compat.v1.train.summary_iterator(str(events)):
+            for value in event.summary.value:
+                if value.metadata.plugin_data.plugin_name != "hparams":
+                    continue
+                data_pb = plugin_data_pb2.HParamsPluginData.FromString(
+                    value.metadata.plugin_data.content)
+                if data_pb.HasField("session_start_info"):
+                    for name, v in data_pb.session_start_info.hparams.items():
+                        recorded[name] = v.WhichOneof("kind") and getattr(v, v.WhichOneof("kind"))
+    assert recorded["lr"] == pytest.approx(0.0025) and recorded["model"] == "re2"
+    assert recorded["hparams.hidden_size"] == TINY["re2"]["hidden_size"]
+    assert recorded["batch_size"] == 8 and recorded["lower_case"] is True
+
+
 # ------------------------------------------------------------------------ fit and the CLI
 @pytest.mark.parametrize("model", sorted(TINY))
 def test_fit_from_python_equals_the_cli(model, tmp_path):
