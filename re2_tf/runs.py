@@ -48,7 +48,7 @@ class RunConfig:
     """What a run directory records about its model and data.
 
     Attributes:
-        model: architecture name, a key of ``re2_tf.models.MODELS``.
+        model: architecture name, a key of ``re2_tf.models.MODEL_SPECS``.
         model_kwargs: keyword arguments of the model builder (without the embedding matrix).
         dataset: dataset name in ``re2_tf.data.datasets.DATASETS``.
         label_names: class names in label-id order.
@@ -116,6 +116,21 @@ def load_config(run_dir):
     if not path.exists():
         raise FileNotFoundError(f"{run_dir} is not a re2_tf run directory (no {CONFIG_FILE}).")
     return RunConfig(**json.loads(path.read_text()))
+
+
+def dataset_spec(config):
+    """The :class:`re2_tf.data.datasets.DatasetSpec` a run was trained on, from its
+    :class:`RunConfig`: a registered dataset with the run's label names, or a custom one
+    rebuilt from the recorded labels, metric and tokeniser."""
+    from re2_tf.data import datasets
+
+    if config.dataset == datasets.CUSTOM:
+        ranking = config.metric in ("mrr", "map")
+        watch = {"acc": (), "f1": ("acc", "auc"), "mrr": ("map",)}.get(config.metric, ())
+        return datasets.custom_dataset(config.label_names, config.metric, config.tokenizer,
+                                       ranking=ranking, watch_metrics=watch)
+    return dataclasses.replace(datasets.get_dataset(config.dataset),
+                               label_names=tuple(config.label_names))
 
 
 def load_best_model(run_dir):
