@@ -279,8 +279,9 @@ class TrainConfig:
         if record.get("embeddings"):
             settings["embeddings"] = record["embeddings"]["path"]
         if record["dataset"] == "custom":
+            metric = {selection: name for name, (selection, _, _) in CUSTOM_METRICS.items()}
             settings.update(labels=tuple(record["label_names"]),
-                            tokenizer=record["tokenizer"])
+                            tokenizer=record["tokenizer"], metric=metric[record["metric"]])
         data = record.get("data", {})
         if "train" in data:
             settings["data_dir"] = str(Path(data["train"]["path"]).parent)
