@@ -24,6 +24,22 @@ def _group_safe(value):
     return re.sub(r"[\[\]@]", "_", str(value))
 
 
+def _fixture_definitions(item):
+    """``{fixture name: (pytest.FixtureDef, ...)}`` of a collected test function.
+
+    pytest has no public way to read a fixture's scope at collection time: ``item.fixturenames``
+    (public) gives the names only, and the definitions live in the private
+    ``item._fixtureinfo.name2fixturedefs`` (pytest 8-9). This is the one use of it; it fails loudly, naming the internal, when pytest
+    changes it (``tests/test_compat.py`` checks the grouping end to end).
+    """
+    try:
+        return dict(item._fixtureinfo.name2fixturedefs)
+    except AttributeError as error:
+        raise RuntimeError(f"pytest {pytest.__version__}: Function._fixtureinfo.name2fixturedefs "
+                           f"(private) is gone ({error}); tests/conftest.py cannot group tests "
+                           "sharing a module-scoped fixture") from error
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks
 def pytest_collection_modifyitems(config, items):
     """Keep the tests that share a module-scoped fixture (one export, one training run, one
@@ -34,13 +50,13 @@ def pytest_collection_modifyitems(config, items):
     run): up to twice the time. Tests using no such fixture are distributed freely.
     """
     for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:
-            continue
+        if not isinstance(item, pytest.Function):
+            continue  # e.g. doctest items: no fixtures of their own
+        definitions = _fixture_definitions(item)
         params = getattr(getattr(item, "callspec", None), "params", {})
         shared = sorted(
             f"{name}={_group_safe(params[name])}" if name in params else name
             for name in item.fixturenames
-            if any(d.scope == "module" for d in info.name2fixturedefs.get(name, ())))
+            if any(d.scope == "module" for d in definitions.get(name, ())))
         if shared:
             item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{'+'.join(shared)}"))

@@ -51,6 +51,7 @@ import keras  # noqa: E402
 import keras_hub  # noqa: E402
 
 import bert_numpy_reference as ref  # noqa: E402
+from re2_tf._compat import transformer_intermediate_dense  # noqa: E402
 
 ATOL = 1e-4          # float32 backbone vs float64 reference (see module docstring)
 ANCHOR_ATOL = 1e-5   # half a unit of the 5th decimal (5e-6) + float32 error (< 5e-6)
@@ -130,7 +131,7 @@ def loaded_backbone(model_dir):
 
 
 def intermediate_denses(backbone):
-    return [backbone.get_layer(f"transformer_layer_{i}")._feedforward_intermediate_dense
+    return [transformer_intermediate_dense(backbone.get_layer(f"transformer_layer_{i}"))
             for i in range(backbone.num_layers)]
 
 

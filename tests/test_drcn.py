@@ -283,18 +283,49 @@ def test_char_cnn_needs_the_character_vocabulary_size():
 
 
 # --------------------------------------------------------------------------- serialisation
-def test_bilstm_construction_is_safe_inside_a_loading_scope():
+@keras.saving.register_keras_serializable(package="re2_tf_tests")
+class BiLSTMsBuiltWhileLoading(keras.layers.Layer):
+    """Identity whose ``from_config`` -- run by ``keras.saving.load_model`` inside Keras'
+    object-sharing scope -- constructs ``count`` :class:`MaskedBiLSTM` layers and records, for
+    each, whether a sharing scope was open and the ``go_backwards`` of its two directions."""
+
+    seen = []
+
+    def __init__(self, count=0, **kwargs):
+        super().__init__(**kwargs)
+        self.count = count
+
+    def call(self, x):
+        return x
+
+    def get_config(self):
+        return {**super().get_config(), "count": self.count}
+
+    @classmethod
+    def from_config(cls, config):
+        from re2_tf._compat import sharing_maps
+
+        for _ in range(config["count"]):
+            scope_open = all(isinstance(m, dict) for m in sharing_maps())
+            layer = MaskedBiLSTM(3)
+            cls.seen.append((scope_open, layer.bilstm.forward_layer.go_backwards,
+                             layer.bilstm.backward_layer.go_backwards))
+        return super().from_config(config)
+
+
+def test_bilstm_construction_is_safe_inside_a_loading_scope(tmp_path):
     """Regression: ``load_model`` builds layers inside Keras' object-sharing scope, where
     ``Bidirectional``'s internal copies were matched by recycled ``id()``s and a forward
     LSTM sometimes came back as an earlier backward one (2 of 200 constructions failed
-    before the fix; a .keras load of FITN failed the same way under pytest-xdist)."""
-    from keras.src.saving import serialization_lib
-
-    with serialization_lib.ObjectSharingScope():
-        for _ in range(300):
-            layer = MaskedBiLSTM(3)
-            assert not layer.bilstm.forward_layer.go_backwards
-            assert layer.bilstm.backward_layer.go_backwards
+    before the fix; a .keras load of FITN failed the same way under pytest-xdist). Here 300
+    are constructed while a ``.keras`` file loads."""
+    model = keras.Sequential([keras.Input((2,)), BiLSTMsBuiltWhileLoading(300)])
+    model.save(tmp_path / "probe.keras")
+    BiLSTMsBuiltWhileLoading.seen.clear()
+    keras.saving.load_model(tmp_path / "probe.keras")
+    assert len(BiLSTMsBuiltWhileLoading.seen) == 300
+    assert all(scope_open for scope_open, _, _ in BiLSTMsBuiltWhileLoading.seen)
+    assert all(not forward and backward for _, forward, backward in BiLSTMsBuiltWhileLoading.seen)
 
 
 def test_keras_file_and_get_config_round_trips(tmp_path):

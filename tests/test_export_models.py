@@ -1,5 +1,5 @@
 """Every registered architecture through the one export path: a run directory written the way
-training writes it, exported with ``re2_tf.export.export_run``, served in a fresh process that
+training writes it, exported with ``re2_tf.serving.export.export_run``, served in a fresh process that
 cannot import re2_tf, and fed bad input.
 
 The reference for every served probability is the Keras model called on the features of the
@@ -21,10 +21,11 @@ import pytest
 import tensorflow as tf
 
 from re2_tf import runs
+from re2_tf._compat import all_sublayers
 from re2_tf.data.pipeline import encode_examples, make_dataset
 from re2_tf.data.readers import PairExample
 from re2_tf.data.vocab import Vocab
-from re2_tf.export import BATCH_MISMATCH, ID_RANGE, export_run
+from re2_tf.serving.export import BATCH_MISMATCH, ID_RANGE, export_run
 from re2_tf.models import MODEL_SPECS, get_spec
 from weights import randomize_weights
 
@@ -266,7 +267,7 @@ def test_bf16_copy_computes_in_bfloat16_with_the_same_weights(exported):
 
     name, model, featurizers, _, _ = exported
     copy = bfloat16_copy(model)
-    dtypes = {layer.compute_dtype for layer in copy._flatten_layers(include_self=False)
+    dtypes = {layer.compute_dtype for layer in all_sublayers(copy)
               if not isinstance(layer, keras.layers.InputLayer)}
     assert dtypes == {"bfloat16"}, name
     assert len(copy.weights) == len(model.weights)
@@ -285,7 +286,7 @@ def test_bf16_copy_computes_in_bfloat16_with_the_same_weights(exported):
 
 
 def test_bf16_export_serves_the_bfloat16_copy(exported, tmp_path):
-    from re2_tf.export import export_model
+    from re2_tf.serving.export import export_model
     from re2_tf.serving.backends import bfloat16_copy
 
     name, model, featurizers, _, _ = exported

@@ -12,7 +12,8 @@ computes final states up to 3.2e-3 away from what it was trained to compute
 :func:`load_bert_backbone` sets it from the checkpoint's ``hidden_act``.
 
 This module imports keras-hub (the optional ``bert`` extra: ``pip install -e ".[bert]"``);
-:mod:`re2_tf.layers` does not import it, so the other models never need keras-hub.
+:mod:`re2_tf.layers` imports it only when keras-hub is installed (so ``import re2_tf``
+registers :class:`BertBackbone` with Keras), and the other models never need keras-hub.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 
 import keras
 import keras_hub
+
+from re2_tf._compat import transformer_intermediate_dense
 
 #: ``hidden_act`` values of Hugging Face BERT configs -> :class:`BertBackbone`'s
 #: ``hidden_activation`` (``transformers.activations.ACT2FN``: ``"gelu"`` is exact,
@@ -75,7 +78,7 @@ class BertBackbone(keras_hub.models.BertBackbone):
         self.hidden_activation = hidden_activation
         if hidden_activation == "gelu":
             for layer in self.transformer_layers:
-                layer._feedforward_intermediate_dense.activation = _exact_gelu
+                transformer_intermediate_dense(layer).activation = _exact_gelu
 
     def get_config(self):
         return {**super().get_config(), "hidden_activation": self.hidden_activation}

@@ -1,35 +1,9 @@
 """Masked bidirectional LSTM (DRCN's recurrent layer ``H_l``)."""
 
-import contextlib
-
 import keras
 from keras import ops
-from keras.src.backend.common import global_state
 
-_SHARING_MAPS = ("shared_objects/id_to_obj_map", "shared_objects/id_to_config_map")
-
-
-@contextlib.contextmanager
-def _outside_object_sharing():
-    """Suspend Keras' shared-object tracking while a ``Bidirectional`` is constructed.
-
-    ``keras.layers.Bidirectional.__init__`` serialises the layer it wraps and deserialises
-    copies of it. While a model is being loaded (``keras.models.load_model`` opens an
-    ``ObjectSharingScope``) those round trips record objects by ``id()``; the wrapped
-    template is freed afterwards, a later template can reuse its address, and Keras then
-    hands back an earlier *backward* LSTM as the new forward layer ("Forward layer and
-    backward layer should have different `go_backwards` value"): a load failed about once in
-    a hundred layers. The copies made here are private to the layer, so they need no sharing.
-    (Keras 3.15, private ``global_state`` API; ``tests/test_drcn.py`` has the regression test.)
-    """
-    saved = [global_state.get_global_attribute(key) for key in _SHARING_MAPS]
-    for key in _SHARING_MAPS:
-        global_state.set_global_attribute(key, None)
-    try:
-        yield
-    finally:
-        for key, value in zip(_SHARING_MAPS, saved):
-            global_state.set_global_attribute(key, value)
+from re2_tf._compat import outside_object_sharing
 
 
 @keras.saving.register_keras_serializable(package="re2_tf")
@@ -90,7 +64,14 @@ class MaskedBiLSTM(keras.layers.Layer):
         self.units = int(units)
         self.l2 = float(l2)
         regularizer = keras.regularizers.L2(self.l2) if self.l2 else None
-        with _outside_object_sharing():
+        # keras.layers.Bidirectional serialises and deserialises copies of the LSTM it wraps.
+        # Inside keras.saving.load_model's object-sharing scope those round trips record
+        # objects by id(); a freed template's id can be reused by a later one, and Keras then
+        # handed back an earlier *backward* LSTM as the new forward layer ("Forward layer and
+        # backward layer should have different `go_backwards` value"; about one load in a
+        # hundred layers). The copies are private to this layer, so they need no sharing
+        # (tests/test_drcn.py has the regression test).
+        with outside_object_sharing():
             self.bilstm = keras.layers.Bidirectional(
                 keras.layers.LSTM(self.units, return_sequences=True, dtype=self.dtype_policy,
                                   kernel_regularizer=regularizer,

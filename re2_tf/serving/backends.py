@@ -54,7 +54,8 @@ def bfloat16_copy(model):
     statistics and softmax, do so as usual). Outputs are bfloat16.
 
     Args:
-        model: a serialisable Keras model (its classes registered or importable).
+        model: a serialisable Keras model (its custom classes registered with
+            ``keras.saving.register_keras_serializable``, as re2_tf's are).
 
     Returns:
         The bfloat16 copy (a new ``keras.Model``).
@@ -67,11 +68,9 @@ def bfloat16_copy(model):
     config = keras.saving.serialize_keras_object(model)
     if not _to_mixed_bfloat16(config):
         raise ValueError(f"{model.name}: no float32 dtype policy to make bfloat16")
-    # The classes of the model's own layers, by registered name (e.g. a subclass of a
-    # keras-hub layer that is not in Keras's registry).
-    classes = {keras.saving.get_registered_name(type(layer)): type(layer)
-               for layer in [model, *model._flatten_layers(include_self=False)]}
-    copy = keras.saving.deserialize_keras_object(config, custom_objects=classes)
+    # Every class of an re2_tf model is registered with Keras by ``import re2_tf`` (keras-hub's
+    # by keras-hub), so the config names them all.
+    copy = keras.saving.deserialize_keras_object(config)
     copy.set_weights(model.get_weights())
     return copy
 

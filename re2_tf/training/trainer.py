@@ -5,6 +5,7 @@ terms, gradient norm, learning rate, task metrics) for logging."""
 import keras
 import tensorflow as tf
 
+from re2_tf._compat import all_sublayers, own_losses
 from re2_tf.training.losses import get_task_loss
 
 
@@ -13,18 +14,20 @@ def model_loss_terms(network):
 
     Returns ``{"loss_regularization": sum of weight-regulariser terms (0.0 if none),
     "loss_layer/<layer name>": sum of that layer's add_loss terms, ...}`` (float32 scalars;
-    layers of nested models included; two layers with the same name share one entry). The
-    values add up to ``sum(network.losses)``: they are read with the accessors Keras 3's
-    ``Layer.losses`` itself uses (``_flatten_layers``, ``_get_own_losses``,
-    ``_get_regularization_losses``; keras 3.15 ``src/layers/layer.py``). Keras clears add_loss
-    terms whenever ``network`` is called as the outermost layer, so they belong to that call.
+    layers of nested models and of custom layers included; two layers with the same name
+    share one entry). The values add up to ``sum(network.losses)``: the regularisers are those
+    of ``network.trainable_weights`` (``Variable.regularizer``), the add_loss terms are read
+    layer by layer (:func:`re2_tf._compat.all_sublayers`, :func:`re2_tf._compat.own_losses`),
+    as Keras 3's ``Layer.losses`` itself collects them. Keras clears add_loss terms whenever
+    ``network`` is called as the outermost layer, so they belong to that call.
     """
     terms = {"loss_regularization": tf.zeros([], "float32")}
-    regularization = network._get_regularization_losses()
+    regularization = [v.regularizer(v) for v in network.trainable_weights
+                      if v.regularizer is not None]
     if regularization:
         terms["loss_regularization"] = tf.cast(tf.add_n(regularization), "float32")
-    for layer in network._flatten_layers(include_self=True):
-        own = layer._get_own_losses()
+    for layer in all_sublayers(network, include_self=True):
+        own = own_losses(layer)
         if own:
             key = f"loss_layer/{layer.name}"
             terms[key] = terms.get(key, 0.0) + tf.cast(tf.add_n(own), "float32")

@@ -1,0 +1,98 @@
+"""The only place re2_tf reaches into private Keras and keras-hub internals.
+
+Each function here wraps one private attribute for which neither Keras 3 nor keras-hub has a
+public equivalent; everything else in re2_tf uses public API only. ``tests/test_compat.py``
+checks every wrapped internal against the installed versions and fails naming the internal
+(and the version) when one has moved or changed meaning, so an upgrade breaks there, loudly,
+instead of somewhere downstream. Written against Keras 3.15 and keras-hub 0.32.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import keras
+
+#: The global-state keys of Keras' object-sharing scope (``keras.saving.load_model`` opens it;
+#: ``keras/src/saving/serialization_lib.py`` ``ObjectSharingScope``).
+SHARING_MAP_KEYS = ("shared_objects/id_to_obj_map", "shared_objects/id_to_config_map")
+
+
+def all_sublayers(layer, include_self=False):
+    """Every layer nested in ``layer`` at any depth, each once, in Keras' own order.
+
+    Keras 3 has no public traversal below ``keras.Model.layers`` (which lists a model's direct
+    layers only); this is the private ``Layer._flatten_layers`` that ``Layer.losses`` and
+    ``Layer.weights`` use, so it reaches sublayers of custom layers too.
+
+    Args:
+        layer: a ``keras.layers.Layer`` (a model too).
+        include_self: put ``layer`` itself first.
+
+    Returns:
+        list of ``keras.layers.Layer``.
+    """
+    return list(layer._flatten_layers(include_self=include_self, recursive=True))
+
+
+def own_losses(layer):
+    """The ``add_loss`` terms ``layer`` itself added in its last call (not its sublayers', not
+    weight regularisers): Keras' private ``Layer._get_own_losses``.
+
+    ``Layer.losses`` (public) is this list for ``layer`` and every sublayer, plus the
+    regularisers, with no public way to tell whose term is whose.
+
+    Returns:
+        list of scalar tensors (a copy; empty if none).
+    """
+    return list(layer._get_own_losses())
+
+
+@contextlib.contextmanager
+def outside_object_sharing():
+    """Suspend Keras' shared-object tracking for the body of the ``with`` statement.
+
+    ``keras.saving.load_model`` opens an object-sharing scope, which records objects by
+    ``id()`` in two global maps (:data:`SHARING_MAP_KEYS`, kept in the private
+    ``keras.src.backend.common.global_state``); a layer that serialises and deserialises
+    private copies of a sublayer in its constructor (``keras.layers.Bidirectional``) can get
+    an earlier, freed object's copy back when ``id()`` values are reused. Inside this context
+    the maps are ``None`` (no scope) and are restored afterwards.
+    """
+    from keras.src.backend.common import global_state
+
+    saved = [global_state.get_global_attribute(key) for key in SHARING_MAP_KEYS]
+    for key in SHARING_MAP_KEYS:
+        global_state.set_global_attribute(key, None)
+    try:
+        yield
+    finally:
+        for key, value in zip(SHARING_MAP_KEYS, saved):
+            global_state.set_global_attribute(key, value)
+
+
+def sharing_maps():
+    """The current values of Keras' object-sharing maps (:data:`SHARING_MAP_KEYS`): two dicts
+    inside ``keras.saving.load_model``'s deserialisation, ``None`` outside. For the tests of
+    :func:`outside_object_sharing`."""
+    from keras.src.backend.common import global_state
+
+    return tuple(global_state.get_global_attribute(key) for key in SHARING_MAP_KEYS)
+
+
+def transformer_intermediate_dense(encoder) -> keras.layers.Dense:
+    """The first feed-forward ``Dense`` (hidden -> intermediate, with the activation) of a
+    ``keras_hub.layers.TransformerEncoder``: its private ``_feedforward_intermediate_dense``.
+
+    keras-hub exposes the activation only as a constructor argument, and ``BertBackbone``
+    hard-codes it; the layer reads ``Dense.activation`` at call time, so setting it on this
+    ``Dense`` changes what the encoder computes.
+
+    Raises:
+        TypeError: the attribute is not a ``keras.layers.Dense``.
+    """
+    dense = encoder._feedforward_intermediate_dense
+    if not isinstance(dense, keras.layers.Dense):
+        raise TypeError(f"{type(encoder).__name__}._feedforward_intermediate_dense is "
+                        f"{type(dense).__name__}, not a keras.layers.Dense")
+    return dense
