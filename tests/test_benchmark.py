@@ -1,11 +1,11 @@
-"""re2_tf.benchmark: smoke test of the fresh-process timing and the Table 5 table (no timing
+"""re2_tf.benchmarking and re2-bench: smoke test of the fresh-process timing and the Table 5 table (no timing
 assertions)."""
 
 import os
 import subprocess
 import sys
 
-from re2_tf import benchmark
+from re2_tf import benchmarking as benchmark
 
 
 def test_table5_driver_smoke(tmp_path):
@@ -54,7 +54,7 @@ def test_cli_times_an_existing_export_and_tflite(tmp_path):
     spec = ('{"text1": {"dtype": "string", "shape": [2, 4], "words": ["w2", "w3", "zz"]},'
             ' "text2": {"dtype": "string", "shape": [2, 4], "words": ["w5", "w9"]}}')
     proc = subprocess.run(
-        [sys.executable, "-m", "re2_tf.benchmark", f"--saved_model={path}",
+        [sys.executable, "-m", "re2_tf.cli.benchmark", f"--saved_model={path}",
          "--signature=serving_default", f"--input_spec={spec}", "--batches=2", "--warmup=0",
          "--throughput_batch=0"],
         capture_output=True, text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))

@@ -1,4 +1,4 @@
-"""``python -m re2_tf.evaluate --file=F --format=processed`` on a WikiQA run directory."""
+"""``re2-evaluate`` (``python -m re2_tf.cli.evaluate``) ``--file=F --format=processed`` on a WikiQA run directory."""
 
 import json
 import subprocess
@@ -52,7 +52,7 @@ def wikiqa_run(tmp_path_factory):
 
 
 def _evaluate(*args):
-    return subprocess.run([sys.executable, "-m", "re2_tf.evaluate", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "re2_tf.cli.evaluate", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -18,7 +18,7 @@ from re2_tf import runs
 from re2_tf.data.tokenization import get_tokenizer
 from re2_tf.data.features import WordIds
 from re2_tf.data.vocab import Vocab
-from re2_tf.export import (BATCH_MISMATCH, ID_RANGE, IDS_SHAPE, TEXT_SHAPE, export_model,
+from re2_tf.serving.export import (BATCH_MISMATCH, ID_RANGE, IDS_SHAPE, TEXT_SHAPE, export_model,
                            export_run)
 from re2_tf.models import build_re2
 from re2_tf.serving import folded, text as text_lib

@@ -1,4 +1,4 @@
-"""re2_tf.predict: TSV / JSON-lines input from a file or stdin, JSON-lines output, bad input.
+"""re2_tf.serving.predictor and re2-predict: TSV / JSON-lines input from a file or stdin, JSON-lines output, bad input.
 
 Policy under test: every input line yields one output line, or one error naming file and line.
 """
@@ -16,10 +16,10 @@ import tensorflow as tf
 from re2_tf.data.tokenization import get_tokenizer
 from re2_tf.data.features import WordIds
 from re2_tf.data.vocab import Vocab
-from re2_tf.export import export_model
+from re2_tf.serving.export import export_model
 from re2_tf.models import build_re2
 from weights import randomize_weights
-from re2_tf.predict import InputError, Predictor, read_pairs
+from re2_tf.serving.predictor import InputError, Predictor, read_pairs
 
 LABELS = ["entailment", "neutral", "contradiction"]
 WORDS = "a man woman dog is sleeping running in the park two people".split()
@@ -139,7 +139,7 @@ def test_batch_size_must_be_positive(setup):
 def _cli(args, stdin=None):
     if isinstance(stdin, str):
         stdin = stdin.encode("utf-8")
-    proc = subprocess.run([sys.executable, "-m", "re2_tf.predict", *args], input=stdin,
+    proc = subprocess.run([sys.executable, "-m", "re2_tf.cli.predict", *args], input=stdin,
                           capture_output=True, timeout=300,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     return subprocess.CompletedProcess(proc.args, proc.returncode,

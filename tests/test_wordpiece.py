@@ -332,7 +332,7 @@ def test_saved_model_carries_its_files(saved_model):
     packed, path = saved_model
     assert sorted(p.name for p in (path / "assets").iterdir()) == [
         "wordpiece_config.json", "wordpiece_vocab.txt"]
-    # What re2_tf.predict --tokenize=python does: load the featuriser from assets/.
+    # What re2-predict --tokenize=python does: load the featuriser from assets/.
     loaded = F.load_featurizer(path / "assets", "packed_pair", packed.get_config())
     assert loaded.get_config() == packed.get_config()
     served = tf.saved_model.load(str(path))
@@ -347,7 +347,7 @@ def test_saved_model_carries_its_files(saved_model):
 
 def _missing_text_op(message):
     """The op of "Op type not registered '<op>'" (TensorFlow) or "the SavedModel needs the op
-    '<op>'" (re2_tf.predict) in ``message``, checked to be one that
+    '<op>'" (re2_tf.serving.predictor) in ``message``, checked to be one that
     ``import tensorflow_text`` registers (it is imported here, by keras-hub); which of the
     model's tf-text ops (NormalizeUTF8, TFText>RoundRobinTrim, ...) is met first depends on
     the order TensorFlow loads the graph's functions."""
@@ -384,7 +384,7 @@ def test_saved_model_in_a_fresh_process_needs_tensorflow_text(saved_model):
 PREDICT_SCRIPT = textwrap.dedent("""
     import sys
     sys.modules["tensorflow_text"] = None   # as if not installed: its import fails
-    from re2_tf.predict import Predictor
+    from re2_tf.serving.predictor import Predictor
     try:
         Predictor(sys.argv[1], tokenize="graph")
     except RuntimeError as e:

@@ -1,9 +1,10 @@
 r"""Export a trained run as a self-contained SavedModel (raw text in) or a TFLite file.
 
-Usage::
+Library: :func:`export_run` (a run directory) and :func:`export_model` (a Keras model and its
+featurisers). Command line (:mod:`re2_tf.cli.export`)::
 
-    python -m re2_tf.export --run_dir=checkpoints/snli --export_dir=exports/snli
-    python -m re2_tf.export --run_dir=... --export_dir=... --format=tflite --precision=int8
+    re2-export --run_dir=checkpoints/snli --export_dir=exports/snli
+    re2-export --run_dir=... --export_dir=... --format=tflite --precision=int8
 
 The SavedModel needs nothing but TensorFlow to serve (``tf.saved_model.load`` or TensorFlow
 Serving); the tokeniser, the vocabulary (``assets/vocab.txt`` feeding a lookup table) and
@@ -65,7 +66,7 @@ from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
-from absl import app, flags, logging
+from absl import logging
 
 from re2_tf.data.features import TRUNCATED_KEY
 from re2_tf.serving import text as text_lib
@@ -290,7 +291,7 @@ class ServingModule(tf.Module):
 class _TFLiteModule(tf.Module):
     """The feature-level model function only (no strings, no assertions) for TFLite.
 
-    All-padding rows are empty texts, as in training; no truncation (``re2_tf.predict``
+    All-padding rows are empty texts, as in training; no truncation (the Predictor
     truncates to ``max_length`` before calling it).
     """
 
@@ -328,7 +329,7 @@ def export_model(model, export_dir, *, featurizers, label_names, backend="keras"
             the other models a copy under Keras's ``mixed_bfloat16`` policy,
             ``re2_tf.serving.backends.bfloat16_copy``) or ``int8`` (TFLite dynamic-range
             quantisation: int8 weights, float activations).
-        python_tokenizer: tokeniser ``re2_tf.predict`` should use when the in-graph one is
+        python_tokenizer: tokeniser :class:`re2_tf.serving.predictor.Predictor` should use when the in-graph one is
             only an approximation (recorded in ``export_config.json``).
         extra_config: more entries for ``export_config.json``.
 
@@ -418,7 +419,7 @@ def export_run(run_dir, export_dir, **kwargs):
     """Export a run directory (``re2_tf.runs`` layout). ``kwargs`` go to :func:`export_model`.
 
     The model's spec (``config.json``'s ``model``) gives the serving backend and output kind;
-    ``tokenizer`` defaults to the run's; the Python tokeniser recorded for ``re2_tf.predict``
+    ``tokenizer`` defaults to the run's; the Python tokeniser recorded for :class:`~re2_tf.serving.predictor.Predictor`
     is always the run's.
     """
     from re2_tf import runs
@@ -437,41 +438,3 @@ def export_run(run_dir, export_dir, **kwargs):
                       "model_kwargs": config.model_kwargs, "run_dir": os.fspath(run_dir)},
         **kwargs)
 
-
-FLAGS = flags.FLAGS
-
-
-def define_flags():
-    flags.DEFINE_string("run_dir", None, "Run directory (config.json, vocab.txt, best.keras).")
-    flags.DEFINE_string("export_dir", None, "Output directory (replaced if it exists).")
-    flags.DEFINE_enum("format", "savedmodel", ["savedmodel", "tflite"], "Export format.")
-    flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16", "int8"],
-                      "fp32; bf16 (savedmodel) or int8 dynamic-range quantisation (tflite).")
-    flags.DEFINE_string("tokenizer", None, "In-graph tokeniser (default: the run's): "
-                        + ", ".join(sorted(text_lib.IN_GRAPH_TOKENIZERS)))
-    flags.DEFINE_integer("max_length", DEFAULT_MAX_LENGTH,
-                         "Tokens kept per text; longer texts are truncated.")
-    flags.DEFINE_list("length_buckets", [str(b) for b in DEFAULT_LENGTH_BUCKETS],
-                      "Lengths XLA inputs are padded to (max_length is always one).")
-    flags.DEFINE_bool("xla", True, "Save the model function XLA-compiled (jit_compile).")
-    flags.mark_flags_as_required(["run_dir", "export_dir"])
-
-
-def main(argv):
-    del argv
-    logging.set_verbosity(logging.WARNING)  # SavedModel writing logs every asset at INFO
-    tf.get_logger().setLevel("ERROR")
-    kwargs = dict(fmt=FLAGS.format, precision=FLAGS.precision, max_length=FLAGS.max_length,
-                  length_buckets=[int(b) for b in FLAGS.length_buckets], xla=FLAGS.xla)
-    if FLAGS.tokenizer:
-        kwargs["tokenizer"] = FLAGS.tokenizer
-    try:
-        path = export_run(FLAGS.run_dir, FLAGS.export_dir, **kwargs)
-    except (FileNotFoundError, ValueError) as e:
-        raise app.UsageError(str(e))
-    print(path)
-
-
-if __name__ == "__main__":
-    define_flags()
-    app.run(main)

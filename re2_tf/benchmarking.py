@@ -5,23 +5,24 @@ Table 5 (paper §3.4): a batch of 8 pairs, both texts of length 20, seconds per 
 0.04 / 0.05 s on its CPU. ``--model`` picks the model; the variants timed are its spec's
 ``benchmark`` entries (RE2: those three models, with the paper's seconds beside them), built
 with random weights over a synthetic vocabulary of ``--vocab_size`` words and fed random ids
-of every input feature the model takes. Every model is **exported** (``re2_tf.export``) and timed
-through the exported artefact loaded in a **fresh process** (``serving/timing_worker.py``,
-which never imports ``re2_tf``): first call (XLA compilation), ``--warmup`` untimed batches,
+of every input feature the model takes. Every model is **exported**
+(:mod:`re2_tf.serving.export`) and timed through the exported artefact loaded in a **fresh
+process** (``serving/timing_worker.py``, which never imports ``re2_tf``): first call (XLA compilation), ``--warmup`` untimed batches,
 then ``--batches`` timed batches -> mean ± std s/batch, median and p99 ms, plus throughput at
 batch ``--throughput_batch`` and the worker's peak resident memory (after loading, and after
 all calls: the growth is what the calls needed, e.g. FITN's ``[batch, len1, len2, d]``
 interaction tensors at ``--batch=128 --length=40``).
 
-Usage::
+Library: :func:`run_benchmark` (a model's variants), :func:`time_export` (any export).
+Command line (:mod:`re2_tf.cli.benchmark`)::
 
     # Table 5: RE2 1/2/3 blocks, random weights, vocabulary 30,000
-    python -m re2_tf.benchmark --intra_op_threads=2 --inter_op_threads=1
-    python -m re2_tf.benchmark --model=re2 --variants="RE2 3 blocks" --xla=false
-    python -m re2_tf.benchmark --format=tflite --precision=int8
+    re2-bench --intra_op_threads=2 --inter_op_threads=1
+    re2-bench --model=re2 --variants="RE2 3 blocks" --xla=false
+    re2-bench --format=tflite --precision=int8
 
     # any exported SavedModel signature (model-agnostic)
-    python -m re2_tf.benchmark --saved_model=exports/snli --signature=serving_ids \
+    re2-bench --saved_model=exports/snli --signature=serving_ids \
         --input_spec='{"text1": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 1000},
                        "text2": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 1000}}'
 """
@@ -36,7 +37,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from absl import app, flags
+
+__all__ = ["benchmark_inputs", "export_benchmark_model", "features_spec", "ids_spec",
+           "markdown_table", "run_benchmark", "sample_words", "synthetic_featurizers",
+           "text_spec", "time_export"]
 
 WORKER = Path(__file__).resolve().parent / "serving" / "timing_worker.py"
 
@@ -156,7 +160,7 @@ def export_benchmark_model(spec, hparams, export_dir, *, vocab_size=30000, num_c
     user gets without re2_tf's export."""
     import keras
 
-    from re2_tf.export import TFLITE_FILE, export_model
+    from re2_tf.serving.export import TFLITE_FILE, export_model
     from re2_tf.models import count_parameters
 
     keras.utils.set_random_seed(seed)
@@ -241,74 +245,3 @@ def run_benchmark(model="re2", variants=None, *, batch=8, length=20, batches=100
                 rows.append(result)
     return rows, markdown_table(rows, batch, length, throughput_batch)
 
-
-FLAGS = flags.FLAGS
-
-
-def define_flags():
-    flags.DEFINE_string("model", "re2", "Registered model whose benchmark variants are timed.")
-    flags.DEFINE_list("variants", [], "Benchmark variants of the model's spec to time (default: "
-                      "all; RE2: 'RE2 1 block', 'RE2 2 blocks', 'RE2 3 blocks').")
-    flags.DEFINE_integer("batch", 8, "Pairs per timed batch.")
-    flags.DEFINE_integer("length", 20, "Tokens per text.")
-    flags.DEFINE_integer("batches", 100, "Timed batches.")
-    flags.DEFINE_integer("warmup", 10, "Untimed batches after the first call.")
-    flags.DEFINE_integer("vocab_size", 30000, "Vocabulary size of the random models.")
-    flags.DEFINE_integer("throughput_batch", 512, "Batch size for throughput (0 = skip).")
-    flags.DEFINE_enum("format", "savedmodel", ["savedmodel", "tflite"], "Export format.")
-    flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16", "int8"], "Export precision.")
-    flags.DEFINE_bool("xla", True, "Export with jit_compile (SavedModel only).")
-    flags.DEFINE_bool("plain_export", False, "Also time each variant exported with Keras' "
-                      "own model.export (the baseline without re2_tf's export).")
-    flags.DEFINE_integer("intra_op_threads", 0, "Intra-op threads (0 = default).")
-    flags.DEFINE_integer("inter_op_threads", 0, "Inter-op threads (0 = default).")
-    flags.DEFINE_string("saved_model", None, "Time this export instead of the Table 5 models.")
-    flags.DEFINE_string("signature", "serving_ids", "Signature to time (with --saved_model).")
-    flags.DEFINE_string("input_spec", None, "JSON input spec (with --saved_model); default: "
-                        "int32 ids [batch, length] for text1/text2 below --vocab_size.")
-    flags.DEFINE_string("json_out", None, "Also write the rows as JSON here.")
-    flags.DEFINE_bool("components", True, "Also print the model's component timings "
-                      "(its spec's component_benchmarks; Match-SRNN: wavefront vs "
-                      "cell-by-cell spatial GRU), in this process.")
-
-
-def main(argv):
-    del argv
-    threads = dict(intra_op_threads=FLAGS.intra_op_threads,
-                   inter_op_threads=FLAGS.inter_op_threads)
-    if FLAGS.intra_op_threads or FLAGS.inter_op_threads:  # this process too (components)
-        import tensorflow as tf
-
-        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
-        tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
-    if FLAGS.saved_model:
-        spec = (json.loads(FLAGS.input_spec) if FLAGS.input_spec
-                else ids_spec(FLAGS.batch, FLAGS.length, FLAGS.vocab_size))
-        result = time_export(FLAGS.saved_model, FLAGS.signature, spec, batches=FLAGS.batches,
-                             warmup=FLAGS.warmup, throughput_batch=FLAGS.throughput_batch,
-                             **threads)
-        result.update(model=FLAGS.saved_model, params=None)  # unknown for an arbitrary export
-        rows, table = [result], markdown_table([result], FLAGS.batch, FLAGS.length,
-                                               FLAGS.throughput_batch)
-    else:
-        rows, table = run_benchmark(
-            FLAGS.model, FLAGS.variants, batch=FLAGS.batch, length=FLAGS.length,
-            batches=FLAGS.batches, warmup=FLAGS.warmup, vocab_size=FLAGS.vocab_size,
-            fmt=FLAGS.format, precision=FLAGS.precision, xla=FLAGS.xla,
-            throughput_batch=FLAGS.throughput_batch, plain=FLAGS.plain_export, **threads)
-        for r in rows:
-            print(f"{r['model']}: {r['params']:,} parameters outside the embedding")
-    print(table)
-    if FLAGS.components and not FLAGS.saved_model:
-        from re2_tf.models import get_spec
-
-        for title, component in get_spec(FLAGS.model).component_benchmarks.items():
-            print(f"\n{title}\n{component(batch=FLAGS.batch, batches=FLAGS.batches, warmup=FLAGS.warmup)}")
-    if FLAGS.json_out:
-        Path(FLAGS.json_out).write_text(json.dumps(
-            [{k: v for k, v in r.items() if k != "times_s"} for r in rows], indent=2))
-
-
-if __name__ == "__main__":
-    define_flags()
-    app.run(main)

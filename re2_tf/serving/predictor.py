@@ -1,14 +1,17 @@
-r"""Predict labels for text pairs with an exported model (``re2_tf.export``).
+r"""Predict labels for text pairs with an exported model (:mod:`re2_tf.serving.export`).
 
-Usage::
+Library: :class:`Predictor` (load an export; ``predict``, ``probabilities``, ``scores``,
+``rank``), :func:`read_pairs` (parse input lines); :func:`re2_tf.predict` is the one-call
+form. Command line (:mod:`re2_tf.cli.predict`)::
 
-    python -m re2_tf.predict --export_dir=exports/snli --input=pairs.tsv > predictions.jsonl
+    re2-predict --export_dir=exports/snli --input=pairs.tsv > predictions.jsonl
     echo '{"text1": "A man sleeps.", "text2": "A person rests."}' | \
-        python -m re2_tf.predict --export_dir=exports/snli --input=-
+        re2-predict --export_dir=exports/snli --input=-
 
-Input (``--input``, a file or ``-`` for stdin): UTF-8 lines, each ended by ``\n`` or
-``\r\n`` (a bare ``\r`` is part of a field, never a line end). Each line is decoded on its
-own; a UTF-8 byte-order mark at the start of the first line is dropped.
+Input (:func:`read_pairs`; the command's ``--input``, a file or ``-`` for stdin): UTF-8
+lines, each ended by ``\n`` or ``\r\n`` (a bare ``\r`` is part of a field, never a line
+end). Each line is decoded on its own; a UTF-8 byte-order mark at the start of the first
+line is dropped.
 
 - TSV: ``text1<TAB>text2[<TAB>anything...]`` per line (extra columns, e.g. a gold label,
   are ignored); ``<TAB>`` alone is a pair of two empty texts;
@@ -17,37 +20,36 @@ own; a UTF-8 byte-order mark at the start of the first line is dropped.
   as ``input_label`` / ``input_probabilities`` (``input_`` repeated until the name is
   free), so nothing is lost.
 
-``--input_format=auto`` reads JSON lines when the first line parses as a JSON object, and
-TSV otherwise (a TSV whose first text starts with ``{`` stays TSV).
+Format ``auto`` reads JSON lines when the first line parses as a JSON object, and TSV
+otherwise (a TSV whose first text starts with ``{`` stays TSV).
 
-Output: one JSON object per input line, in input order, on stdout (or ``--output``; its
-missing parent folders are created)::
+Output (:meth:`Predictor.predict`): one record per pair, in input order (the command
+writes them as JSON lines)::
 
     {"label": "entailment", "probabilities": {"entailment": 0.91, ...}}
 
-Tokenisation (``--tokenize``): ``graph`` feeds raw text to the ``serving_default``
+Tokenisation (``tokenize``): ``graph`` feeds raw text to the ``serving_default``
 signature; ``python`` tokenises with the exact Python tokeniser of the run
 (``re2_tf.data.tokenization``) and the exported vocabulary, then calls ``serving_ids``;
 ``auto`` (default) uses ``graph`` when the in-graph tokeniser is exact (``whitespace``) and
 ``python`` otherwise (``snli``, ``scitail``: the in-graph versions are approximations, see
 ``re2_tf/serving/README.md``). TFLite exports always use ``python``.
 
-Policy: **every input line yields one output line, or the run stops with one error
-``<input>:<line>: <reason>``** (exit status 1) before anything is predicted: invalid UTF-8,
-a blank or whitespace-only line, a TSV line without a tab, invalid JSON, a JSON value that
-is not an object with string fields ``text1`` and ``text2`` (or whose strings are not valid
-Unicode). A bad flag (``--batch_size`` < 1) or an unwritable ``--output`` is an error with
-exit status 1 too.
+Policy: **every input line yields one output record, or reading stops with one error
+``<input>:<line>: <reason>``** (:class:`InputError`) before anything is predicted: invalid
+UTF-8, a blank or whitespace-only line, a TSV line without a tab, invalid JSON, a JSON value
+that is not an object with string fields ``text1`` and ``text2`` (or whose strings are not
+valid Unicode).
 
 Empty texts (also texts with no token after tokenisation) are all-padding rows, as in
 training and evaluation; the model's output for them is defined (see
 ``re2_tf/serving/README.md``). Unknown words are ``<UNK>``. Texts longer than the export's
-``max_length`` tokens are truncated; the number of pairs truncated is reported on stderr.
+``max_length`` tokens are truncated; :meth:`Predictor.predict` returns how many pairs were.
 
 SavedModels of BERT models (``packed_pair`` with the ``wordpiece`` tokenizer) use TensorFlow
 Text ops (``NormalizeUTF8``, ``FastWordpieceTokenizeWithOffsets``, ...): ``tensorflow_text``
 is imported, when installed, before the SavedModel is loaded; without it loading stops with
-an error saying ``pip install tensorflow-text`` (exit status 1).
+:class:`MissingOpError` saying ``pip install tensorflow-text``.
 """
 
 from __future__ import annotations
@@ -58,13 +60,18 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from absl import app, flags
 
-__all__ = ["read_pairs", "Predictor", "load_saved_model"]
+__all__ = ["InputError", "MissingOpError", "OUTPUT_FIELDS", "Predictor", "load_saved_model",
+           "read_pairs"]
 
 
 class InputError(ValueError):
     """A malformed input line (message ``<source>:<line>: <reason>``)."""
+
+
+class MissingOpError(RuntimeError):
+    """A SavedModel needs ops this TensorFlow lacks (TensorFlow Text's); the message says
+    what to install."""
 
 
 #: Fields every output record has; input fields of these names are renamed (``input_...``).
@@ -142,7 +149,7 @@ def load_saved_model(path):
     absent.
 
     Raises:
-        RuntimeError: ``<path>: the SavedModel needs the op '<op>' ...`` naming the fix
+        MissingOpError: ``<path>: the SavedModel needs the op '<op>' ...`` naming the fix
             (``pip install tensorflow-text``) when loading fails with "Op type not
             registered"; other loading errors propagate unchanged.
     """
@@ -163,7 +170,7 @@ def load_saved_model(path):
                f"tensorflow-text release matching TensorFlow {tf.__version__}"
                if text_installed else "pip install tensorflow-text (or pip install -e "
                "'.[bert]')")
-        raise RuntimeError(f"{path}: the SavedModel needs the op '{match.group(1)}', which "
+        raise MissingOpError(f"{path}: the SavedModel needs the op '{match.group(1)}', which "
                            f"this TensorFlow does not have (TensorFlow Text ops, used by BERT "
                            f"exports): {fix}") from e
 
@@ -172,20 +179,21 @@ class Predictor:
     """Load an export and predict pairs.
 
     Args:
-        export_dir: a directory written by ``re2_tf.export`` (SavedModel or TFLite).
+        export_dir: a directory written by :func:`re2_tf.serving.export.export_model`
+            (SavedModel or TFLite).
         tokenize: ``auto``, ``graph`` or ``python`` (see module docstring).
         batch_size: pairs per model call (>= 1).
 
     Raises:
         FileNotFoundError: not an export directory. ValueError: ``graph`` with TFLite, or
-        ``batch_size`` < 1. RuntimeError: the SavedModel needs TensorFlow Text ops that are
-        not registered (see :func:`load_saved_model`).
+        ``batch_size`` < 1. MissingOpError (a RuntimeError): the SavedModel needs TensorFlow
+        Text ops that are not registered (see :func:`load_saved_model`).
     """
 
     def __init__(self, export_dir, tokenize="auto", batch_size=64):
         import tensorflow as tf
 
-        from re2_tf.export import EXPORT_CONFIG_FILE, TFLITE_FILE
+        from re2_tf.serving.export import EXPORT_CONFIG_FILE, TFLITE_FILE
 
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -210,15 +218,15 @@ class Predictor:
                 Interpreter = tf.lite.Interpreter
             runner = Interpreter(model_path=str(self.export_dir / TFLITE_FILE)) \
                 .get_signature_runner("serving_ids")
-            self._features_fn = lambda features: runner(**features)["probabilities"]
+            self._features_fn = lambda features: runner(**features)
         else:
             loaded = load_saved_model(self.export_dir)
             self._loaded = loaded
             text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["serving_ids"]
             self._text_fn = lambda a, b: {k: v.numpy() for k, v in text_fn(
                 text1=tf.constant(a, tf.string), text2=tf.constant(b, tf.string)).items()}
-            self._features_fn = lambda features: ids_fn(
-                **{k: tf.constant(v) for k, v in features.items()})["probabilities"].numpy()
+            self._features_fn = lambda features: {k: v.numpy() for k, v in ids_fn(
+                **{k: tf.constant(v) for k, v in features.items()}).items()}
         if tokenize == "python":
             from re2_tf.data.features import load_featurizer
             from re2_tf.data.tokenization import get_tokenizer
@@ -247,23 +255,124 @@ class Predictor:
                     .to_tensor(spec.pad_value).numpy() for name, spec in specs.items()}
         return features, np.asarray(cut)
 
-    def run(self, texts1, texts2):
-        """Probabilities float32 ``[n, num_classes]`` and tokens cut by truncation int
-        ``[n]`` (both texts together) for ``n`` pairs of raw texts."""
+    def _outputs(self, texts1, texts2):
+        """``{"probabilities": float32 [n, C], "truncated": int [n]}`` plus ``"score"``
+        float32 ``[n]`` when the export serves one, for ``n`` pairs of raw texts."""
         if len(texts1) != len(texts2):
             raise ValueError(f"{len(texts1)} text1 but {len(texts2)} text2")
-        probs, cut = [np.zeros((0, len(self.label_names)), np.float32)], [np.zeros(0, int)]
+        parts = {"probabilities": [np.zeros((0, len(self.label_names)), np.float32)],
+                 "truncated": [np.zeros(0, int)], "score": [np.zeros(0, np.float32)]}
         for start in range(0, len(texts1), self.batch_size):
             a, b = texts1[start:start + self.batch_size], texts2[start:start + self.batch_size]
             if self.tokenize == "graph":
                 out = self._text_fn(a, b)
-                probs.append(out["probabilities"])
-                cut.append(out["truncated"])
             else:
                 features, pair_cut = self._features(a, b)
-                probs.append(np.asarray(self._features_fn(features)))
-                cut.append(pair_cut)
-        return np.concatenate(probs), np.concatenate(cut)
+                out = dict(self._features_fn(features), truncated=pair_cut)
+            for name in parts:
+                if name in out:
+                    parts[name].append(np.asarray(out[name]))
+        batches = -(-len(texts1) // self.batch_size)
+        return {name: np.concatenate(arrays) for name, arrays in parts.items()
+                if len(arrays) == batches + 1}
+
+    def run(self, texts1, texts2):
+        """Probabilities float32 ``[n, num_classes]`` and tokens cut by truncation int
+        ``[n]`` (both texts together) for ``n`` pairs of raw texts.
+
+        Raises:
+            ValueError: ``texts1`` and ``texts2`` differ in length.
+        """
+        outputs = self._outputs(texts1, texts2)
+        return outputs["probabilities"], outputs["truncated"]
+
+    def scores(self, texts1, texts2, positive=None):
+        """One relevance score per pair: float32 ``[n]``, higher = better match.
+
+        - An export of a score model (``export_config.json`` ``"output": "score"``, e.g.
+          Match-SRNN trained with the pairwise hinge loss): the model's own score (its
+          ``score`` output; a TFLite export, which serves only probabilities
+          ``[1 - sigmoid(s), sigmoid(s)]``, gives ``s`` back as their log-odds).
+        - A classification export: the probability of the class ``positive`` (a label name
+          or index); by default the last class of a two-class export (``correct``,
+          ``duplicate``: the positive class of every two-class dataset of re2_tf).
+
+        Raises:
+            ValueError: a classification export with more than two classes and no
+                ``positive`` (e.g. SNLI: which class is a match is the caller's choice), an
+                unknown ``positive``, or ``texts1``/``texts2`` of different lengths.
+        """
+        column = None
+        if self.config.get("output", "logits") != "score" or positive is not None:
+            column = self._positive_column(positive)
+        outputs = self._outputs(texts1, texts2)
+        probabilities = outputs["probabilities"]
+        if column is not None:
+            return probabilities[:, column].astype(np.float32)
+        if "score" in outputs:
+            return outputs["score"].astype(np.float32)
+        p = np.clip(probabilities.astype(np.float64), 1e-38, None)
+        return (np.log(p[:, 1]) - np.log(p[:, 0])).astype(np.float32)
+
+    def _positive_column(self, positive):
+        names = list(self.label_names)
+        if positive is None:
+            if len(names) != 2:
+                raise ValueError(f"{self.export_dir} has {len(names)} classes {names}: pass "
+                                 "positive=<label name> to rank by that class's probability")
+            return 1
+        if isinstance(positive, str):
+            if positive not in names:
+                raise ValueError(f"positive={positive!r} is not a label of {self.export_dir} "
+                                 f"({names})")
+            return names.index(positive)
+        if isinstance(positive, (int, np.integer)) and not isinstance(positive, bool) \
+                and -len(names) <= positive < len(names):
+            return int(positive) % len(names)
+        raise ValueError(f"positive must be a label name or index of {names}, got {positive!r}")
+
+    def rank(self, query, candidates, top_k=None, *, positive=None, return_texts=True):
+        """Rank ``candidates`` for ``query``, best first (as sentence-transformers'
+        ``CrossEncoder.rank``): each pair ``(query, candidate)`` is scored by :meth:`scores`.
+
+        Args:
+            query: ``str``, the first text of every pair.
+            candidates: non-empty list of ``str``, the second texts.
+            top_k: keep the best ``top_k`` (an int >= 1; ``None`` = all).
+            positive: see :meth:`scores` (classification exports with more than two classes).
+            return_texts: include each candidate's text under ``"text"``.
+
+        Returns:
+            list of ``{"corpus_id": int (index into candidates), "score": float, "text":
+            str}``, by score descending; equal scores keep the candidates' order.
+
+        Raises:
+            ValueError: ``query`` or a candidate is not a ``str``, ``candidates`` is empty or
+                a bare string, ``top_k`` < 1, or :meth:`scores`'s errors.
+        """
+        if not isinstance(query, str):
+            raise ValueError(f"query must be a str, got {type(query).__name__}")
+        if isinstance(candidates, (str, bytes)):
+            raise ValueError("candidates must be a list of str, not one string")
+        candidates = list(candidates)
+        if not candidates:
+            raise ValueError("candidates is empty: give at least one text to rank")
+        for i, candidate in enumerate(candidates):
+            if not isinstance(candidate, str):
+                raise ValueError(f"candidates[{i}] must be a str, got "
+                                 f"{type(candidate).__name__}")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(
+                top_k, (int, np.integer)) or top_k < 1):
+            raise ValueError(f"top_k must be an int >= 1 or None, got {top_k!r}")
+        scores = self.scores([query] * len(candidates), candidates, positive=positive)
+        order = sorted(range(len(candidates)), key=lambda i: -float(scores[i]))
+        ranked = []
+        for i in order[:top_k]:
+            entry = {"corpus_id": i, "score": float(scores[i])}
+            if return_texts:
+                entry["text"] = candidates[i]
+            ranked.append(entry)
+        return ranked
 
     def probabilities(self, texts1, texts2):
         """float32 ``[n, num_classes]`` for ``n`` pairs of raw texts."""
@@ -292,49 +401,3 @@ class Predictor:
             records.append(record)
         return records, int(np.count_nonzero(cut))
 
-
-FLAGS = flags.FLAGS
-
-
-def define_flags():
-    flags.DEFINE_string("export_dir", None, "Directory written by re2_tf.export.")
-    flags.DEFINE_string("input", "-", "TSV or JSON-lines file of pairs; '-' = stdin.")
-    flags.DEFINE_enum("input_format", "auto", ["auto", "tsv", "jsonl"], "Input format.")
-    flags.DEFINE_string("output", "-", "Output JSON-lines file; '-' = stdout.")
-    flags.DEFINE_enum("tokenize", "auto", ["auto", "graph", "python"],
-                      "Where text is tokenised (see module docstring).")
-    flags.DEFINE_integer("batch_size", 64, "Pairs per model call.", lower_bound=1)
-    flags.mark_flag_as_required("export_dir")
-
-
-def main(argv):
-    del argv
-    source = "<stdin>" if FLAGS.input == "-" else FLAGS.input
-    try:
-        if FLAGS.input == "-":
-            pairs = read_pairs(sys.stdin.buffer, source, FLAGS.input_format)
-        else:
-            with open(FLAGS.input, "rb") as f:
-                pairs = read_pairs(f, source, FLAGS.input_format)
-        predictor = Predictor(FLAGS.export_dir, FLAGS.tokenize, FLAGS.batch_size)
-        if FLAGS.output != "-":
-            Path(FLAGS.output).parent.mkdir(parents=True, exist_ok=True)
-        out = sys.stdout if FLAGS.output == "-" else open(FLAGS.output, "w", encoding="utf-8")
-    except (InputError, OSError, ValueError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    try:
-        records, truncated = predictor.predict(pairs)
-        for record in records:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    print(f"{source}: {len(records)} pairs predicted, {truncated} truncated to "
-          f"max_length={predictor.config['max_length']} tokens per text", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    define_flags()
-    app.run(main)

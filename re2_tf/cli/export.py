@@ -1,0 +1,78 @@
+r"""``re2-export``: export a trained run as a SavedModel or a TFLite file (a thin layer over
+:func:`re2_tf.serving.export.export_run`).
+
+    re2-export --run_dir=checkpoints/snli --export_dir=exports/snli
+    re2-export --run_dir=... --export_dir=... --format=tflite --precision=int8
+    python -m re2_tf.cli.export ...                        # the same
+
+Prints the export directory. The export's signatures, assets and errors are described in
+:mod:`re2_tf.serving.export`. A missing run directory or an unsupported format/precision
+ends the command with one line ``re2-export: error: <message>`` (exit status 1).
+"""
+
+from __future__ import annotations
+
+from absl import flags
+
+from re2_tf.cli.common import run_app
+from re2_tf.serving.export import DEFAULT_LENGTH_BUCKETS, DEFAULT_MAX_LENGTH, export_run
+from re2_tf.serving.text import IN_GRAPH_TOKENIZERS
+
+__all__ = ["define_flags", "main", "run"]
+
+FLAGS = flags.FLAGS
+
+
+def define_flags(flag_values=FLAGS):
+    """The command's flags (defined when it runs, never at import)."""
+    flags.DEFINE_string("run_dir", None, "Run directory (config.json, vocab.txt, best.keras).",
+                        flag_values=flag_values)
+    flags.DEFINE_string("export_dir", None, "Output directory (replaced if it exists).",
+                        flag_values=flag_values)
+    flags.DEFINE_enum("format", "savedmodel", ["savedmodel", "tflite"], "Export format.",
+                      flag_values=flag_values)
+    flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16", "int8"],
+                      "fp32; bf16 (savedmodel) or int8 dynamic-range quantisation (tflite).",
+                      flag_values=flag_values)
+    flags.DEFINE_string("tokenizer", None, "In-graph tokeniser (default: the run's): "
+                        + ", ".join(sorted(IN_GRAPH_TOKENIZERS)), flag_values=flag_values)
+    flags.DEFINE_integer("max_length", DEFAULT_MAX_LENGTH,
+                         "Tokens kept per text; longer texts are truncated.", lower_bound=1,
+                         flag_values=flag_values)
+    flags.DEFINE_list("length_buckets", [str(b) for b in DEFAULT_LENGTH_BUCKETS],
+                      "Lengths XLA inputs are padded to (max_length is always one).",
+                      flag_values=flag_values)
+    flags.DEFINE_bool("xla", True, "Save the model function XLA-compiled (jit_compile).",
+                      flag_values=flag_values)
+    flags.mark_flags_as_required(["run_dir", "export_dir"], flag_values=flag_values)
+
+
+def main(argv):
+    """Export ``--run_dir`` to ``--export_dir`` and print the directory."""
+    if len(argv) > 1:
+        raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
+    try:
+        buckets = [int(b) for b in FLAGS.length_buckets]
+    except ValueError:
+        raise flags.Error(f"--length_buckets: expected integers, got "
+                          f"{','.join(FLAGS.length_buckets)}") from None
+    import tensorflow as tf
+    from absl import logging
+
+    logging.set_verbosity(logging.WARNING)  # SavedModel writing logs every asset at INFO
+    tf.get_logger().setLevel("ERROR")
+    kwargs = dict(fmt=FLAGS.format, precision=FLAGS.precision, max_length=FLAGS.max_length,
+                  length_buckets=buckets, xla=FLAGS.xla)
+    if FLAGS.tokenizer:
+        kwargs["tokenizer"] = FLAGS.tokenizer
+    print(export_run(FLAGS.run_dir, FLAGS.export_dir, **kwargs))
+
+
+def run(argv=None):
+    """Console-script entry point (``re2-export``)."""
+    define_flags()
+    run_app(main, program="re2-export", argv=argv)
+
+
+if __name__ == "__main__":
+    run()

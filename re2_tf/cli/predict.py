@@ -1,0 +1,93 @@
+r"""``re2-predict``: predict labels for text pairs with an export (a thin layer over
+:class:`re2_tf.serving.predictor.Predictor`).
+
+    re2-predict --export_dir=exports/snli --input=pairs.tsv > predictions.jsonl
+    echo '{"text1": "A man sleeps.", "text2": "A person rests."}' | \
+        re2-predict --export_dir=exports/snli --input=-
+    python -m re2_tf.cli.predict ...                        # the same
+
+``--input`` (a file, or ``-`` for stdin) holds TSV or JSON-lines pairs
+(:func:`re2_tf.serving.predictor.read_pairs` describes both); the output is one JSON object
+per input line, in input order, on stdout or in ``--output`` (its missing parent folders are
+created)::
+
+    {"label": "entailment", "probabilities": {"entailment": 0.91, ...}}
+
+Every input line yields one output line, or the command stops before predicting anything
+with one line on stderr, ``re2-predict: error: <input>:<line>: <reason>``, exit status 1. A
+bad flag, a missing export or input file, an unwritable ``--output``, or an export that
+needs TensorFlow Text when it is not installed ends it the same way. The number of pairs
+truncated to the export's ``max_length`` is reported on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from absl import flags
+
+from re2_tf.cli.common import run_app
+from re2_tf.serving.predictor import MissingOpError, Predictor, read_pairs
+
+__all__ = ["define_flags", "main", "run"]
+
+FLAGS = flags.FLAGS
+
+
+def define_flags(flag_values=FLAGS):
+    """The command's flags (defined when it runs, never at import)."""
+    flags.DEFINE_string("export_dir", None, "Directory written by re2-export.",
+                        flag_values=flag_values)
+    flags.DEFINE_string("input", "-", "TSV or JSON-lines file of pairs; '-' = stdin.",
+                        flag_values=flag_values)
+    flags.DEFINE_enum("input_format", "auto", ["auto", "tsv", "jsonl"], "Input format.",
+                      flag_values=flag_values)
+    flags.DEFINE_string("output", "-", "Output JSON-lines file; '-' = stdout.",
+                        flag_values=flag_values)
+    flags.DEFINE_enum("tokenize", "auto", ["auto", "graph", "python"],
+                      "Where text is tokenised (see re2_tf.serving.predictor).",
+                      flag_values=flag_values)
+    flags.DEFINE_integer("batch_size", 64, "Pairs per model call.", lower_bound=1,
+                         flag_values=flag_values)
+    flags.mark_flag_as_required("export_dir", flag_values=flag_values)
+
+
+def main(argv):
+    """Read ``--input``, predict every pair, write one JSON line per pair."""
+    if len(argv) > 1:
+        raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
+    source = "<stdin>" if FLAGS.input == "-" else FLAGS.input
+    if FLAGS.input == "-":
+        pairs = read_pairs(sys.stdin.buffer, source, FLAGS.input_format)
+    else:
+        with open(FLAGS.input, "rb") as f:
+            pairs = read_pairs(f, source, FLAGS.input_format)
+    try:
+        predictor = Predictor(FLAGS.export_dir, FLAGS.tokenize, FLAGS.batch_size)
+    except MissingOpError as error:  # an installation to complete: the user's to fix
+        raise OSError(str(error)) from error
+    if FLAGS.output != "-":
+        Path(FLAGS.output).parent.mkdir(parents=True, exist_ok=True)
+    out = sys.stdout if FLAGS.output == "-" else open(FLAGS.output, "w", encoding="utf-8")
+    try:
+        records, truncated = predictor.predict(pairs)
+        for record in records:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    print(f"{source}: {len(records)} pairs predicted, {truncated} truncated to "
+          f"max_length={predictor.config['max_length']} tokens per text", file=sys.stderr)
+    return 0
+
+
+def run(argv=None):
+    """Console-script entry point (``re2-predict``)."""
+    define_flags()
+    run_app(main, program="re2-predict", argv=argv)
+
+
+if __name__ == "__main__":
+    run()
