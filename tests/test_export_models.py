@@ -21,6 +21,7 @@ import pytest
 import tensorflow as tf
 
 from re2_tf import runs
+from re2_tf._compat import all_sublayers
 from re2_tf.data.pipeline import encode_examples, make_dataset
 from re2_tf.data.readers import PairExample
 from re2_tf.data.vocab import Vocab
@@ -266,7 +267,7 @@ def test_bf16_copy_computes_in_bfloat16_with_the_same_weights(exported):
 
     name, model, featurizers, _, _ = exported
     copy = bfloat16_copy(model)
-    dtypes = {layer.compute_dtype for layer in copy._flatten_layers(include_self=False)
+    dtypes = {layer.compute_dtype for layer in all_sublayers(copy)
               if not isinstance(layer, keras.layers.InputLayer)}
     assert dtypes == {"bfloat16"}, name
     assert len(copy.weights) == len(model.weights)
