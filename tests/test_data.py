@@ -1,8 +1,6 @@
-"""Tests for readers, tokenisers, vocabulary, embeddings, registry and data/prepare.py."""
+"""Tests for readers, tokenisers, vocabulary, embeddings, registry and re2_tf.data.prepare."""
 import csv
-import functools
 import gzip
-import importlib.util
 import re
 import shutil
 import zipfile
@@ -13,20 +11,12 @@ import pytest
 
 from re2_tf import metrics as metrics_lib
 from re2_tf.data import datasets, embeddings, readers, tokenization
+from re2_tf.data.prepare import prepare
 from re2_tf.data.vocab import Vocab
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RAW = FIXTURES / "raw"
-
-
-@functools.lru_cache(maxsize=None)
-def _load_prepare():
-    """Imports data/prepare.py once (its absl flags may only be defined once)."""
-    spec = importlib.util.spec_from_file_location("prepare", REPO / "data" / "prepare.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # ----------------------------------------------------------------------------- readers
@@ -327,7 +317,7 @@ def test_wikiqa_split_without_ids_is_an_error_not_a_regrouping(tmp_path):
     # lower-casing made identical. Regrouping the text would merge them; the .ids file keeps
     # them apart, and without it loading fails and says how to make it.
     (tmp_path / "dev.txt").write_text(WIKIQA_PREPARED)
-    with pytest.raises(FileNotFoundError, match=r"dev\.ids not found.*data/prepare\.py "
+    with pytest.raises(FileNotFoundError, match=r"dev\.ids not found.*re2-prepare "
                        r"--dataset=wikiqa"):
         datasets.load_split("wikiqa", tmp_path, "dev")
     (tmp_path / "dev.ids").write_text("1\t0\n2\t0\n3\t0\n")
@@ -419,12 +409,11 @@ def _zip_dir(directory: Path, archive: Path) -> Path:
 @pytest.mark.parametrize("dataset", sorted(PREPARED))
 @pytest.mark.parametrize("as_zip", [False, True])
 def test_prepare(tmp_path, dataset, as_zip):
-    prepare = _load_prepare()
     source = RAW / RAW_DIRS[dataset]
     if as_zip:
         source = _zip_dir(source, tmp_path / "download.zip")
     out = tmp_path / "out"
-    prepare.prepare(dataset, source, out)
+    prepare(dataset, source, out)
     for split, lines in PREPARED[dataset].items():
         assert (out / f"{split}.txt").read_text(encoding="utf-8").splitlines() == lines
     loaded = {s: datasets.load_split(dataset, out, s) for s in datasets.SPLITS}
@@ -449,7 +438,7 @@ def test_prepare_counts_and_reports_pairs_with_an_empty_text(tmp_path, caplog):
             f'{{"sentence1": "{a}", "sentence2": "{b}", "gold_label": "neutral"}}\n'
             for a, b in pairs))
     with caplog.at_level("INFO", logger="absl"):
-        counts = _load_prepare().prepare("snli", source, tmp_path / "out")
+        counts = prepare("snli", source, tmp_path / "out")
     assert counts == {"train": {"pairs": 3, "empty_text_pairs": 2},
                       "dev": {"pairs": 1, "empty_text_pairs": 0},
                       "test": {"pairs": 1, "empty_text_pairs": 1}}
@@ -465,7 +454,7 @@ def test_prepare_counts_and_reports_pairs_with_an_empty_text(tmp_path, caplog):
 def test_prepare_scitail_tsv_fallback(tmp_path):
     source = tmp_path / "SciTailV1.1"
     shutil.copytree(RAW / "SciTailV1.1" / "tsv_format", source / "tsv_format")
-    _load_prepare().prepare("scitail", source, tmp_path / "out")
+    prepare("scitail", source, tmp_path / "out")
     for split, lines in PREPARED["scitail"].items():
         assert (tmp_path / "out" / f"{split}.txt").read_text().splitlines() == lines
 
@@ -475,7 +464,7 @@ def test_prepare_sample_cut(tmp_path):
     source.mkdir()
     (source / "dev.txt").write_text("".join(f"d{i}\th\t{i % 3}\n" for i in range(5)))
     (source / "test.txt").write_text("".join(f"t{i}\th\t{i % 3}\n" for i in range(4)))
-    counts = _load_prepare().prepare("sample", source, tmp_path / "out", sample_train=3,
+    counts = prepare("sample", source, tmp_path / "out", sample_train=3,
                                      sample_test=2)
     assert counts == {s: {"pairs": n, "empty_text_pairs": 0}
                       for s, n in (("train", 3), ("dev", 2), ("test", 2))}
@@ -592,7 +581,7 @@ def test_prepare_trecqa(tmp_path, as_zip):
     if as_zip:
         source = _zip_dir(source, tmp_path / "TrecQA.zip")
     out = tmp_path / "out"
-    counts = _load_prepare().prepare("trecqa", source, out)
+    counts = prepare("trecqa", source, out)
     assert counts == {s: {"pairs": 6, "empty_text_pairs": 0, "questions": 2}
                       for s in ("train", "dev", "test")}
     assert (out / "dev.txt").read_text().splitlines() == [
@@ -605,7 +594,7 @@ def test_prepare_trecqa(tmp_path, as_zip):
     with pytest.raises(FileNotFoundError, match=r"no directory holding TrecQA split directories "
                                                 r"train/, clean-dev/, clean-test/"):
         shutil.rmtree(tmp_path / "TrecQA" / "clean-test")
-        _load_prepare().prepare("trecqa", tmp_path / "TrecQA", tmp_path / "out2")
+        prepare("trecqa", tmp_path / "TrecQA", tmp_path / "out2")
 
 
 # pairs (shared/data/README.md) and questions (the brief's clean counts; train/raw derived
@@ -617,7 +606,7 @@ TRECQA_SHARED = {"train": ("train", 4718, None), "clean-dev": ("dev", 1117, 65),
 
 def test_trecqa_shared_split_sizes_and_prepared_reload(shared_data, tmp_path):
     root = shared_data / "trecqa"
-    counts = _load_prepare().prepare("trecqa", root, tmp_path / "out")
+    counts = prepare("trecqa", root, tmp_path / "out")
     read = {}
     for name, (split, pairs, questions) in TRECQA_SHARED.items():
         examples = read[name] = readers.read_trecqa_dir(root / name)

@@ -1,6 +1,6 @@
 """Dataset registry: label names, model-selection metric, tokeniser and split loading.
 
-A prepared data directory (written by ``data/prepare.py``) holds, for every dataset::
+A prepared data directory (written by ``re2-prepare``) holds, for every dataset::
 
     <dir>/train.txt  <dir>/dev.txt  <dir>/test.txt     text1<TAB>text2<TAB>label
 
@@ -134,7 +134,7 @@ def get_dataset(name: str) -> DatasetSpec:
 
 
 def default_data_dir(name: str) -> Path:
-    """``<repo>/data/<name>``, where ``data/prepare.py`` writes by default."""
+    """``<repo>/data/<name>``, where ``re2-prepare`` writes by default."""
     return REPO_ROOT / "data" / name
 
 
@@ -164,7 +164,7 @@ def load_split(name: str | DatasetSpec, data_dir: str | os.PathLike | None = Non
     directory = Path(data_dir) if data_dir is not None else default_data_dir(name)
     path = directory / f"{split}.txt"
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found; run data/prepare.py --dataset={name}")
+        raise FileNotFoundError(f"{path} not found; run re2-prepare --dataset={name}")
     if name == CUSTOM:
         examples = _read_custom(path, spec, lower)
     else:
@@ -173,7 +173,7 @@ def load_split(name: str | DatasetSpec, data_dir: str | os.PathLike | None = Non
         examples = _with_ids(examples, path, FileNotFoundError(
             f"{directory / (split + '.ids')} not found: ranking metrics need each pair's "
             f"question id, and questions cannot be regrouped from the lower-cased {path}. "
-            f"Write it by preparing the corpus again: python data/prepare.py "
+            f"Write it by preparing the corpus again: re2-prepare "
             f"--dataset={name} --input=<downloaded corpus> --output={directory}"))
     return examples
 
@@ -247,7 +247,7 @@ def load_file(path: str | os.PathLike, fmt: str = "processed",
         without question ids (every format but ``wikiqa_txt``/``trecqa_dir``) take them
         from the sibling
         ``.ids`` file (``test.txt`` -> ``test.ids``, ``qid<TAB>docid`` per line, as
-        ``data/prepare.py`` writes).
+        ``re2-prepare`` writes).
 
     Raises:
       KeyError: unknown format. ValueError: malformed line (``<path>:<line>: ...``), a label
@@ -265,7 +265,7 @@ def load_file(path: str | os.PathLike, fmt: str = "processed",
             ids_path = Path(path).with_suffix(".ids")
             examples = _with_ids(examples, Path(path), ValueError(
                 f"{os.fspath(path)}: {fmt} lines carry no question ids, which MAP/MRR need: "
-                f"write {ids_path} (qid<TAB>docid per line, as data/prepare.py writes) or "
+                f"write {ids_path} (qid<TAB>docid per line, as re2-prepare writes) or "
                 f"score the corpus file with --format=wikiqa_txt"))
     tokenizer_name = FORMAT_TOKENIZERS[fmt]
     if tokenizer_name is None:

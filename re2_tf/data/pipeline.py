@@ -3,7 +3,7 @@
 Two steps, shared by every architecture:
 
 1. :func:`encode_examples` turns prepared pairs (texts whose tokens are separated by spaces, as
-   ``data/prepare.py`` writes them and the release reads them, ``src/interface.py``) into the
+   ``re2-prepare`` writes them and the release reads them, ``src/interface.py``) into the
    features a model declares: each featuriser of :mod:`re2_tf.data.features` maps one
    tokenised pair to unpadded arrays (word ids ``[len]``, character ids ``[len, W]``, exact-match
    flags ``[len]``, packed sub-word pairs ``[len]``, ...). For training, a pair with a text longer

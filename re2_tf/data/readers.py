@@ -2,7 +2,7 @@
 
 Every reader returns a list of :class:`PairExample` (one per kept line, in file order).
 Texts are returned exactly as found in the file (raw, untokenised for the raw formats);
-tokenisation is :mod:`re2_tf.data.tokenization`'s job and happens in ``data/prepare.py``.
+tokenisation is :mod:`re2_tf.data.tokenization`'s job and happens in ``re2-prepare``.
 
 Formats (name -> reader, used by :func:`read_file`):
 
@@ -135,7 +135,7 @@ def read_processed(path: str | os.PathLike, num_classes: int | None = None,
     """Reads the release's prepared format ``text1<TAB>text2<TAB>label`` (one pair per line).
 
     This is the format the release's ``data/prepare_*.py`` scripts write and its
-    ``src/utils/loader.py`` reads (RE2 release, Apache-2.0), and what ``data/prepare.py`` writes.
+    ``src/utils/loader.py`` reads (RE2 release, Apache-2.0), and what ``re2-prepare`` writes.
 
     Args:
       path: file to read (UTF-8).
@@ -415,7 +415,7 @@ def _check_trecqa_counts(path, expected, source, meaning):
 
 
 def read_ids(path: str | os.PathLike) -> list[tuple[str, str]]:
-    """Reads a ``qid<TAB>docid`` file (one line per pair, as ``data/prepare.py`` writes).
+    """Reads a ``qid<TAB>docid`` file (one line per pair, as :mod:`re2_tf.data.prepare` writes).
 
     Raises:
       ValueError: ``<path>:<line>: ...`` if a line does not have exactly two non-empty fields.

@@ -9,16 +9,17 @@ WikiQA also gets ``{train,dev,test}.ids`` (``qid<TAB>docid``) and the filtered r
 (``raw-dev/``, ``raw-test/``), each with its ``.ids``. ``--dataset=sample`` cuts the
 bundled SNLI sample (see ``data/sample/README.md``).
 
-Usage (see data/README.md for downloads):
+Library: :func:`prepare`. Command line (:mod:`re2_tf.cli.prepare`; see data/README.md for
+downloads)::
 
-    python data/prepare.py --dataset=snli    --input=snli_1.0.zip
-    python data/prepare.py --dataset=scitail --input=SciTailV1.1.zip
-    python data/prepare.py --dataset=quora   --input=Quora_question_pair_partition
-    python data/prepare.py --dataset=wikiqa  --input=WikiQACorpus.zip
-    python data/prepare.py --dataset=trecqa  --input=<dir holding train/ clean-dev/ ...>
-    python data/prepare.py --dataset=sample  --input=<dir with SNLI re2_processed dev.txt, test.txt>
+    re2-prepare --dataset=snli    --input=snli_1.0.zip
+    re2-prepare --dataset=scitail --input=SciTailV1.1.zip
+    re2-prepare --dataset=quora   --input=Quora_question_pair_partition
+    re2-prepare --dataset=wikiqa  --input=WikiQACorpus.zip
+    re2-prepare --dataset=trecqa  --input=<dir holding train/ clean-dev/ ...>
+    re2-prepare --dataset=sample  --input=<dir with SNLI re2_processed dev.txt, test.txt>
 
-``--input`` is the downloaded ``.zip`` or the directory it was extracted to; files are found
+The input is the downloaded ``.zip`` or the directory it was extracted to; files are found
 by name anywhere below it (``__MACOSX`` entries are ignored).
 """
 
@@ -27,26 +28,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
-from absl import app, flags, logging
+from absl import logging
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from re2_tf.data import readers
+from re2_tf.data.datasets import DATASETS, get_dataset
+from re2_tf.data.tokenization import get_tokenizer
 
-from re2_tf.data import readers  # noqa: E402
-from re2_tf.data.datasets import DATASETS, default_data_dir, get_dataset  # noqa: E402
-from re2_tf.data.tokenization import get_tokenizer  # noqa: E402
-
-FLAGS = flags.FLAGS
-flags.DEFINE_enum("dataset", None, sorted(DATASETS), "Dataset to prepare.")
-flags.DEFINE_string("input", None, "Downloaded archive (.zip) or its extracted directory.")
-flags.DEFINE_string("output", None, "Output directory (default: data/<dataset>).")
-flags.DEFINE_bool("lower", True, "Lower-case the written texts.")
-flags.DEFINE_integer("sample_train", 8000, "sample: first N lines of SNLI dev -> train.")
-flags.DEFINE_integer("sample_test", 2000, "sample: first N lines of SNLI test -> test.")
+__all__ = ["PREPARABLE", "RAW_FILES", "TRECQA_SPLITS", "prepare"]
 
 # Relative path endings of the raw files, per dataset and split (first match wins).
 RAW_FILES = {
@@ -57,6 +49,8 @@ RAW_FILES = {
               for s in ("train", "dev", "test")},
     "wikiqa": {s: [f"WikiQA-{s}.txt"] for s in ("train", "dev", "test")},
 }
+#: Datasets :func:`prepare` knows (``sample``: the bundled SNLI cut).
+PREPARABLE = tuple(sorted(DATASETS))
 # TrecQA: output split -> castorini split directory; the raw sets are optional.
 TRECQA_SPLITS = {"train": "train", "dev": "clean-dev", "test": "clean-test",
                  "raw_dev": "raw-dev", "raw_test": "raw-test"}
@@ -221,15 +215,3 @@ def _prepare_sample(input_dir: Path, output: Path, n_train: int, n_test: int) ->
     return {split: _write_split(output, "sample", split, examples)
             for split, examples in splits.items()}
 
-
-def main(argv):
-    del argv
-    output = FLAGS.output or default_data_dir(FLAGS.dataset)
-    counts = prepare(FLAGS.dataset, FLAGS.input, output, lower=FLAGS.lower,
-                     sample_train=FLAGS.sample_train, sample_test=FLAGS.sample_test)
-    print(f"{FLAGS.dataset}: {counts} -> {output}")
-
-
-if __name__ == "__main__":
-    flags.mark_flags_as_required(["dataset", "input"])
-    app.run(main)

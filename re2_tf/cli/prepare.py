@@ -1,0 +1,67 @@
+r"""``re2-prepare``: turn a downloaded benchmark into the prepared layout re2_tf trains on (a
+thin layer over :func:`re2_tf.data.prepare.prepare`, which describes the output).
+
+    re2-prepare --dataset=snli    --input=downloads/snli_1.0.zip
+    re2-prepare --dataset=wikiqa  --input=downloads/WikiQACorpus.zip --output=data/wikiqa
+    re2-prepare --dataset=trecqa  --input=downloads/TrecQA   # dir holding train/ clean-dev/ ...
+    python -m re2_tf.cli.prepare ...                          # the same
+
+``--input`` is the downloaded ``.zip`` or the directory it was extracted to; ``--output``
+defaults to ``data/<dataset>`` of the repository. Prints the pairs written per split. A
+missing input or raw file, or malformed raw data, ends the command with one line
+``re2-prepare: error: <message>``, exit status 1.
+"""
+
+from __future__ import annotations
+
+from absl import flags
+
+from re2_tf.cli.common import run_app
+from re2_tf.data.prepare import PREPARABLE
+
+__all__ = ["define_flags", "main", "run"]
+
+FLAGS = flags.FLAGS
+
+
+def define_flags(flag_values=FLAGS):
+    """The command's flags (defined when it runs, never at import)."""
+    flags.DEFINE_enum("dataset", None, list(PREPARABLE), "Dataset to prepare.",
+                      flag_values=flag_values)
+    flags.DEFINE_string("input", None, "Downloaded archive (.zip) or its extracted directory.",
+                        flag_values=flag_values)
+    flags.DEFINE_string("output", None, "Output directory (default: data/<dataset>).",
+                        flag_values=flag_values)
+    flags.DEFINE_bool("lower", True, "Lower-case the written texts.", flag_values=flag_values)
+    flags.DEFINE_integer("sample_train", 8000, "sample: first N lines of SNLI dev -> train.",
+                         lower_bound=1, flag_values=flag_values)
+    flags.DEFINE_integer("sample_test", 2000, "sample: first N lines of SNLI test -> test.",
+                         lower_bound=1, flag_values=flag_values)
+    flags.mark_flags_as_required(["dataset", "input"], flag_values=flag_values)
+
+
+def main(argv):
+    """Prepare ``--dataset`` from ``--input`` into ``--output``."""
+    if len(argv) > 1:
+        raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
+    from pathlib import Path
+
+    from re2_tf.data.datasets import default_data_dir
+    from re2_tf.data.prepare import prepare
+
+    if not Path(FLAGS.input).exists():
+        raise FileNotFoundError(f"--input: no such file or directory {FLAGS.input}")
+    output = FLAGS.output or default_data_dir(FLAGS.dataset)
+    counts = prepare(FLAGS.dataset, FLAGS.input, output, lower=FLAGS.lower,
+                     sample_train=FLAGS.sample_train, sample_test=FLAGS.sample_test)
+    print(f"{FLAGS.dataset}: {counts} -> {output}")
+
+
+def run(argv=None):
+    """Console-script entry point (``re2-prepare``)."""
+    define_flags()
+    run_app(main, program="re2-prepare", argv=argv)
+
+
+if __name__ == "__main__":
+    run()
