@@ -263,8 +263,17 @@ def analyse(model, pairs, width):
 def plot_figure4(detail, path):
     """The paper's Figure 4 for one pair, as a PNG: (a) ``c[i, j]`` with the DP back-trace,
     (b) the learned ``h_ij`` with the gate back-trace, (c) the gates ``z_l / z_t / z_d + z_i``
-    of each cell with the same path."""
-    import matplotlib
+    of each cell with the same path.
+
+    Raises:
+        ImportError: matplotlib is not installed (``pip install re2_tf[plot]``).
+    """
+    try:
+        import matplotlib
+    except ImportError as error:
+        raise ImportError("the LCS figure needs matplotlib, an optional dependency of "
+                          "re2_tf: pip install 're2_tf[plot]' (or pip install -e '.[plot]' "
+                          "in a checkout)") from error
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -373,6 +382,7 @@ def main(argv):
 
 
 def define_flags():
+    """The experiment's flags, defined only when it runs as a script."""
     from absl import flags
 
     flags.DEFINE_string("output_dir", "checkpoints/lcs", "Where results.json and figure4.png go.")

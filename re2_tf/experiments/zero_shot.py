@@ -20,9 +20,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from absl import app, flags
-
-FLAGS = flags.FLAGS
 
 
 def encode_texts(texts, tokenizer, backbone, max_length=256, batch_size=64):
@@ -77,7 +74,11 @@ def cosine_scores(examples, tokenizer, backbone, max_length=256):
 
 
 def main(argv):
-    del argv
+    from absl import flags
+
+    FLAGS = flags.FLAGS
+    if len(argv) > 1:
+        raise SystemExit(f"Unexpected arguments: {argv[1:]}")
     from re2_tf.data import datasets
     from re2_tf.data.wordpiece import WordPieceTokenizer
     from re2_tf.evaluation import format_metrics, score
@@ -99,7 +100,10 @@ def main(argv):
             json.dump(results, f, indent=2)
 
 
-if __name__ == "__main__":
+def define_flags():
+    """The experiment's flags, defined only when it runs as a script."""
+    from absl import flags
+
     flags.DEFINE_string("dataset", "wikiqa", "Registered dataset (its metrics).")
     flags.DEFINE_string("data_dir", None, "Prepared data directory (default: data/<dataset>).")
     flags.DEFINE_list("splits", ["dev", "test"], "Splits to score.")
@@ -107,4 +111,10 @@ if __name__ == "__main__":
     flags.DEFINE_integer("max_length", 256, "Pieces per text with [CLS] and [SEP] "
                          "(sentence-transformers' all-MiniLM-L6-v2: 256).")
     flags.DEFINE_string("output", None, "Also write the metrics as JSON here.")
+
+
+if __name__ == "__main__":
+    from absl import app
+
+    define_flags()
     app.run(main)
