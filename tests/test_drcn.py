@@ -11,11 +11,11 @@ import pytest
 import tensorflow as tf
 
 import drcn_numpy_reference as ref
+from model_scaffolding import assert_round_trips, pair_batch, train_on_fixed_batch
 from weights import randomize_weights
 from re2_tf.layers import Autoencoder, CharCNN, CoAttention, InteractionPrediction, MaskedBiLSTM
 from re2_tf.models import count_parameters, get_spec
 from re2_tf.models.drcn import DRCN_DEFAULTS, build_drcn, parse_layer_positions
-from re2_tf.training import MatchingTrainer
 from re2_tf.training.trainer import model_loss_terms
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,19 +28,7 @@ TINY = dict(embedding_dim=4, char_embedding_dim=3, char_filters=4, char_kernel_s
 def tiny_batch(seed=0, width=6):
     """Four pairs with padding in both texts (text2 of the last pair is empty: one padding
     position), character ids with padding characters, and exact-match flags."""
-    rng = np.random.default_rng(seed)
-    text1 = np.array([[3, 4, 5, 6, 0], [7, 8, 0, 0, 0], [9, 10, 11, 12, 13], [2, 0, 0, 0, 0]],
-                     "int32")
-    text2 = np.array([[14, 15, 16, 0], [17, 0, 0, 0], [5, 4, 3, 2], [0, 0, 0, 0]], "int32")
-    batch = {"text1": text1, "text2": text2}
-    for side, ids in (("text1", text1), ("text2", text2)):
-        chars = np.zeros(ids.shape + (width,), "int32")
-        for index in zip(*np.nonzero(ids)):
-            n = rng.integers(1, width + 1)  # some words fill the width, most have padding
-            chars[index][:n] = rng.integers(1, CHARS, n)
-        batch[f"{side}_chars"] = chars
-        batch[f"{side}_exact_match"] = (rng.random(ids.shape) < 0.5).astype("float32") * (ids > 0)
-    return batch
+    return pair_batch(seed, char_vocab=CHARS, width=width, exact_match=True)
 
 
 def build(seed=0, **options):
@@ -331,20 +319,14 @@ def test_bilstm_construction_is_safe_inside_a_loading_scope(tmp_path):
 def test_keras_file_and_get_config_round_trips(tmp_path):
     model = build(seed=5, **SMALL)
     batch = tiny_batch(seed=5)
-    logits = model(batch, training=False).numpy()
+    model(batch, training=False)
     losses = reconstruction_losses(model)
 
-    path = tmp_path / "drcn.keras"
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    np.testing.assert_allclose(loaded(batch, training=False), logits, rtol=1e-6, atol=1e-6)
+    # .keras file and get_config + weights: the same logits (loaded's last call is on batch)
+    loaded = assert_round_trips(model, batch, tmp_path / "drcn.keras")
     assert reconstruction_losses(loaded) == pytest.approx(losses, rel=1e-6)
     assert not loaded.get_layer("fixed_embedding").trainable
     assert count_parameters(loaded) == count_parameters(model)
-
-    clone = keras.Model.from_config(model.get_config())
-    clone.set_weights(model.get_weights())
-    np.testing.assert_allclose(clone(batch, training=False), logits, rtol=1e-6, atol=1e-6)
 
     layers = [CharCNN(CHARS, 3, 4, 3, 0.5, l2=1e-6), MaskedBiLSTM(3, l2=1e-6),
               CoAttention(epsilon=1e-10), Autoencoder(5, 0.2, "tanh", 0.5, 1e-6),
@@ -402,9 +384,8 @@ def test_a_few_updates_lower_the_task_and_reconstruction_losses():
         w.assign(rng.normal(0.0, 0.3, tuple(w.shape)).astype("float32"))
     batch = tiny_batch(seed=0)
     labels = rng.integers(0, CLASSES, len(batch["text1"])).astype("int32")
-    trainer = MatchingTrainer(model, grad_clipping=5.0)
-    trainer.compile(optimizer=keras.optimizers.RMSprop(learning_rate=1e-2))
-    history = [trainer.train_on_batch(batch, labels, return_dict=True) for _ in range(30)]
+    history = train_on_fixed_batch(model, batch, labels, keras.optimizers.RMSprop(1e-2),
+                                   updates=29, grad_clipping=5.0)
     first, last = history[0], history[-1]  # each step logs the losses before its update
     assert set(first) >= {"loss_task", "loss_regularization", "loss_layer/layer1_autoencoder"}
     assert last["loss_task"] < 0.2 * first["loss_task"]

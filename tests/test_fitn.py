@@ -10,13 +10,13 @@ import pytest
 import tensorflow as tf
 
 import fitn_numpy_reference as ref
-from roundtrip import assert_round_trips
+from model_scaffolding import (assert_calls_agree, assert_round_trips, pair_batch,
+                               train_on_fixed_batch)
 from weights import randomize_weights
 from re2_tf.layers import (FITN_ATTENTIONS, FITN_CONNECTIONS, BlockOutput, MemoryBasedAttention,
                            OAMixedConnection)
 from re2_tf.models import count_parameters, get_spec
 from re2_tf.models.fitn import FITN_DEFAULTS, build_fitn
-from re2_tf.training import MatchingTrainer
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS, CHARS, CLASSES = 30, 12, 3
@@ -27,18 +27,7 @@ TINY = dict(embedding_dim=4, char_embedding_dim=3, char_filters=4, char_kernel_s
 def tiny_batch(seed=0, width=5):
     """Four pairs with padding in both texts (text2 of the last pair is empty), and
     character ids with padding characters."""
-    rng = np.random.default_rng(seed)
-    text1 = np.array([[3, 4, 5, 6, 0], [7, 8, 0, 0, 0], [9, 10, 11, 12, 13], [2, 0, 0, 0, 0]],
-                     "int32")
-    text2 = np.array([[14, 15, 16, 0], [17, 0, 0, 0], [5, 4, 3, 2], [0, 0, 0, 0]], "int32")
-    batch = {"text1": text1, "text2": text2}
-    for side, ids in (("text1", text1), ("text2", text2)):
-        chars = np.zeros(ids.shape + (width,), "int32")
-        for index in zip(*np.nonzero(ids)):
-            n = rng.integers(1, width + 1)
-            chars[index][:n] = rng.integers(1, CHARS, n)
-        batch[f"{side}_chars"] = chars
-    return batch
+    return pair_batch(seed, char_vocab=CHARS, width=width)
 
 
 def build(seed=0, **options):
@@ -278,13 +267,7 @@ def test_keras_file_and_get_config_round_trips(tmp_path):
 
 
 def test_symbolic_and_eager_calls_agree():
-    model = build(seed=6)
-    batch = tiny_batch(seed=6)
-    eager = model(batch, training=False).numpy()
-    graph = tf.function(lambda b: model(b, training=False))(batch).numpy()
-    predicted = model.predict(batch, verbose=0)
-    np.testing.assert_allclose(graph, eager, atol=1e-5)
-    np.testing.assert_allclose(predicted, eager, atol=1e-5)
+    assert_calls_agree(build(seed=6), tiny_batch(seed=6), atol=1e-5)
 
 
 def test_spec_declares_the_paper_recipe_and_builds():
@@ -301,11 +284,6 @@ def test_spec_declares_the_paper_recipe_and_builds():
 def test_a_few_updates_lower_the_loss_on_a_fixed_batch():
     keras.utils.set_random_seed(0)
     model = build_fitn(WORDS, CHARS, CLASSES, **{**TINY, "dropout": 0.0})
-    batch = tiny_batch(seed=1)
-    labels = np.array([0, 1, 2, 1], "int32")
-    trainer = MatchingTrainer(model)
-    trainer.compile(optimizer=keras.optimizers.Adam(1e-2), jit_compile=False)
-    first = trainer.train_on_batch(batch, labels, return_dict=True)
-    for _ in range(30):
-        last = trainer.train_on_batch(batch, labels, return_dict=True)
-    assert last["loss_task"] < 0.5 * first["loss_task"]
+    history = train_on_fixed_batch(model, tiny_batch(seed=1), np.array([0, 1, 2, 1], "int32"),
+                                   keras.optimizers.Adam(1e-2), updates=30, jit_compile=False)
+    assert history[-1]["loss_task"] < 0.5 * history[0]["loss_task"]
