@@ -16,15 +16,14 @@ import pytest
 pytest.importorskip("keras_hub")
 
 import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 import match_lstm_numpy_reference as mlstm  # noqa: E402
-from roundtrip import assert_round_trips  # noqa: E402
+from model_scaffolding import (assert_calls_agree, assert_round_trips,  # noqa: E402
+                               train_on_fixed_batch)
 from test_segment_split import cnn_reference  # noqa: E402
 from re2_tf.layers.bert_backbone import BertBackbone  # noqa: E402
 from re2_tf.models import build_bert_matchlstm, count_parameters, get_spec  # noqa: E402
 from re2_tf.models.bert_matchlstm import BERT_HEADS  # noqa: E402
-from re2_tf.training import MatchingTrainer  # noqa: E402
 
 CLS, SEP, VOCAB, HIDDEN, UNITS, CLASSES = 2, 3, 40, 8, 5, 3
 # Packed by hand: [CLS] a [SEP] b [SEP] <pad>. Lengths |A| = 1 + len(a), |B| = len(b) + 2.
@@ -177,22 +176,14 @@ def test_round_trips_symbolic_eager_and_xla(tmp_path):
     model = model_for("matchlstm")
     x = packed()
     assert_round_trips(model, x, tmp_path / "m.keras", atol=1e-5)
-    eager = model(x, training=False).numpy()
-    graph = tf.function(lambda b: model(b, training=False))(x).numpy()
-    xla = tf.function(lambda b: model(b, training=False), jit_compile=True)(x).numpy()
-    np.testing.assert_allclose(graph, eager, atol=1e-5)
-    np.testing.assert_allclose(xla, eager, atol=1e-5)
+    assert_calls_agree(model, x, atol=1e-5, xla=True)
 
 
 def test_one_fit_step_lowers_the_loss():
     model = model_for("matchlstm")
-    trainer = MatchingTrainer(model, grad_clipping=1.0)
-    trainer.compile(optimizer=keras.optimizers.AdamW(1e-3))
-    x, y = packed(), np.array([0, 1, 2, 1, 0], "int32")
-    first = trainer.train_on_batch(x, y, return_dict=True)["loss_task"]
-    for _ in range(5):
-        trainer.train_on_batch(x, y)
-    assert trainer.train_on_batch(x, y, return_dict=True)["loss_task"] < first
+    history = train_on_fixed_batch(model, packed(), np.array([0, 1, 2, 1, 0], "int32"),
+                                   keras.optimizers.AdamW(1e-3), updates=6, grad_clipping=1.0)
+    assert history[-1]["loss_task"] < history[0]["loss_task"]
 
 
 def test_spec_resolves_the_wordpiece_source_from_bert_preset():

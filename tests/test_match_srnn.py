@@ -6,14 +6,12 @@ the true corner, the parameter count by hand, serialisation, symbolic = eager, t
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import match_srnn_numpy_reference as ref
-from roundtrip import assert_round_trips
+from model_scaffolding import assert_calls_agree, assert_round_trips, train_on_fixed_batch
 from weights import randomize_weights
 from re2_tf.models import count_parameters, get_spec
 from re2_tf.models.match_srnn import MATCH_SRNN_DEFAULTS, MATCH_SRNN_LOSSES, build_match_srnn
-from re2_tf.training import MatchingTrainer
 
 WORDS, CLASSES = 30, 3
 TINY = dict(embedding_dim=4, slices=3, hidden_size=2)
@@ -131,14 +129,7 @@ def test_keras_file_and_get_config_round_trips(tmp_path):
 
 
 def test_symbolic_and_eager_calls_agree():
-    model = build(seed=6, bidirectional=True)
-    batch = tiny_batch()
-    eager = model(batch, training=False).numpy()
-    graph = tf.function(lambda b: model(b, training=False))(batch).numpy()
-    xla = tf.function(lambda b: model(b, training=False), jit_compile=True)(batch).numpy()
-    np.testing.assert_allclose(graph, eager, atol=1e-5)
-    np.testing.assert_allclose(xla, eager, atol=1e-5)
-    np.testing.assert_allclose(model.predict(batch, verbose=0), eager, atol=1e-5)
+    assert_calls_agree(build(seed=6, bidirectional=True), tiny_batch(), atol=1e-5, xla=True)
 
 
 def test_spec_declares_the_paper_recipe_and_the_loss_chooses_the_output():
@@ -161,8 +152,6 @@ def test_spec_declares_the_paper_recipe_and_the_loss_chooses_the_output():
 def test_a_few_updates_lower_each_task_loss_on_a_fixed_batch(loss):
     keras.utils.set_random_seed(0)
     model = build_match_srnn(WORDS, CLASSES, loss=loss, **TINY)
-    trainer = MatchingTrainer(model, task_loss=loss)
-    trainer.compile(optimizer=keras.optimizers.Adam(3e-2), jit_compile=False)
     batch = tiny_batch()
     if loss == "pairwise_hinge":   # rows: (query, positive) vs (query, negative)
         negative = {"text1": TEXT1, "text2": np.roll(TEXT2, 1, axis=0)}
@@ -171,10 +160,9 @@ def test_a_few_updates_lower_each_task_loss_on_a_fixed_batch(loss):
         x, y = batch, np.array([0.2, 0.9, 0.5, 0.0, 0.7], "float32")
     else:
         x, y = batch, np.array([0, 1, 2, 1, 0], "int32")
-    first = trainer.train_on_batch(x, y, return_dict=True)
-    for _ in range(40):
-        last = trainer.train_on_batch(x, y, return_dict=True)
-    assert last["loss_task"] < 0.5 * first["loss_task"]
+    history = train_on_fixed_batch(model, x, y, keras.optimizers.Adam(3e-2), updates=40,
+                                   jit_compile=False, task_loss=loss)
+    assert history[-1]["loss_task"] < 0.5 * history[0]["loss_task"]
 
 
 def test_component_benchmark_prints_every_row_with_consistent_speed_ups():

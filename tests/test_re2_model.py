@@ -1,14 +1,13 @@
 """RE2 model: parameter counts by hand, a NumPy reference forward pass, padding invariance,
 serialisation and learning."""
 
-import os
-
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import re2_numpy_reference as ref
+from model_scaffolding import assert_calls_agree, assert_round_trips
 from weights import randomize_weights
 from re2_tf.models import build_re2, count_parameters
 from re2_tf.serving import folded
@@ -319,11 +318,7 @@ def test_symbolic_and_eager_calls_agree_and_shapes_are_dynamic():
     spec = model.outputs[0]
     assert tuple(spec.shape) == (None, 3)
     text1, text2 = tiny_batch()
-    eager = model({"text1": text1, "text2": text2}).numpy()
-    traced = tf.function(lambda x: model(x))({"text1": text1, "text2": text2}).numpy()
-    via_predict = model.predict({"text1": text1, "text2": text2}, verbose=0)
-    np.testing.assert_allclose(eager, traced, atol=1e-6)
-    np.testing.assert_allclose(eager, via_predict, atol=1e-6)
+    assert_calls_agree(model, {"text1": text1, "text2": text2}, atol=1e-6)
 
 
 def test_keras_save_and_load_round_trip(tmp_path):
@@ -331,12 +326,9 @@ def test_keras_save_and_load_round_trip(tmp_path):
                       encoder_activation="gelu")
     randomize_weights(model, seed=3)
     text1, text2 = tiny_batch()
-    before = model({"text1": text1, "text2": text2}).numpy()
-    path = os.path.join(tmp_path, "re2.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    after = loaded({"text1": text1, "text2": text2}).numpy()
-    np.testing.assert_array_equal(before, after)
+    batch = {"text1": text1, "text2": text2}
+    loaded = assert_round_trips(model, batch, tmp_path / "re2.keras")  # + get_config rebuild
+    np.testing.assert_array_equal(loaded(batch).numpy(), model(batch).numpy())  # bit for bit
     assert count_parameters(loaded) == count_parameters(model)
     assert loaded.get_layer("block2_encoder").activation == "gelu"
 
