@@ -134,22 +134,18 @@ def dataset_spec(config):
 
 
 def load_best_model(run_dir):
-    """Load ``<run_dir>/best.keras`` (custom layers are registered by importing re2_tf.layers,
-    and by the run's model spec's ``custom_objects``).
+    """Load ``<run_dir>/best.keras``: a plain ``keras.saving.load_model`` (importing re2_tf
+    registers every custom layer and model class with Keras).
 
     Raises:
         FileNotFoundError: if the run has not saved a best checkpoint yet.
     """
     import keras
 
-    import re2_tf.layers  # noqa: F401  (registers the custom layers)
-    from re2_tf.models.spec import get_spec
-
     path = Path(run_dir) / BEST_MODEL_FILE
     if not path.exists():
         raise FileNotFoundError(f"No best checkpoint in {run_dir} (expected {path}).")
-    custom_objects = get_spec(load_config(run_dir).model).custom_objects()
-    return keras.saving.load_model(path, custom_objects=custom_objects)
+    return keras.saving.load_model(path)
 
 
 def load_vocab(run_dir):
