@@ -24,7 +24,7 @@ from pathlib import Path
 from absl import flags
 
 from re2_tf.benchmarking import ids_spec, markdown_table, run_benchmark, time_export
-from re2_tf.cli.common import run_app
+from re2_tf.cli.usage import run_command
 
 __all__ = ["define_flags", "main", "run"]
 
@@ -118,8 +118,7 @@ def main(argv):
 
 def run(argv=None):
     """Console-script entry point (``re2-bench``)."""
-    define_flags()
-    run_app(main, program="re2-bench", argv=argv)
+    run_command(main, define_flags, program="re2-bench", doc=__doc__, argv=argv)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from absl import flags
 
-from re2_tf.cli.common import run_app
+from re2_tf.cli.usage import run_command
 from re2_tf.data.datasets import FORMAT_TOKENIZERS
 
 __all__ = ["define_flags", "main", "run"]
@@ -77,8 +77,7 @@ def main(argv):
 
 def run(argv=None):
     """Console-script entry point (``re2-evaluate``)."""
-    define_flags()
-    run_app(main, program="re2-evaluate", argv=argv)
+    run_command(main, define_flags, program="re2-evaluate", doc=__doc__, argv=argv)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from re2_tf.cli.common import run_app
+from re2_tf.cli.usage import run_command
 from re2_tf.serving.export import DEFAULT_LENGTH_BUCKETS, DEFAULT_MAX_LENGTH, export_run
 from re2_tf.serving.text import IN_GRAPH_TOKENIZERS
 
@@ -70,8 +70,7 @@ def main(argv):
 
 def run(argv=None):
     """Console-script entry point (``re2-export``)."""
-    define_flags()
-    run_app(main, program="re2-export", argv=argv)
+    run_command(main, define_flags, program="re2-export", doc=__doc__, argv=argv)
 
 
 if __name__ == "__main__":

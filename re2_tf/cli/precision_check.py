@@ -16,7 +16,7 @@ import json
 
 from absl import flags
 
-from re2_tf.cli.common import run_app
+from re2_tf.cli.usage import run_command
 from re2_tf.serving.precision import EXPORTS, compare_precisions, parse_files
 
 __all__ = ["define_flags", "main", "run"]
@@ -48,8 +48,7 @@ def main(argv):
 
 def run(argv=None):
     """Entry point (``python -m re2_tf.cli.precision_check``)."""
-    define_flags()
-    run_app(main, program="re2-precision-check", argv=argv)
+    run_command(main, define_flags, program="re2-precision-check", doc=__doc__, argv=argv)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from absl import flags
 
-from re2_tf.cli.common import run_app
+from re2_tf.cli.usage import run_command
 from re2_tf.serving.predictor import MissingOpError, Predictor, read_pairs
 
 __all__ = ["define_flags", "main", "run"]
@@ -85,8 +85,7 @@ def main(argv):
 
 def run(argv=None):
     """Console-script entry point (``re2-predict``)."""
-    define_flags()
-    run_app(main, program="re2-predict", argv=argv)
+    run_command(main, define_flags, program="re2-predict", doc=__doc__, argv=argv)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from re2_tf.cli.common import run_app
+from re2_tf.cli.usage import run_command
 from re2_tf.data.prepare import PREPARABLE
 
 __all__ = ["define_flags", "main", "run"]
@@ -59,8 +59,7 @@ def main(argv):
 
 def run(argv=None):
     """Console-script entry point (``re2-prepare``)."""
-    define_flags()
-    run_app(main, program="re2-prepare", argv=argv)
+    run_command(main, define_flags, program="re2-prepare", doc=__doc__, argv=argv)
 
 
 if __name__ == "__main__":

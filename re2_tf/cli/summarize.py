@@ -22,7 +22,7 @@ from pathlib import Path
 
 from absl import flags
 
-from re2_tf.cli.common import run_app
+from re2_tf.cli.usage import run_command
 
 __all__ = ["define_flags", "main", "run"]
 
@@ -53,8 +53,7 @@ def main(argv):
 
 def run(argv=None):
     """Console-script entry point (``re2-summarize``)."""
-    define_flags()
-    run_app(main, program="re2-summarize", argv=argv)
+    run_command(main, define_flags, program="re2-summarize", doc=__doc__, argv=argv)
 
 
 if __name__ == "__main__":
