@@ -137,6 +137,7 @@ def test_inputs_and_targets():
 
 
 def test_short_training_run_beats_the_mean_and_writes_the_figure(tmp_path):
+    pytest.importorskip("matplotlib", reason="the figure needs the [plot] extra")
     results = lcs.run(tmp_path, train_pairs=1000, test_pairs=100, epochs=6, seed=3)
     assert results["mse"] < results["mse_mean_baseline"]
     assert -1.0 <= results["h_c_correlation"] <= 1.0
