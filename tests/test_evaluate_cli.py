@@ -97,3 +97,22 @@ def test_label_outside_the_runs_labels_names_file_and_line(wikiqa_run, tmp_path)
     proc = _evaluate(f"--run_dir={run_dir}", f"--file={bad}", "--format=processed")
     assert proc.returncode != 0
     assert f"{bad}:4: label 2 is not one of wikiqa's labels" in proc.stderr
+
+
+def test_evaluate_run_library_call_matches_the_hand_worked_map_mrr(wikiqa_run):
+    from re2_tf.inference import evaluate_run
+
+    run_dir, data, model, vocab = wikiqa_run
+    expected_map, expected_mrr = _expected_map_mrr(model, vocab)
+    by_file = evaluate_run(run_dir, data / "test.txt")            # a file (its .ids beside it)
+    by_split = evaluate_run(model, "test", run_dir=run_dir, data_dir=data, batch_size=2)
+    for metrics in (by_file, by_split):
+        assert metrics["questions"] == 3
+        assert metrics["map"] == pytest.approx(expected_map, abs=1e-6)
+        assert metrics["mrr"] == pytest.approx(expected_mrr, abs=1e-6)
+    with pytest.raises(ValueError, match="a model needs run_dir"):
+        evaluate_run(model, "test")
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        evaluate_run(run_dir, "test", data_dir=data, batch_size=0)
+    with pytest.raises(FileNotFoundError):
+        evaluate_run(run_dir, "dev", data_dir=data)              # no dev.txt there

@@ -239,3 +239,103 @@ def test_cli_bad_flags_and_output_are_clear_errors(setup, tmp_path):
     proc = _cli([f"--export_dir={exports['whitespace']}", "--input=-", f"--output={tmp_path}"],
                 stdin="a\tb\n")  # a directory
     assert proc.returncode == 1 and f"error: [Errno 21] Is a directory: '{tmp_path}'" in proc.stderr
+
+
+# ------------------------------------------------------------------- ranking, predict()
+QUERY = "a man is sleeping in the park"
+CANDIDATES = ["a dog is running", "two people in the park", "a woman is sleeping",
+              "a dog is running", "the man is sleeping", "park park park"]
+
+
+@pytest.fixture(scope="module")
+def score_model_exports(tmp_path_factory):
+    """A tiny score model (one float per pair, like Match-SRNN's ranking head) and its
+    SavedModel export."""
+    keras.utils.set_random_seed(5)
+    vocab = Vocab(WORDS)
+    inputs = {n: keras.Input((None,), dtype="int32", name=n) for n in ("text1", "text2")}
+    embed = keras.layers.Embedding(len(vocab), 8, mask_zero=True)
+    pool = keras.layers.GlobalAveragePooling1D()
+    pair = keras.layers.Concatenate()([pool(embed(inputs["text1"])), pool(embed(inputs["text2"]))])
+    score = keras.layers.Dense(1)(keras.layers.Dense(8, activation="tanh")(pair))
+    model = keras.Model(inputs, score)
+    root = tmp_path_factory.mktemp("score")
+    common = dict(featurizers=[WordIds(vocab)], label_names=["0", "1"], backend="keras",
+                  output="score", tokenizer="whitespace", max_length=16, length_buckets=[8])
+    return model, vocab, {"savedmodel": export_model(model, root / "savedmodel", **common)}
+
+
+def _keras_scores(model, vocab, query, candidates):
+    """The Keras model's score of each (query, candidate), one pair at a time."""
+    encode = lambda text: np.asarray([vocab.encode(text.split())], np.int32)  # noqa: E731
+    return [float(np.ravel(model({"text1": encode(query), "text2": encode(c)}))[0])
+            for c in candidates]
+
+
+def test_rank_orders_candidates_by_the_models_score(score_model_exports):
+    model, vocab, exports = score_model_exports
+    expected = _keras_scores(model, vocab, QUERY, CANDIDATES)
+    order = sorted(range(len(CANDIDATES)), key=lambda i: expected[i], reverse=True)
+    predictor = Predictor(exports["savedmodel"], batch_size=4)
+    ranked = predictor.rank(QUERY, CANDIDATES)
+    assert [r["corpus_id"] for r in ranked] == order
+    assert [r["text"] for r in ranked] == [CANDIDATES[i] for i in order]
+    np.testing.assert_allclose([r["score"] for r in ranked], [expected[i] for i in order],
+                               atol=1e-4)
+    # candidates 0 and 3 are the same text: equal scores keep the candidates' order
+    assert [r["corpus_id"] for r in ranked if r["text"] == CANDIDATES[0]] == [0, 3]
+    top = predictor.rank(QUERY, CANDIDATES, top_k=2, return_texts=False)
+    assert top == [{"corpus_id": r["corpus_id"], "score": r["score"]} for r in ranked[:2]]
+    assert len(predictor.rank(QUERY, CANDIDATES, top_k=100)) == len(CANDIDATES)
+
+
+def test_rank_of_a_classification_export_uses_a_class_probability(setup):
+    model, vocab, exports, _ = setup
+    predictor = Predictor(exports["whitespace"])
+    with pytest.raises(ValueError, match=r"has 3 classes .*pass positive=<label name>"):
+        predictor.rank(QUERY, CANDIDATES)
+    expected = _reference(model, vocab, [(QUERY, c) for c in CANDIDATES], "whitespace")[:, 0]
+    ranked = predictor.rank(QUERY, CANDIDATES, positive="entailment")
+    assert [r["corpus_id"] for r in ranked] == sorted(
+        range(len(CANDIDATES)), key=lambda i: expected[i], reverse=True)
+    np.testing.assert_allclose([r["score"] for r in ranked], sorted(expected, reverse=True),
+                               atol=1e-5)
+    assert predictor.rank(QUERY, CANDIDATES, positive=0) == ranked
+    with pytest.raises(ValueError, match="positive='yes' is not a label"):
+        predictor.rank(QUERY, CANDIDATES, positive="yes")
+
+
+def test_rank_errors(score_model_exports):
+    predictor = Predictor(score_model_exports[2]["savedmodel"])
+    with pytest.raises(ValueError, match="candidates is empty"):
+        predictor.rank(QUERY, [])
+    with pytest.raises(ValueError, match=r"candidates\[1\] must be a str, got int"):
+        predictor.rank(QUERY, ["a dog", 3])
+    with pytest.raises(ValueError, match="query must be a str, got NoneType"):
+        predictor.rank(None, ["a dog"])
+    with pytest.raises(ValueError, match="candidates must be a list of str, not one string"):
+        predictor.rank(QUERY, "a dog")
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="top_k must be an int >= 1 or None"):
+            predictor.rank(QUERY, ["a dog"], top_k=bad)
+
+
+def test_predict_function_takes_tuples_dicts_an_export_or_a_predictor(setup):
+    from re2_tf.inference import predict
+
+    exports = setup[2]
+    pairs = [("a man is sleeping", "a woman"), {"text1": "the dog", "text2": "", "id": 7}]
+    as_dicts = [{"text1": "a man is sleeping", "text2": "a woman"}, pairs[1]]
+    predictor = Predictor(exports["whitespace"])
+    expected = predictor.predict(as_dicts)[0]
+    assert predict(exports["whitespace"], pairs) == expected
+    assert predict(predictor, pairs) == expected and expected[1]["id"] == 7
+    assert predict(exports["whitespace"], pairs, batch_size=1) == expected
+    with pytest.raises(ValueError, match=r"pairs\[0\]: expected a \(text1, text2\) pair"):
+        predict(predictor, [("only one",)])
+    with pytest.raises(ValueError, match=r"pairs\[1\]: text1 and text2 must both be str"):
+        predict(predictor, [("a", "b"), {"text1": "a"}])
+    with pytest.raises(ValueError, match="already loaded"):
+        predict(predictor, pairs, batch_size=2)
+    with pytest.raises(FileNotFoundError, match="is not a re2_tf export"):
+        predict(setup[3] / "nowhere", pairs)
