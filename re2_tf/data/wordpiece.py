@@ -44,7 +44,7 @@ line, line number = id) and ``wordpiece_config.json`` (``source``, ``lowercase``
 ``strip_accents``, ``vocabulary_size``). :meth:`WordPieceTokenizer.load` needs only these
 two files, not the source directory. The graph module carries both as
 ``tf.saved_model.Asset`` (so the SavedModel's ``assets/`` holds them, and
-``re2_tf.predict --tokenize=python`` loads the tokenizer from there); the WordPiece model
+``re2-predict --tokenize=python`` loads the tokenizer from there); the WordPiece model
 itself is compiled from the vocabulary by ``tf_text.FastWordpieceTokenizer`` when the graph
 module is built and is stored in the graph as a constant.
 

@@ -25,7 +25,7 @@ A spec holds
   it); the output kind (``logits`` ``[batch, num_classes]`` or ``score`` ``[batch]``) is that
   loss's (:meth:`ModelSpec.output_kind`);
 - ``export_backend``: the name of the serving backend in :mod:`re2_tf.serving.backends`;
-- ``benchmark``: named hyper-parameter sets timed by ``re2_tf.benchmark --model=<name>``
+- ``benchmark``: named hyper-parameter sets timed by ``re2-bench --model=<name>``
   (RE2: Table 5's 1/2/3-block models).
 """
 
@@ -111,8 +111,8 @@ class ModelSpec:
             when a hyper-parameter chooses it (Match-SRNN: classification, ranking or
             regression); see :meth:`task_loss_name`.
         export_backend: name in :data:`re2_tf.serving.backends.BACKENDS`.
-        benchmark: ``{row label: hparams}`` timed by ``re2_tf.benchmark``.
-        component_benchmarks: ``{title: fn}``: further timings ``re2_tf.benchmark`` prints
+        benchmark: ``{row label: hparams}`` timed by ``re2-bench``.
+        component_benchmarks: ``{title: fn}``: further timings ``re2-bench`` prints
             for this model, ``fn(batch=..., batches=..., warmup=...) -> Markdown table``
             (Match-SRNN: the wavefront spatial GRU against a cell-by-cell scan).
         custom_objects: ``() -> {registered name: class}``, called before a saved network

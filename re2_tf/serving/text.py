@@ -126,7 +126,7 @@ IN_GRAPH_TOKENIZERS = {
 
 #: Tokenisers whose in-graph version reproduces the Python one exactly (up to the Unicode
 #: lower-casing corner cases documented above); the others are approximations, and
-#: ``re2_tf.predict`` then tokenises in Python.
+#: ``re2-predict`` (the Predictor) then tokenises in Python.
 EXACT = frozenset({"whitespace"})
 
 

@@ -1,6 +1,6 @@
 """Time one exported model in this (fresh) process; run as a script, never imported.
 
-Invoked by ``re2_tf.benchmark`` as ``python timing_worker.py '<json request>'``; imports
+Invoked by :mod:`re2_tf.benchmarking` as ``python timing_worker.py '<json request>'``; imports
 only TensorFlow / NumPy (and the LiteRT interpreter for ``.tflite``), never ``re2_tf``, so the
 measurement sees exactly what a serving process sees. Prints one JSON line.
 
