@@ -1,10 +1,17 @@
 """Command-line entry points: one module per command, each a thin layer over the library.
 
-=====================  ===================  =============================================
-console script         ``python -m``        library call it makes
-=====================  ===================  =============================================
-``re2-train``          ``re2_tf.cli.train``  :func:`re2_tf.fit`
-=====================  ===================  =============================================
+=================  ==========================  ===============================================
+console script     ``python -m re2_tf.cli.``   library it calls
+=================  ==========================  ===============================================
+``re2-train``      ``train``                   ``re2_tf.fit``
+``re2-evaluate``   ``evaluate``                ``re2_tf.inference`` (``evaluate_run``'s steps)
+``re2-predict``    ``predict``                 ``re2_tf.serving.predictor.Predictor``
+``re2-export``     ``export``                  ``re2_tf.serving.export.export_run``
+``re2-bench``      ``benchmark``               ``re2_tf.benchmarking.run_benchmark``
+``re2-prepare``    ``prepare``                 ``re2_tf.data.prepare.prepare``
+``re2-summarize``  ``summarize``               ``re2_tf.results.collect``
+(none)             ``precision_check``         ``re2_tf.serving.precision.compare_precisions``
+=================  ==========================  ===============================================
 
 Every module here defines its absl flags only when it runs (``define_flags()`` inside
 ``run()``), so importing any number of them in one process defines no flag and clashes with
