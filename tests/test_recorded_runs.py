@@ -3,7 +3,7 @@
 The README reports each finished run's figures by hand; `docs/runs/<experiment>/<head>/seed<k>/
 results.json` is what the run wrote. These tests re-read the README's table rows and check every
 figure against the records, and every "mean ± std" row against a re-computation with Python's
-`statistics` module (sample standard deviation), independent of `re2_tf.summarize`. A
+`statistics` module (sample standard deviation), independent of `re2-summarize` (re2_tf.results). A
 transcription slip or a mean left stale after a new seed fails here.
 """
 

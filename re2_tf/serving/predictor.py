@@ -1,8 +1,8 @@
 r"""Predict labels for text pairs with an exported model (:mod:`re2_tf.serving.export`).
 
 Library: :class:`Predictor` (load an export; ``predict``, ``probabilities``, ``scores``,
-``rank``), :func:`read_pairs` (parse input lines); :func:`re2_tf.predict` is the one-call
-form. Command line (:mod:`re2_tf.cli.predict`)::
+``rank``), :func:`read_pairs` (parse input lines); :func:`re2_tf.inference.predict` is the
+one-call form. Command line (:mod:`re2_tf.cli.predict`)::
 
     re2-predict --export_dir=exports/snli --input=pairs.tsv > predictions.jsonl
     echo '{"text1": "A man sleeps.", "text2": "A person rests."}' | \
