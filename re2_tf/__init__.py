@@ -7,6 +7,9 @@ The library in one screen::
     config = re2_tf.TrainConfig(model="drcn", dataset="sample", epochs=1)
     result = re2_tf.fit(config, run_dir="checkpoints/sample-drcn")   # a RunResult
     print(result.best_score, result.test_scores)
+    re2_tf.evaluate("checkpoints/sample-drcn", "test")                 # {metric: value}
+    # after `re2-export --run_dir=checkpoints/sample-drcn --export_dir=exports/drcn`:
+    re2_tf.predict("exports/drcn", [("A man sleeps.", "A person rests.")])
 
 Importing re2_tf imports TensorFlow and Keras and registers every custom layer and model
 with Keras (``keras.saving.register_keras_serializable``), so ``keras.saving.load_model`` of
@@ -34,14 +37,21 @@ _LAZY = {
     "ConfigError": "re2_tf.errors",
     "fit": "re2_tf.api",
     "RunResult": "re2_tf.api",
+    "evaluate": "re2_tf.inference",
+    "predict": "re2_tf.inference",
+    "Predictor": "re2_tf.serving.predictor",
 }
 
 __all__ = ["__version__", "layers", "models", *_LAZY]
 
 
+#: Public names that differ from the name in their module.
+_RENAMED = {"evaluate": "evaluate_run"}
+
+
 def __getattr__(name):
     if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), _RENAMED.get(name, name))
         globals()[name] = value
         return value
     raise AttributeError(f"module 're2_tf' has no attribute {name!r}")

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -63,14 +62,13 @@ def load_examples(run_dir, split_file, *, fmt="processed", data_dir=None):
     from re2_tf.data import datasets
 
     config = runs.load_config(run_dir)
-    spec = dataclasses.replace(datasets.get_dataset(config.dataset),
-                               label_names=tuple(config.label_names))
+    spec = runs.dataset_spec(config)
     if _is_split_name(split_file):
         data_dir = data_dir or run_data_dir(run_dir) or datasets.default_data_dir(spec.name)
-        return spec, datasets.load_split(spec.name, data_dir, split_file)
+        return spec, datasets.load_split(spec, data_dir, split_file, lower=config.lower)
     if fmt not in datasets.FORMAT_TOKENIZERS:
         raise ValueError(f"unknown format {fmt!r}; known: {sorted(datasets.FORMAT_TOKENIZERS)}")
-    return spec, datasets.load_file(os.fspath(split_file), fmt, spec)
+    return spec, datasets.load_file(os.fspath(split_file), fmt, spec, lower=config.lower)
 
 
 def evaluate_run(run_dir_or_model, split_file, *, fmt="processed", run_dir=None,

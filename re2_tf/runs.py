@@ -22,7 +22,7 @@ A run directory ``checkpoints/<name>/`` holds:
 
 ``--repeats=N`` trains seeds under ``<run_dir>/seed<k>/`` and writes, in ``<run_dir>``,
 ``results.md`` and a ``results.json`` holding the mean ± std over the seeds
-(:func:`summarize_results`); ``python -m re2_tf.summarize`` computes the same table from any
+(:func:`summarize_results`); ``re2-summarize`` computes the same table from any
 set of finished runs or their ``results.json`` files.
 """
 

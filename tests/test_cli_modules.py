@@ -72,13 +72,7 @@ def test_console_scripts_point_at_the_run_of_each_cli_module():
         assert (REPO / (module.replace(".", "/") + ".py")).exists(), script
 
 
-TRAIN_HELP = pytest.mark.xfail(strict=True, reason=(
-    "re2-train calls run_app directly: absl's --help lists no flag of a console script and "
-    "exits 1 (re2_tf.cli.usage.run_command answers --help; to be folded into run_app)"))
-
-
-@pytest.mark.parametrize("script", [pytest.param(s, marks=TRAIN_HELP) if s == "re2-train" else s
-                                    for s in sorted(SCRIPTS)])
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_console_script_help(script):
     proc = _script(script, "--help")
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -36,7 +36,7 @@ def test_bundled_sample_run_beats_the_majority_class(tmp_path):
 
     # Exported variants agree with the Keras model on the sample dev file: fp32 to 1e-5,
     # bf16 and int8 on >= 99% of the labels (issue: export and reduced precision).
-    proc = subprocess.run([sys.executable, "-m", "re2_tf.serving.precision_check",
+    proc = subprocess.run([sys.executable, "-m", "re2_tf.cli.precision_check",
                            f"--run_dir={tmp_path / 'run'}", f"--out={tmp_path / 'exports'}"],
                           cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]

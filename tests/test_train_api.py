@@ -9,7 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 import re2_tf
 from re2_tf import ConfigError, TrainConfig
@@ -340,3 +342,22 @@ def test_custom_four_label_task_trains_and_serves(tmp_path):
     assert "north" in vocab and "NORTH" not in vocab and "?" not in vocab  # snli tokeniser
     assert TrainConfig.from_json(tmp_path / "run") == config.replace(
         data_dir=str(data.resolve()))
+    # the run evaluates as trained, and serves raw text with its own labels
+    assert re2_tf.evaluate(tmp_path / "run", "test") == result.scores["test"]
+    from re2_tf import runs
+    from re2_tf.serving.export import export_run
+
+    export_run(tmp_path / "run", tmp_path / "export", xla=False)
+    pairs = [("Which way is EAST?", "go east now"), ("Which way is west?", "go north now")]
+    served = re2_tf.predict(tmp_path / "export", pairs)
+    model, vocab = runs.load_best_model(tmp_path / "run"), runs.load_vocab(tmp_path / "run")
+    from re2_tf.data.tokenization import snli_tokenize
+
+    for (text1, text2), record in zip(pairs, served):
+        assert list(record["probabilities"]) == list(labels)
+        x = {"text1": np.array([vocab.encode(snli_tokenize(text1, lower=True))], "int32"),
+             "text2": np.array([vocab.encode(snli_tokenize(text2, lower=True))], "int32")}
+        probabilities = tf.nn.softmax(model(x)).numpy()[0]
+        assert record["label"] == labels[int(np.argmax(probabilities))]
+        np.testing.assert_allclose([record["probabilities"][n] for n in labels],
+                                   probabilities, atol=1e-5)

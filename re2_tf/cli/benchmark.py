@@ -24,7 +24,7 @@ from pathlib import Path
 from absl import flags
 
 from re2_tf.benchmarking import ids_spec, markdown_table, run_benchmark, time_export
-from re2_tf.cli.usage import run_command
+from re2_tf.cli.common import run_command
 
 __all__ = ["define_flags", "main", "run"]
 

@@ -8,7 +8,8 @@ import traceback
 
 from absl import app, flags
 
-__all__ = ["USER_ERRORS", "define_verbose_flag", "error_message", "run_app"]
+__all__ = ["USER_ERRORS", "HELP_ARGS", "define_verbose_flag", "error_message", "help_text",
+           "run_app", "run_command"]
 
 #: Exceptions that are a user's mistake (a flag, a file, a setting), printed as one line.
 USER_ERRORS = (ValueError, OSError, KeyError, flags.Error)
@@ -83,3 +84,57 @@ def _fail(program, error):
         traceback.print_exc()
     print(f"{program}: error: {error_message(error)}", file=sys.stderr)
     sys.exit(1)
+
+
+#: Arguments that ask for the command's help (absl's ``--helpfull`` is left to absl).
+HELP_ARGS = ("--help", "-h", "-?", "--helpshort", "--help=true", "--help=True")
+
+
+def help_text(program, doc, flag_values=flags.FLAGS):
+    """``doc`` (the command's module docstring) and the flags registered under ``program``."""
+    lines = [line for line in flag_values.module_help(program).splitlines()
+             if line.strip() and line != f"{program}:"]
+    listed = "\n".join(lines) or "  (none)"
+    return (f"{(doc or program).strip()}\n\nflags:\n{listed}\n\n"
+            "Try --helpfull to get a list of all flags.")
+
+
+def _wants_help(argv):
+    for arg in argv[1:]:
+        if arg == "--":
+            return False
+        if arg in HELP_ARGS:
+            return True
+    return False
+
+
+def run_command(main, define_flags, *, program, doc, argv=None, flags_parser=None,
+                flag_values=flags.FLAGS):
+    """Define the command's flags, answer ``--help``, then run ``main`` under :func:`run_app`.
+
+    absl's ``--help`` lists the flags of the main module only -- under a console script
+    that is the generated wrapper, which defines none -- and exits with status 1. Here the
+    flags ``define_flags`` adds are registered under ``program``, and ``--help`` (``-h``,
+    ``-?``, ``--helpshort``) prints the command's docstring and those flags, exit status 0.
+    ``--helpfull`` is absl's.
+
+    Args:
+        main: ``main(argv)``, the command.
+        define_flags: defines the command's flags (called once here).
+        program: the command's name (``re2-evaluate``): in messages, and the key its flags
+            are listed under.
+        doc: the usage text ``--help`` prints first (the command module's docstring).
+        argv: the command line (default ``sys.argv``).
+        flags_parser: absl flags parser (default absl's own), as in :func:`run_app`.
+    """
+    argv = list(sys.argv if argv is None else argv)
+    before = set(flag_values)
+    define_flags()
+    define_verbose_flag(flag_values)
+    for name in [*sorted(set(flag_values) - before), "verbose"]:
+        if flag_values[name] not in flag_values.flags_by_module_dict().get(program, []):
+            flag_values.register_flag_by_module(program, flag_values[name])
+    if _wants_help(argv):
+        print(help_text(program, doc, flag_values))
+        sys.exit(0)
+    run_app(main, program=program, flags_parser=flags_parser, argv=argv)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from absl import flags
 
-from re2_tf.cli.usage import run_command
+from re2_tf.cli.common import run_command
 from re2_tf.data.datasets import FORMAT_TOKENIZERS
 
 __all__ = ["define_flags", "main", "run"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from re2_tf.cli.usage import run_command
+from re2_tf.cli.common import run_command
 from re2_tf.serving.export import DEFAULT_LENGTH_BUCKETS, DEFAULT_MAX_LENGTH, export_run
 from re2_tf.serving.text import IN_GRAPH_TOKENIZERS
 

@@ -16,7 +16,7 @@ import json
 
 from absl import flags
 
-from re2_tf.cli.usage import run_command
+from re2_tf.cli.common import run_command
 from re2_tf.serving.precision import EXPORTS, compare_precisions, parse_files
 
 __all__ = ["define_flags", "main", "run"]

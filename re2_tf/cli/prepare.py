@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from re2_tf.cli.usage import run_command
+from re2_tf.cli.common import run_command
 from re2_tf.data.prepare import PREPARABLE
 
 __all__ = ["define_flags", "main", "run"]

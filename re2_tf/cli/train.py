@@ -26,7 +26,9 @@ from pathlib import Path
 
 from absl import flags
 
-from re2_tf.cli.common import run_app
+import sys
+
+from re2_tf.cli.common import run_command
 
 __all__ = ["define_flags", "parse_flags", "main", "run"]
 
@@ -116,12 +118,19 @@ def parse_flags(argv, flag_values=FLAGS):
         absl.flags.Error: an unknown flag, a bad value, a missing flagfile.
         re2_tf.errors.ConfigError: an unknown model, dataset or preset.
     """
-    from re2_tf.config import TrainConfig
-
     try:
         args = flag_values.read_flags_from_files(list(argv[1:]), force_gnu=False)
     except flags.CantOpenFlagFileError as error:
         raise _flagfile_hint(list(argv[1:])) or error from None
+    _layer_defaults(args, flag_values)
+    return flag_values(argv)
+
+
+def _layer_defaults(args, flag_values):
+    """Define the hyper-parameter flags of ``args``' ``--model`` and make every flag's
+    default the layered one of its ``--model``/``--dataset``/``--preset``."""
+    from re2_tf.config import TrainConfig
+
     model = _sniff(args, "model", flag_values["model"].default)
     dataset = _sniff(args, "dataset", flag_values["dataset"].default)
     preset = _sniff(args, "preset", None)
@@ -132,7 +141,6 @@ def parse_flags(argv, flag_values=FLAGS):
         flag_values.set_default(field.name, list(value) if isinstance(value, tuple) else value)
     for name, value in layered.hparams.items():
         flag_values.set_default(name, value)
-    return flag_values(argv)
 
 
 def main(argv):
@@ -146,10 +154,23 @@ def main(argv):
     fit(TrainConfig.from_flags(FLAGS))
 
 
+def _define_for(argv, flag_values=FLAGS):
+    """The common flags, and the hyper-parameter flags of the ``--model`` on the command
+    line with the layered defaults (so ``--help`` lists them); a mistake in the command line
+    is left for :func:`parse_flags` to report."""
+    define_flags(flag_values)
+    try:
+        args = flag_values.read_flags_from_files(list(argv[1:]), force_gnu=False)
+        _layer_defaults(args, flag_values)
+    except Exception:  # noqa: BLE001  (parse_flags reports it as one line)
+        pass
+
+
 def run(argv=None):
     """Console-script entry point (``re2-train``)."""
-    define_flags()
-    run_app(main, program="re2-train", flags_parser=parse_flags, argv=argv)
+    argv = list(sys.argv if argv is None else argv)
+    run_command(main, lambda: _define_for(argv), program="re2-train", doc=__doc__, argv=argv,
+                flags_parser=parse_flags)
 
 
 if __name__ == "__main__":

@@ -231,7 +231,7 @@ def ref_file(name: str, data_dir: str | os.PathLike | None = None,
 
 
 def load_file(path: str | os.PathLike, fmt: str = "processed",
-              spec: DatasetSpec | None = None) -> list[PairExample]:
+              spec: DatasetSpec | None = None, lower: bool = True) -> list[PairExample]:
     """Loads any supported file and returns pairs in prepared form (for ``--file`` evaluation).
 
     Raw formats are tokenised with their dataset's tokeniser (:data:`FORMAT_TOKENIZERS`) and
@@ -249,11 +249,22 @@ def load_file(path: str | os.PathLike, fmt: str = "processed",
         ``.ids`` file (``test.txt`` -> ``test.ids``, ``qid<TAB>docid`` per line, as
         ``re2-prepare`` writes).
 
+      lower: a custom ``spec``'s ``processed`` file: lower-case its raw text.
+
+    A custom dataset's file (``spec`` of :func:`custom_dataset`, format ``processed``) is read
+    as :func:`load_split` reads its splits: raw text tokenised, labels by name or id.
+
     Raises:
       KeyError: unknown format. ValueError: malformed line (``<path>:<line>: ...``), a label
       outside ``spec``'s labels (``<path>:<line>: ...``), or, for a ranking ``spec``, pairs
       without ids and no ``.ids`` file (or one of another length).
     """
+    if spec is not None and spec.name == CUSTOM and fmt == "processed":
+        examples = _read_custom(Path(path), spec, lower)
+        if spec.ranking:
+            examples = _with_ids(examples, Path(path), ValueError(
+                f"{os.fspath(path)}: a ranking dataset needs {Path(path).with_suffix('.ids')}"))
+        return examples
     examples = readers.read_file(path, fmt)
     if spec is not None:
         for ex in examples:

@@ -1,6 +1,6 @@
 """Serving backends: how an exported model computes its outputs from its input features.
 
-A model spec names its backend (``ModelSpec.export_backend``); ``re2_tf.export`` wraps it
+A model spec names its backend (``ModelSpec.export_backend``); ``re2_tf.serving.export`` wraps it
 with the in-graph featurisers, padding, checks and signatures, which are the same for every
 model. A backend is a ``tf.Module`` built from a trained Keras model; calling it with the
 model's feature dict (``{input name: tensor [batch, length, ...]}``) returns float32 logits
