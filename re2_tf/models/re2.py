@@ -23,22 +23,33 @@ from re2_tf.layers import (
 )
 from re2_tf.models.spec import HParam, ModelSpec, register
 
-#: Defaults of the release (``src/args``-level defaults; per-dataset values live in configs/).
-RE2_DEFAULTS = dict(
-    embedding_dim=300,
-    blocks=2,
-    enc_layers=2,
-    kernel_size=3,
-    encoder_activation="relu",
-    hidden_size=150,
-    dropout_rate=0.2,
-    alignment="linear",
-    fusion="full",
-    connection="aug",
-    prediction="full",
-    enc_in=True,
-    parallel_blocks=False,
-)
+#: RE2's hyper-parameters (:data:`SPEC`'s ``hparams``), the one place their defaults are
+#: stated: the release's ``src/args``-level defaults. Per-dataset values are the spec's
+#: presets (the release's ``configs/data/*.json5``).
+RE2_HPARAMS = {
+    "embedding_dim": HParam(300, "Embedding width when no --embeddings are given (with "
+                                 "vectors, their width)."),
+    "hidden_size": HParam(150, "Hidden size of every layer."),
+    "dropout_rate": HParam(0.2, "Dropout drop probability (the release's keep 0.8)."),
+    "blocks": HParam(2, "Number of stacked blocks (1-5)."),
+    "enc_layers": HParam(2, "Convolutional layers per encoder (1-5)."),
+    "kernel_size": HParam(3, "Encoder convolution width."),
+    "encoder_activation": HParam("relu", "Encoder convolution activation: relu = the "
+                                 "authors' TensorFlow release, gelu = their PyTorch port.",
+                                 ("relu", "gelu")),
+    "alignment": HParam("linear", "Alignment projection F (Eq. 2).", ("linear", "identity")),
+    "fusion": HParam("full", "Fusion layer (Eq. 4 or simple).", ("full", "simple")),
+    "connection": HParam("aug", "Connection between blocks (augmented residual, Eq. 1, or "
+                         "residual).", ("aug", "residual")),
+    "prediction": HParam("full", "Prediction layer (Eq. 5/6/7).",
+                         ("full", "symmetric", "simple")),
+    "enc_in": HParam(True, "Feed [x; encoder(x)] to alignment (False = ablation "
+                           "'w/o enc-in')."),
+    "parallel_blocks": HParam(False, "Ablation 'parallel blocks'."),
+}
+
+#: ``{name: default}`` of :data:`RE2_HPARAMS` (the builder's keyword defaults).
+RE2_DEFAULTS = {name: hparam.default for name, hparam in RE2_HPARAMS.items()}
 
 
 def _check_range(name, value, low, high):
@@ -68,6 +79,10 @@ def build_re2(
 ):
     """Build RE2 as a Keras functional model.
 
+    The keyword defaults are :data:`RE2_DEFAULTS`, taken from :data:`SPEC`'s hyper-parameters
+    (``re2-train --model=re2 --helpfull`` lists them with each dataset's preset); values
+    below marked "paper" are the paper's figures, not necessarily the defaults.
+
     Args:
         vocab_size: int, rows of the embedding matrix (ids ``0..vocab_size-1``; 0 is
             ``<PAD>``, 1 is ``<UNK>``).
@@ -78,13 +93,14 @@ def build_re2(
         embedding_dim: int, embedding width (ignored when ``embeddings`` is given).
         blocks: int in [1, 5], number of stacked blocks (paper §2; Table 7).
         enc_layers: int in [1, 5], convolutions per encoder.
-        kernel_size: int, convolution width (paper: 3).
+        kernel_size: int, convolution width (paper Sec. 3.2: 3).
         encoder_activation: activation of the encoder's convolutions (the paper names
             none): ``"relu"`` reproduces the authors' TensorFlow release, ``"gelu"`` (tanh
             approximation) the authors' PyTorch port; see
             :class:`re2_tf.layers.ConvEncoder`.
         hidden_size: int, width of encoder, alignment, fusion and prediction layers.
-        dropout_rate: float in [0, 1), drop probability (release: 0.2, i.e. keep 0.8).
+        dropout_rate: float in [0, 1), drop probability (paper Sec. 3.2 and the release:
+            keep probability 0.8).
         alignment: ``"linear"`` or ``"identity"`` (Eq. 2's ``F``).
         fusion: ``"full"`` (Eq. 4) or ``"simple"`` (Table 6 "simple fusion").
         connection: ``"aug"`` (augmented residual, §2.1, as the release computes it) or
@@ -203,6 +219,8 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
     return build_re2(vocab_sizes["word_ids"], num_classes, embeddings=embeddings, **hparams)
 
 
+#: Table 5's timed models (paper Sec. 3.6: 3 encoder layers; Sec. 3.2: hidden size 150,
+#: 300-d GloVe vectors), with 1, 2 and 3 blocks.
 _TABLE5 = dict(embedding_dim=300, enc_layers=3, hidden_size=150)
 
 #: RE2 on the shared path. Presets are the release's ``configs/data/*.json5`` settings (the
@@ -210,27 +228,7 @@ _TABLE5 = dict(embedding_dim=300, enc_layers=3, hidden_size=150)
 SPEC = register(ModelSpec(
     name="re2",
     build=_build_from_spec,
-    hparams={
-        "embedding_dim": HParam(300, "Embedding width when no --embeddings are given (with "
-                                     "vectors, their width)."),
-        "hidden_size": HParam(150, "Hidden size of every layer."),
-        "dropout_rate": HParam(0.2, "Dropout drop probability (the release's keep 0.8)."),
-        "blocks": HParam(2, "Number of stacked blocks (1-5)."),
-        "enc_layers": HParam(2, "Convolutional layers per encoder (1-5)."),
-        "kernel_size": HParam(3, "Encoder convolution width."),
-        "encoder_activation": HParam("relu", "Encoder convolution activation: relu = the "
-                                     "authors' TensorFlow release, gelu = their PyTorch port.",
-                                     ("relu", "gelu")),
-        "alignment": HParam("linear", "Alignment projection F (Eq. 2).", ("linear", "identity")),
-        "fusion": HParam("full", "Fusion layer (Eq. 4 or simple).", ("full", "simple")),
-        "connection": HParam("aug", "Connection between blocks (augmented residual, Eq. 1, or "
-                             "residual).", ("aug", "residual")),
-        "prediction": HParam("full", "Prediction layer (Eq. 5/6/7).",
-                             ("full", "symmetric", "simple")),
-        "enc_in": HParam(True, "Feed [x; encoder(x)] to alignment (False = ablation "
-                               "'w/o enc-in')."),
-        "parallel_blocks": HParam(False, "Ablation 'parallel blocks'."),
-    },
+    hparams=RE2_HPARAMS,
     features={"word_ids": {}},
     presets={
         "sample": dict(embedding_dim=100, hidden_size=100, blocks=2, enc_layers=2,
