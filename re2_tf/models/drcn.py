@@ -9,13 +9,14 @@ There is no official code; readings of what the paper leaves open are stated in
 :func:`build_drcn` and in each layer's docstring (``re2_tf/layers/char_cnn.py``,
 ``recurrent.py``, ``co_attention.py``, ``autoencoder.py``, ``interaction.py``).
 
-**Parameter count.** At the paper's SNLI settings (300-d embeddings, 16-d char embeddings and
-a width-5 char convolution to 32, exact match, 5 BiLSTM layers of 100 units per direction,
-autoencoders of 200 units after layers 3 and 5, FC 1000 x 2 with batch normalisation, 3
-classes) the network has 6,671,228 trainable parameters outside the two word-embedding
-matrices, plus ``16 x`` (character vocabulary size) for the character embedding: the paper's
-"6.7m" (``tests/test_drcn.py`` derives it by hand; without batch normalisation, 6,667,228).
-Two readings decide it: 100 units *per direction* (100 in total, 50 per direction, would give
+**Parameter count.** At the paper's SNLI settings (300-d embeddings, 16-d char embeddings
+convolved to 32, exact match, 5 BiLSTM layers of 100 units per direction, autoencoders of 200
+units, FC 1000 x 2 with batch normalisation, 3 classes) and this module's readings where the
+paper is silent (a width-5 char convolution, autoencoders after layers 3 and 5) the network
+has 6,671,228 trainable parameters outside the two word-embedding matrices, plus ``16 x``
+(character vocabulary size) for the character embedding: the paper's "6.7m"
+(``tests/test_drcn.py`` derives it by hand; without batch normalisation, 6,667,228). Two
+readings decide it: 100 units *per direction* (100 in total, 50 per direction, would give
 4,088,628) and pooling the *code* of the last autoencoder (the 200-d output of layer 5's
 bottleneck, so ``v`` is 1000-d; pooling the 1000-d concatenation before it would give
 10,671,228). Without autoencoders (Table 6 (2)) the network has 20,312,595.
@@ -47,7 +48,9 @@ from re2_tf.models.spec import HParam, ModelSpec, check_embeddings, register
 #: Connection variants (paper Eq. 6 and Table 6 models (8) and (9)); see :func:`build_drcn`.
 DRCN_CONNECTIONS = ("dense", "residual", "residual_no_dense")
 
-#: The paper's settings ("Implementation Details"); batch norm is per dataset (presets).
+#: The hyper-parameter defaults (the one place they are stated; :data:`SPEC`'s ``hparams``
+#: are built from them): the paper's settings ("Implementation Details") and the readings in
+#: :func:`build_drcn`; batch norm is per dataset (the spec's presets).
 DRCN_DEFAULTS = dict(
     embedding_dim=300,
     trainable_embedding=True,
@@ -136,6 +139,12 @@ def build_drcn(
 ):
     """Build DRCN as a Keras functional model.
 
+    The keyword defaults are :data:`DRCN_DEFAULTS` (:data:`SPEC`'s hyper-parameters;
+    ``re2-train --model=drcn --helpfull`` lists them with each dataset's preset). Values
+    marked "paper" are the paper's figures ("Implementation Details"), a default written
+    ``<name>=<value>`` is this module's choice where the paper is silent
+    (``tests/test_stated_once.py`` checks it against the spec).
+
     **Word representation** (Eq. 1): ``x^1 = [E_tr(w); E_fix(w); CharConv(w); f(w)]`` with
     dropout (``embedding_dropout``, paper: keep 0.5) on each word embedding and on the
     character embeddings (:class:`re2_tf.layers.CharCNN`); the exact-match flag ``f`` is
@@ -143,7 +152,7 @@ def build_drcn(
     ``E_fix`` (frozen, layer ``fixed_embedding``) start from those vectors. Without them,
     ``E_tr`` is random (Keras' ``uniform(-0.05, 0.05)``) and ``E_fix`` is a frozen copy of
     ``E_tr``'s initial values (as with vectors, the two start equal; the frozen one is a
-    fixed random projection of the word ids). With ``trainable_embedding=False`` and no
+    fixed random projection of the word ids). Without ``trainable_embedding`` and without
     vectors, ``E_fix`` is its own frozen random draw.
 
     **Layers** ``l = 1 .. num_layers`` (all shared by the two texts)::
@@ -152,7 +161,7 @@ def build_drcn(
         a^l = CoAttention(h^l_p, h^l_q)         Eq. 5, cosine similarity (if co_attention)
         f^l = [h^l; a^l]                        (h^l alone without co-attention)
         x^{l+1} = connection(f^l, x^l)
-        x^{l+1} = Autoencoder_l(x^{l+1})        if l in autoencoder_layers (200-d code)
+        x^{l+1} = Autoencoder_l(x^{l+1})        if l in autoencoder_layers
 
     ``connection`` (paper Eq. 6 and Table 6):
 
@@ -172,7 +181,7 @@ def build_drcn(
     next layer's input; the running sum ``r`` keeps its full width (it could not be added
     to a 200-d code otherwise).
 
-    **Autoencoder positions** (``autoencoder_layers``, default ``"3,5"``): the paper runs 5
+    **Autoencoder positions** (``autoencoder_layers="3,5"``): the paper runs 5
     layers with the bottleneck "optional for each repetition" and does not list where; after
     layers 3 and 5 is the placement of the most faithful public port, and it is the one
     that reproduces the paper's 6.7M parameters (the module docstring). ``""`` or
@@ -196,19 +205,25 @@ def build_drcn(
         trainable_embedding, fixed_embedding, char_cnn, exact_match: bools, the four parts
             of Eq. 1 (Table 6 models (3)-(4) drop one embedding; "encoding-based" DRCN drops
             co-attention and exact match). At least one must be on.
-        char_embedding_dim, char_filters, char_kernel_size: the character CNN (16, 32, 5).
-        embedding_dropout: float in [0, 1), dropout on word and character embeddings (0.5).
+        char_embedding_dim, char_filters, char_kernel_size: the character CNN (paper:
+            16-d character embeddings, 32 filters; it gives no width:
+            ``char_kernel_size=5``, DIIN's).
+        embedding_dropout: float in [0, 1), dropout on word and character embeddings
+            (paper: keep rate 0.5).
         num_layers: int in [1, 10], stacked BiLSTM layers (paper: 5).
-        hidden_size: int, LSTM units per direction (paper: 100).
+        hidden_size: int, LSTM units per direction (paper: 100 hidden units, read as per
+            direction: the module docstring).
         co_attention: bool; False drops ``a^l`` everywhere (Table 6 model (11)).
         connection: one of :data:`DRCN_CONNECTIONS`.
         autoencoder_layers: str or sequence, 1-based layer numbers followed by an
             autoencoder.
         autoencoder_units, autoencoder_dropout, autoencoder_activation: the bottleneck
-            (200, 0.2, ReLU); see :class:`re2_tf.layers.Autoencoder`.
+            (paper: 200 units, dropout rate 0.2; it names no activation:
+            ``autoencoder_activation="relu"``); see :class:`re2_tf.layers.Autoencoder`.
         reconstruction_weight: float >= 0, factor on each reconstruction loss.
-        fc_units, fc_layers, fc_dropout, batch_norm: the classifier (1000, 2, 0.2; batch
-            normalisation for one-way tasks).
+        fc_units, fc_layers, fc_dropout, batch_norm: the classifier (paper: two ReLU layers
+            of 1000 units, keep rate 0.8 before them, batch normalisation for one-way tasks
+            only, which the dataset presets set).
         l2: float >= 0, L2 factor (paper: 1e-6).
         return_attention: bool; if True the model returns a dict with ``logits`` and, per
             layer ``l`` (1-based), ``attention_{l}_text2`` (``alpha``, softmax over text2

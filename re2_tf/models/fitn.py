@@ -9,23 +9,30 @@ connection variants of Table 3 are options, so both tables can be rerun.
 No code is public. Readings chosen where the paper is silent, and why:
 
 - **Widths.** ``d_h = 100`` is read as 100 LSTM units *per direction* (``H`` is 200 wide), and
-  the memory width ``d_m`` as 100 (the paper's "hidden size of each layer ... 100d"). With a
-  width-5 character convolution, 2 classes and no word embedding, the network has
-  **2,521,405** parameters (+ 25 per character id), the reading nearest the paper's 2.5M among
-  those considered: 100 units in total (50 per direction) gives 1,189,905 (d_m = 100);
-  ``d_m = 50`` gives 2,476,105; ``d_m = 200`` gives 2,642,005
+  the memory width ``d_m`` as ``memory_size=100`` (the paper's "hidden size of each layer
+  ... 100d"). With a width-5 character convolution, 2 classes and no word embedding, the
+  network has **2,521,405** parameters (+ 25 per character id), the reading nearest the
+  paper's 2.5M among those considered: 100 units in total (50 per direction) gives 1,189,905
+  (d_m = 100); ``d_m = 50`` gives 2,476,105; ``d_m = 200`` gives 2,642,005
   (``tests/test_fitn.py`` derives each by hand). ``O`` keeps ``H``'s width (``W_f`` is
   ``4 d_h x d_h``, Eq. 12), so ``I^l = [E; I_H^l]`` is 350 + 200 wide.
-- **f** (Eq. 7, 8, 12 and the FFN hidden layer) is one activation, ReLU by default.
-- **Character CNN**: 25-d character embeddings, one width-5 convolution to 50 filters, ReLU,
-  max over the word's characters (:class:`re2_tf.layers.CharCNN`).
+- **f** (Eq. 7, 8, 12 and the FFN hidden layer) is one activation, ``activation="relu"``.
+- **Character CNN**: 25-d character embeddings, one convolution of width
+  ``char_kernel_size=5`` to 50 filters, ReLU, max over the word's characters
+  (:class:`re2_tf.layers.CharCNN`).
 - **Word embedding** (300-d; fastText in the paper) is trainable: the paper "initialize[s]"
   it with the vectors. Without vectors it is random (Keras' uniform(-0.05, 0.05)).
-- **Dropout** is not mentioned; ``dropout`` (default 0.2, RE2's rate) is applied to the word
+- **Dropout** is not mentioned; ``dropout=0.2`` (RE2's rate) is applied to the word
   embedding, the character embeddings and before each FFN layer. ``--dropout=0`` removes it.
 - **Prediction** reads ``V = [max(I_S^N); max(I_T^N)]`` (Eq. 16-17, the last round's next
   input) and a "two-layer feed-forward network with one hidden layer" of 500 units.
-- **Optimiser**: Adam 1e-3, constant (the paper names no schedule or L2).
+- **Optimiser**: Adam at 1e-3 (Sec. 3.1), ``lr_schedule="constant"`` (the paper names no
+  schedule or L2).
+
+Defaults: :data:`SPEC` (``hparams``, ``training``, ``presets``; ``re2-train --model=fitn
+--helpfull`` lists them resolved); a default written ``<name>=<value>`` here is this module's
+choice, the other figures are the paper's (Sec. 3.1 unless cited otherwise).
+``tests/test_stated_once.py`` checks every ``<name>=<value>`` against the spec.
 """
 
 from __future__ import annotations
@@ -47,7 +54,9 @@ from re2_tf.layers import (
 )
 from re2_tf.models.spec import HParam, ModelSpec, check_embeddings, register
 
-#: The paper's settings (Sec. 3.1) and the readings in the module docstring.
+#: The hyper-parameter defaults (the one place they are stated; :data:`SPEC`'s ``hparams``
+#: are built from them): the paper's settings (Sec. 3.1) and the readings in the module
+#: docstring.
 FITN_DEFAULTS = dict(
     embedding_dim=300,
     trainable_embedding=True,
@@ -90,7 +99,11 @@ def build_fitn(
 ):
     """Build FITN as a Keras functional model.
 
-    **Embedding module** (Eq. 1): ``E = [Emb(w); ChConv(w)]`` (``d_e`` = 300 + 50).
+    The keyword defaults are :data:`FITN_DEFAULTS` (:data:`SPEC`'s hyper-parameters); values
+    marked "paper" are the paper's figures (Sec. 3.1).
+
+    **Embedding module** (Eq. 1): ``E = [Emb(w); ChConv(w)]`` (``d_e`` =
+    ``embedding_dim + char_filters``; paper: 300 + 50).
 
     **Interaction module**, rounds ``l = 0 .. rounds - 1`` (weights per round, shared by the
     two texts)::
@@ -113,14 +126,16 @@ def build_fitn(
         embedding_dim: int, word embedding width without vectors (paper: 300).
         trainable_embedding: bool, fine-tune the word embedding.
         char_cnn: bool, use ``ChConv`` (Eq. 1).
-        char_embedding_dim, char_filters, char_kernel_size: the character CNN (25, 50, 5).
-        rounds: int in [1, 10], ``N`` (paper: 3; Figure 4 varies 1-5).
-        hidden_size: int, LSTM units per direction (100).
-        memory_size: int, ``d_m`` (100).
+        char_embedding_dim, char_filters, char_kernel_size: the character CNN (paper: 25-d
+            characters, 50 filters; no width, ``char_kernel_size=5`` here).
+        rounds: int in [1, 10], ``N`` (paper: 3; Sec. 3.3.3 and Figure 4 vary 1-5).
+        hidden_size: int, LSTM units per direction (paper: 100, read as per direction).
+        memory_size: int, ``d_m`` (not in the paper: ``memory_size=100``, the module
+            docstring).
         attention: one of :data:`re2_tf.layers.FITN_ATTENTIONS` (Table 2).
         connection: one of :data:`re2_tf.layers.FITN_CONNECTIONS` (Table 3).
         activation: ``f``, one of ``relu``, ``tanh``, ``sigmoid``, ``gelu``, ``linear``.
-        fc_units: int, the FFN hidden layer (500).
+        fc_units: int, the FFN hidden layer (paper: 500).
         dropout: float in [0, 1), on embeddings and before each FFN layer (not in the paper).
         return_attention: bool; the model returns a dict with ``logits`` and, per round
             ``l`` (0-based), ``attention_{l}_text2`` (softmax over text2 positions, axis 2)

@@ -18,15 +18,21 @@ Readings chosen where the paper is silent, and why:
 - **Neural tensor network**: the bias sits inside the rectifier, and ``W`` acts on
   ``[u_i; v_j]`` with separate weights for the two words (see
   :class:`re2_tf.layers.NeuralTensorNetwork`).
-- **Optimiser**: AdaGrad (Sec. 4.4) at a constant learning rate of 0.05 (the paper selects
-  it on validation data and does not report it), batch 128 (Sec. 6.1), gradients clipped at
-  global norm 5 (the shared trainer's default).
+- **Optimiser**: AdaGrad (Sec. 4.4) at a constant learning rate ``lr=0.05`` (the paper
+  selects it on validation data and does not report it), batch 128 (Sec. 6.1; the common
+  default ``batch_size=128``), gradients clipped at global norm ``grad_clipping=5.0`` (the
+  common default; the paper names no clipping).
 - **Initialisation**: the paper draws every weight from one uniform distribution whose scale
   it tunes; here Keras' defaults (Glorot uniform kernels, orthogonal ``U``, zero biases,
   uniform(-0.05, 0.05) embeddings).
-- **Lengths**: the paper keeps texts of 5-50 words; the presets truncate longer texts to
-  ``max_len`` 50 (counted). Dropout is not in the paper; ``dropout`` (default 0) applies to
-  the word embedding.
+- **Lengths**: the paper's QA data keeps texts of 5-50 words (Sec. 6); the presets truncate
+  longer texts to ``max_len`` 50 (counted). Dropout is not in the paper; ``dropout=0.0``
+  (none) applies to the word embedding.
+
+Defaults: :data:`SPEC` (``hparams``, ``training``, ``presets``; ``re2-train
+--model=match_srnn --helpfull`` lists them resolved); a default written ``<name>=<value>`` here
+is this module's choice, the other figures are the paper's (Sec. 6.1 unless cited otherwise).
+``tests/test_stated_once.py`` checks every ``<name>=<value>`` against the spec.
 """
 
 from __future__ import annotations
@@ -41,7 +47,9 @@ from re2_tf.models.spec import HParam, ModelSpec, check_embeddings, register
 #: reads class logits, the other two one score.
 MATCH_SRNN_LOSSES = ("softmax_cross_entropy", "pairwise_hinge", "squared_error")
 
-#: The paper's settings (Sec. 6.1) and the readings in the module docstring.
+#: The hyper-parameter defaults (the one place they are stated; :data:`SPEC`'s ``hparams``
+#: are built from them): the paper's settings (Sec. 6.1) and the readings in the module
+#: docstring.
 MATCH_SRNN_DEFAULTS = dict(
     embedding_dim=50,
     trainable_embedding=True,
@@ -68,6 +76,9 @@ def build_match_srnn(
 ):
     """Build Match-SRNN (or Bi-Match-SRNN) as a Keras functional model.
 
+    The keyword defaults are :data:`MATCH_SRNN_DEFAULTS` (:data:`SPEC`'s hyper-parameters);
+    values marked "paper" are the paper's figures (Sec. 4.4 and 6.1).
+
     ::
 
         u, v   = Embedding(text1), Embedding(text2)          [batch, m, d], [batch, n, d]
@@ -82,7 +93,7 @@ def build_match_srnn(
         embeddings: optional float ``[vocab_size, dim]`` initial word vectors (the paper's
             word2vec); ``embedding_dim`` is then ``dim``.
         embedding_dim: int, word embedding width without vectors (paper: 50).
-        trainable_embedding: bool, fine-tune the word embedding (paper: yes).
+        trainable_embedding: bool, fine-tune the word embedding (paper Sec. 4.4: yes).
         slices: int >= 1, neural tensor slices ``c`` (paper: 10).
         hidden_size: int >= 1, spatial GRU units ``H`` (paper: 10).
         bidirectional: bool, Bi-Match-SRNN (a second scan from each pair's true
