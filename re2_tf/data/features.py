@@ -371,8 +371,9 @@ class ExactMatch(Featurizer):
 
     ``text1_exact_match[i]`` is 1.0 if ``tokens1[i].lower()`` equals the lower-cased form of
     some token of ``tokens2`` of the same pair, else 0.0 (and symmetrically); float32
-    ``[len]``. The paper says "the same word"; the lower-cased comparison follows
-    ``docs/other_architectures.md``. No vocabulary. Graph path: tokens of both texts are
+    ``[len]``. The paper says only that the flag is set "if the same word is found in the
+    other sentence" (Sec. 3.1) and leaves case open; comparing lower-cased forms is this
+    project's reading (case never decides whether two tokens are the same word). No vocabulary. Graph path: tokens of both texts are
     mapped to ids with ``tf.unique``, keyed by ``row * n_unique + id``, and looked up with
     ``tf.searchsorted`` in the other text's sorted keys (exact, ``O(n log n)``, no padding).
     """

@@ -128,7 +128,9 @@ def build_re2(
         ValueError: for an option outside the ones above, or an ``embeddings`` array whose
             shape does not match ``vocab_size``.
 
-    Reference: RE2 paper §2 and Table 6; ``../shared/docs/re2_original_release.md``.
+    Reference: RE2 paper (Yang et al., ACL 2019) §2 and Table 6; the authors' TensorFlow
+    release, github.com/alibaba-edu/simple-effective-text-matching (Apache-2.0), for the
+    details the paper leaves out.
     """
     _check_range("blocks", blocks, 1, 5)
     _check_range("enc_layers", enc_layers, 1, 5)

@@ -44,8 +44,8 @@ class ReleaseRoutine(keras.callbacks.Callback):
 
     Args:
         network: the functional model that is evaluated and saved.
-        run_dir: run directory (``re2_tf.runs`` layout).
-        spec: ``DatasetSpec`` (metric, ranking).
+        run_dir: run directory (the layout of :mod:`re2_tf.runs`).
+        spec: :class:`re2_tf.data.datasets.DatasetSpec` (metric, ranking).
         dev_examples, dev_encoded: dev pairs and their features
             (:func:`re2_tf.data.pipeline.encode_examples`).
         metric: model-selection metric name (``acc``, ``mrr``, ...).
