@@ -72,7 +72,8 @@ def test_console_scripts_point_at_the_run_of_each_cli_module():
         assert (REPO / (module.replace(".", "/") + ".py")).exists(), script
 
 
-@pytest.mark.parametrize("script", sorted(SCRIPTS))
+@pytest.mark.parametrize("script", [s if s == "re2-train" else pytest.param(s, marks=pytest.mark.slow)
+                                    for s in sorted(SCRIPTS)])
 def test_console_script_help(script):
     proc = _script(script, "--help")
     assert proc.returncode == 0, proc.stderr[-2000:]

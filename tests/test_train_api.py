@@ -162,7 +162,13 @@ def test_run_writes_a_tensorboard_hparams_record(tmp_path):
 
 
 # ------------------------------------------------------------------------ fit and the CLI
-@pytest.mark.parametrize("model", sorted(TINY))
+#: Models whose library-vs-CLI comparison runs in the default suite; the others (20-40 s
+#: each) in the `slow` tier, which CI runs too.
+FAST_MODELS = ("re2", "match_srnn")
+
+
+@pytest.mark.parametrize("model", [m if m in FAST_MODELS else pytest.param(m, marks=pytest.mark.slow)
+                                   for m in sorted(TINY)])
 def test_fit_from_python_equals_the_cli(model, tmp_path):
     """Two updates of each model on a cut of the bundled sample: ``re2_tf.fit`` in this
     process (no flags parsed) and ``re2-train`` in another write the same config.json and the
@@ -280,9 +286,14 @@ def _read_only_dir(root):
     return path / "run"
 
 
-@pytest.mark.parametrize("case", ["embeddings", "model", "batch_size", "read_only", "under_file",
-                                  "train_line", "missing_flagfile", "guessed_flagfile",
-                                  "epochs", "unknown_flag"])
+#: Mistakes checked in the default suite; the others (a process each) in the `slow` tier.
+FAST_MISTAKES = ("embeddings", "model", "batch_size", "train_line", "guessed_flagfile")
+
+
+@pytest.mark.parametrize("case", [c if c in FAST_MISTAKES else pytest.param(c, marks=pytest.mark.slow)
+                                  for c in ("embeddings", "model", "batch_size", "read_only",
+                                            "under_file", "train_line", "missing_flagfile",
+                                            "guessed_flagfile", "epochs", "unknown_flag")])
 def test_each_mistake_is_one_line_and_writes_nothing(case, bad_inputs):
     root, data, broken = bad_inputs
     run_dir = root / f"run-{case}"
@@ -316,6 +327,7 @@ def test_verbose_shows_the_traceback(bad_inputs):
 
 
 # ------------------------------------------------------------------------ a user's own data
+@pytest.mark.slow
 def test_custom_four_label_task_trains_and_serves(tmp_path):
     """A 4-label toy task in raw TSV with label names: trained as dataset=custom, exported,
     served from raw text with the run's labels."""

@@ -137,6 +137,7 @@ def test_evaluation_schedule_follows_the_release(schedule_run):
             "train/loss_regularization"} <= tags
 
 
+@pytest.mark.slow
 def test_early_stopping_min_samples_and_max_loss(tmp_path):
     data = make_data(tmp_path, 40)
     # lr = 0: the dev score never strictly improves after the first evaluation (update 4).
@@ -156,6 +157,7 @@ def test_early_stopping_min_samples_and_max_loss(tmp_path):
     assert "Loss is not finite (nan) at update 2: that update was not applied" in log
 
 
+@pytest.mark.slow
 def test_long_training_pairs_are_dropped_and_counted(tmp_path):
     data = make_data(tmp_path, 40)
     lengths = [max(len(line.split("\t")[0].split()), len(line.split("\t")[1].split()))
@@ -211,6 +213,7 @@ def test_jit_compile_with_op_determinism_is_refused_not_silently_ignored(tmp_pat
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
     # 300 pairs, batch 10 -> 30 updates per pass, 4 passes; evaluation (= backup) every 5.
     # Batches grouped by length (windows of 3 batches): the resumed stream must repeat the
