@@ -12,8 +12,8 @@ A spec holds
   and ``embeddings`` is a float32 ``[vocab_sizes["word_ids"], dim]`` matrix of pretrained word
   vectors or ``None``;
 - ``hparams``: the architecture's hyper-parameters (:class:`HParam`: the paper's default, help
-  text, choices), which become command-line flags of ``re2_tf.train`` under their own names
-  (``--blocks=3``), defined only for the selected ``--model``;
+  text, choices), which become command-line flags of ``re2-train`` (:mod:`re2_tf.cli.train`)
+  under their own names (``--blocks=3``), defined only for the selected ``--model``;
 - ``presets``: per-dataset settings (``{dataset: {flag: value}}``) that replace flag defaults
   when ``--dataset`` names that dataset (``--preset=none`` switches them off). They may set
   hyper-parameters and any common training flag (batch size, learning rate, max_len, ...);
@@ -21,9 +21,12 @@ A spec holds
   and schedule recipe, batch size, ...), applied before the preset;
 - ``features``: the input featurisers it consumes (kinds of :mod:`re2_tf.data.features`), with
   their options;
-- ``task_loss``: the loss of :mod:`re2_tf.training.losses` (or the hyper-parameter that picks
-  it); the output kind (``logits`` ``[batch, num_classes]`` or ``score`` ``[batch]``) is that
-  loss's (:meth:`ModelSpec.output_kind`);
+- ``task_loss``: the *name* of its task loss (or of the hyper-parameter that picks it). The
+  spec only names it: training resolves and validates the name
+  (:func:`re2_tf.training.losses.resolve_task_loss`), and the network's output kind
+  (``logits`` ``[batch, num_classes]`` or ``score`` ``[batch]``) is that loss's
+  (:func:`re2_tf.training.losses.output_kind`). This module imports nothing from
+  :mod:`re2_tf.training`;
 - ``export_backend``: the name of the serving backend in :mod:`re2_tf.serving.backends`;
 - ``benchmark``: named hyper-parameter sets timed by ``re2-bench --model=<name>``
   (RE2: Table 5's 1/2/3-block models).
@@ -107,9 +110,10 @@ class ModelSpec:
             ``"hparam:<name>"`` to take their value from the resolved hyper-parameters).
         presets: ``{dataset: {flag: value}}``.
         training: defaults of common training flags for this model.
-        task_loss: name in :data:`re2_tf.training.losses.TASK_LOSSES`, or ``"hparam:<name>"``
-            when a hyper-parameter chooses it (Match-SRNN: classification, ranking or
-            regression); see :meth:`task_loss_name`.
+        task_loss: a task loss's name (a key of :data:`re2_tf.training.losses.TASK_LOSSES`,
+            checked when training resolves it), or ``"hparam:<name>"`` when a hyper-parameter
+            chooses it (Match-SRNN: classification, ranking or regression); see
+            :meth:`task_loss_name`.
         export_backend: name in :data:`re2_tf.serving.backends.BACKENDS`.
         benchmark: ``{row label: hparams}`` timed by ``re2-bench``.
         component_benchmarks: ``{title: fn}``: further timings ``re2-bench`` prints
@@ -141,26 +145,17 @@ class ModelSpec:
         return {name: h.default for name, h in self.hparams.items()}
 
     def task_loss_name(self, hparams: Mapping[str, Any] | None = None) -> str:
-        """The task loss's name in ``TASK_LOSSES`` for ``hparams`` (default: the defaults).
+        """The name of the task loss this model trains with under ``hparams`` (missing ones
+        take their defaults): ``task_loss``, or the hyper-parameter's value when ``task_loss``
+        is ``"hparam:<name>"``.
 
-        Raises:
-            ValueError: the chosen name is not a known task loss.
+        The name is not checked here: :func:`re2_tf.training.losses.resolve_task_loss` turns
+        it into a loss and rejects unknown names.
         """
-        from re2_tf.training.losses import TASK_LOSSES
-
         name = self.task_loss
         if name.startswith("hparam:"):
             name = dict(self.defaults(), **(hparams or {}))[name.split(":", 1)[1]]
-        if name not in TASK_LOSSES:
-            raise ValueError(f"{self.name}: unknown task loss {name!r}; known: "
-                             f"{sorted(TASK_LOSSES)}")
         return name
-
-    def output_kind(self, hparams: Mapping[str, Any] | None = None) -> str:
-        """``"logits"`` or ``"score"``, what the network returns: its task loss's output."""
-        from re2_tf.training.losses import TASK_LOSSES
-
-        return TASK_LOSSES[self.task_loss_name(hparams)].output
 
     def feature_options(self, hparams: Mapping[str, Any]) -> dict:
         """``features`` with ``"hparam:<name>"`` values (at any depth of the options)

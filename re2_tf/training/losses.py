@@ -12,7 +12,10 @@ trainer what it needs:
   ``[batch, 1]``), what the network must return;
 - ``metric_names``: the keys of the metrics dict.
 
-:data:`TASK_LOSSES` maps names to instances with the papers' settings.
+:data:`TASK_LOSSES` maps names to instances with the papers' settings. A model spec
+(:class:`re2_tf.models.spec.ModelSpec`) only names its loss; :func:`resolve_task_loss` turns
+that name into the loss (and rejects unknown names), and :func:`output_kind` is the output the
+model's network must return.
 
 The network is called exactly once per batch, so its own losses (``add_loss`` terms, weight
 regularisers), which Keras resets at every top-level call, describe the whole batch.
@@ -130,6 +133,28 @@ class SquaredError:
 
 TASK_LOSSES = {loss.name: loss
                for loss in (SoftmaxCrossEntropy(), PairwiseHinge(), SquaredError())}
+
+
+def resolve_task_loss(spec, hparams=None):
+    """The task loss (an instance of :data:`TASK_LOSSES`) that model spec ``spec`` trains with
+    under ``hparams`` (missing ones take the spec's defaults), from
+    :meth:`~re2_tf.models.spec.ModelSpec.task_loss_name`.
+
+    Raises:
+        ValueError: the spec names a loss that is not in :data:`TASK_LOSSES`; the message
+            names the model, the loss and the known losses.
+    """
+    name = spec.task_loss_name(hparams)
+    if name not in TASK_LOSSES:
+        raise ValueError(f"model {spec.name!r} names an unknown task loss {name!r}; known: "
+                         f"{sorted(TASK_LOSSES)}")
+    return TASK_LOSSES[name]
+
+
+def output_kind(spec, hparams=None):
+    """``"logits"`` or ``"score"``: what the network of model spec ``spec`` returns under
+    ``hparams``, its task loss's ``output`` (:func:`resolve_task_loss`; same ValueError)."""
+    return resolve_task_loss(spec, hparams).output
 
 
 def get_task_loss(task_loss):
