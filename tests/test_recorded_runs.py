@@ -5,6 +5,11 @@ results.json` is what the run wrote. These tests re-read the README's table rows
 figure against the records, and every "mean ± std" row against a re-computation with Python's
 `statistics` module (sample standard deviation), independent of `re2-summarize` (re2_tf.results). A
 transcription slip or a mean left stale after a new seed fails here.
+
+The number of WikiQA questions each record says it scored is checked against the corpus' own
+filtered reference files (`WikiQA-{dev,test}-filtered.ref`, counted by the test; skipped without
+../shared/data), and so is the count today's scorer (re2_tf.evaluation.score) gives on the real
+splits.
 """
 
 import re
@@ -91,10 +96,32 @@ def test_readme_snli_check_rows_match_the_records():
             f"{result['splits']['dev']['acc']:.4f} ({result['best_step']})")
 
 
+def _filtered_question_count(shared_data, split):
+    """Questions of the corpus' `WikiQA-<split>-filtered.ref`: the set trec_eval averages over
+    (questions with at least one correct and one incorrect candidate)."""
+    lines = (shared_data / "wikiqa" / f"WikiQA-{split}-filtered.ref").read_text().splitlines()
+    return len({line.split()[0] for line in lines if line.strip()})
+
+
 @pytest.mark.parametrize("head", WIKIQA_HEADS)
-def test_recorded_wikiqa_runs_scored_every_question(head):
-    # trec_eval-style scoring keeps only questions with at least one correct answer:
-    # 122 of WikiQA dev's and 237 of its test's (Yang et al., 2015).
-    for result in _records("bert_matchlstm-wikiqa", head).values():
-        assert result["splits"]["dev"]["questions"] == 122
-        assert result["splits"]["test"]["questions"] == 237
+def test_recorded_wikiqa_runs_scored_the_filtered_question_set(shared_data, head):
+    # Each record's question count against the corpus' filtered reference, counted here.
+    expected = {split: _filtered_question_count(shared_data, split) for split in ("dev", "test")}
+    for seed, result in _records("bert_matchlstm-wikiqa", head).items():
+        for split, count in expected.items():
+            assert result["splits"][split]["questions"] == count, (head, seed, split)
+
+
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_evaluation_scores_the_filtered_question_set(shared_data, split):
+    # The code that wrote the records' "questions" (re2_tf.evaluation.score) scores, on the
+    # real WikiQA split, as many questions as the corpus' filtered reference holds, whatever
+    # the scores. All-equal scores keep it independent of any model.
+    from re2_tf.data.datasets import get_dataset
+    from re2_tf.data.readers import read_wikiqa_txt
+    from re2_tf.evaluation import score
+
+    examples = read_wikiqa_txt(shared_data / "wikiqa" / f"WikiQA-{split}.txt")
+    outputs = [[0.0, 0.0]] * len(examples)
+    result = score(get_dataset("wikiqa"), examples, outputs)
+    assert result["questions"] == _filtered_question_count(shared_data, split)
