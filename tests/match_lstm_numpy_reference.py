@@ -1,5 +1,5 @@
 """An independent NumPy forward pass of the MatchLSTM (Wang & Jiang, NAACL 2016; Shao et al.,
-2019, Eq. 1-2), written from the equations in ``docs/other_architectures.md``.
+2019, Eq. 1-2), written from those equations.
 
 It imports nothing from re2_tf and uses no deep-learning library. Everything is float64 and
 one scalar sum at a time where it is cheap to do so: attention logits position by position

@@ -1,5 +1,5 @@
 """An independent NumPy forward pass of Match-SRNN's two layers (Wan et al., IJCAI 2016),
-written from the equations the project settled on (``docs/other_architectures.md``).
+written from the paper's equations (§4.1 neural tensor network, §4.2 spatial GRU, Eq. 3).
 
 It imports nothing from re2_tf and uses no deep-learning library. Everything is float64 and
 cell by cell: the neural tensor network loops over word pairs and slices, the spatial GRU

@@ -1,5 +1,6 @@
 """An independent NumPy forward pass of RE2, written from the paper's equations and the
-release's documented behaviour (``../shared/docs/re2_original_release.md``).
+behaviour of the authors' TensorFlow release
+(github.com/alibaba-edu/simple-effective-text-matching).
 
 It imports nothing from re2_tf. Parameters come in as plain nested dicts of arrays:
     dense/conv: {"v": V, "g": g, "b": b}
