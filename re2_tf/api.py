@@ -93,6 +93,8 @@ def settings_record(config: TrainConfig) -> dict:
 def run_config(config: TrainConfig, hparams: dict) -> runs.RunConfig:
     """The :class:`re2_tf.runs.RunConfig` recorded in ``config.json``: model and resolved
     hyper-parameters, dataset facts, features, data and vectors file signatures, settings."""
+    from re2_tf.training.losses import output_kind
+
     spec, dataset = config.spec, config.dataset_spec
     data_dir = config.resolved_data_dir
     return runs.RunConfig(
@@ -104,7 +106,7 @@ def run_config(config: TrainConfig, hparams: dict) -> runs.RunConfig:
         lower=config.lower_case,
         metric=dataset.metric,
         features=spec.feature_options(hparams),
-        output=spec.output_kind(hparams),
+        output=output_kind(spec, hparams),
         settings=settings_record(config),
         data={split: _file_signature(data_dir / f"{split}.txt")
               for split in ("train", config.eval_split)},
@@ -240,7 +242,7 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     from re2_tf.models import count_parameters
     from re2_tf.training import MatchingTrainer
     from re2_tf.training.checkpoint import TrainingBackup
-    from re2_tf.training.losses import TASK_LOSSES
+    from re2_tf.training.losses import resolve_task_loss
     from re2_tf.training.optimizers import OptimizerRecipe, build_optimizer
     from re2_tf.training.routine import ReleaseRoutine
     from re2_tf.training.sampling import pairwise_triples
@@ -250,7 +252,7 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     data_dir = config.resolved_data_dir
     seed = config.seed
     hparams = dict(config.hparams)
-    task_loss = TASK_LOSSES[spec.task_loss_name(hparams)]
+    task_loss = resolve_task_loss(spec, hparams)
     # Read and check everything before the run directory is touched.
     config.check_files()
     train = datasets.load_split(dataset, data_dir, "train", lower=config.lower_case)

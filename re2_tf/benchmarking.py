@@ -162,13 +162,14 @@ def export_benchmark_model(spec, hparams, export_dir, *, vocab_size=30000, num_c
 
     from re2_tf.serving.export import TFLITE_FILE, export_model
     from re2_tf.models import count_parameters
+    from re2_tf.training.losses import output_kind
 
     keras.utils.set_random_seed(seed)
     hparams = dict(spec.defaults(), **hparams)
     featurizers = synthetic_featurizers(spec, hparams, vocab_size)
     model = spec.build(num_classes, {f.kind: f.vocab_size for f in featurizers}, None, **hparams)
     export_model(model, export_dir, featurizers=featurizers, backend=spec.export_backend,
-                 output=spec.output_kind(hparams), label_names=[str(i) for i in range(num_classes)], fmt=fmt,
+                 output=output_kind(spec, hparams), label_names=[str(i) for i in range(num_classes)], fmt=fmt,
                  precision=precision, xla=xla)
     if plain_dir is not None:
         model.export(str(plain_dir), format="tf_saved_model", verbose=False)

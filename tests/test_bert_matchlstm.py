@@ -24,6 +24,7 @@ from test_segment_split import cnn_reference  # noqa: E402
 from re2_tf.layers.bert_backbone import BertBackbone  # noqa: E402
 from re2_tf.models import build_bert_matchlstm, count_parameters, get_spec  # noqa: E402
 from re2_tf.models.bert_matchlstm import BERT_HEADS  # noqa: E402
+from re2_tf.training.losses import output_kind  # noqa: E402
 
 CLS, SEP, VOCAB, HIDDEN, UNITS, CLASSES = 2, 3, 40, 8, 5, 3
 # Packed by hand: [CLS] a [SEP] b [SEP] <pad>. Lengths |A| = 1 + len(a), |B| = len(b) + 2.
@@ -192,7 +193,7 @@ def test_spec_resolves_the_wordpiece_source_from_bert_preset():
     assert options == {"packed_pair": {"tokenizer": {"kind": "wordpiece",
                                                      "config": {"source": "/some/bert"}},
                                        "max_length": 128}}
-    assert spec.output_kind() == "logits"
+    assert output_kind(spec) == "logits"
 
 
 def test_bad_options_raise():

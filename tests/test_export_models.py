@@ -27,6 +27,7 @@ from re2_tf.data.readers import PairExample
 from re2_tf.data.vocab import Vocab
 from re2_tf.serving.export import BATCH_MISMATCH, ID_RANGE, export_run
 from re2_tf.models import MODEL_SPECS, get_spec
+from re2_tf.training.losses import output_kind
 from weights import randomize_weights
 
 REPO = Path(__file__).resolve().parents[1]
@@ -65,7 +66,7 @@ TRAIN_TEXT = [
 @pytest.fixture(scope="module", params=sorted(ENTRIES))
 def exported(request, tmp_path_factory):
     """``(name, model, featurizers, loaded SavedModel, export_dir)`` for one registered model
-    (or variant), its run directory written as ``re2_tf.train`` writes one."""
+    (or variant), its run directory written as ``re2_tf.fit`` (``re2-train``) writes one."""
     name, options = ENTRIES[request.param]
     for module in NEEDS.get(request.param, ()):
         pytest.importorskip(module)
@@ -85,7 +86,7 @@ def exported(request, tmp_path_factory):
     runs.save_config(run_dir, runs.RunConfig(
         model=name, model_kwargs=hparams, dataset="sample", label_names=labels_of(model),
         tokenizer="whitespace", lower=True, features=features,
-        output=spec.output_kind(hparams)))
+        output=output_kind(spec, hparams)))
     export_dir = export_run(run_dir, tmp_path_factory.mktemp("export") / name,
                             max_length=MAX_LENGTH, length_buckets=[MAX_LENGTH])
     return name, model, featurizers, tf.saved_model.load(str(export_dir)), export_dir

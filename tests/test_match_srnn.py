@@ -12,6 +12,7 @@ from model_scaffolding import assert_calls_agree, assert_round_trips, train_on_f
 from weights import randomize_weights
 from re2_tf.models import count_parameters, get_spec
 from re2_tf.models.match_srnn import MATCH_SRNN_DEFAULTS, MATCH_SRNN_LOSSES, build_match_srnn
+from re2_tf.training.losses import output_kind
 
 WORDS, CLASSES = 30, 3
 TINY = dict(embedding_dim=4, slices=3, hidden_size=2)
@@ -138,10 +139,10 @@ def test_spec_declares_the_paper_recipe_and_the_loss_chooses_the_output():
     assert set(spec.features) == {"word_ids"}
     assert spec.defaults() == MATCH_SRNN_DEFAULTS
     assert spec.hparams["loss"].choices == MATCH_SRNN_LOSSES
-    assert spec.task_loss_name() == "softmax_cross_entropy" and spec.output_kind() == "logits"
+    assert spec.task_loss_name() == "softmax_cross_entropy" and output_kind(spec) == "logits"
     assert spec.task_loss_name({"loss": "pairwise_hinge"}) == "pairwise_hinge"
-    assert spec.output_kind({"loss": "pairwise_hinge"}) == "score"
-    assert spec.output_kind({"loss": "squared_error"}) == "score"
+    assert output_kind(spec, {"loss": "pairwise_hinge"}) == "score"
+    assert output_kind(spec, {"loss": "squared_error"}) == "score"
     assert spec.presets["wikiqa"]["loss"] == "pairwise_hinge"
     model = spec.build(2, {"word_ids": 50}, None,
                        **{**spec.defaults(), **TINY, "loss": "pairwise_hinge"})

@@ -11,8 +11,8 @@ A spec holds
   ``vocab_sizes`` maps featuriser kinds (``word_ids``, ``char_ids``, ...) to vocabulary sizes
   and ``embeddings`` is a float32 ``[vocab_sizes["word_ids"], dim]`` matrix of pretrained word
   vectors or ``None``;
-- ``hparams``: the architecture's hyper-parameters (:class:`HParam`: the paper's default, help
-  text, choices), which become command-line flags of ``re2-train`` (:mod:`re2_tf.cli.train`)
+- ``hparams``: the architecture's hyper-parameters (:class:`HParam`: its default -- the
+  paper's where it states one -- help text, choices), which become command-line flags of ``re2-train`` (:mod:`re2_tf.cli.train`)
   under their own names (``--blocks=3``), defined only for the selected ``--model``;
 - ``presets``: per-dataset settings (``{dataset: {flag: value}}``) that replace flag defaults
   when ``--dataset`` names that dataset (``--preset=none`` switches them off). They may set
@@ -119,10 +119,6 @@ class ModelSpec:
         component_benchmarks: ``{title: fn}``: further timings ``re2-bench`` prints
             for this model, ``fn(batch=..., batches=..., warmup=...) -> Markdown table``
             (Match-SRNN: the wavefront spatial GRU against a cell-by-cell scan).
-        custom_objects: ``() -> {registered name: class}``, called before a saved network
-            of this model is loaded (``keras.saving.load_model(custom_objects=...)``): for
-            classes whose module is imported only on demand because it needs an optional
-            dependency (BERT + MatchLSTM's keras-hub backbone). Default: none.
         reference: paper (and release) the model follows.
     """
 
@@ -137,7 +133,6 @@ class ModelSpec:
     benchmark: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     component_benchmarks: Mapping[str, Callable[..., str]] = dataclasses.field(
         default_factory=dict)
-    custom_objects: Callable[[], Mapping[str, Any]] = dict
     reference: str = ""
 
     def defaults(self) -> dict:
