@@ -93,6 +93,8 @@ def transformer_intermediate_dense(encoder) -> keras.layers.Dense:
     """
     dense = encoder._feedforward_intermediate_dense
     if not isinstance(dense, keras.layers.Dense):
-        raise TypeError(f"{type(encoder).__name__}._feedforward_intermediate_dense is "
-                        f"{type(dense).__name__}, not a keras.layers.Dense")
+        raise TypeError(
+            f"{type(encoder).__name__}._feedforward_intermediate_dense is "
+            f"{type(dense).__name__}, not a keras.layers.Dense"
+        )
     return dense

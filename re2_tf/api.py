@@ -86,8 +86,11 @@ def _file_signature(path):
 def settings_record(config: TrainConfig) -> dict:
     """``config.json``'s ``settings``: every setting that changes results and is not
     recorded elsewhere in it (:data:`re2_tf.config.CONTROL_FIELDS` are left out)."""
-    return {name: value for name, value in sorted(config.as_dict().items())
-            if name not in CONTROL_FIELDS}
+    return {
+        name: value
+        for name, value in sorted(config.as_dict().items())
+        if name not in CONTROL_FIELDS
+    }
 
 
 def run_config(config: TrainConfig, hparams: dict) -> runs.RunConfig:
@@ -108,8 +111,10 @@ def run_config(config: TrainConfig, hparams: dict) -> runs.RunConfig:
         features=spec.feature_options(hparams),
         output=output_kind(spec, hparams),
         settings=settings_record(config),
-        data={split: _file_signature(data_dir / f"{split}.txt")
-              for split in ("train", config.eval_split)},
+        data={
+            split: _file_signature(data_dir / f"{split}.txt")
+            for split in ("train", config.eval_split)
+        },
         embeddings=_file_signature(config.embeddings) if config.embeddings else None,
     )
 
@@ -152,9 +157,12 @@ def _prepare_run_dir(run_dir: Path, config: TrainConfig, record: runs.RunConfig)
                 saved.settings[name] = value
         difference = runs.config_difference(saved, record)
         if difference:
-            raise ConfigError(f"run_dir: {run_dir} holds a run with different settings: "
-                              f"{difference}. Use another run_dir, or overwrite to start "
-                              "again.", field="run_dir")
+            raise ConfigError(
+                f"run_dir: {run_dir} holds a run with different settings: "
+                f"{difference}. Use another run_dir, or overwrite to start "
+                "again.",
+                field="run_dir",
+            )
         return True
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / runs.FLAGS_FILE).write_text("\n".join(flags_file_lines(config, run_dir)) + "\n")
@@ -174,16 +182,20 @@ def _create_run_dir(run_dir: Path):
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if probe.exists() and not probe.is_dir():
-        raise ConfigError(f"run_dir: {probe} is a file, so {run_dir} cannot be created",
-                          field="run_dir")
+        raise ConfigError(
+            f"run_dir: {probe} is a file, so {run_dir} cannot be created", field="run_dir"
+        )
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         probe_file = run_dir / ".write_check"
         probe_file.write_text("")
         probe_file.unlink()
     except OSError as error:
-        raise ConfigError(f"run_dir: cannot write {run_dir}: {error.strerror or error} "
-                          "(choose a writable run_dir)", field="run_dir") from None
+        raise ConfigError(
+            f"run_dir: cannot write {run_dir}: {error.strerror or error} "
+            "(choose a writable run_dir)",
+            field="run_dir",
+        ) from None
 
 
 def _make_logger(run_dir):
@@ -194,8 +206,10 @@ def _make_logger(run_dir):
         handler.close()
         logger.removeHandler(handler)
     formatter = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
-    for handler in (logging.FileHandler(Path(run_dir) / runs.LOG_FILE),
-                    logging.StreamHandler(sys.stdout)):
+    for handler in (
+        logging.FileHandler(Path(run_dir) / runs.LOG_FILE),
+        logging.StreamHandler(sys.stdout),
+    ):
         handler.setFormatter(formatter)
         logger.addHandler(handler)
     return logger
@@ -208,8 +222,10 @@ def _write_hparams_summary(run_dir: Path, config: TrainConfig):
     from tensorboard.plugins.hparams import api as hp
 
     values = {}
-    for name, value in {**config.as_dict(), **{f"hparams.{k}": v
-                                               for k, v in config.hparams.items()}}.items():
+    for name, value in {
+        **config.as_dict(),
+        **{f"hparams.{k}": v for k, v in config.hparams.items()},
+    }.items():
         if name == "hparams" or value is None:
             continue
         values[name] = value if isinstance(value, (bool, int, float, str)) else json.dumps(value)
@@ -222,11 +238,16 @@ def _write_hparams_summary(run_dir: Path, config: TrainConfig):
 def _result_from_record(run_dir, config, results, state, wall_time):
     best = Path(run_dir) / runs.BEST_MODEL_FILE
     return RunResult(
-        run_dir=Path(run_dir), config=config, metric=config.dataset_spec.metric,
+        run_dir=Path(run_dir),
+        config=config,
+        metric=config.dataset_spec.metric,
         best_score=state.get("best_score") if best.exists() else None,
-        best_step=int(results.get("best_step") or 0), scores=results.get("splits", {}),
-        stop_reason=state.get("stop_reason", ""), wall_time=wall_time,
-        best_model=best if best.exists() else None)
+        best_step=int(results.get("best_step") or 0),
+        scores=results.get("splits", {}),
+        stop_reason=state.get("stop_reason", ""),
+        wall_time=wall_time,
+        best_model=best if best.exists() else None,
+    )
 
 
 # ------------------------------------------------------------------------------ one run
@@ -261,10 +282,12 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
         shutil.rmtree(run_dir)  # before the vocabulary cache is read from it
     _create_run_dir(run_dir)
     uses_words = "word_ids" in spec.feature_options(hparams)
-    vocab_settings = {"min_df": config.min_df, "lower": config.lower_case,
-                      "train": _file_signature(data_dir / "train.txt"),
-                      "embeddings": (_file_signature(config.embeddings)
-                                     if config.embeddings else None)}
+    vocab_settings = {
+        "min_df": config.min_df,
+        "lower": config.lower_case,
+        "train": _file_signature(data_dir / "train.txt"),
+        "embeddings": (_file_signature(config.embeddings) if config.embeddings else None),
+    }
     try:
         cached = runs.load_vocab_cache(run_dir, vocab_settings)
     except ValueError as error:
@@ -272,7 +295,9 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     vocab, vectors = cached or vocab_and_embeddings(
         (tok for ex in train for text in (ex.text1, ex.text2) for tok in text.split()),
         embeddings_path=(config.embeddings or None) if uses_words else None,
-        min_df=config.min_df, lower=config.lower_case)
+        min_df=config.min_df,
+        lower=config.lower_case,
+    )
     if vectors is not None and "embedding_dim" in hparams:
         hparams["embedding_dim"] = int(vectors.shape[1])
     record = run_config(config, hparams)
@@ -288,9 +313,13 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
 
         for split, result in results["splits"].items():
             logger.info(f"{split}: {format_metrics(result)}")
-        return _result_from_record(run_dir, config, results,
-                                   json.loads(state_path.read_text()),
-                                   time.perf_counter() - started)
+        return _result_from_record(
+            run_dir,
+            config,
+            results,
+            json.loads(state_path.read_text()),
+            time.perf_counter() - started,
+        )
 
     if config.threads:
         try:
@@ -302,26 +331,37 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
         tf.config.experimental.enable_op_determinism()
     preset = config.dataset if config.preset is None else config.preset
     applied = spec.presets.get(preset) if preset != "none" else None
-    logger.info(f"{'Resuming' if resuming else 'Starting'} {spec.name} run {run_dir} "
-                f"(seed {seed}); train ({len(train)}) | {config.eval_split} ({len(dev)}) "
-                f"from {data_dir}")
-    logger.info(f"preset: {preset if applied else 'none'}"
-                + (f" ({', '.join(f'{k}={v}' for k, v in applied.items())})" if applied else ""))
+    logger.info(
+        f"{'Resuming' if resuming else 'Starting'} {spec.name} run {run_dir} "
+        f"(seed {seed}); train ({len(train)}) | {config.eval_split} ({len(dev)}) "
+        f"from {data_dir}"
+    )
+    logger.info(
+        f"preset: {preset if applied else 'none'}"
+        + (f" ({', '.join(f'{k}={v}' for k, v in applied.items())})" if applied else "")
+    )
     if not resuming:
         _write_hparams_summary(run_dir, config)
     if not uses_words:
-        logger.info(f"{spec.name} takes no word ids: the word vocabulary and embeddings are "
-                    "not used.")
+        logger.info(
+            f"{spec.name} takes no word ids: the word vocabulary and embeddings are not used."
+        )
     elif vectors is None:
         logger.info("No embeddings file: word embeddings are random and trainable.")
     else:
         covered = int((np.abs(vectors).sum(axis=1) > 0).sum())
-        logger.info(f"Embeddings {config.embeddings}: {covered}/{len(vocab)} words have "
-                    "vectors (fixed).")
+        logger.info(
+            f"Embeddings {config.embeddings}: {covered}/{len(vocab)} words have vectors (fixed)."
+        )
 
     featurizers = runs.make_featurizers(run_dir, record.features, vocab, train)
-    encoded = encode_examples(train, featurizers, max_len=config.max_len_or_none,
-                              long_pairs=config.long_pairs, training=True)
+    encoded = encode_examples(
+        train,
+        featurizers,
+        max_len=config.max_len_or_none,
+        long_pairs=config.long_pairs,
+        training=True,
+    )
     for featurizer in featurizers:
         for what, count in featurizer.stats.items():
             logger.info(f"{featurizer.kind}: {count} {what} in the training data")
@@ -331,39 +371,71 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
         multiple = 8 if config.jit_compile else 0
     if task_loss.triples:
         triples, stats = pairwise_triples(
-            [train[i].qid for i in encoded.kept], encoded.labels,
-            max_negatives=config.max_negatives or None, seed=seed)
-        train_ds = make_triple_dataset(encoded, triples, batch_size=bs, seed=seed,
-                                       length_multiple=multiple,
-                                       group_by_length=config.group_by_length)
+            [train[i].qid for i in encoded.kept],
+            encoded.labels,
+            max_negatives=config.max_negatives or None,
+            seed=seed,
+        )
+        train_ds = make_triple_dataset(
+            encoded,
+            triples,
+            batch_size=bs,
+            seed=seed,
+            length_multiple=multiple,
+            group_by_length=config.group_by_length,
+        )
         units = len(triples)
         logger.info(f"{units} ranking triples; {stats}")
     else:
-        train_ds = make_dataset(encoded, batch_size=bs, training=True, seed=seed,
-                                length_multiple=multiple,
-                                group_by_length=config.group_by_length)
+        train_ds = make_dataset(
+            encoded,
+            batch_size=bs,
+            training=True,
+            seed=seed,
+            length_multiple=multiple,
+            group_by_length=config.group_by_length,
+        )
         units = len(encoded)
     limit = config.max_len or "unlimited"
-    logger.info(f"#classes {dataset.num_classes}; #vocab {len(vocab)}; {encoded.dropped} "
-                f"training pairs longer than max_len={limit} dropped, {encoded.truncated} "
-                f"truncated; training on {len(encoded)}")
+    logger.info(
+        f"#classes {dataset.num_classes}; #vocab {len(vocab)}; {encoded.dropped} "
+        f"training pairs longer than max_len={limit} dropped, {encoded.truncated} "
+        f"truncated; training on {len(encoded)}"
+    )
 
-    network = spec.build(dataset.num_classes, {f.kind: f.vocab_size for f in featurizers},
-                         vectors, **hparams)
-    logger.info(f"trainable parameters {count_parameters(network, include_embedding=True):,d} "
-                f"({count_parameters(network):,d} outside the embedding)")
+    network = spec.build(
+        dataset.num_classes, {f.kind: f.vocab_size for f in featurizers}, vectors, **hparams
+    )
+    logger.info(
+        f"trainable parameters {count_parameters(network, include_embedding=True):,d} "
+        f"({count_parameters(network):,d} outside the embedding)"
+    )
 
     steps_per_data_epoch = config.steps(units)
     total_steps = config.epochs * steps_per_data_epoch
     eval_steps = config.steps(config.eval_per_samples)
-    optimizer, lr_controller = build_optimizer(OptimizerRecipe(
-        name=config.optimizer, schedule=config.lr_schedule, lr=config.lr,
-        min_lr=min(config.min_lr, config.lr), warmup_steps=config.warmup_steps(total_steps),
-        decay_rate=config.lr_decay_rate, decay_steps=config.steps(config.lr_decay_samples),
-        total_steps=total_steps, plateau_factor=config.plateau_factor,
-        weight_decay=config.weight_decay, beta1=config.beta1, beta2=config.beta2))
-    trainer = MatchingTrainer(network, task_loss=task_loss, grad_clipping=config.grad_clipping,
-                              accumulation_steps=config.accumulation_steps)
+    optimizer, lr_controller = build_optimizer(
+        OptimizerRecipe(
+            name=config.optimizer,
+            schedule=config.lr_schedule,
+            lr=config.lr,
+            min_lr=min(config.min_lr, config.lr),
+            warmup_steps=config.warmup_steps(total_steps),
+            decay_rate=config.lr_decay_rate,
+            decay_steps=config.steps(config.lr_decay_samples),
+            total_steps=total_steps,
+            plateau_factor=config.plateau_factor,
+            weight_decay=config.weight_decay,
+            beta1=config.beta1,
+            beta2=config.beta2,
+        )
+    )
+    trainer = MatchingTrainer(
+        network,
+        task_loss=task_loss,
+        grad_clipping=config.grad_clipping,
+        accumulation_steps=config.accumulation_steps,
+    )
     trainer.compile(optimizer=optimizer, jit_compile=config.jit_compile)
     sample, _ = next(iter(train_ds))
     network(sample["positive"] if task_loss.triples else sample)
@@ -375,14 +447,25 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
         logger.info(f"Restored training state at update {start_step} from {backup.path}")
 
     routine = ReleaseRoutine(
-        network, run_dir, dataset, dev, encode_examples(dev, featurizers), dataset.metric,
-        total_steps=total_steps, steps_per_data_epoch=steps_per_data_epoch,
-        eval_steps=eval_steps, eval_steps_warmup=config.steps(config.eval_per_samples_warmup),
+        network,
+        run_dir,
+        dataset,
+        dev,
+        encode_examples(dev, featurizers),
+        dataset.metric,
+        total_steps=total_steps,
+        steps_per_data_epoch=steps_per_data_epoch,
+        eval_steps=eval_steps,
+        eval_steps_warmup=config.steps(config.eval_per_samples_warmup),
         eval_warmup_steps=config.steps(config.eval_warmup_samples),
         min_steps=config.steps(config.min_samples),
         early_stopping_steps=config.steps(config.tolerance_samples),
-        log_steps=config.steps(config.log_per_samples), eval_epoch=config.eval_epoch,
-        max_loss=config.max_loss, batch_size=bs, logger=logger, lr_controller=lr_controller,
+        log_steps=config.steps(config.log_per_samples),
+        eval_epoch=config.eval_epoch,
+        max_loss=config.max_loss,
+        batch_size=bs,
+        logger=logger,
+        lr_controller=lr_controller,
         progress=sys.stdout.isatty() if config.progress is None else config.progress,
     )
     if start_step and not routine.restore_snapshot(start_step):
@@ -393,18 +476,23 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     stream = train_ds.repeat().skip(start_step)
     if start_step < total_steps:
         trainer.fit(
-            stream, epochs=math.ceil(total_steps / eval_steps), steps_per_epoch=eval_steps,
-            initial_epoch=start_step // eval_steps, callbacks=[routine, backup], verbose=0,
+            stream,
+            epochs=math.ceil(total_steps / eval_steps),
+            steps_per_epoch=eval_steps,
+            initial_epoch=start_step // eval_steps,
+            callbacks=[routine, backup],
+            verbose=0,
             shuffle=False,
         )
-    results = _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers,
-                          total_steps, logger)
-    return _result_from_record(run_dir, config, results, routine.state,
-                               time.perf_counter() - started)
+    results = _finish_run(
+        config, run_dir, routine, dataset, data_dir, dev, featurizers, total_steps, logger
+    )
+    return _result_from_record(
+        run_dir, config, results, routine.state, time.perf_counter() - started
+    )
 
 
-def _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers, total_steps,
-                logger):
+def _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers, total_steps, logger):
     """Mark the run finished, score the best checkpoint on the selection and test splits,
     write ``results.json``; returns the results dict."""
     from re2_tf.data import datasets
@@ -418,19 +506,23 @@ def _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers, t
     if not (run_dir / runs.BEST_MODEL_FILE).exists():
         logger.info("Training stopped before its first evaluation: no checkpoint to score.")
     else:
-        logger.info(f"Best dev {dataset.metric} {routine.state['best_score']:.4f} at update "
-                    f"{routine.state['best_step']}.")
+        logger.info(
+            f"Best dev {dataset.metric} {routine.state['best_score']:.4f} at update "
+            f"{routine.state['best_step']}."
+        )
         best = runs.load_best_model(run_dir)
         for split in [config.eval_split] + [s for s in config.test_splits if s]:
             path = Path(data_dir) / f"{split}.txt"
             if not path.exists():
                 logger.info(f"No {path}: {split} not scored.")
                 continue
-            examples = (dev if split == config.eval_split else
-                        datasets.load_split(dataset, data_dir, split, lower=config.lower_case))
+            examples = (
+                dev
+                if split == config.eval_split
+                else datasets.load_split(dataset, data_dir, split, lower=config.lower_case)
+            )
             results["splits"][split] = evaluate(best, dataset, examples, featurizers)
-            logger.info(f"best checkpoint on {split}: "
-                        f"{format_metrics(results['splits'][split])}")
+            logger.info(f"best checkpoint on {split}: {format_metrics(results['splits'][split])}")
     (run_dir / runs.RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n")
     routine.save_state()
     return results
@@ -465,14 +557,27 @@ def fit(config: TrainConfig | None = None, run_dir=None, **overrides) -> RunResu
     run_dir = Path(run_dir) if run_dir is not None else config.resolved_run_dir
     if config.repeats <= 1:
         return _train_one(config, run_dir)
-    seeds = tuple(_train_one(config.replace(seed=config.seed + k, repeats=1),
-                             run_dir / f"seed{config.seed + k}")
-                  for k in range(config.repeats))
+    seeds = tuple(
+        _train_one(
+            config.replace(seed=config.seed + k, repeats=1), run_dir / f"seed{config.seed + k}"
+        )
+        for k in range(config.repeats)
+    )
     all_results = [json.loads((s.run_dir / runs.RESULTS_FILE).read_text()) for s in seeds]
     table, summary = runs.summarize_results(all_results)
     (run_dir / "results.md").write_text(table + "\n")
     (run_dir / runs.RESULTS_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     print(f"\n{config.repeats} seeds ({run_dir}):\n{table}")
-    return RunResult(run_dir=run_dir, config=config, metric=seeds[0].metric, best_score=None,
-                     best_step=0, scores={}, stop_reason="", wall_time=time.perf_counter()
-                     - started, best_model=None, seeds=seeds, summary=summary)
+    return RunResult(
+        run_dir=run_dir,
+        config=config,
+        metric=seeds[0].metric,
+        best_score=None,
+        best_step=0,
+        scores={},
+        stop_reason="",
+        wall_time=time.perf_counter() - started,
+        best_model=None,
+        seeds=seeds,
+        summary=summary,
+    )

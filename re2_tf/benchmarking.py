@@ -7,8 +7,9 @@ Table 5 (paper §3.4): a batch of 8 pairs, both texts of length 20, seconds per 
 with random weights over a synthetic vocabulary of ``--vocab_size`` words and fed random ids
 of every input feature the model takes. Every model is **exported**
 (:mod:`re2_tf.serving.export`) and timed through the exported artefact loaded in a **fresh
-process** (``serving/timing_worker.py``, which never imports ``re2_tf``): first call (XLA compilation), ``--warmup`` untimed batches,
-then ``--batches`` timed batches -> mean ± std s/batch, median and p99 ms, plus throughput at
+process** (``serving/timing_worker.py``, which never imports ``re2_tf``): first call (XLA
+compilation), ``--warmup`` untimed batches, then ``--batches`` timed batches -> mean ± std s/batch,
+median and p99 ms, plus throughput at
 batch ``--throughput_batch`` and the worker's peak resident memory (after loading, and after
 all calls: the growth is what the calls needed, e.g. FITN's ``[batch, len1, len2, d]``
 interaction tensors at ``--batch=128 --length=40``).
@@ -38,16 +39,36 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["benchmark_inputs", "export_benchmark_model", "features_spec", "ids_spec",
-           "markdown_table", "run_benchmark", "sample_words", "synthetic_featurizers",
-           "text_spec", "time_export"]
+__all__ = [
+    "benchmark_inputs",
+    "export_benchmark_model",
+    "features_spec",
+    "ids_spec",
+    "markdown_table",
+    "run_benchmark",
+    "sample_words",
+    "synthetic_featurizers",
+    "text_spec",
+    "time_export",
+]
 
 WORKER = Path(__file__).resolve().parent / "serving" / "timing_worker.py"
 
 
-def time_export(path, signature, input_spec, *, batches=100, warmup=10, intra_op_threads=0,
-                inter_op_threads=0, throughput_batch=0, throughput_batches=5, seed=0,
-                timeout=1800):
+def time_export(
+    path,
+    signature,
+    input_spec,
+    *,
+    batches=100,
+    warmup=10,
+    intra_op_threads=0,
+    inter_op_threads=0,
+    throughput_batch=0,
+    throughput_batches=5,
+    seed=0,
+    timeout=1800,
+):
     """Time an exported model in a fresh Python subprocess.
 
     Args:
@@ -66,20 +87,36 @@ def time_export(path, signature, input_spec, *, batches=100, warmup=10, intra_op
     Raises:
         RuntimeError: with the worker's stderr tail if it fails.
     """
-    request = dict(path=os.fspath(path), signature=signature, inputs=input_spec,
-                   batches=int(batches), warmup=int(warmup), intra_op_threads=intra_op_threads,
-                   inter_op_threads=inter_op_threads, throughput_batch=throughput_batch,
-                   throughput_batches=throughput_batches, seed=seed)
+    request = dict(
+        path=os.fspath(path),
+        signature=signature,
+        inputs=input_spec,
+        batches=int(batches),
+        warmup=int(warmup),
+        intra_op_threads=intra_op_threads,
+        inter_op_threads=inter_op_threads,
+        throughput_batch=throughput_batch,
+        throughput_batches=throughput_batches,
+        seed=seed,
+    )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, str(WORKER), json.dumps(request)],
-                          capture_output=True, text=True, env=env, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, str(WORKER), json.dumps(request)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"timing worker failed on {path}:\n{proc.stderr[-3000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     times = np.asarray(result["times_s"])
-    result.update(mean_s=float(times.mean()), std_s=float(times.std()),
-                  median_ms=float(np.median(times) * 1e3),
-                  p99_ms=float(np.percentile(times, 99) * 1e3))
+    result.update(
+        mean_s=float(times.mean()),
+        std_s=float(times.std()),
+        median_ms=float(np.median(times) * 1e3),
+        p99_ms=float(np.percentile(times, 99) * 1e3),
+    )
     return result
 
 
@@ -91,10 +128,12 @@ def features_spec(featurizers, batch, length):
     for featurizer in featurizers:
         for feature in featurizer.specs():
             integer = feature.dtype.startswith("int")
-            spec[feature.name] = {"dtype": feature.dtype,
-                                  "shape": [batch, length, *feature.inner_shape],
-                                  "low": 2 if integer else 0,
-                                  "high": max(int(featurizer.vocab_size or 2), 3) if integer else 2}
+            spec[feature.name] = {
+                "dtype": feature.dtype,
+                "shape": [batch, length, *feature.inner_shape],
+                "low": 2 if integer else 0,
+                "high": max(int(featurizer.vocab_size or 2), 3) if integer else 2,
+            }
     return spec
 
 
@@ -130,7 +169,8 @@ def benchmark_inputs(featurizers, batch, length):
 
 
 def ids_spec(batch, length, vocab_size):
-    """Input spec of a word-id model's ``serving_ids``: int32 ``text1``/``text2`` ``[batch, length]``."""
+    """Input spec of a word-id model's ``serving_ids``: int32 ``text1``/``text2``
+    ``[batch, length]``."""
     one = {"dtype": "int32", "shape": [batch, length], "low": 2, "high": int(vocab_size)}
     return {"text1": dict(one), "text2": dict(one)}
 
@@ -150,8 +190,19 @@ def synthetic_featurizers(spec, hparams, vocab_size):
     return featurizers
 
 
-def export_benchmark_model(spec, hparams, export_dir, *, vocab_size=30000, num_classes=3,
-                           fmt="savedmodel", precision="fp32", xla=True, seed=0, plain_dir=None):
+def export_benchmark_model(
+    spec,
+    hparams,
+    export_dir,
+    *,
+    vocab_size=30000,
+    num_classes=3,
+    fmt="savedmodel",
+    precision="fp32",
+    xla=True,
+    seed=0,
+    plain_dir=None,
+):
     """Build ``spec``'s model with ``hparams`` and random weights over a synthetic vocabulary,
     export it; return ``(path, parameters outside the embedding, featurizers)``.
 
@@ -160,17 +211,25 @@ def export_benchmark_model(spec, hparams, export_dir, *, vocab_size=30000, num_c
     user gets without re2_tf's export."""
     import keras
 
-    from re2_tf.serving.export import TFLITE_FILE, export_model
     from re2_tf.models import count_parameters
+    from re2_tf.serving.export import TFLITE_FILE, export_model
     from re2_tf.training.losses import output_kind
 
     keras.utils.set_random_seed(seed)
     hparams = dict(spec.defaults(), **hparams)
     featurizers = synthetic_featurizers(spec, hparams, vocab_size)
     model = spec.build(num_classes, {f.kind: f.vocab_size for f in featurizers}, None, **hparams)
-    export_model(model, export_dir, featurizers=featurizers, backend=spec.export_backend,
-                 output=output_kind(spec, hparams), label_names=[str(i) for i in range(num_classes)], fmt=fmt,
-                 precision=precision, xla=xla)
+    export_model(
+        model,
+        export_dir,
+        featurizers=featurizers,
+        backend=spec.export_backend,
+        output=output_kind(spec, hparams),
+        label_names=[str(i) for i in range(num_classes)],
+        fmt=fmt,
+        precision=precision,
+        xla=xla,
+    )
     if plain_dir is not None:
         model.export(str(plain_dir), format="tf_saved_model", verbose=False)
     path = Path(export_dir) / TFLITE_FILE if fmt == "tflite" else Path(export_dir)
@@ -194,16 +253,32 @@ def markdown_table(rows, batch, length, throughput_batch):
     for r in rows:
         tput = r.get("throughput_pairs_per_s")
         lines.append(
-            f"| {r['model']} | {'—' if r['params'] is None else format(r['params'], ',')} | {r['mean_s']:.4f} ± {r['std_s']:.4f} | "
+            f"| {r['model']} | {'—' if r['params'] is None else format(r['params'], ',')} | "
+            f"{r['mean_s']:.4f} ± {r['std_s']:.4f} | "
             f"{r['median_ms']:.1f} | {r['p99_ms']:.1f} | {r['first_call_s']:.2f} | "
-            f"{'—' if not tput else f'{tput:,.0f}'} | {_rss(r)} | {r.get('paper', '—')} |")
+            f"{'—' if not tput else f'{tput:,.0f}'} | {_rss(r)} | {r.get('paper', '—')} |"
+        )
     return "\n".join(lines)
 
 
-def run_benchmark(model="re2", variants=None, *, batch=8, length=20, batches=100, warmup=10,
-                  vocab_size=30000, fmt="savedmodel", precision="fp32", xla=True,
-                  intra_op_threads=0, inter_op_threads=0, throughput_batch=512, workdir=None,
-                  plain=False):
+def run_benchmark(
+    model="re2",
+    variants=None,
+    *,
+    batch=8,
+    length=20,
+    batches=100,
+    warmup=10,
+    vocab_size=30000,
+    fmt="savedmodel",
+    precision="fp32",
+    xla=True,
+    intra_op_threads=0,
+    inter_op_threads=0,
+    throughput_batch=512,
+    workdir=None,
+    plain=False,
+):
     """Export each benchmark variant of ``model``'s spec (RE2: Table 5's 1/2/3 blocks) and
     time it with the Table 5 protocol; return ``(rows, markdown)``. ``plain`` adds a row per
     variant for the same network exported with Keras' ``model.export``.
@@ -224,25 +299,44 @@ def run_benchmark(model="re2", variants=None, *, batch=8, length=20, batches=100
             entry = spec.benchmark[label]
             plain_dir = Path(tmp) / f"plain{k}" if plain else None
             path, params, featurizers = export_benchmark_model(
-                spec, entry["hparams"], Path(tmp) / f"model{k}", vocab_size=vocab_size, fmt=fmt,
-                precision=precision, xla=xla, plain_dir=plain_dir)
+                spec,
+                entry["hparams"],
+                Path(tmp) / f"model{k}",
+                vocab_size=vocab_size,
+                fmt=fmt,
+                precision=precision,
+                xla=xla,
+                plain_dir=plain_dir,
+            )
             signature, inputs = benchmark_inputs(featurizers, batch, length)
-            timed = [(path, signature, f"{label} ({fmt}, {precision}"
-                      f"{', XLA' if xla and fmt == 'savedmodel' else ''}"
-                      f"{', raw text' if signature == 'serving_default' else ''})")]
+            timed = [
+                (
+                    path,
+                    signature,
+                    f"{label} ({fmt}, {precision}"
+                    f"{', XLA' if xla and fmt == 'savedmodel' else ''}"
+                    f"{', raw text' if signature == 'serving_default' else ''})",
+                )
+            ]
             if plain and signature == "serving_default":
-                raise ValueError(f"{model}: --plain_export times a Keras export over the "
-                                 "model's input features, which random ids cannot form for "
-                                 "a packed pair; time it without --plain_export")
+                raise ValueError(
+                    f"{model}: --plain_export times a Keras export over the "
+                    "model's input features, which random ids cannot form for "
+                    "a packed pair; time it without --plain_export"
+                )
             if plain:
                 timed.append((plain_dir, "serving_default", f"{label} (plain Keras model.export)"))
             for target, signature, name in timed:
-                result = time_export(target, signature, inputs, batches=batches, warmup=warmup,
-                                     intra_op_threads=intra_op_threads,
-                                     inter_op_threads=inter_op_threads,
-                                     throughput_batch=throughput_batch)
-                result.update(model=name, params=params,
-                              paper=entry.get("paper_seconds", "—"))
+                result = time_export(
+                    target,
+                    signature,
+                    inputs,
+                    batches=batches,
+                    warmup=warmup,
+                    intra_op_threads=intra_op_threads,
+                    inter_op_threads=inter_op_threads,
+                    throughput_batch=throughput_batch,
+                )
+                result.update(model=name, params=params, paper=entry.get("paper_seconds", "—"))
                 rows.append(result)
     return rows, markdown_table(rows, batch, length, throughput_batch)
-

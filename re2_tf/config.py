@@ -52,8 +52,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from re2_tf.errors import ConfigError
 
@@ -81,8 +82,9 @@ _UNSET = _Unset()
 
 
 def _field(default, group, help_text):
-    return dataclasses.field(default=_UNSET, metadata={_GROUP: group, "help": help_text,
-                                                       "default": default})
+    return dataclasses.field(
+        default=_UNSET, metadata={_GROUP: group, "help": help_text, "default": default}
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,110 +103,193 @@ class TrainConfig:
 
     # data ------------------------------------------------------------------------------
     model: str = _field("re2", "data", "Architecture, a name in re2_tf.models.MODEL_SPECS.")
-    dataset: str = _field("sample", "data", "Dataset (label names, metric, tokeniser, "
-                          "preset); 'custom' takes them from labels/metric/tokenizer.")
-    preset: str | None = _field(None, "data", "Model preset to apply (default: the dataset's, "
-                                "if the model has one; 'none' = no preset).")
-    data_dir: str | None = _field(None, "data", "Prepared data directory with "
-                                  "train/<eval_split>/test.txt (default: data/<dataset>).")
-    embeddings: str | None = _field(None, "data", "GloVe-format vectors (.txt, .gz or .zip); "
-                                    "none = random, trainable embeddings.")
-    min_df: int = _field(5, "data", "Keep training words seen at least this often (or "
-                         "having a vector).")
+    dataset: str = _field(
+        "sample",
+        "data",
+        "Dataset (label names, metric, tokeniser, "
+        "preset); 'custom' takes them from labels/metric/tokenizer.",
+    )
+    preset: str | None = _field(
+        None,
+        "data",
+        "Model preset to apply (default: the dataset's, if the model has one; 'none' = no preset).",
+    )
+    data_dir: str | None = _field(
+        None,
+        "data",
+        "Prepared data directory with train/<eval_split>/test.txt (default: data/<dataset>).",
+    )
+    embeddings: str | None = _field(
+        None,
+        "data",
+        "GloVe-format vectors (.txt, .gz or .zip); none = random, trainable embeddings.",
+    )
+    min_df: int = _field(
+        5, "data", "Keep training words seen at least this often (or having a vector)."
+    )
     lower_case: bool = _field(True, "data", "Lower-case text and vectors.")
-    max_len: int = _field(0, "data", "Longest training text in tokens; 0 = unlimited (the "
-                          "release's 999 is accepted and means 999).")
-    long_pairs: str = _field("drop", "data", "Training pairs with a longer text: drop (the "
-                             "release) or truncate; both are counted.")
+    max_len: int = _field(
+        0,
+        "data",
+        "Longest training text in tokens; 0 = unlimited (the "
+        "release's 999 is accepted and means 999).",
+    )
+    long_pairs: str = _field(
+        "drop",
+        "data",
+        "Training pairs with a longer text: drop (the release) or truncate; both are counted.",
+    )
     eval_split: str = _field("dev", "data", "Split used for model selection.")
-    test_splits: tuple = _field(("test",), "data", "Splits scored with the best checkpoint "
-                                "after training (missing files are skipped).")
-    labels: tuple = _field((), "data", "dataset=custom: label names in label-id order (the "
-                           "files' third column holds a name or an id).")
-    metric: str = _field("accuracy", "data", "dataset=custom: accuracy, f1 (two labels) or "
-                         "map_mrr (ranking; needs <split>.ids files).")
-    tokenizer: str = _field("whitespace", "data", "dataset=custom: tokeniser of the raw text "
-                            "(a name in re2_tf.data.tokenization.TOKENIZERS).")
+    test_splits: tuple = _field(
+        ("test",),
+        "data",
+        "Splits scored with the best checkpoint after training (missing files are skipped).",
+    )
+    labels: tuple = _field(
+        (),
+        "data",
+        "dataset=custom: label names in label-id order (the "
+        "files' third column holds a name or an id).",
+    )
+    metric: str = _field(
+        "accuracy",
+        "data",
+        "dataset=custom: accuracy, f1 (two labels) or map_mrr (ranking; needs <split>.ids files).",
+    )
+    tokenizer: str = _field(
+        "whitespace",
+        "data",
+        "dataset=custom: tokeniser of the raw text "
+        "(a name in re2_tf.data.tokenization.TOKENIZERS).",
+    )
     # model -----------------------------------------------------------------------------
     hparams: Mapping[str, Any] = _field(None, "model", "The model's hyper-parameters.")
     # optimisation ----------------------------------------------------------------------
     epochs: int = _field(30, "optimisation", "Passes over the training data.")
     batch_size: int = _field(128, "optimisation", "Pairs (or ranking triples) per update.")
     optimizer: str = _field("adam", "optimisation", "Optimiser.")
-    lr_schedule: str = _field("release", "optimisation", "Learning-rate schedule: release = "
-                              "linear warm-up then stepwise exponential decay (RE2); plateau = "
-                              "multiply by plateau_factor when the dev metric does not improve "
-                              "(DRCN); linear = linear warm-up then linear decay to 0 (BERT); "
-                              "constant.")
+    lr_schedule: str = _field(
+        "release",
+        "optimisation",
+        "Learning-rate schedule: release = "
+        "linear warm-up then stepwise exponential decay (RE2); plateau = "
+        "multiply by plateau_factor when the dev metric does not improve "
+        "(DRCN); linear = linear warm-up then linear decay to 0 (BERT); "
+        "constant.",
+    )
     lr: float = _field(1e-3, "optimisation", "Peak learning rate.")
-    min_lr: float = _field(6e-5, "optimisation", "Learning-rate floor and warm-up start "
-                           "(release schedule).")
-    lr_decay_rate: float = _field(0.95, "optimisation", "Exponential decay factor (1 = fixed "
-                                  "rate; release schedule).")
-    lr_decay_samples: int = _field(128000, "optimisation", "Samples between decays (release "
-                                   "schedule).")
-    lr_warmup_samples: int = _field(0, "optimisation", "Samples of linear learning-rate "
-                                    "warm-up (release and linear schedules). Set this or "
-                                    "warmup_ratio, not both.")
-    warmup_ratio: float = _field(0.0, "optimisation", "Warm-up as a fraction of all updates "
-                                 "(BERT's warmup_proportion: int(ratio * updates) updates).")
-    plateau_factor: float = _field(0.85, "optimisation", "Learning-rate factor per evaluation "
-                                   "without improvement (plateau schedule).")
+    min_lr: float = _field(
+        6e-5, "optimisation", "Learning-rate floor and warm-up start (release schedule)."
+    )
+    lr_decay_rate: float = _field(
+        0.95, "optimisation", "Exponential decay factor (1 = fixed rate; release schedule)."
+    )
+    lr_decay_samples: int = _field(
+        128000, "optimisation", "Samples between decays (release schedule)."
+    )
+    lr_warmup_samples: int = _field(
+        0,
+        "optimisation",
+        "Samples of linear learning-rate "
+        "warm-up (release and linear schedules). Set this or "
+        "warmup_ratio, not both.",
+    )
+    warmup_ratio: float = _field(
+        0.0,
+        "optimisation",
+        "Warm-up as a fraction of all updates "
+        "(BERT's warmup_proportion: int(ratio * updates) updates).",
+    )
+    plateau_factor: float = _field(
+        0.85,
+        "optimisation",
+        "Learning-rate factor per evaluation without improvement (plateau schedule).",
+    )
     weight_decay: float = _field(0.0, "optimisation", "Decoupled weight decay (adamw).")
     beta1: float = _field(0.9, "optimisation", "Adam/AdamW beta1.")
     beta2: float = _field(0.999, "optimisation", "Adam/AdamW beta2.")
     grad_clipping: float = _field(5.0, "optimisation", "Clip gradients to this global norm.")
-    accumulation_steps: int = _field(1, "optimisation", "Split each batch into this many "
-                                     "micro-batches and take one update on their summed "
-                                     "gradients (same update, less memory).")
+    accumulation_steps: int = _field(
+        1,
+        "optimisation",
+        "Split each batch into this many "
+        "micro-batches and take one update on their summed "
+        "gradients (same update, less memory).",
+    )
     max_loss: float = _field(999.0, "optimisation", "Stop when a batch loss exceeds this.")
-    group_by_length: int = _field(0, "optimisation", "Batch training pairs of similar length "
-                                  "in windows of this many batches (0 = off, the release).")
-    max_negatives: int = _field(0, "optimisation", "Pairwise ranking losses: at most this "
-                                "many negatives per positive answer (0 = all).")
+    group_by_length: int = _field(
+        0,
+        "optimisation",
+        "Batch training pairs of similar length "
+        "in windows of this many batches (0 = off, the release).",
+    )
+    max_negatives: int = _field(
+        0,
+        "optimisation",
+        "Pairwise ranking losses: at most this many negatives per positive answer (0 = all).",
+    )
     # evaluation routine ----------------------------------------------------------------
     eval_per_samples: int = _field(6400, "evaluation", "Evaluate every this many samples.")
-    eval_per_samples_warmup: int = _field(40000, "evaluation", "Evaluation interval during "
-                                          "the evaluation warm-up.")
-    eval_warmup_samples: int = _field(0, "evaluation", "Samples during which the warm-up "
-                                      "interval applies.")
-    eval_epoch: bool = _field(True, "evaluation", "Also evaluate after every pass over the "
-                              "training data.")
-    min_samples: int = _field(0, "evaluation", "Train at least this many samples before "
-                              "early stopping.")
-    tolerance_samples: int = _field(400000, "evaluation", "Stop when the best dev score is "
-                                    "older than this.")
-    log_per_samples: int = _field(5120, "evaluation", "TensorBoard training summaries every "
-                                  "this many samples.")
+    eval_per_samples_warmup: int = _field(
+        40000, "evaluation", "Evaluation interval during the evaluation warm-up."
+    )
+    eval_warmup_samples: int = _field(
+        0, "evaluation", "Samples during which the warm-up interval applies."
+    )
+    eval_epoch: bool = _field(
+        True, "evaluation", "Also evaluate after every pass over the training data."
+    )
+    min_samples: int = _field(
+        0, "evaluation", "Train at least this many samples before early stopping."
+    )
+    tolerance_samples: int = _field(
+        400000, "evaluation", "Stop when the best dev score is older than this."
+    )
+    log_per_samples: int = _field(
+        5120, "evaluation", "TensorBoard training summaries every this many samples."
+    )
     # run control -----------------------------------------------------------------------
-    run_dir: str | None = _field(None, "control", "Run directory (default: "
-                                 "checkpoints/<dataset>-<model>).")
+    run_dir: str | None = _field(
+        None, "control", "Run directory (default: checkpoints/<dataset>-<model>)."
+    )
     seed: int = _field(1, "control", "Random seed (initialisation, dropout, shuffling).")
-    repeats: int = _field(1, "control", "Train this many seeds (seed, seed+1, ...) and report "
-                          "mean ± std.")
-    deterministic: bool = _field(True, "control", "TensorFlow op determinism, so a seed "
-                                 "repeats exactly.")
-    overwrite: bool = _field(False, "control", "Delete an existing run directory instead of "
-                             "resuming it.")
-    progress: bool | None = _field(None, "control", "Progress bar (default: when stdout is "
-                                   "a terminal).")
+    repeats: int = _field(
+        1, "control", "Train this many seeds (seed, seed+1, ...) and report mean ± std."
+    )
+    deterministic: bool = _field(
+        True, "control", "TensorFlow op determinism, so a seed repeats exactly."
+    )
+    overwrite: bool = _field(
+        False, "control", "Delete an existing run directory instead of resuming it."
+    )
+    progress: bool | None = _field(
+        None, "control", "Progress bar (default: when stdout is a terminal)."
+    )
     threads: int = _field(0, "control", "Intra-op threads (0 = TensorFlow's default).")
-    jit_compile: bool = _field(False, "control", "XLA-compile the training step (needs "
-                               "deterministic=False).")
-    length_multiple: int | None = _field(None, "control", "Pad each training batch's texts "
-                                         "to a multiple of this (default: 8 with "
-                                         "jit_compile, else 0 = none).")
+    jit_compile: bool = _field(
+        False, "control", "XLA-compile the training step (needs deterministic=False)."
+    )
+    length_multiple: int | None = _field(
+        None,
+        "control",
+        "Pad each training batch's texts "
+        "to a multiple of this (default: 8 with "
+        "jit_compile, else 0 = none).",
+    )
     # which fields the caller set (not a setting; excluded from equality)
-    explicit: frozenset = dataclasses.field(default=frozenset(), compare=False, repr=False,
-                                            metadata={_GROUP: None})
+    explicit: frozenset = dataclasses.field(
+        default=frozenset(), compare=False, repr=False, metadata={_GROUP: None}
+    )
 
     # ------------------------------------------------------------------ construction
     def __post_init__(self):
         given = {f.name for f in _settings_fields() if getattr(self, f.name) is not _UNSET}
-        hparams = getattr(self, "hparams")
+        hparams = self.hparams
         if hparams is not _UNSET and hparams is not None and not isinstance(hparams, Mapping):
-            raise ConfigError(f"hparams: must be a mapping of hyper-parameter names to values, "
-                              f"got {hparams!r}", field="hparams")
+            raise ConfigError(
+                f"hparams: must be a mapping of hyper-parameter names to values, got {hparams!r}",
+                field="hparams",
+            )
         given.discard("hparams")
         explicit = frozenset(self.explicit) | given
         if hparams is not _UNSET and hparams:
@@ -217,7 +302,7 @@ class TrainConfig:
         _validate(self)
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "TrainConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> TrainConfig:
         """A config from ``{field: value}``; a key that is neither a field nor a
         hyper-parameter of the model is a :class:`ConfigError` naming it. Hyper-parameters
         may be given in ``hparams`` or at the top level (as flags give them)."""
@@ -231,14 +316,16 @@ class TrainConfig:
                 if key in known_hparams:
                     hparams[key] = values.pop(key)
                 else:
-                    raise ConfigError(f"{key}: not a setting of re2_tf.TrainConfig nor a "
-                                      f"hyper-parameter of model {model!r} (its "
-                                      f"hyper-parameters: {', '.join(sorted(known_hparams))})",
-                                      field=key)
+                    raise ConfigError(
+                        f"{key}: not a setting of re2_tf.TrainConfig nor a "
+                        f"hyper-parameter of model {model!r} (its "
+                        f"hyper-parameters: {', '.join(sorted(known_hparams))})",
+                        field=key,
+                    )
         return cls(**values, hparams=hparams or None)
 
     @classmethod
-    def from_flags(cls, flag_values) -> "TrainConfig":
+    def from_flags(cls, flag_values) -> TrainConfig:
         """A config from parsed absl flags (``re2_tf.cli.train``'s): every flag named like a
         field or like one of the model's hyper-parameters. Only flags the user set (on the
         command line or in a flagfile) count as explicit, so the model's and the dataset's
@@ -260,7 +347,7 @@ class TrainConfig:
         return cls.from_dict(values)
 
     @classmethod
-    def from_json(cls, path) -> "TrainConfig":
+    def from_json(cls, path) -> TrainConfig:
         """The config a run directory was trained with, from its ``config.json`` (a path to
         the file or to the run directory).
 
@@ -274,14 +361,18 @@ class TrainConfig:
             raise FileNotFoundError(f"{path} not found: not a re2_tf run directory")
         record = json.loads(path.read_text())
         settings = dict(record.get("settings", {}))
-        settings.update(model=record["model"], dataset=record["dataset"],
-                        hparams=record.get("model_kwargs", {}))
+        settings.update(
+            model=record["model"], dataset=record["dataset"], hparams=record.get("model_kwargs", {})
+        )
         if record.get("embeddings"):
             settings["embeddings"] = record["embeddings"]["path"]
         if record["dataset"] == "custom":
             metric = {selection: name for name, (selection, _, _) in CUSTOM_METRICS.items()}
-            settings.update(labels=tuple(record["label_names"]),
-                            tokenizer=record["tokenizer"], metric=metric[record["metric"]])
+            settings.update(
+                labels=tuple(record["label_names"]),
+                tokenizer=record["tokenizer"],
+                metric=metric[record["metric"]],
+            )
         data = record.get("data", {})
         if "train" in data:
             settings["data_dir"] = str(Path(data["train"]["path"]).parent)
@@ -291,13 +382,16 @@ class TrainConfig:
         names = {f.name for f in _settings_fields()}
         return cls(**{k: v for k, v in settings.items() if k in names})
 
-    def replace(self, **changes) -> "TrainConfig":
+    def replace(self, **changes) -> TrainConfig:
         """A copy with ``changes``; fields the caller never set are re-derived from the
         (possibly new) model's and dataset's defaults. ``hparams`` changes merge into the
         explicitly set hyper-parameters."""
         values = {name: getattr(self, name) for name in self.explicit if "." not in name}
-        hparams = {name.split(".", 1)[1]: self.hparams[name.split(".", 1)[1]]
-                   for name in self.explicit if name.startswith("hparams.")}
+        hparams = {
+            name.split(".", 1)[1]: self.hparams[name.split(".", 1)[1]]
+            for name in self.explicit
+            if name.startswith("hparams.")
+        }
         if "model" in changes and changes["model"] != self.model:
             hparams = {}  # another model's hyper-parameters do not carry over
         hparams.update(changes.pop("hparams", None) or {})
@@ -329,8 +423,9 @@ class TrainConfig:
 
         if self.dataset == datasets.CUSTOM:
             selection, watch, ranking = CUSTOM_METRICS[self.metric]
-            return datasets.custom_dataset(self.labels, selection, self.tokenizer,
-                                           ranking=ranking, watch_metrics=watch)
+            return datasets.custom_dataset(
+                self.labels, selection, self.tokenizer, ranking=ranking, watch_metrics=watch
+            )
         return datasets.get_dataset(self.dataset)
 
     @property
@@ -370,20 +465,27 @@ class TrainConfig:
         """
         data_dir = self.resolved_data_dir
         if not data_dir.is_dir():
-            hint = ("the bundled sample is data/sample" if self.dataset == "sample" else
-                    f"prepare it with: re2-prepare --dataset={self.dataset} "
-                    f"--input=<downloaded corpus> --output={data_dir}")
-            raise ConfigError(f"data_dir: {data_dir} is not a directory ({hint})",
-                              field="data_dir")
+            hint = (
+                "the bundled sample is data/sample"
+                if self.dataset == "sample"
+                else f"prepare it with: re2-prepare --dataset={self.dataset} "
+                f"--input=<downloaded corpus> --output={data_dir}"
+            )
+            raise ConfigError(f"data_dir: {data_dir} is not a directory ({hint})", field="data_dir")
         for split in ("train", self.eval_split):
             if not (data_dir / f"{split}.txt").is_file():
-                raise ConfigError(f"data_dir: {data_dir / (split + '.txt')} not found (a "
-                                  "prepared directory holds train.txt, dev.txt, test.txt)",
-                                  field="data_dir")
+                raise ConfigError(
+                    f"data_dir: {data_dir / (split + '.txt')} not found (a "
+                    "prepared directory holds train.txt, dev.txt, test.txt)",
+                    field="data_dir",
+                )
         if self.embeddings and not Path(self.embeddings).is_file():
-            raise ConfigError(f"embeddings: {self.embeddings} not found (download the "
-                              "vectors, or leave embeddings unset for random, trainable "
-                              "embeddings: --embeddings=)", field="embeddings")
+            raise ConfigError(
+                f"embeddings: {self.embeddings} not found (download the "
+                "vectors, or leave embeddings unset for random, trainable "
+                "embeddings: --embeddings=)",
+                field="embeddings",
+            )
 
 
 # ---------------------------------------------------------------------- helpers
@@ -391,9 +493,23 @@ class TrainConfig:
 #: its ``settings`` (hyper-parameters as ``model_kwargs``; a custom dataset's labels,
 #: metric and tokeniser as ``label_names``, ``metric``, ``tokenizer``): left out of
 #: ``settings``.
-CONTROL_FIELDS = ("run_dir", "overwrite", "progress", "threads", "repeats", "preset",
-                  "data_dir", "embeddings", "test_splits", "jit_compile", "length_multiple",
-                  "labels", "metric", "tokenizer", "hparams")
+CONTROL_FIELDS = (
+    "run_dir",
+    "overwrite",
+    "progress",
+    "threads",
+    "repeats",
+    "preset",
+    "data_dir",
+    "embeddings",
+    "test_splits",
+    "jit_compile",
+    "length_multiple",
+    "labels",
+    "metric",
+    "tokenizer",
+    "hparams",
+)
 
 #: ``{group: [field names]}`` in declaration order.
 GROUPS = {}
@@ -415,8 +531,10 @@ def _spec(model):
     from re2_tf.models import MODEL_SPECS  # importing the package registers every model
 
     if model not in MODEL_SPECS:
-        raise ConfigError(f"model: unknown model {model!r}; known: "
-                          f"{', '.join(sorted(MODEL_SPECS))}", field="model")
+        raise ConfigError(
+            f"model: unknown model {model!r}; known: {', '.join(sorted(MODEL_SPECS))}",
+            field="model",
+        )
     return MODEL_SPECS[model]
 
 
@@ -427,14 +545,18 @@ def _resolve(config):
 
     spec = _spec(config.model)
     if config.dataset not in datasets.DATASETS and config.dataset != datasets.CUSTOM:
-        raise ConfigError(f"dataset: unknown dataset {config.dataset!r}; known: "
-                          f"{', '.join(sorted([*datasets.DATASETS, datasets.CUSTOM]))}",
-                          field="dataset")
+        raise ConfigError(
+            f"dataset: unknown dataset {config.dataset!r}; known: "
+            f"{', '.join(sorted([*datasets.DATASETS, datasets.CUSTOM]))}",
+            field="dataset",
+        )
     preset = config.dataset if config.preset is None else config.preset
     if preset not in spec.presets and preset not in ("none", config.dataset):
-        raise ConfigError(f"preset: model {spec.name} has no preset {preset!r}; known: "
-                          f"{', '.join(sorted(spec.presets)) or '(none)'} or 'none'",
-                          field="preset")
+        raise ConfigError(
+            f"preset: model {spec.name} has no preset {preset!r}; known: "
+            f"{', '.join(sorted(spec.presets)) or '(none)'} or 'none'",
+            field="preset",
+        )
     layered = dict(spec.training)
     if preset != "none":
         layered.update(spec.presets.get(preset, {}))
@@ -447,13 +569,19 @@ def _resolve(config):
             if name not in config.explicit:
                 object.__setattr__(config, name, value)
         else:
-            raise ConfigError(f"{spec.name}'s defaults set {name!r}, which is neither a "
-                              "setting nor one of its hyper-parameters", field=name)
+            raise ConfigError(
+                f"{spec.name}'s defaults set {name!r}, which is neither a "
+                "setting nor one of its hyper-parameters",
+                field=name,
+            )
     for name, value in (config.hparams or {}).items():
         if name not in spec.hparams:
-            raise ConfigError(f"hparams.{name}: model {spec.name} has no hyper-parameter "
-                              f"{name!r}; its hyper-parameters: "
-                              f"{', '.join(sorted(spec.hparams))}", field=f"hparams.{name}")
+            raise ConfigError(
+                f"hparams.{name}: model {spec.name} has no hyper-parameter "
+                f"{name!r}; its hyper-parameters: "
+                f"{', '.join(sorted(spec.hparams))}",
+                field=f"hparams.{name}",
+            )
         hparams[name] = value
     object.__setattr__(config, "hparams", _FrozenDict(hparams))
     # One warm-up setting: an explicit one wins over a default or preset one.
@@ -461,9 +589,10 @@ def _resolve(config):
         ratio_set = "warmup_ratio" in config.explicit
         samples_set = "lr_warmup_samples" in config.explicit
         if ratio_set and samples_set:
-            raise ConfigError("warmup_ratio: warmup_ratio and lr_warmup_samples are both set: "
-                              "give one",
-                              field="warmup_ratio")
+            raise ConfigError(
+                "warmup_ratio: warmup_ratio and lr_warmup_samples are both set: give one",
+                field="warmup_ratio",
+            )
         if samples_set:
             object.__setattr__(config, "warmup_ratio", 0.0)
         elif ratio_set:
@@ -504,77 +633,141 @@ def _validate(config):
 
     def at_least(name, low):
         value = getattr(config, name)
-        _check(isinstance(value, (int, float)) and not isinstance(value, bool)
-               and value >= low, name, f"must be >= {low}, got {value!r}")
+        _check(
+            isinstance(value, (int, float)) and not isinstance(value, bool) and value >= low,
+            name,
+            f"must be >= {low}, got {value!r}",
+        )
 
     def integer(name):
         value = getattr(config, name)
-        _check(isinstance(value, int) and not isinstance(value, bool), name,
-               f"must be an integer, got {value!r}")
+        _check(
+            isinstance(value, int) and not isinstance(value, bool),
+            name,
+            f"must be an integer, got {value!r}",
+        )
 
-    for name in ("epochs", "batch_size", "accumulation_steps", "repeats", "min_df",
-                 "eval_per_samples", "eval_per_samples_warmup", "log_per_samples"):
+    for name in (
+        "epochs",
+        "batch_size",
+        "accumulation_steps",
+        "repeats",
+        "min_df",
+        "eval_per_samples",
+        "eval_per_samples_warmup",
+        "log_per_samples",
+    ):
         integer(name)
         at_least(name, 1)
-    for name in ("max_len", "lr_decay_samples", "lr_warmup_samples", "group_by_length",
-                 "max_negatives", "eval_warmup_samples", "min_samples", "tolerance_samples",
-                 "threads"):
+    for name in (
+        "max_len",
+        "lr_decay_samples",
+        "lr_warmup_samples",
+        "group_by_length",
+        "max_negatives",
+        "eval_warmup_samples",
+        "min_samples",
+        "tolerance_samples",
+        "threads",
+    ):
         integer(name)
         at_least(name, 0)
     integer("seed")
     for name in ("lr", "min_lr"):  # 0 freezes the weights (a legitimate control run)
         value = getattr(config, name)
-        _check(isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0,
-               name, f"must be >= 0, got {value!r}")
+        _check(
+            isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0,
+            name,
+            f"must be >= 0, got {value!r}",
+        )
     for name in ("grad_clipping", "max_loss"):
         value = getattr(config, name)
-        _check(isinstance(value, (int, float)) and value > 0, name,
-               f"must be > 0, got {value!r}")
+        _check(isinstance(value, (int, float)) and value > 0, name, f"must be > 0, got {value!r}")
     for name in ("weight_decay",):
         at_least(name, 0)
     for name in ("beta1", "beta2", "lr_decay_rate", "plateau_factor"):
         value = getattr(config, name)
         _check(0 < value <= 1, name, f"must be in (0, 1], got {value!r}")
-    _check(0 <= config.warmup_ratio < 1, "warmup_ratio",
-           f"must be in [0, 1), got {config.warmup_ratio!r}")
-    _check(config.optimizer in OPTIMIZERS, "optimizer",
-           f"unknown optimiser {config.optimizer!r}; known: {', '.join(sorted(OPTIMIZERS))}")
-    _check(config.lr_schedule in SCHEDULES, "lr_schedule",
-           f"unknown schedule {config.lr_schedule!r}; known: {', '.join(sorted(SCHEDULES))}")
-    _check(config.long_pairs in LONG_PAIR_POLICIES, "long_pairs",
-           f"must be one of {', '.join(LONG_PAIR_POLICIES)}, got {config.long_pairs!r}")
+    _check(
+        0 <= config.warmup_ratio < 1,
+        "warmup_ratio",
+        f"must be in [0, 1), got {config.warmup_ratio!r}",
+    )
+    _check(
+        config.optimizer in OPTIMIZERS,
+        "optimizer",
+        f"unknown optimiser {config.optimizer!r}; known: {', '.join(sorted(OPTIMIZERS))}",
+    )
+    _check(
+        config.lr_schedule in SCHEDULES,
+        "lr_schedule",
+        f"unknown schedule {config.lr_schedule!r}; known: {', '.join(sorted(SCHEDULES))}",
+    )
+    _check(
+        config.long_pairs in LONG_PAIR_POLICIES,
+        "long_pairs",
+        f"must be one of {', '.join(LONG_PAIR_POLICIES)}, got {config.long_pairs!r}",
+    )
     if config.length_multiple is not None:
         integer("length_multiple")
         at_least("length_multiple", 0)
-    _check(not (config.jit_compile and config.deterministic), "jit_compile",
-           "needs deterministic=False (--nodeterministic): Keras silently trains without XLA "
-           "while TensorFlow op determinism is enabled")
+    _check(
+        not (config.jit_compile and config.deterministic),
+        "jit_compile",
+        "needs deterministic=False (--nodeterministic): Keras silently trains without XLA "
+        "while TensorFlow op determinism is enabled",
+    )
     _check(bool(config.eval_split), "eval_split", "must name a split")
     spec = _spec(config.model)
     for name, hparam in spec.hparams.items():
         value = config.hparams[name]
         expected = type(hparam.default)
-        ok = (isinstance(value, expected) and not (expected is int and isinstance(value, bool))
-              or (expected is float and isinstance(value, int) and not isinstance(value, bool)))
+        ok = (
+            isinstance(value, expected)
+            and not (expected is int and isinstance(value, bool))
+            or (expected is float and isinstance(value, int) and not isinstance(value, bool))
+        )
         _check(ok, f"hparams.{name}", f"must be a {expected.__name__}, got {value!r}")
         if hparam.choices is not None:
-            _check(value in hparam.choices, f"hparams.{name}",
-                   f"must be one of {', '.join(map(str, hparam.choices))}, got {value!r}")
+            _check(
+                value in hparam.choices,
+                f"hparams.{name}",
+                f"must be one of {', '.join(map(str, hparam.choices))}, got {value!r}",
+            )
     if config.dataset == datasets.CUSTOM:
-        _check(len(config.labels) >= 2, "labels", "dataset=custom needs at least two label "
-               f"names (--labels=a,b,...), got {list(config.labels)}")
-        _check(len(set(config.labels)) == len(config.labels), "labels",
-               f"label names must differ, got {list(config.labels)}")
-        _check(config.metric in CUSTOM_METRICS, "metric", f"must be one of "
-               f"{', '.join(CUSTOM_METRICS)}, got {config.metric!r}")
-        _check(config.metric != "f1" or len(config.labels) == 2, "metric",
-               "f1 needs exactly two labels")
-        _check(config.tokenizer in TOKENIZERS, "tokenizer", f"unknown tokeniser "
-               f"{config.tokenizer!r}; known: {', '.join(sorted(TOKENIZERS))}")
+        _check(
+            len(config.labels) >= 2,
+            "labels",
+            "dataset=custom needs at least two label "
+            f"names (--labels=a,b,...), got {list(config.labels)}",
+        )
+        _check(
+            len(set(config.labels)) == len(config.labels),
+            "labels",
+            f"label names must differ, got {list(config.labels)}",
+        )
+        _check(
+            config.metric in CUSTOM_METRICS,
+            "metric",
+            f"must be one of {', '.join(CUSTOM_METRICS)}, got {config.metric!r}",
+        )
+        _check(
+            config.metric != "f1" or len(config.labels) == 2,
+            "metric",
+            "f1 needs exactly two labels",
+        )
+        _check(
+            config.tokenizer in TOKENIZERS,
+            "tokenizer",
+            f"unknown tokeniser {config.tokenizer!r}; known: {', '.join(sorted(TOKENIZERS))}",
+        )
     else:
         for name in ("labels",):
-            _check(not getattr(config, name), name, f"only for dataset=custom (dataset "
-                   f"{config.dataset} has its own)")
+            _check(
+                not getattr(config, name),
+                name,
+                f"only for dataset=custom (dataset {config.dataset} has its own)",
+            )
 
 
 for _f in dataclasses.fields(TrainConfig):

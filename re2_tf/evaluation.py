@@ -29,9 +29,11 @@ def inference_function(network):
     if network not in _INFERENCE_FUNCTIONS:
         signature = keras.tree.map_structure(
             lambda t: tf.TensorSpec([None] * len(t.shape[:2]) + list(t.shape[2:]), t.dtype),
-            network.input)
+            network.input,
+        )
         _INFERENCE_FUNCTIONS[network] = tf.function(
-            lambda inputs: network(inputs, training=False), input_signature=[signature])
+            lambda inputs: network(inputs, training=False), input_signature=[signature]
+        )
     return _INFERENCE_FUNCTIONS[network]
 
 
@@ -58,10 +60,15 @@ def inference_dataset(encoded, batch_size=256, by_length=True):
     Returns:
         :class:`InferenceData`.
     """
-    order = (np.argsort(pair_lengths(encoded), kind="stable") if by_length
-             else np.arange(len(encoded)))
-    return InferenceData(make_dataset(encoded, batch_size=batch_size, training=False,
-                                      with_labels=False, order=order), order)
+    order = (
+        np.argsort(pair_lengths(encoded), kind="stable") if by_length else np.arange(len(encoded))
+    )
+    return InferenceData(
+        make_dataset(
+            encoded, batch_size=batch_size, training=False, with_labels=False, order=order
+        ),
+        order,
+    )
 
 
 def predict_outputs(network, data):
@@ -117,8 +124,11 @@ def score(spec, examples, outputs):
     result = metrics_lib.classification_metrics(labels, probabilities)
     if spec.ranking:
         ranking = metrics_lib.ranking_metrics(
-            [ex.qid for ex in examples], [ex.docid for ex in examples], labels,
-            outputs if outputs.ndim == 1 else probabilities[:, 1])
+            [ex.qid for ex in examples],
+            [ex.docid for ex in examples],
+            labels,
+            outputs if outputs.ndim == 1 else probabilities[:, 1],
+        )
         result.update(map=ranking["map"], mrr=ranking["mrr"], questions=ranking["num_questions"])
     return result
 

@@ -71,8 +71,9 @@ def load_examples(run_dir, split_file, *, fmt="processed", data_dir=None):
     return spec, datasets.load_file(os.fspath(split_file), fmt, spec, lower=config.lower)
 
 
-def evaluate_run(run_dir_or_model, split_file, *, fmt="processed", run_dir=None,
-                 data_dir=None, batch_size=256) -> dict:
+def evaluate_run(
+    run_dir_or_model, split_file, *, fmt="processed", run_dir=None, data_dir=None, batch_size=256
+) -> dict:
     """Every metric of a run's dataset on a split or a labelled file.
 
     Args:
@@ -124,8 +125,10 @@ def _pair_dicts(pairs):
         elif isinstance(pair, (tuple, list)) and len(pair) == 2:
             record = {"text1": pair[0], "text2": pair[1]}
         else:
-            raise ValueError(f"pairs[{i}]: expected a (text1, text2) pair or a dict with "
-                             f"'text1' and 'text2', got {pair!r:.80}")
+            raise ValueError(
+                f"pairs[{i}]: expected a (text1, text2) pair or a dict with "
+                f"'text1' and 'text2', got {pair!r:.80}"
+            )
         if not all(isinstance(record.get(k), str) for k in ("text1", "text2")):
             raise ValueError(f"pairs[{i}]: text1 and text2 must both be str")
         result.append(record)
@@ -159,8 +162,9 @@ def predict(model_or_export, pairs, **kwargs) -> list[dict]:
     records = _pair_dicts(pairs)
     if isinstance(model_or_export, Predictor):
         if kwargs:
-            raise ValueError(f"{sorted(kwargs)} apply when loading an export; this Predictor "
-                             "is already loaded")
+            raise ValueError(
+                f"{sorted(kwargs)} apply when loading an export; this Predictor is already loaded"
+            )
         predictor = model_or_export
     else:
         predictor = Predictor(model_or_export, **kwargs)

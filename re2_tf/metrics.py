@@ -24,13 +24,22 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from sklearn import metrics as skm
 
-__all__ = ["accuracy", "f1", "roc_auc", "classification_metrics", "ranking_metrics",
-           "read_trec_ref", "read_trec_rank", "write_trec_rank", "ranking_metrics_from_files"]
+__all__ = [
+    "accuracy",
+    "f1",
+    "roc_auc",
+    "classification_metrics",
+    "ranking_metrics",
+    "read_trec_ref",
+    "read_trec_rank",
+    "write_trec_rank",
+    "ranking_metrics_from_files",
+]
 
 
 def accuracy(labels: Sequence[int], predictions: Sequence[int]) -> float:
@@ -40,8 +49,9 @@ def accuracy(labels: Sequence[int], predictions: Sequence[int]) -> float:
 
 def f1(labels: Sequence[int], predictions: Sequence[int], positive: int = 1) -> float:
     """Binary F1 of class ``positive`` (``sklearn.metrics.f1_score``; 0 if undefined)."""
-    return float(skm.f1_score(labels, predictions, pos_label=positive, average="binary",
-                              zero_division=0))
+    return float(
+        skm.f1_score(labels, predictions, pos_label=positive, average="binary", zero_division=0)
+    )
 
 
 def roc_auc(labels: Sequence[int], scores: Sequence[float]) -> float:
@@ -71,8 +81,9 @@ def classification_metrics(labels: Sequence[int], probabilities: np.ndarray) -> 
     return result
 
 
-def _question_scores(ranked_relevance: list[list[int]], num_relevant: list[int]
-                     ) -> tuple[float, float, int]:
+def _question_scores(
+    ranked_relevance: list[list[int]], num_relevant: list[int]
+) -> tuple[float, float, int]:
     aps, rrs = [], []
     for rels, total in zip(ranked_relevance, num_relevant):
         if total == 0:
@@ -99,9 +110,13 @@ def _rank(candidates: list[tuple[str, float, int]]) -> list[int]:
     return [c[2] for c in candidates]
 
 
-def ranking_metrics(qids: Sequence, docids: Sequence, labels: Sequence[int],
-                    scores: Sequence[float], require_negative: bool = True
-                    ) -> dict[str, float]:
+def ranking_metrics(
+    qids: Sequence,
+    docids: Sequence,
+    labels: Sequence[int],
+    scores: Sequence[float],
+    require_negative: bool = True,
+) -> dict[str, float]:
     """MAP and MRR as trec_eval computes them, from per-candidate arrays.
 
     Args:
@@ -189,16 +204,22 @@ def read_trec_rank(path: str | os.PathLike) -> dict[str, dict[str, float]]:
     return _read_trec_table(path, "qid iter docid rank score run", 4, float, "score")
 
 
-def write_trec_rank(path: str | os.PathLike, qids: Sequence, docids: Sequence,
-                    scores: Sequence[float], run_name: str = "re2") -> None:
+def write_trec_rank(
+    path: str | os.PathLike,
+    qids: Sequence,
+    docids: Sequence,
+    scores: Sequence[float],
+    run_name: str = "re2",
+) -> None:
     """Writes ``qid 0 docid 0 score run_name`` lines (the layout of WikiQA's ``.rank`` files)."""
     with open(path, "w", encoding="utf-8") as f:
         for q, d, s in zip(qids, docids, scores):
             f.write(f"{q} 0 {d} 0 {float(s):.9g} {run_name}\n")
 
 
-def ranking_metrics_from_files(ref_path: str | os.PathLike, rank_path: str | os.PathLike
-                               ) -> dict[str, float]:
+def ranking_metrics_from_files(
+    ref_path: str | os.PathLike, rank_path: str | os.PathLike
+) -> dict[str, float]:
     """MAP / MRR of a ``.rank`` file against a ``.ref`` file, as ``trec_eval -m map -m recip_rank``.
 
     Questions are those in both files with at least one relevant (``rel >= 1``) document in

@@ -28,8 +28,10 @@ def collect(paths):
         for result in runs.load_results(path):
             seed = result.get("seed")
             if seed is not None and seed in seen:
-                raise ValueError(f"seed {seed} appears twice ({seen[seed]} and {path}): each "
-                                 "seed must be one run")
+                raise ValueError(
+                    f"seed {seed} appears twice ({seen[seed]} and {path}): each "
+                    "seed must be one run"
+                )
             seen[seed] = path
             results.append(result)
     return results

@@ -86,8 +86,10 @@ def config_difference(saved, current, prefix=""):
         for key in sorted(set(saved) | set(current), key=str):
             name = f"{prefix}{key}"
             if key not in saved or key not in current:
-                return (f"{name}: saved {saved.get(key, '(absent)')!r}, "
-                        f"now {current.get(key, '(absent)')!r}")
+                return (
+                    f"{name}: saved {saved.get(key, '(absent)')!r}, "
+                    f"now {current.get(key, '(absent)')!r}"
+                )
             found = config_difference(saved[key], current[key], name + ".")
             if found:
                 return found
@@ -127,10 +129,16 @@ def dataset_spec(config):
     if config.dataset == datasets.CUSTOM:
         ranking = config.metric in ("mrr", "map")
         watch = {"acc": (), "f1": ("acc", "auc"), "mrr": ("map",)}.get(config.metric, ())
-        return datasets.custom_dataset(config.label_names, config.metric, config.tokenizer,
-                                       ranking=ranking, watch_metrics=watch)
-    return dataclasses.replace(datasets.get_dataset(config.dataset),
-                               label_names=tuple(config.label_names))
+        return datasets.custom_dataset(
+            config.label_names,
+            config.metric,
+            config.tokenizer,
+            ranking=ranking,
+            watch_metrics=watch,
+        )
+    return dataclasses.replace(
+        datasets.get_dataset(config.dataset), label_names=tuple(config.label_names)
+    )
 
 
 def load_best_model(run_dir):
@@ -169,7 +177,9 @@ def save_vocab_cache(run_dir, vocab, vectors, settings):
         vocab.save(Path(run_dir) / VOCAB_FILE)
     else:
         save_cache(run_dir, vocab, vectors)
-    (Path(run_dir) / VOCAB_CACHE_FILE).write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+    (Path(run_dir) / VOCAB_CACHE_FILE).write_text(
+        json.dumps(settings, indent=2, sort_keys=True) + "\n"
+    )
 
 
 def load_vocab_cache(run_dir, settings):
@@ -186,12 +196,16 @@ def load_vocab_cache(run_dir, settings):
         return None
     difference = config_difference(json.loads(path.read_text()), settings)
     if difference:
-        raise ValueError(f"{run_dir}: the vocabulary/embedding cache was built with other "
-                         f"settings: {difference}. Use another --run_dir or --overwrite.")
+        raise ValueError(
+            f"{run_dir}: the vocabulary/embedding cache was built with other "
+            f"settings: {difference}. Use another --run_dir or --overwrite."
+        )
     cached = load_cache(run_dir, lower=settings["lower"])
     if cached is None or (settings["embeddings"] and cached[1] is None):
-        raise ValueError(f"{run_dir}: {VOCAB_CACHE_FILE} exists but the cached vocabulary or "
-                         "embedding matrix is missing. Use --overwrite to rebuild the run.")
+        raise ValueError(
+            f"{run_dir}: {VOCAB_CACHE_FILE} exists but the cached vocabulary or "
+            "embedding matrix is missing. Use --overwrite to rebuild the run."
+        )
     return cached
 
 
@@ -208,8 +222,12 @@ def make_featurizers(run_dir, features, vocab, train_examples):
         if all((Path(run_dir) / name).exists() for name in featurizer.files()):
             featurizer = cls.load(run_dir, featurizer.get_config())
         else:
-            featurizer.fit(tok for ex in train_examples for text in (ex.text1, ex.text2)
-                           for tok in text.split())
+            featurizer.fit(
+                tok
+                for ex in train_examples
+                for text in (ex.text1, ex.text2)
+                for tok in text.split()
+            )
             featurizer.save(run_dir)
         out.append(featurizer)
     return out
@@ -255,18 +273,28 @@ def summarize_results(all_results):
         if "splits" not in result:
             raise ValueError(f"Not a run's results (no 'splits'): {sorted(result)}")
         for split, metrics in result["splits"].items():
-            order.update(((split, metric), None) for metric, value in metrics.items()
-                         if not isinstance(value, int))
+            order.update(
+                ((split, metric), None)
+                for metric, value in metrics.items()
+                if not isinstance(value, int)
+            )
     lines = ["| split | metric | mean ± std | runs |", "|---|---|---|---|"]
     summary = {}
     for split, metric in order:
         runs_with = [r for r in all_results if metric in r["splits"].get(split, {})]
         values = [float(r["splits"][split][metric]) for r in runs_with]
         mean = math.fsum(values) / len(values)
-        std = (math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
-               if len(values) > 1 else None)
-        summary[f"{split}/{metric}"] = {"mean": mean, "std": std, "values": values,
-                                        "seeds": [r.get("seed") for r in runs_with]}
+        std = (
+            math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
+            if len(values) > 1
+            else None
+        )
+        summary[f"{split}/{metric}"] = {
+            "mean": mean,
+            "std": std,
+            "values": values,
+            "seeds": [r.get("seed") for r in runs_with],
+        }
         spread = "—" if std is None else f"{std:.4f}"
         lines.append(f"| {split} | {metric} | {mean:.4f} ± {spread} | {len(values)} |")
     return "\n".join(lines), summary
@@ -283,13 +311,15 @@ def load_results(path):
     """
     path = Path(path)
     if path.is_dir():
-        files = sorted(path.glob("seed*/" + RESULTS_FILE),
-                       key=lambda f: (len(f.parent.name), f.parent.name))
+        files = sorted(
+            path.glob("seed*/" + RESULTS_FILE), key=lambda f: (len(f.parent.name), f.parent.name)
+        )
         if not files and (path / RESULTS_FILE).exists():
             files = [path / RESULTS_FILE]
         if not files:
-            raise FileNotFoundError(f"{path}: no {RESULTS_FILE} (not a finished run) and no "
-                                    f"seed*/{RESULTS_FILE}")
+            raise FileNotFoundError(
+                f"{path}: no {RESULTS_FILE} (not a finished run) and no seed*/{RESULTS_FILE}"
+            )
     elif path.exists():
         files = [path]
     else:
@@ -301,7 +331,9 @@ def load_results(path):
         except json.JSONDecodeError as err:
             raise ValueError(f"{file}: not valid JSON ({err})") from None
         if not isinstance(result, dict) or "splits" not in result:
-            raise ValueError(f"{file}: not one run's results (no 'splits'; a --repeats "
-                             "summary? give its directory instead)")
+            raise ValueError(
+                f"{file}: not one run's results (no 'splits'; a --repeats "
+                "summary? give its directory instead)"
+            )
         results.append(result)
     return results

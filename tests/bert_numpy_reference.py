@@ -53,11 +53,15 @@ def gelu_exact(x):
 def gelu_tanh(x):
     """The tanh approximation ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``
     (Hugging Face ``"gelu_new"`` / ``"gelu_pytorch_tanh"``)."""
-    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
 
 
-ACTIVATIONS = {"gelu": gelu_exact, "gelu_new": gelu_tanh, "gelu_pytorch_tanh": gelu_tanh,
-               "relu": lambda x: np.maximum(x, 0.0)}
+ACTIVATIONS = {
+    "gelu": gelu_exact,
+    "gelu_new": gelu_tanh,
+    "gelu_pytorch_tanh": gelu_tanh,
+    "relu": lambda x: np.maximum(x, 0.0),
+}
 
 
 def load_bert(model_dir):
@@ -72,7 +76,7 @@ def load_bert(model_dir):
     weights = {}
     for name, array in load_file(str(model_dir / "model.safetensors")).items():
         if name.startswith("bert."):
-            name = name[len("bert."):]
+            name = name[len("bert.") :]
         name = name.replace("LayerNorm.gamma", "LayerNorm.weight")
         name = name.replace("LayerNorm.beta", "LayerNorm.bias")
         weights[name] = array.astype(np.float64) if array.dtype.kind == "f" else array
@@ -107,12 +111,12 @@ def self_attention(w, prefix, x, mask, num_heads):
     q = heads(linear(w, f"{prefix}.query", x))
     k = heads(linear(w, f"{prefix}.key", x))
     v = heads(linear(w, f"{prefix}.value", x))
-    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)                 # [B, h, L, L]
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)  # [B, h, L, L]
     scores = scores + (-10000.0) * (1.0 - mask[:, None, None, :].astype(np.float64))
     scores = scores - scores.max(-1, keepdims=True)
     probs = np.exp(scores)
     probs = probs / probs.sum(-1, keepdims=True)
-    context = probs @ v                                                  # [B, h, L, d]
+    context = probs @ v  # [B, h, L, d]
     return context.transpose(0, 2, 1, 3).reshape(b, length, hidden)
 
 
@@ -125,12 +129,17 @@ def encoder_layer(w, i, x, mask, config):
     p = f"encoder.layer.{i}"
     context = self_attention(w, f"{p}.attention.self", x, mask, config["num_attention_heads"])
     attn = linear(w, f"{p}.attention.output.dense", context)
-    x = layer_norm(attn + x, w[f"{p}.attention.output.LayerNorm.weight"],
-                   w[f"{p}.attention.output.LayerNorm.bias"], eps)
+    x = layer_norm(
+        attn + x,
+        w[f"{p}.attention.output.LayerNorm.weight"],
+        w[f"{p}.attention.output.LayerNorm.bias"],
+        eps,
+    )
     inner = act(linear(w, f"{p}.intermediate.dense", x))
     out = linear(w, f"{p}.output.dense", inner)
-    return layer_norm(out + x, w[f"{p}.output.LayerNorm.weight"],
-                      w[f"{p}.output.LayerNorm.bias"], eps)
+    return layer_norm(
+        out + x, w[f"{p}.output.LayerNorm.weight"], w[f"{p}.output.LayerNorm.bias"], eps
+    )
 
 
 def bert_encode(config, weights, token_ids, segment_ids, padding_mask):
@@ -148,11 +157,17 @@ def bert_encode(config, weights, token_ids, segment_ids, padding_mask):
     mask = np.asarray(padding_mask)
     w = weights
     length = token_ids.shape[1]
-    x = (w["embeddings.word_embeddings.weight"][token_ids]
-         + w["embeddings.position_embeddings.weight"][np.arange(length)][None]
-         + w["embeddings.token_type_embeddings.weight"][segment_ids])
-    x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"],
-                   config["layer_norm_eps"])
+    x = (
+        w["embeddings.word_embeddings.weight"][token_ids]
+        + w["embeddings.position_embeddings.weight"][np.arange(length)][None]
+        + w["embeddings.token_type_embeddings.weight"][segment_ids]
+    )
+    x = layer_norm(
+        x,
+        w["embeddings.LayerNorm.weight"],
+        w["embeddings.LayerNorm.bias"],
+        config["layer_norm_eps"],
+    )
     for i in range(config["num_hidden_layers"]):
         x = encoder_layer(w, i, x, mask, config)
     pooled = None

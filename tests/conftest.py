@@ -1,4 +1,5 @@
 """Shared pytest fixtures."""
+
 import os
 import re
 from pathlib import Path
@@ -10,9 +11,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 @pytest.fixture
 def shared_data() -> Path:
-    """The staged benchmark data (``$RE2_SHARED_DATA`` or ``<repo>/../shared/data``); skips if absent."""
-    path = Path(os.environ.get("RE2_SHARED_DATA",
-                               Path(__file__).resolve().parents[2] / "shared" / "data"))
+    """The staged benchmark data (``$RE2_SHARED_DATA`` or ``<repo>/../shared/data``); skips if
+    absent."""
+    path = Path(
+        os.environ.get("RE2_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
+    )
     if not path.is_dir():
         pytest.skip(f"shared data not available at {path}")
     return path
@@ -29,15 +32,18 @@ def _fixture_definitions(item):
 
     pytest has no public way to read a fixture's scope at collection time: ``item.fixturenames``
     (public) gives the names only, and the definitions live in the private
-    ``item._fixtureinfo.name2fixturedefs`` (pytest 8-9). This is the one use of it; it fails loudly, naming the internal, when pytest
-    changes it (``tests/test_compat.py`` checks the grouping end to end).
+    ``item._fixtureinfo.name2fixturedefs`` (pytest 8-9). This is the one use of it; it fails
+    loudly, naming the internal, when pytest changes it (``tests/test_compat.py`` checks the
+    grouping end to end).
     """
     try:
         return dict(item._fixtureinfo.name2fixturedefs)
     except AttributeError as error:
-        raise RuntimeError(f"pytest {pytest.__version__}: Function._fixtureinfo.name2fixturedefs "
-                           f"(private) is gone ({error}); tests/conftest.py cannot group tests "
-                           "sharing a module-scoped fixture") from error
+        raise RuntimeError(
+            f"pytest {pytest.__version__}: Function._fixtureinfo.name2fixturedefs "
+            f"(private) is gone ({error}); tests/conftest.py cannot group tests "
+            "sharing a module-scoped fixture"
+        ) from error
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks
@@ -57,6 +63,7 @@ def pytest_collection_modifyitems(config, items):
         shared = sorted(
             f"{name}={_group_safe(params[name])}" if name in params else name
             for name in item.fixturenames
-            if any(d.scope == "module" for d in definitions.get(name, ())))
+            if any(d.scope == "module" for d in definitions.get(name, ()))
+        )
         if shared:
             item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{'+'.join(shared)}"))

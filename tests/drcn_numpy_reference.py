@@ -59,7 +59,7 @@ def char_cnn(p, chars):
                 continue
             e = C[ids] * real[:, None]
             padded = np.zeros((W + k - 1, e.shape[1]))
-            padded[left:left + W] = e
+            padded[left : left + W] = e
             conv = np.stack([sum(padded[t + j] @ K[j] for j in range(k)) + b for t in range(W)])
             conv = np.maximum(conv, 0.0)
             result[bi, li] = conv[real].max(axis=0)
@@ -94,9 +94,9 @@ def lstm_direction(p, x, mask, reverse):
         for t in positions:
             z = x[bi, t] @ W + h @ U + b
             i = sigmoid(z[:units])
-            f = sigmoid(z[units:2 * units])
-            g = np.tanh(z[2 * units:3 * units])
-            o = sigmoid(z[3 * units:])
+            f = sigmoid(z[units : 2 * units])
+            g = np.tanh(z[2 * units : 3 * units])
+            o = sigmoid(z[3 * units :])
             c = f * c + i * g
             h = o * np.tanh(c)
             out[bi, t] = h
@@ -104,15 +104,20 @@ def lstm_direction(p, x, mask, reverse):
 
 
 def bilstm(p, x, mask):
-    return np.concatenate([lstm_direction(p["forward"], x, mask, False),
-                           lstm_direction(p["backward"], x, mask, True)], axis=-1)
+    return np.concatenate(
+        [
+            lstm_direction(p["forward"], x, mask, False),
+            lstm_direction(p["backward"], x, mask, True),
+        ],
+        axis=-1,
+    )
 
 
 # ------------------------------------------------------------------ co-attention
 def masked_softmax(x, keep, axis):
     """Softmax over the entries where ``keep``; the others and empty slices get 0."""
     peak = np.where(keep, x, -np.inf).max(axis=axis, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)           # a slice with no kept entry
+    peak = np.where(np.isfinite(peak), peak, 0.0)  # a slice with no kept entry
     e = np.where(keep, np.exp(np.where(keep, x - peak, 0.0)), 0.0)
     total = e.sum(axis=axis, keepdims=True)
     return e / np.where(total > 0, total, 1.0)
@@ -120,8 +125,8 @@ def masked_softmax(x, keep, axis):
 
 def cosine(p, q, epsilon=1e-12):
     """e_ij = cos(p_i, q_j), norms floored at sqrt(epsilon)."""
-    pn = p / np.sqrt(np.maximum((p ** 2).sum(-1, keepdims=True), epsilon))
-    qn = q / np.sqrt(np.maximum((q ** 2).sum(-1, keepdims=True), epsilon))
+    pn = p / np.sqrt(np.maximum((p**2).sum(-1, keepdims=True), epsilon))
+    qn = q / np.sqrt(np.maximum((q**2).sum(-1, keepdims=True), epsilon))
     return np.einsum("bid,bjd->bij", pn, qn)
 
 
@@ -131,8 +136,7 @@ def co_attention(hp, hq, mask_p, mask_q):
     keep = mask_p[:, :, None] & mask_q[:, None, :]
     alpha = masked_softmax(e, keep, axis=2)
     beta = masked_softmax(e, keep, axis=1)
-    return (np.einsum("bij,bjd->bid", alpha, hq), np.einsum("bij,bid->bjd", beta, hp),
-            alpha, beta)
+    return (np.einsum("bij,bjd->bid", alpha, hq), np.einsum("bij,bid->bjd", beta, hp), alpha, beta)
 
 
 # ------------------------------------------------------------------ autoencoder
@@ -165,8 +169,9 @@ def prediction(p, pp, pq):
         x = x @ f64(layer["W"]) + f64(layer["b"])
         bn = layer["bn"]
         if bn is not None:
-            x = (x - f64(bn["mean"])) / np.sqrt(f64(bn["var"]) + bn["eps"]) * f64(bn["gamma"]) \
-                + f64(bn["beta"])
+            x = (x - f64(bn["mean"])) / np.sqrt(f64(bn["var"]) + bn["eps"]) * f64(
+                bn["gamma"]
+            ) + f64(bn["beta"])
         x = np.maximum(x, 0.0)
     return x @ f64(p["output"]["W"]) + f64(p["output"]["b"])
 
@@ -189,19 +194,25 @@ def forward(params, cfg, text1, text2, chars1, chars2, flags1, flags2):
             f1, f2 = np.concatenate([h1, a1], -1), np.concatenate([h2, a2], -1)
         else:
             f1, f2 = h1, h2
-        if cfg["connection"] == "dense":                         # Eq. 6: [h; a; x]
+        if cfg["connection"] == "dense":  # Eq. 6: [h; a; x]
             x1, x2 = np.concatenate([f1, x1], -1), np.concatenate([f2, x2], -1)
         else:
             r1, r2 = (f1, f2) if r1 is None else (f1 + r1, f2 + r2)
-            if cfg["connection"] == "residual":                 # Table 6 (8)
+            if cfg["connection"] == "residual":  # Table 6 (8)
                 x1, x2 = np.concatenate([r1, w1], -1), np.concatenate([r2, w2], -1)
-            elif cfg["connection"] == "residual_no_dense":      # Table 6 (9)
+            elif cfg["connection"] == "residual_no_dense":  # Table 6 (9)
                 x1, x2 = r1, r2
             else:
                 raise ValueError(cfg["connection"])
         if layer["autoencoder"] is not None:
             x1, x2, losses[number] = autoencoder(
-                layer["autoencoder"], cfg["autoencoder_activation"],
-                cfg["reconstruction_weight"], x1, x2, m1, m2)
+                layer["autoencoder"],
+                cfg["autoencoder_activation"],
+                cfg["reconstruction_weight"],
+                x1,
+                x2,
+                m1,
+                m2,
+            )
     logits = prediction(params["prediction"], masked_max_pool(x1, m1), masked_max_pool(x2, m2))
     return logits, losses, attention

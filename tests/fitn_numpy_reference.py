@@ -21,7 +21,6 @@ residual), ``activation`` (relu, tanh, sigmoid, linear).
 """
 
 import numpy as np
-
 from drcn_numpy_reference import bilstm, char_cnn, f64, masked_max_pool, masked_softmax
 
 ACTIVATIONS = {
@@ -47,20 +46,20 @@ def attention_scores(p, cfg, hs, ht, memory):
     att = np.zeros((m, n))
     for i in range(m):
         for j in range(n):
-            interaction = hs[i] * ht[j]                                  # Eq. 5
+            interaction = hs[i] * ht[j]  # Eq. 5
             if memory is not None:
-                x = np.concatenate([memory[i, j], interaction])          # Eq. 7
+                x = np.concatenate([memory[i, j], interaction])  # Eq. 7
             else:
-                x = interaction                                          # Eq. 6, l = 0
+                x = interaction  # Eq. 6, l = 0
             mbar[i, j] = f(x @ w_m + b_m)
-            att[i, j] = f(mbar[i, j] @ w_p + b_p)                        # Eq. 8
+            att[i, j] = f(mbar[i, j] @ w_p + b_p)  # Eq. 8
     return att, (mbar if cfg["attention"] == "mem" else None)
 
 
 def round_forward(p, cfg, x1, x2, mask1, mask2, memories):
     """One round for the whole batch: ``(O_S, O_T, new memories, attention maps)``."""
     f = ACTIVATIONS[cfg["activation"]]
-    h1, h2 = bilstm(p, x1, mask1), bilstm(p, x2, mask2)                  # Eq. 2-3
+    h1, h2 = bilstm(p, x1, mask1), bilstm(p, x2, mask2)  # Eq. 2-3
     o1, o2 = np.zeros_like(h1), np.zeros_like(h2)
     new_memories, maps = [], []
     W_f, b_f = f64(p["output"]["W"]), f64(p["output"]["b"])
@@ -72,19 +71,19 @@ def round_forward(p, cfg, x1, x2, mask1, mask2, memories):
         new_memories.append(mbar)
         if att.size:
             keep = np.ones_like(att, bool)
-            over_t = masked_softmax(att, keep, axis=1)     # softmax over j (Eq. 9)
-            over_s = masked_softmax(att, keep, axis=0)     # softmax over i (T's side)
-        else:                                              # an empty text: no attention
+            over_t = masked_softmax(att, keep, axis=1)  # softmax over j (Eq. 9)
+            over_s = masked_softmax(att, keep, axis=0)  # softmax over i (T's side)
+        else:  # an empty text: no attention
             over_t = over_s = np.zeros_like(att)
-        a_s, a_t = over_t @ ht, over_s.T @ hs              # 0 when the other text is empty
+        a_s, a_t = over_t @ ht, over_s.T @ hs  # 0 when the other text is empty
         full_t = np.zeros((h1.shape[1], h2.shape[1]))
         full_s = np.zeros((h1.shape[1], h2.shape[1]))
         full_t[np.ix_(s_idx, t_idx)] = over_t
         full_s[np.ix_(s_idx, t_idx)] = over_s
         maps.append((full_t, full_s))
         for idx, h, a, out in ((s_idx, hs, a_s, o1), (t_idx, ht, a_t, o2)):
-            u = np.concatenate([h, a, (h + a) / 2.0, h - a], axis=-1)   # Eq. 10-11
-            out[b, idx] = f(u @ W_f + b_f)                               # Eq. 12-13
+            u = np.concatenate([h, a, (h + a) / 2.0, h - a], axis=-1)  # Eq. 10-11
+            out[b, idx] = f(u @ W_f + b_f)  # Eq. 12-13
     return o1, o2, new_memories, maps
 
 
@@ -97,15 +96,14 @@ def forward(params, cfg, text1, text2, chars1, chars2):
         parts = [f64(params["embedding"])[ids]]
         if params["char"] is not None:
             parts.append(char_cnn(params["char"], chars))
-        embedded.append(np.concatenate(parts, axis=-1))                  # Eq. 1
+        embedded.append(np.concatenate(parts, axis=-1))  # Eq. 1
     e1, e2 = embedded
     x1, x2 = e1, e2
     hidden1 = hidden2 = None
     memories = None
     maps = []
     for p in params["rounds"]:
-        o1, o2, new_memories, round_maps = round_forward(p, cfg, x1, x2, mask1, mask2,
-                                                         memories)
+        o1, o2, new_memories, round_maps = round_forward(p, cfg, x1, x2, mask1, mask2, memories)
         memories = new_memories if cfg["attention"] == "mem" else None
         maps.append((np.stack([m[0] for m in round_maps]), np.stack([m[1] for m in round_maps])))
         connection = cfg["connection"]
@@ -114,13 +112,13 @@ def forward(params, cfg, text1, text2, chars1, chars2):
         elif connection == "dense":
             x1, x2 = np.concatenate([x1, o1], -1), np.concatenate([x2, o2], -1)
         else:
-            if hidden1 is None:                                          # Eq. 15, l = 1
+            if hidden1 is None:  # Eq. 15, l = 1
                 hidden1, hidden2 = o1, o2
-            elif connection == "oa_mixed":                               # Eq. 15, l > 1
+            elif connection == "oa_mixed":  # Eq. 15, l > 1
                 hidden1, hidden2 = (o1 + hidden1) / 2.0, (o2 + hidden2) / 2.0
-            else:                                                        # residual: a sum
+            else:  # residual: a sum
                 hidden1, hidden2 = o1 + hidden1, o2 + hidden2
-            x1 = np.concatenate([e1, hidden1], -1)                       # Eq. 14
+            x1 = np.concatenate([e1, hidden1], -1)  # Eq. 14
             x2 = np.concatenate([e2, hidden2], -1)
     v = np.concatenate([masked_max_pool(x1, mask1), masked_max_pool(x2, mask2)], -1)  # Eq. 16-17
     hidden = f(v @ f64(params["hidden"]["W"]) + f64(params["hidden"]["b"]))

@@ -60,8 +60,9 @@ def match_lstm_step(params, h_b_i, h_a, state, cell):
     r = np.concatenate([h_b_i, context])
     new_state, new_cell = np.zeros(H), np.zeros(H)
     for n in range(H):
-        z_i, z_f, z_c, z_o = (r @ K[:, g * H + n] + state @ R[:, g * H + n] + b_lstm[g * H + n]
-                              for g in range(4))
+        z_i, z_f, z_c, z_o = (
+            r @ K[:, g * H + n] + state @ R[:, g * H + n] + b_lstm[g * H + n] for g in range(4)
+        )
         new_cell[n] = sigmoid(z_f) * cell[n] + sigmoid(z_i) * np.tanh(z_c)
         new_state[n] = sigmoid(z_o) * np.tanh(new_cell[n])
     return new_state, new_cell, attention

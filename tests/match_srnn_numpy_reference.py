@@ -67,15 +67,17 @@ def gru_cell(params, top, left, diag, s):
     else:
         r = np.ones(3 * H)
     logits = q @ f64(params["update_kernel"]) + f64(params["update_bias"])
-    z = [logits[p * H:(p + 1) * H] for p in range(4)]  # z_i, z_l, z_t, z_d
+    z = [logits[p * H : (p + 1) * H] for p in range(4)]  # z_i, z_l, z_t, z_d
     top_logit = np.max(z, axis=0)
     e = [np.exp(zp - top_logit) for zp in z]
     total = e[0] + e[1] + e[2] + e[3]
     z_i, z_l, z_t, z_d = (ep / total for ep in e)
     neighbours = np.concatenate([left, top, diag])
-    candidate = np.tanh(s @ f64(params["input_kernel"])
-                        + (r * neighbours) @ f64(params["recurrent_kernel"])
-                        + f64(params["bias"]))
+    candidate = np.tanh(
+        s @ f64(params["input_kernel"])
+        + (r * neighbours) @ f64(params["recurrent_kernel"])
+        + f64(params["bias"])
+    )
     h = z_l * left + z_t * top + z_d * diag + z_i * candidate
     return h, (z_i, z_l, z_t, z_d)
 
@@ -90,8 +92,9 @@ def spatial_gru_pair(params, s):
     h = np.zeros((m + 1, n + 1, H))
     for i in range(1, m + 1):
         for j in range(1, n + 1):
-            h[i, j], _ = gru_cell(params, h[i - 1, j], h[i, j - 1], h[i - 1, j - 1],
-                                  s[i - 1, j - 1])
+            h[i, j], _ = gru_cell(
+                params, h[i - 1, j], h[i, j - 1], h[i - 1, j - 1], s[i - 1, j - 1]
+            )
     return h
 
 

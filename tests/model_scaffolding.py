@@ -5,14 +5,13 @@ Export parity for every registered model is in ``tests/test_export_models.py``."
 
 import numpy as np
 import tensorflow as tf
+from roundtrip import assert_round_trips  # noqa: F401  (re-exported for the model tests)
 
 from re2_tf.training import MatchingTrainer
-from roundtrip import assert_round_trips  # noqa: F401  (re-exported for the model tests)
 
 #: Four pairs with padding in both texts: text1 of the third pair fills its width, text2 of
 #: the last pair is empty (one padding position).
-TEXT1 = np.array([[3, 4, 5, 6, 0], [7, 8, 0, 0, 0], [9, 10, 11, 12, 13], [2, 0, 0, 0, 0]],
-                 "int32")
+TEXT1 = np.array([[3, 4, 5, 6, 0], [7, 8, 0, 0, 0], [9, 10, 11, 12, 13], [2, 0, 0, 0, 0]], "int32")
 TEXT2 = np.array([[14, 15, 16, 0], [17, 0, 0, 0], [5, 4, 3, 2], [0, 0, 0, 0]], "int32")
 
 
@@ -33,8 +32,9 @@ def pair_batch(seed=0, char_vocab=None, width=5, exact_match=False):
                 chars[index][:n] = rng.integers(1, char_vocab, n)
             batch[f"{side}_chars"] = chars
         if exact_match:
-            batch[f"{side}_exact_match"] = ((rng.random(ids.shape) < 0.5).astype("float32")
-                                            * (ids > 0))
+            batch[f"{side}_exact_match"] = (rng.random(ids.shape) < 0.5).astype("float32") * (
+                ids > 0
+            )
     return batch
 
 
@@ -53,8 +53,7 @@ def assert_calls_agree(model, batch, atol, xla=False, predict=True):
     return eager
 
 
-def train_on_fixed_batch(model, x, y, optimizer, updates, jit_compile="auto",
-                         **trainer_options):
+def train_on_fixed_batch(model, x, y, optimizer, updates, jit_compile="auto", **trainer_options):
     """``updates`` + 1 ``train_on_batch`` calls of a :class:`MatchingTrainer` (options such as
     ``task_loss``, ``grad_clipping``) compiled with ``optimizer`` and ``jit_compile``, on the
     same batch. Returns every step's logs (each logs the losses before its own update), first
@@ -62,4 +61,3 @@ def train_on_fixed_batch(model, x, y, optimizer, updates, jit_compile="auto",
     trainer = MatchingTrainer(model, **trainer_options)
     trainer.compile(optimizer=optimizer, jit_compile=jit_compile)
     return [trainer.train_on_batch(x, y, return_dict=True) for _ in range(updates + 1)]
-

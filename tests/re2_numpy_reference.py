@@ -153,4 +153,6 @@ def forward(params, ids1, ids2, cfg):
         outs_b.append(b)
     if cfg["parallel_blocks"]:
         a, b = sum(outs_a), sum(outs_b)
-    return predict(params["prediction"], pool(a, mask_a), pool(b, mask_b), cfg["prediction"]), attention
+    return predict(
+        params["prediction"], pool(a, mask_a), pool(b, mask_b), cfg["prediction"]
+    ), attention

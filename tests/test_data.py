@@ -1,4 +1,5 @@
 """Tests for readers, tokenisers, vocabulary, embeddings, registry and re2_tf.data.prepare."""
+
 import csv
 import gzip
 import re
@@ -42,25 +43,45 @@ def test_read_quora_and_wikiqa():
     wikiqa = readers.read_wikiqa_txt(RAW / "WikiQACorpus/WikiQA-dev.txt")
     # Questions numbered from 1 by consecutive runs ("pm" and "PM" differ), docs from 0.
     assert [(e.qid, e.docid, e.label) for e in wikiqa] == [
-        ("1", "0", 0), ("1", "1", 1), ("2", "0", 0), ("3", "0", 1), ("3", "1", 0)]
+        ("1", "0", 0),
+        ("1", "1", 1),
+        ("2", "0", 0),
+        ("3", "0", 1),
+        ("3", "1", 0),
+    ]
     ref = (RAW / "WikiQACorpus/WikiQA-dev.ref").read_text().split("\n")[:-1]
     assert [f"{e.qid} 0 {e.docid} {e.label}" for e in wikiqa] == ref
 
 
-@pytest.mark.parametrize("content, fmt, line, message", [
-    ("a\tb\t0\na\tb\n", "processed", 2, "expected 3"),
-    ("a\tb\t0\na\tb\tx\n", "processed", 2, "unknown label"),
-    ('{"sentence1": "a", "sentence2": "b", "gold_label": "neutral"}\n{"sentence1": \n',
-     "snli_jsonl", 2, "invalid JSON"),
-    ('{"sentence1": "a", "sentence2": "b", "gold_label": "maybe"}\n', "snli_jsonl", 1,
-     "unknown label"),
-    ('{"sentence1": "a", "gold_label": "neutral"}\n', "scitail_jsonl", 1, "sentence2"),
-    ('{"sentence1": "a", "sentence2": "b", "gold_label": "contradiction"}\n',
-     "scitail_jsonl", 1, "unknown label"),
-    ("p\th\tentails\np\th\tentailment\n", "scitail_tsv", 2, "unknown label"),
-    ("1\tq1\tq2\t7\n1\tq1\tq2\n", "quora_tsv", 2, "expected 4"),
-    ("q\ts\t1\nq\ts\t2\n", "wikiqa_txt", 2, "unknown label"),
-])
+@pytest.mark.parametrize(
+    "content, fmt, line, message",
+    [
+        ("a\tb\t0\na\tb\n", "processed", 2, "expected 3"),
+        ("a\tb\t0\na\tb\tx\n", "processed", 2, "unknown label"),
+        (
+            '{"sentence1": "a", "sentence2": "b", "gold_label": "neutral"}\n{"sentence1": \n',
+            "snli_jsonl",
+            2,
+            "invalid JSON",
+        ),
+        (
+            '{"sentence1": "a", "sentence2": "b", "gold_label": "maybe"}\n',
+            "snli_jsonl",
+            1,
+            "unknown label",
+        ),
+        ('{"sentence1": "a", "gold_label": "neutral"}\n', "scitail_jsonl", 1, "sentence2"),
+        (
+            '{"sentence1": "a", "sentence2": "b", "gold_label": "contradiction"}\n',
+            "scitail_jsonl",
+            1,
+            "unknown label",
+        ),
+        ("p\th\tentails\np\th\tentailment\n", "scitail_tsv", 2, "unknown label"),
+        ("1\tq1\tq2\t7\n1\tq1\tq2\n", "quora_tsv", 2, "expected 4"),
+        ("q\ts\t1\nq\ts\t2\n", "wikiqa_txt", 2, "unknown label"),
+    ],
+)
 def test_malformed_lines_name_file_and_line(tmp_path, content, fmt, line, message):
     path = tmp_path / "broken.txt"
     path.write_text(content, encoding="utf-8")
@@ -81,23 +102,64 @@ def test_scitail_tokenizer_hand_worked():
     # TweetTokenizer: Earth's | rotation | isn't | " | slow | " | / | fast | ; | it's | ...
     # then - . # " / -> space, clitics split off, spaces collapsed, case kept.
     assert tok("Earth's rotation isn't \"slow\"/fast; it's about 24 hours.") == [
-        "Earth", "'s", "rotation", "is", "n't", "slow", "fast", ";", "it", "'s", "about",
-        "24", "hours"]
+        "Earth",
+        "'s",
+        "rotation",
+        "is",
+        "n't",
+        "slow",
+        "fast",
+        ";",
+        "it",
+        "'s",
+        "about",
+        "24",
+        "hours",
+    ]
     # "#1" is one Tweet token (hashtag); '#' becomes a space; rock-band splits on '-'.
-    assert tok("Wasn't it the #1 rock-band?") == ["Was", "n't", "it", "the", "1", "rock",
-                                                  "band", "?"]
+    assert tok("Wasn't it the #1 rock-band?") == [
+        "Was",
+        "n't",
+        "it",
+        "the",
+        "1",
+        "rock",
+        "band",
+        "?",
+    ]
     assert tokenization.get_tokenizer("scitail", lower=True)("The 'Big' cat") == [
-        "the", "big", "cat"]
+        "the",
+        "big",
+        "cat",
+    ]
 
 
 def test_snli_tokenizer_hand_worked():
     tok = tokenization.get_tokenizer("snli")
     # PTB tokens, lower-cased, single-character punctuation removed, `` '' kept.
     assert tok('Two women, holding "to-go" packages, aren\'t talking.') == [
-        "two", "women", "holding", "``", "to-go", "''", "packages", "are", "n't", "talking"]
+        "two",
+        "women",
+        "holding",
+        "``",
+        "to-go",
+        "''",
+        "packages",
+        "are",
+        "n't",
+        "talking",
+    ]
     # Sentence split keeps abbreviations ("mr.") but separates a sentence-final period.
     assert tok("Mr. Smith's dog runs. It is fast!") == [
-        "mr.", "smith", "'s", "dog", "runs", "it", "is", "fast"]
+        "mr.",
+        "smith",
+        "'s",
+        "dog",
+        "runs",
+        "it",
+        "is",
+        "fast",
+    ]
 
 
 def test_tokenizer_registry():
@@ -118,9 +180,10 @@ def test_scitail_tokenizer_reproduces_release_test_split(shared_data):
     reference = readers.read_processed(processed)
     assert len(rows) == len(reference) == 2126
     tok = tokenization.get_tokenizer("scitail")
-    matches = sum(" ".join(tok(r["premise"])) == ref.text1
-                  and " ".join(tok(r["hypothesis"])) == ref.text2
-                  for r, ref in zip(rows, reference))
+    matches = sum(
+        " ".join(tok(r["premise"])) == ref.text1 and " ".join(tok(r["hypothesis"])) == ref.text2
+        for r, ref in zip(rows, reference)
+    )
     label_names = {"entailment": 0, "not_entailment": 1}
     assert [label_names[r["label"]] for r in rows] == [ref.label for ref in reference]
     assert matches == 2126  # data/README.md: "2,126/2,126 pairs"
@@ -140,8 +203,9 @@ def test_wikiqa_ids_match_corpus_refs(shared_data):
 def test_shared_processed_files_read(shared_data):
     # Published split sizes (data README): SNLI dev 9,842; SciTail dev 1,304; Quora dev 10,000.
     for name, size, classes in (("snli", 9842, 3), ("scitail", 1304, 2), ("quora", 10000, 2)):
-        examples = readers.read_processed(shared_data / f"{name}/re2_processed/dev.txt",
-                                          num_classes=classes)
+        examples = readers.read_processed(
+            shared_data / f"{name}/re2_processed/dev.txt", num_classes=classes
+        )
         assert len(examples) == size
 
 
@@ -176,13 +240,18 @@ def test_vocab_save_load(tmp_path):
 
 
 # -------------------------------------------------------------------------- embeddings
-EXPECTED_LOWER = np.array([  # vocab <PAD> <UNK> the dog cat mat bird; see glove_tiny.txt
-    [0, 0, 0], [0, 0, 0],
-    [0.1, 0.2, 0.3],   # "the" (line 1) wins over "The" (line 2)
-    [0.1, -2, 3],      # "Dog" (line 5) wins over "dog" (line 6)
-    [-1.0, 0.5, 2.5], [0, 0, 1],
-    [0, 0, 0],         # "bird": no vector
-], dtype=np.float32)
+EXPECTED_LOWER = np.array(
+    [  # vocab <PAD> <UNK> the dog cat mat bird; see glove_tiny.txt
+        [0, 0, 0],
+        [0, 0, 0],
+        [0.1, 0.2, 0.3],  # "the" (line 1) wins over "The" (line 2)
+        [0.1, -2, 3],  # "Dog" (line 5) wins over "dog" (line 6)
+        [-1.0, 0.5, 2.5],
+        [0, 0, 1],
+        [0, 0, 0],  # "bird": no vector
+    ],
+    dtype=np.float32,
+)
 
 
 def _glove_variants(tmp_path):
@@ -207,7 +276,13 @@ def test_load_embeddings_plain_gz_zip(tmp_path):
     cased = embeddings.load_embeddings(FIXTURES / "glove_tiny.txt", vocab, lower=False)
     np.testing.assert_allclose(cased[2:4], [[0.1, 0.2, 0.3], [8, 8, 8]])
     assert embeddings.load_glove_words(FIXTURES / "glove_tiny.txt", lower=False) == {
-        "the", "The", "cat", "Dog", "dog", "mat"}
+        "the",
+        "The",
+        "cat",
+        "Dog",
+        "dog",
+        "mat",
+    }
 
 
 def test_words_with_spaces_are_counted_and_reported(tmp_path, caplog):
@@ -262,15 +337,16 @@ def test_vocab_and_embeddings_cache(tmp_path):
     train_tokens = "the dog the cat rare".split()
     cache = tmp_path / "run"
     vocab, matrix = embeddings.vocab_and_embeddings(
-        train_tokens, embeddings_path=str(FIXTURES / "glove_tiny.txt"), cache_dir=cache,
-        min_df=2)
+        train_tokens, embeddings_path=str(FIXTURES / "glove_tiny.txt"), cache_dir=cache, min_df=2
+    )
     # the(2) by count, then dog(1), cat(1) because they have vectors; "rare" dropped.
     assert vocab.tokens == ["<PAD>", "<UNK>", "the", "cat", "dog"]
     np.testing.assert_allclose(matrix[2:], [[0.1, 0.2, 0.3], [-1.0, 0.5, 2.5], [0.1, -2, 3]])
     assert sorted(p.name for p in cache.iterdir()) == ["embeddings.npy", "vocab.txt"]
     # Second call is served from the cache (the vectors file is not even opened).
     vocab2, matrix2 = embeddings.vocab_and_embeddings(
-        [], embeddings_path=str(tmp_path / "missing.txt"), cache_dir=cache)
+        [], embeddings_path=str(tmp_path / "missing.txt"), cache_dir=cache
+    )
     assert vocab2 == vocab
     np.testing.assert_array_equal(matrix2, matrix)
 
@@ -302,14 +378,19 @@ def test_bundled_sample():
     assert sizes == {"train": 896_845, "dev": 207_030, "test": 225_786}
     assert round(sum(sizes.values()) / 1e6, 1) == 1.3  # README: "a 1.3 MB excerpt"
     assert {s: np.bincount([e.label for e in ex]).tolist() for s, ex in loaded.items()} == {
-        "train": [2717, 2613, 2670], "dev": [612, 622, 608], "test": [690, 660, 650]}
+        "train": [2717, 2613, 2670],
+        "dev": [612, 622, 608],
+        "test": [690, 660, 650],
+    }
     readme = (sample / "README.md").read_text()
     assert "CC BY-SA 4.0" in readme and "Bowman" in readme
 
 
-WIKIQA_PREPARED = ("who wrote hamlet ?\thamlet is a tragedy .\t0\n"
-                   "what is a pm ?\tpm may mean afternoon .\t0\n"
-                   "what is a pm ?\ta prime minister leads a government .\t1\n")
+WIKIQA_PREPARED = (
+    "who wrote hamlet ?\thamlet is a tragedy .\t0\n"
+    "what is a pm ?\tpm may mean afternoon .\t0\n"
+    "what is a pm ?\ta prime minister leads a government .\t1\n"
+)
 
 
 def test_wikiqa_split_without_ids_is_an_error_not_a_regrouping(tmp_path):
@@ -317,13 +398,15 @@ def test_wikiqa_split_without_ids_is_an_error_not_a_regrouping(tmp_path):
     # lower-casing made identical. Regrouping the text would merge them; the .ids file keeps
     # them apart, and without it loading fails and says how to make it.
     (tmp_path / "dev.txt").write_text(WIKIQA_PREPARED)
-    with pytest.raises(FileNotFoundError, match=r"dev\.ids not found.*re2-prepare "
-                       r"--dataset=wikiqa"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"dev\.ids not found.*re2-prepare "
+        r"--dataset=wikiqa",
+    ):
         datasets.load_split("wikiqa", tmp_path, "dev")
     (tmp_path / "dev.ids").write_text("1\t0\n2\t0\n3\t0\n")
     dev = datasets.load_split("wikiqa", tmp_path, "dev")
-    assert [(e.qid, e.docid, e.label) for e in dev] == [("1", "0", 0), ("2", "0", 0),
-                                                       ("3", "0", 1)]
+    assert [(e.qid, e.docid, e.label) for e in dev] == [("1", "0", 0), ("2", "0", 0), ("3", "0", 1)]
     (tmp_path / "dev.ids").write_text("1\t0\n2\t0\n")
     with pytest.raises(ValueError, match=r"dev\.ids: 2 lines but .*dev\.txt has 3 pairs"):
         datasets.load_split("wikiqa", tmp_path, "dev")
@@ -333,8 +416,11 @@ def test_load_file_for_a_run_takes_ids_from_the_sibling_file_and_checks_labels(t
     wikiqa = datasets.get_dataset("wikiqa")
     path = tmp_path / "test.txt"
     path.write_text(WIKIQA_PREPARED)
-    with pytest.raises(ValueError, match=r"test\.txt: processed lines carry no question ids"
-                       r".*test\.ids"):
+    with pytest.raises(
+        ValueError,
+        match=r"test\.txt: processed lines carry no question ids"
+        r".*test\.ids",
+    ):
         datasets.load_file(path, "processed", wikiqa)
     (tmp_path / "test.ids").write_text("1\t0\n2\t0\n3\t0\n")
     assert [e.qid for e in datasets.load_file(path, "processed", wikiqa)] == ["1", "2", "3"]
@@ -345,18 +431,23 @@ def test_load_file_for_a_run_takes_ids_from_the_sibling_file_and_checks_labels(t
         datasets.load_file(path, "processed", wikiqa)
     # Raw formats report the file's own line: line 2 ("-") is dropped by the reader.
     snli = tmp_path / "snli.jsonl"
-    snli.write_text("".join(
-        f'{{"sentence1": "a", "sentence2": "b", "gold_label": "{g}"}}\n'
-        for g in ("neutral", "-", "contradiction")))
+    snli.write_text(
+        "".join(
+            f'{{"sentence1": "a", "sentence2": "b", "gold_label": "{g}"}}\n'
+            for g in ("neutral", "-", "contradiction")
+        )
+    )
     with pytest.raises(ValueError, match=r"snli\.jsonl:3: label 2 is not one of scitail's"):
         datasets.load_file(snli, "snli_jsonl", datasets.get_dataset("scitail"))
 
 
 def test_load_file_tokenises_raw_formats():
-    examples = datasets.load_file(RAW / "SciTailV1.1/snli_format/scitail_1.0_dev.txt",
-                                  "scitail_jsonl")
-    assert examples == [readers.PairExample("was n't it the 1 rock band ?",
-                                            "it was a rock band", 0)]
+    examples = datasets.load_file(
+        RAW / "SciTailV1.1/snli_format/scitail_1.0_dev.txt", "scitail_jsonl"
+    )
+    assert examples == [
+        readers.PairExample("was n't it the 1 rock band ?", "it was a rock band", 0)
+    ]
     quora = datasets.load_file(RAW / "Quora_question_pair_partition/dev.tsv", "quora_tsv")
     assert quora[0].text1 == "How do I learn Python ?"  # as distributed; vocab lower-cases
 
@@ -364,37 +455,51 @@ def test_load_file_tokenises_raw_formats():
 # ----------------------------------------------------------------------------- prepare
 PREPARED = {  # expected prepared files, worked out by hand from tests/fixtures/raw
     "snli": {
-        "train": ["a person on a horse jumps over a broken down airplane\t"
-                  "a person is outdoors on a horse\t0",
-                  "two women holding `` to-go '' packages are n't talking\t"
-                  "the sisters are hugging goodbye\t1",
-                  "children smiling and waving at camera\tthe kids are frowning\t2"],
+        "train": [
+            "a person on a horse jumps over a broken down airplane\t"
+            "a person is outdoors on a horse\t0",
+            "two women holding `` to-go '' packages are n't talking\t"
+            "the sisters are hugging goodbye\t1",
+            "children smiling and waving at camera\tthe kids are frowning\t2",
+        ],
         "dev": ["mr. smith 's dog runs it is fast\ta dog runs\t0"],
         "test": ["a man plays\tnobody plays\t2"],
     },
     "scitail": {
-        "train": ["based on the list provided of the uses of substances 1 7 , estimate the ph\t"
-                  "if a substance has a ph value greater than 7 , that indicates that it is base\t1",
-                  "earth 's rotation is n't slow fast ; it 's about 24 hours\t"
-                  "the earth rotates once every day\t0"],
+        "train": [
+            "based on the list provided of the uses of substances 1 7 , estimate the ph\t"
+            "if a substance has a ph value greater than 7 , that indicates that it is base\t1",
+            "earth 's rotation is n't slow fast ; it 's about 24 hours\t"
+            "the earth rotates once every day\t0",
+        ],
         "dev": ["was n't it the 1 rock band ?\tit was a rock band\t0"],
-        "test": ["if one or two base pairs are changed ( mutated ) , the embryo fails\t"
-                 "embryos develop\t1"],
+        "test": [
+            "if one or two base pairs are changed ( mutated ) , the embryo fails\t"
+            "embryos develop\t1"
+        ],
     },
     "quora": {
-        "train": ["how can i stop my depression ?\twhat can i do to stop being depressed ?\t1",
-                  "is honey a viable alternative to sugar for diabetics ?\thow would you compare "
-                  "the united states ' euthanasia laws to denmark ?\t0"],
+        "train": [
+            "how can i stop my depression ?\twhat can i do to stop being depressed ?\t1",
+            "is honey a viable alternative to sugar for diabetics ?\thow would you compare "
+            "the united states ' euthanasia laws to denmark ?\t0",
+        ],
         "dev": ["how do i learn python ?\twhat is the best way to learn python ?\t1"],
         "test": ["why is the sky blue ?\twhy is grass green ?\t0"],
     },
     "wikiqa": {
-        "test": ["where is paris ?\tparis is in france .\t1",
-                 "where is paris ?\tparis is a city .\t0"],
+        "test": [
+            "where is paris ?\tparis is in france .\t1",
+            "where is paris ?\tparis is a city .\t0",
+        ],
     },
 }
-RAW_DIRS = {"snli": "snli_1.0", "scitail": "SciTailV1.1",
-            "quora": "Quora_question_pair_partition", "wikiqa": "WikiQACorpus"}
+RAW_DIRS = {
+    "snli": "snli_1.0",
+    "scitail": "SciTailV1.1",
+    "quora": "Quora_question_pair_partition",
+    "wikiqa": "WikiQACorpus",
+}
 
 
 def _zip_dir(directory: Path, archive: Path) -> Path:
@@ -420,8 +525,13 @@ def test_prepare(tmp_path, dataset, as_zip):
     if dataset == "wikiqa":
         dev = loaded["dev"]
         # "What is a pm ?" / "What is a PM ?" become identical text but keep their own qids.
-        assert [(e.qid, e.docid) for e in dev] == [("1", "0"), ("1", "1"), ("2", "0"),
-                                                   ("3", "0"), ("3", "1")]
+        assert [(e.qid, e.docid) for e in dev] == [
+            ("1", "0"),
+            ("1", "1"),
+            ("2", "0"),
+            ("3", "0"),
+            ("3", "1"),
+        ]
         assert (out / "dev.ref").read_text() == "1 0 0 0\n1 0 1 1\n3 0 0 1\n3 0 1 0\n"
         assert datasets.ref_file("wikiqa", out, "test") == out / "test.ref"
 
@@ -430,23 +540,30 @@ def test_prepare_counts_and_reports_pairs_with_an_empty_text(tmp_path, caplog):
     # SNLI's tokeniser removes one-character punctuation, so "." and ". !" become empty.
     source = tmp_path / "snli_1.0"
     source.mkdir()
-    splits = {"train": [("A man .", "."), ("Dogs run .", "Dogs move ."), (". !", ",")],
-              "dev": [("A cat .", "A pet .")],
-              "test": [("?", "A man sleeps .")]}
+    splits = {
+        "train": [("A man .", "."), ("Dogs run .", "Dogs move ."), (". !", ",")],
+        "dev": [("A cat .", "A pet .")],
+        "test": [("?", "A man sleeps .")],
+    }
     for split, pairs in splits.items():
-        (source / f"snli_1.0_{split}.jsonl").write_text("".join(
-            f'{{"sentence1": "{a}", "sentence2": "{b}", "gold_label": "neutral"}}\n'
-            for a, b in pairs))
+        (source / f"snli_1.0_{split}.jsonl").write_text(
+            "".join(
+                f'{{"sentence1": "{a}", "sentence2": "{b}", "gold_label": "neutral"}}\n'
+                for a, b in pairs
+            )
+        )
     with caplog.at_level("INFO", logger="absl"):
         counts = prepare("snli", source, tmp_path / "out")
-    assert counts == {"train": {"pairs": 3, "empty_text_pairs": 2},
-                      "dev": {"pairs": 1, "empty_text_pairs": 0},
-                      "test": {"pairs": 1, "empty_text_pairs": 1}}
-    assert "snli train: 3 pairs, 2 with an empty text after tokenisation (lines [1, 3])" \
-        in caplog.text
+    assert counts == {
+        "train": {"pairs": 3, "empty_text_pairs": 2},
+        "dev": {"pairs": 1, "empty_text_pairs": 0},
+        "test": {"pairs": 1, "empty_text_pairs": 1},
+    }
+    assert (
+        "snli train: 3 pairs, 2 with an empty text after tokenisation (lines [1, 3])" in caplog.text
+    )
     assert "snli dev: 1 pairs, 0 with an empty text" in caplog.text
-    assert "snli test: 1 pairs, 1 with an empty text after tokenisation (lines [1])" \
-        in caplog.text
+    assert "snli test: 1 pairs, 1 with an empty text after tokenisation (lines [1])" in caplog.text
     # kept, not dropped
     assert (tmp_path / "out/train.txt").read_text().splitlines()[2] == "\t\t1"
 
@@ -464,10 +581,10 @@ def test_prepare_sample_cut(tmp_path):
     source.mkdir()
     (source / "dev.txt").write_text("".join(f"d{i}\th\t{i % 3}\n" for i in range(5)))
     (source / "test.txt").write_text("".join(f"t{i}\th\t{i % 3}\n" for i in range(4)))
-    counts = prepare("sample", source, tmp_path / "out", sample_train=3,
-                                     sample_test=2)
-    assert counts == {s: {"pairs": n, "empty_text_pairs": 0}
-                      for s, n in (("train", 3), ("dev", 2), ("test", 2))}
+    counts = prepare("sample", source, tmp_path / "out", sample_train=3, sample_test=2)
+    assert counts == {
+        s: {"pairs": n, "empty_text_pairs": 0} for s, n in (("train", 3), ("dev", 2), ("test", 2))
+    }
     assert (tmp_path / "out/dev.txt").read_text() == "d3\th\t0\nd4\th\t1\n"
     assert (tmp_path / "out/test.txt").read_text() == "t0\th\t0\nt1\th\t1\n"
 
@@ -494,8 +611,9 @@ def _write_trecqa_split(directory: Path, rows=TRECQA_ROWS, boundary=True) -> Pat
         starts = [i for i, row in enumerate(rows) if i == 0 or rows[i - 1][0] != row[0]]
         ends = starts[1:] + [len(rows)]
         (directory / "boundary.txt").write_text("\n".join(map(str, starts + [len(rows)])))
-        (directory / "numrels.txt").write_text("\n".join(
-            str(sum(row[3] for row in rows[a:b])) for a, b in zip(starts, ends)))
+        (directory / "numrels.txt").write_text(
+            "\n".join(str(sum(row[3] for row in rows[a:b])) for a, b in zip(starts, ends))
+        )
     return directory
 
 
@@ -503,8 +621,13 @@ def test_read_trecqa_dir(tmp_path):
     split = _write_trecqa_split(tmp_path / "clean-dev")
     examples = readers.read_trecqa_dir(split)
     assert [(e.qid, e.docid, e.label, e.line) for e in examples] == [
-        ("1.5", "0", 1, 1), ("1.5", "1", 0, 2), ("1.5", "2", 0, 3),
-        ("32.1", "0", 1, 4), ("32.1", "1", 0, 5), ("32.1", "2", 1, 6)]
+        ("1.5", "0", 1, 1),
+        ("1.5", "1", 0, 2),
+        ("1.5", "2", 0, 3),
+        ("32.1", "0", 1, 4),
+        ("32.1", "1", 0, 5),
+        ("32.1", "2", 1, 6),
+    ]
     assert [(e.text1, e.text2) for e in examples] == [(r[1], r[2]) for r in TRECQA_ROWS]
     # boundary.txt / numrels.txt are optional
     bare = readers.read_trecqa_dir(_write_trecqa_split(tmp_path / "bare", boundary=False))
@@ -525,24 +648,31 @@ def _trecqa_break(directory: Path, name: str, line: int, value: str | None) -> N
     (directory / name).write_text("\n".join(lines))
 
 
-@pytest.mark.parametrize("name, line, value, error_file, error_line, message", [
-    ("b.toks", 6, None, "b.toks", 6, "missing line: b.toks has 5 lines but a.toks has 6"),
-    ("id.txt", 3, None, "id.txt", 6, "missing line: id.txt has 5 lines but a.toks has 6"),
-    ("sim.txt", 2, "2", "sim.txt", 2, "unknown label '2'"),
-    ("sim.txt", 5, "yes", "sim.txt", 5, "unknown label 'yes'"),
-    ("a.toks", 2, "", "a.toks", 2, "empty line"),
-    ("b.toks", 4, "   ", "b.toks", 4, "empty line"),
-    ("id.txt", 6, "1.5", "id.txt", 6, "question id '1.5' reappears"),
-    ("boundary.txt", 2, "2", "boundary.txt", 2, "2 disagrees with id.txt: expected 3"),
-    ("numrels.txt", 2, "1", "numrels.txt", 2, "1 disagrees with sim.txt: expected 2"),
-    ("numrels.txt", 2, None, "numrels.txt", 2, "missing line: expected 2 lines"),
-])
-def test_trecqa_malformed_split_names_file_and_line(tmp_path, name, line, value, error_file,
-                                                    error_line, message):
+@pytest.mark.parametrize(
+    "name, line, value, error_file, error_line, message",
+    [
+        ("b.toks", 6, None, "b.toks", 6, "missing line: b.toks has 5 lines but a.toks has 6"),
+        ("id.txt", 3, None, "id.txt", 6, "missing line: id.txt has 5 lines but a.toks has 6"),
+        ("sim.txt", 2, "2", "sim.txt", 2, "unknown label '2'"),
+        ("sim.txt", 5, "yes", "sim.txt", 5, "unknown label 'yes'"),
+        ("a.toks", 2, "", "a.toks", 2, "empty line"),
+        ("b.toks", 4, "   ", "b.toks", 4, "empty line"),
+        ("id.txt", 6, "1.5", "id.txt", 6, "question id '1.5' reappears"),
+        ("boundary.txt", 2, "2", "boundary.txt", 2, "2 disagrees with id.txt: expected 3"),
+        ("numrels.txt", 2, "1", "numrels.txt", 2, "1 disagrees with sim.txt: expected 2"),
+        ("numrels.txt", 2, None, "numrels.txt", 2, "missing line: expected 2 lines"),
+    ],
+)
+def test_trecqa_malformed_split_names_file_and_line(
+    tmp_path, name, line, value, error_file, error_line, message
+):
     split = _write_trecqa_split(tmp_path / "clean-test")
     _trecqa_break(split, name, line, value)
-    with pytest.raises(ValueError, match=rf"clean-test/{re.escape(error_file)}:{error_line}: "
-                                         rf"{re.escape(message)}"):
+    with pytest.raises(
+        ValueError,
+        match=rf"clean-test/{re.escape(error_file)}:{error_line}: "
+        rf"{re.escape(message)}",
+    ):
         readers.read_trecqa_dir(split)
 
 
@@ -557,17 +687,22 @@ def test_trecqa_missing_file_or_not_a_directory(tmp_path):
 
 def test_trecqa_registry_and_trec_eval_scoring(tmp_path):
     spec = datasets.get_dataset("trecqa")
-    assert (spec.label_names, spec.metric, spec.tokenizer, spec.ranking,
-            spec.watch_metrics) == (("incorrect", "correct"), "map", "whitespace", True,
-                                    ("mrr",))
+    assert (spec.label_names, spec.metric, spec.tokenizer, spec.ranking, spec.watch_metrics) == (
+        ("incorrect", "correct"),
+        "map",
+        "whitespace",
+        True,
+        ("mrr",),
+    )
     assert datasets.FORMAT_TOKENIZERS["trecqa_dir"] is None
     examples = readers.read_trecqa_dir(_write_trecqa_split(tmp_path / "clean-dev"))
     # Hand-worked trec_eval values. 1.5: ranked incorrect (.9), correct (.2), incorrect (.1)
     # -> AP 1/2, RR 1/2. 32.1: correct (.9), incorrect (.8), correct (.1) -> AP (1 + 2/3)/2,
     # RR 1. Both questions have a correct and an incorrect candidate, so none is dropped.
     scores = [0.2, 0.9, 0.1, 0.9, 0.8, 0.1]
-    result = metrics_lib.ranking_metrics([e.qid for e in examples], [e.docid for e in examples],
-                                         [e.label for e in examples], scores)
+    result = metrics_lib.ranking_metrics(
+        [e.qid for e in examples], [e.docid for e in examples], [e.label for e in examples], scores
+    )
     assert result["num_questions"] == 2
     assert result["map"] == pytest.approx((1 / 2 + 5 / 6) / 2)
     assert result["mrr"] == pytest.approx((1 / 2 + 1) / 2)
@@ -582,26 +717,35 @@ def test_prepare_trecqa(tmp_path, as_zip):
         source = _zip_dir(source, tmp_path / "TrecQA.zip")
     out = tmp_path / "out"
     counts = prepare("trecqa", source, out)
-    assert counts == {s: {"pairs": 6, "empty_text_pairs": 0, "questions": 2}
-                      for s in ("train", "dev", "test")}
+    assert counts == {
+        s: {"pairs": 6, "empty_text_pairs": 0, "questions": 2} for s in ("train", "dev", "test")
+    }
     assert (out / "dev.txt").read_text().splitlines() == [
-        f"{r[1]}\t{r[2]}\t{r[3]}" for r in TRECQA_ROWS]
+        f"{r[1]}\t{r[2]}\t{r[3]}" for r in TRECQA_ROWS
+    ]
     assert (out / "dev.ids").read_text() == "1.5\t0\n1.5\t1\n1.5\t2\n32.1\t0\n32.1\t1\n32.1\t2\n"
     expected = readers.read_trecqa_dir(_write_trecqa_split(tmp_path / "expected"))
     for split in datasets.SPLITS:
         assert datasets.load_split("trecqa", out, split) == expected
     assert not (out / "raw_dev.txt").exists()
-    with pytest.raises(FileNotFoundError, match=r"no directory holding TrecQA split directories "
-                                                r"train/, clean-dev/, clean-test/"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"no directory holding TrecQA split directories "
+        r"train/, clean-dev/, clean-test/",
+    ):
         shutil.rmtree(tmp_path / "TrecQA" / "clean-test")
         prepare("trecqa", tmp_path / "TrecQA", tmp_path / "out2")
 
 
 # pairs (shared/data/README.md) and questions (the brief's clean counts; train/raw derived
 # from numrels.txt / boundary.txt in the test) per castorini split -> prepared split name.
-TRECQA_SHARED = {"train": ("train", 4718, None), "clean-dev": ("dev", 1117, 65),
-                 "clean-test": ("test", 1442, 68), "raw-dev": ("raw_dev", 1148, None),
-                 "raw-test": ("raw_test", 1517, None)}
+TRECQA_SHARED = {
+    "train": ("train", 4718, None),
+    "clean-dev": ("dev", 1117, 65),
+    "clean-test": ("test", 1442, 68),
+    "raw-dev": ("raw_dev", 1148, None),
+    "raw-test": ("raw_test", 1517, None),
+}
 
 
 def test_trecqa_shared_split_sizes_and_prepared_reload(shared_data, tmp_path):
@@ -619,13 +763,15 @@ def test_trecqa_shared_split_sizes_and_prepared_reload(shared_data, tmp_path):
             assert len(numrels) == questions
         assert len(examples) == pairs
         assert len({e.qid for e in examples}) == len(numrels)
-        assert counts[split] == {"pairs": pairs, "empty_text_pairs": 0,
-                                 "questions": len(numrels)}
+        assert counts[split] == {"pairs": pairs, "empty_text_pairs": 0, "questions": len(numrels)}
         # texts are kept as stored; the prepared split reloads to the same pairs and ids
         assert datasets.load_split("trecqa", tmp_path / "out", split) == examples
-        assert [(e.text1, e.text2) for e in examples] == list(zip(
-            (root / name / "a.toks").read_text(encoding="utf-8").splitlines(),
-            (root / name / "b.toks").read_text(encoding="utf-8").splitlines()))
+        assert [(e.text1, e.text2) for e in examples] == list(
+            zip(
+                (root / name / "a.toks").read_text(encoding="utf-8").splitlines(),
+                (root / name / "b.toks").read_text(encoding="utf-8").splitlines(),
+            )
+        )
     for clean in ("clean-dev", "clean-test"):
         # every clean question has a correct and an incorrect candidate: ranking_metrics'
         # filter drops none, so its MAP/MRR are trec_eval's over all questions
@@ -637,5 +783,9 @@ def test_trecqa_shared_split_sizes_and_prepared_reload(shared_data, tmp_path):
         raw = {}
         for e in read[clean.replace("clean", "raw")]:
             raw.setdefault(e.qid, []).append(e)
-        assert [e for group in raw.values() if 0 < sum(e.label for e in group) < len(group)
-                for e in group] == read[clean]
+        assert [
+            e
+            for group in raw.values()
+            if 0 < sum(e.label for e in group) < len(group)
+            for e in group
+        ] == read[clean]

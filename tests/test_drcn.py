@@ -5,14 +5,14 @@ parameter count by hand, serialisation, symbolic = eager, the spec, and learning
 import re
 from pathlib import Path
 
+import drcn_numpy_reference as ref
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
-import drcn_numpy_reference as ref
 from model_scaffolding import assert_round_trips, pair_batch, train_on_fixed_batch
 from weights import randomize_weights
+
 from re2_tf.layers import Autoencoder, CharCNN, CoAttention, InteractionPrediction, MaskedBiLSTM
 from re2_tf.models import count_parameters, get_spec
 from re2_tf.models.drcn import DRCN_DEFAULTS, build_drcn, parse_layer_positions
@@ -20,8 +20,15 @@ from re2_tf.training.trainer import model_loss_terms
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS, CHARS, CLASSES = 30, 12, 3
-TINY = dict(embedding_dim=4, char_embedding_dim=3, char_filters=4, char_kernel_size=3,
-            hidden_size=3, autoencoder_units=5, fc_units=6)
+TINY = dict(
+    embedding_dim=4,
+    char_embedding_dim=3,
+    char_filters=4,
+    char_kernel_size=3,
+    hidden_size=3,
+    autoencoder_units=5,
+    fc_units=6,
+)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -57,49 +64,79 @@ def optional_layer(model, name):
 
 def extract_params(model, num_layers):
     """Copy the Keras weights into the plain-dict layout of drcn_numpy_reference."""
+
     def lstm(cell):
-        return {"W": cell.kernel.numpy(), "U": cell.recurrent_kernel.numpy(),
-                "b": cell.bias.numpy()}
+        return {
+            "W": cell.kernel.numpy(),
+            "U": cell.recurrent_kernel.numpy(),
+            "b": cell.bias.numpy(),
+        }
 
     params = {}
     for key in ("embedding", "fixed_embedding"):
         layer = optional_layer(model, key)
         params[key] = None if layer is None else layer.embeddings.numpy()
     chars = optional_layer(model, "char_cnn")
-    params["char"] = None if chars is None else {
-        "embedding": chars.char_embedding.embeddings.numpy(),
-        "kernel": chars.conv.kernel.numpy(), "bias": chars.conv.bias.numpy()}
+    params["char"] = (
+        None
+        if chars is None
+        else {
+            "embedding": chars.char_embedding.embeddings.numpy(),
+            "kernel": chars.conv.kernel.numpy(),
+            "bias": chars.conv.bias.numpy(),
+        }
+    )
     params["layers"] = []
     for number in range(1, num_layers + 1):
         bilstm = model.get_layer(f"layer{number}_bilstm").bilstm
         ae = optional_layer(model, f"layer{number}_autoencoder")
-        params["layers"].append({
-            "forward": lstm(bilstm.forward_layer.cell),
-            "backward": lstm(bilstm.backward_layer.cell),
-            "autoencoder": None if ae is None else {
-                "W_e": ae.encoder.kernel.numpy(), "b_e": ae.encoder.bias.numpy(),
-                "W_d": ae.decoder.kernel.numpy(), "b_d": ae.decoder.bias.numpy()},
-        })
+        params["layers"].append(
+            {
+                "forward": lstm(bilstm.forward_layer.cell),
+                "backward": lstm(bilstm.backward_layer.cell),
+                "autoencoder": None
+                if ae is None
+                else {
+                    "W_e": ae.encoder.kernel.numpy(),
+                    "b_e": ae.encoder.bias.numpy(),
+                    "W_d": ae.decoder.kernel.numpy(),
+                    "b_d": ae.decoder.bias.numpy(),
+                },
+            }
+        )
     head = model.get_layer("prediction")
     hidden = []
     for k, dense in enumerate(head.hidden):
         bn = None
         if head.batch_norm:
             norm = head.norms[k]
-            bn = {"gamma": norm.gamma.numpy(), "beta": norm.beta.numpy(),
-                  "mean": norm.moving_mean.numpy(), "var": norm.moving_variance.numpy(),
-                  "eps": norm.epsilon}
+            bn = {
+                "gamma": norm.gamma.numpy(),
+                "beta": norm.beta.numpy(),
+                "mean": norm.moving_mean.numpy(),
+                "var": norm.moving_variance.numpy(),
+                "eps": norm.epsilon,
+            }
         hidden.append({"W": dense.kernel.numpy(), "b": dense.bias.numpy(), "bn": bn})
-    params["prediction"] = {"hidden": hidden, "output": {
-        "W": head.output_layer.kernel.numpy(), "b": head.output_layer.bias.numpy()}}
+    params["prediction"] = {
+        "hidden": hidden,
+        "output": {"W": head.output_layer.kernel.numpy(), "b": head.output_layer.bias.numpy()},
+    }
     return params
 
 
 def reference(model, cfg, batch):
     params = extract_params(model, cfg["num_layers"])
-    return ref.forward(params, cfg, batch["text1"], batch["text2"], batch["text1_chars"],
-                       batch["text2_chars"], batch["text1_exact_match"],
-                       batch["text2_exact_match"])
+    return ref.forward(
+        params,
+        cfg,
+        batch["text1"],
+        batch["text2"],
+        batch["text1_chars"],
+        batch["text2_chars"],
+        batch["text1_exact_match"],
+        batch["text2_exact_match"],
+    )
 
 
 # --------------------------------------------------------------------------- NumPy reference
@@ -109,16 +146,20 @@ VARIANTS = {
     "residual_autoencoders_3_5": dict(connection="residual"),
     "residual_without_autoencoder": dict(connection="residual", autoencoder_layers="none"),
     "residual_no_dense_autoencoders_3_5": dict(connection="residual_no_dense"),
-    "residual_no_dense_without_autoencoder": dict(connection="residual_no_dense",
-                                                   autoencoder_layers=""),
+    "residual_no_dense_without_autoencoder": dict(
+        connection="residual_no_dense", autoencoder_layers=""
+    ),
     "batch_norm_tanh_autoencoder_every_layer": dict(
-        batch_norm=True, autoencoder_layers="1,2,3,4,5", autoencoder_activation="tanh",
-        reconstruction_weight=0.5),
+        batch_norm=True,
+        autoencoder_layers="1,2,3,4,5",
+        autoencoder_activation="tanh",
+        reconstruction_weight=0.5,
+    ),
     "without_co_attention_residual": dict(co_attention=False, connection="residual"),
     "fixed_embedding_only_without_char_cnn": dict(trainable_embedding=False, char_cnn=False),
     "trainable_embedding_only_without_exact_match_two_layers_one_fc": dict(
-        fixed_embedding=False, exact_match=False, num_layers=2, autoencoder_layers="2",
-        fc_layers=1),
+        fixed_embedding=False, exact_match=False, num_layers=2, autoencoder_layers="2", fc_layers=1
+    ),
 }
 #: A smaller network for the tests that check plumbing rather than arithmetic.
 SMALL = dict(num_layers=2, autoencoder_layers="1,2", batch_norm=True)
@@ -137,8 +178,9 @@ def test_keras_matches_numpy_reference(variant):
     logits_keras = out["logits"] if cfg["co_attention"] else out
     assert np.abs(logits).max() > 0.1  # the comparison is not between near-zero numbers
     np.testing.assert_allclose(logits_keras.numpy(), logits, rtol=1e-5, atol=1e-5)
-    assert sorted(losses) == list(parse_layer_positions(cfg["autoencoder_layers"],
-                                                        cfg["num_layers"]))
+    assert sorted(losses) == list(
+        parse_layer_positions(cfg["autoencoder_layers"], cfg["num_layers"])
+    )
     assert sorted(ref_losses) == sorted(losses)
     for number, value in ref_losses.items():
         assert value > 0
@@ -153,10 +195,12 @@ def _pad(batch, side, extra_positions=0, extra_chars=0):
     out = dict(batch)
     ids = np.pad(batch[side], ((0, 0), (0, extra_positions)))
     out[side] = ids
-    out[f"{side}_exact_match"] = np.pad(batch[f"{side}_exact_match"],
-                                        ((0, 0), (0, extra_positions)))
-    out[f"{side}_chars"] = np.pad(batch[f"{side}_chars"],
-                                  ((0, 0), (0, extra_positions), (0, extra_chars)))
+    out[f"{side}_exact_match"] = np.pad(
+        batch[f"{side}_exact_match"], ((0, 0), (0, extra_positions))
+    )
+    out[f"{side}_chars"] = np.pad(
+        batch[f"{side}_chars"], ((0, 0), (0, extra_positions), (0, extra_chars))
+    )
     return out
 
 
@@ -176,7 +220,7 @@ def test_padding_changes_no_logit_no_loss_and_gets_no_attention():
     real1, real2 = batch["text1"] > 0, batch["text2"] > 0
     for number in range(1, 6):
         alpha = base[f"attention_{number}_text2"].numpy()  # over text2 positions (axis 2)
-        beta = base[f"attention_{number}_text1"].numpy()   # over text1 positions (axis 1)
+        beta = base[f"attention_{number}_text1"].numpy()  # over text1 positions (axis 1)
         assert np.all(alpha[~np.broadcast_to(real2[:, None, :], alpha.shape)] == 0)
         assert np.all(alpha[~np.broadcast_to(real1[:, :, None], alpha.shape)] == 0)
         assert np.all(beta[~np.broadcast_to(real1[:, :, None], beta.shape)] == 0)
@@ -204,16 +248,20 @@ def test_paper_snli_settings_have_6_671_228_parameters_plus_the_char_embedding()
     # Each layer adds [h; a] = 200 + 200 = 400 (100 units per direction); autoencoders after
     # layers 3 and 5 compress to 200.
     word, f = 300 + 300 + 32 + 1, 400
-    char_cnn = 5 * 16 * 32 + 32                                   # conv width 5, 16 -> 32
+    char_cnn = 5 * 16 * 32 + 32  # conv width 5, 16 -> 32
     layers_1_3 = lstm(word) + lstm(word + f) + lstm(word + 2 * f)  # inputs 633, 1033, 1433
-    ae_3 = dense(word + 3 * f, 200) + dense(200, word + 3 * f)     # 1833 -> 200 -> 1833
-    layers_4_5 = lstm(200) + lstm(200 + f)                         # inputs 200, 600
-    ae_5 = dense(200 + 2 * f, 200) + dense(200, 200 + 2 * f)       # 1000 -> 200 -> 1000
-    batch_norm = 2 * 1000                                          # gamma, beta per FC layer
-    head = (dense(5 * 200, 1000) + batch_norm + dense(1000, 1000) + batch_norm
-            + dense(1000, 3))
+    ae_3 = dense(word + 3 * f, 200) + dense(200, word + 3 * f)  # 1833 -> 200 -> 1833
+    layers_4_5 = lstm(200) + lstm(200 + f)  # inputs 200, 600
+    ae_5 = dense(200 + 2 * f, 200) + dense(200, 200 + 2 * f)  # 1000 -> 200 -> 1000
+    batch_norm = 2 * 1000  # gamma, beta per FC layer
+    head = dense(5 * 200, 1000) + batch_norm + dense(1000, 1000) + batch_norm + dense(1000, 3)
     assert (layers_1_3, ae_3, layers_4_5, ae_5, head) == (
-        2_721_600, 735_233, 801_600, 401_200, 2_009_003)
+        2_721_600,
+        735_233,
+        801_600,
+        401_200,
+        2_009_003,
+    )
     expected = char_cnn + layers_1_3 + ae_3 + layers_4_5 + ae_5 + head
     assert expected == 6_671_228  # the paper's "6.7m"
     char_vocab = 100
@@ -223,13 +271,27 @@ def test_paper_snli_settings_have_6_671_228_parameters_plus_the_char_embedding()
     assert count_parameters(model, include_embedding=True) == count_parameters(model) + 3000
 
     # Other readings, by the same arithmetic: 100 units in total (50 per direction) ...
-    half = (lstm(word, 50) + lstm(word + 200, 50) + lstm(word + 400, 50)
-            + dense(word + 600, 200) + dense(200, word + 600)
-            + lstm(200, 50) + lstm(400, 50) + dense(600, 200) + dense(200, 600))
+    half = (
+        lstm(word, 50)
+        + lstm(word + 200, 50)
+        + lstm(word + 400, 50)
+        + dense(word + 600, 200)
+        + dense(200, word + 600)
+        + lstm(200, 50)
+        + lstm(400, 50)
+        + dense(600, 200)
+        + dense(200, 600)
+    )
     assert char_cnn + half + head == 4_088_628
     # ... and no autoencoder (Table 6 (2)): v = 5 x (633 + 5 x 400) = 13,165 wide.
-    no_ae = (sum(lstm(word + k * f) for k in range(5)) + dense(5 * (word + 5 * f), 1000)
-             + batch_norm + dense(1000, 1000) + batch_norm + dense(1000, 3))
+    no_ae = (
+        sum(lstm(word + k * f) for k in range(5))
+        + dense(5 * (word + 5 * f), 1000)
+        + batch_norm
+        + dense(1000, 1000)
+        + batch_norm
+        + dense(1000, 3)
+    )
     assert char_cnn + no_ae == 20_312_595
     model = build_drcn(10, char_vocab, 3, batch_norm=True, autoencoder_layers="")
     assert count_parameters(model) == char_cnn + no_ae + 16 * char_vocab
@@ -243,22 +305,31 @@ def test_embeddings_start_equal_and_only_one_is_trainable():
     np.testing.assert_array_equal(trainable.embeddings.numpy(), vectors)
     np.testing.assert_array_equal(fixed.embeddings.numpy(), vectors)
     model = build_drcn(WORDS, CHARS, 2, **TINY)  # no vectors: frozen copy of E_tr's init
-    np.testing.assert_array_equal(model.get_layer("embedding").embeddings.numpy(),
-                                  model.get_layer("fixed_embedding").embeddings.numpy())
+    np.testing.assert_array_equal(
+        model.get_layer("embedding").embeddings.numpy(),
+        model.get_layer("fixed_embedding").embeddings.numpy(),
+    )
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(connection="sum"), "connection"),
-    (dict(num_layers=0), "num_layers"),
-    (dict(autoencoder_layers="6"), "autoencoder_layers"),
-    (dict(autoencoder_layers="2,2"), "autoencoder_layers"),
-    (dict(autoencoder_layers="three"), "autoencoder_layers"),
-    (dict(trainable_embedding=False, fixed_embedding=False, char_cnn=False,
-          exact_match=False), "at least one"),
-    (dict(co_attention=False, return_attention=True), "co_attention"),
-    (dict(fc_dropout=1.0), "fc_dropout"),
-    (dict(embeddings=np.zeros((7, 4))), "embeddings"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(connection="sum"), "connection"),
+        (dict(num_layers=0), "num_layers"),
+        (dict(autoencoder_layers="6"), "autoencoder_layers"),
+        (dict(autoencoder_layers="2,2"), "autoencoder_layers"),
+        (dict(autoencoder_layers="three"), "autoencoder_layers"),
+        (
+            dict(
+                trainable_embedding=False, fixed_embedding=False, char_cnn=False, exact_match=False
+            ),
+            "at least one",
+        ),
+        (dict(co_attention=False, return_attention=True), "co_attention"),
+        (dict(fc_dropout=1.0), "fc_dropout"),
+        (dict(embeddings=np.zeros((7, 4))), "embeddings"),
+    ],
+)
 def test_bad_options_raise_clear_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         build_drcn(WORDS, CHARS, 2, **kwargs)
@@ -296,8 +367,13 @@ class BiLSTMsBuiltWhileLoading(keras.layers.Layer):
         for _ in range(config["count"]):
             scope_open = all(isinstance(m, dict) for m in sharing_maps())
             layer = MaskedBiLSTM(3)
-            cls.seen.append((scope_open, layer.bilstm.forward_layer.go_backwards,
-                             layer.bilstm.backward_layer.go_backwards))
+            cls.seen.append(
+                (
+                    scope_open,
+                    layer.bilstm.forward_layer.go_backwards,
+                    layer.bilstm.backward_layer.go_backwards,
+                )
+            )
         return super().from_config(config)
 
 
@@ -328,9 +404,13 @@ def test_keras_file_and_get_config_round_trips(tmp_path):
     assert not loaded.get_layer("fixed_embedding").trainable
     assert count_parameters(loaded) == count_parameters(model)
 
-    layers = [CharCNN(CHARS, 3, 4, 3, 0.5, l2=1e-6), MaskedBiLSTM(3, l2=1e-6),
-              CoAttention(epsilon=1e-10), Autoencoder(5, 0.2, "tanh", 0.5, 1e-6),
-              InteractionPrediction(3, 6, 2, 0.2, True, 1e-6)]
+    layers = [
+        CharCNN(CHARS, 3, 4, 3, 0.5, l2=1e-6),
+        MaskedBiLSTM(3, l2=1e-6),
+        CoAttention(epsilon=1e-10),
+        Autoencoder(5, 0.2, "tanh", 0.5, 1e-6),
+        InteractionPrediction(3, 6, 2, 0.2, True, 1e-6),
+    ]
     for layer in layers + [model.get_layer("layer2_autoencoder"), model.get_layer("prediction")]:
         config = layer.get_config()
         assert type(layer).from_config(config).get_config() == config
@@ -350,8 +430,9 @@ def test_symbolic_and_eager_calls_agree():
     logits, terms = graph({k: tf.constant(v) for k, v in batch.items()})
     np.testing.assert_allclose(logits.numpy(), eager, rtol=1e-6, atol=1e-6)
     for number, value in eager_losses.items():
-        assert float(terms[f"loss_layer/layer{number}_autoencoder"]) == pytest.approx(value,
-                                                                                     rel=1e-6)
+        assert float(terms[f"loss_layer/layer{number}_autoencoder"]) == pytest.approx(
+            value, rel=1e-6
+        )
 
 
 # --------------------------------------------------------------------------- spec
@@ -366,8 +447,12 @@ def test_spec_declares_the_paper_recipe_and_builds():
     assert spec.presets["trecqa"] == {"max_len": 50, "batch_norm": True}  # paper: TrecQA 50
     assert spec.defaults() == DRCN_DEFAULTS
     assert spec.export_backend == "keras" and "DRCN" in spec.benchmark
-    model = spec.build(2, {"word_ids": WORDS, "char_ids": CHARS, "exact_match": None}, None,
-                       **{**spec.defaults(), **TINY})
+    model = spec.build(
+        2,
+        {"word_ids": WORDS, "char_ids": CHARS, "exact_match": None},
+        None,
+        **{**spec.defaults(), **TINY},
+    )
     assert model.output.shape == (None, 2)
     for dataset in ("snli", "quora"):
         text = (REPO / "configs" / "drcn" / f"{dataset}.flags").read_text()
@@ -377,15 +462,25 @@ def test_spec_declares_the_paper_recipe_and_builds():
 # --------------------------------------------------------------------------- learning
 def test_a_few_updates_lower_the_task_and_reconstruction_losses():
     keras.utils.set_random_seed(0)
-    model = build_drcn(WORDS, CHARS, CLASSES, **TINY, num_layers=1, autoencoder_layers="1",
-                       embedding_dropout=0.0, autoencoder_dropout=0.0, fc_dropout=0.0)
+    model = build_drcn(
+        WORDS,
+        CHARS,
+        CLASSES,
+        **TINY,
+        num_layers=1,
+        autoencoder_layers="1",
+        embedding_dropout=0.0,
+        autoencoder_dropout=0.0,
+        fc_dropout=0.0,
+    )
     rng = np.random.default_rng(0)
     for w in model.weights:  # a start with a clear reconstruction error to remove
         w.assign(rng.normal(0.0, 0.3, tuple(w.shape)).astype("float32"))
     batch = tiny_batch(seed=0)
     labels = rng.integers(0, CLASSES, len(batch["text1"])).astype("int32")
-    history = train_on_fixed_batch(model, batch, labels, keras.optimizers.RMSprop(1e-2),
-                                   updates=29, grad_clipping=5.0)
+    history = train_on_fixed_batch(
+        model, batch, labels, keras.optimizers.RMSprop(1e-2), updates=29, grad_clipping=5.0
+    )
     first, last = history[0], history[-1]  # each step logs the losses before its update
     assert set(first) >= {"loss_task", "loss_regularization", "loss_layer/layer1_autoencoder"}
     assert last["loss_task"] < 0.2 * first["loss_task"]

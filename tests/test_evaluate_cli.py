@@ -1,4 +1,5 @@
-"""``re2-evaluate`` (``python -m re2_tf.cli.evaluate``) ``--file=F --format=processed`` on a WikiQA run directory."""
+"""``re2-evaluate`` (``python -m re2_tf.cli.evaluate``) ``--file=F --format=processed`` on a WikiQA
+run directory."""
 
 import json
 import subprocess
@@ -36,15 +37,24 @@ def _write_processed(path, pairs):
 def wikiqa_run(tmp_path_factory):
     vocab = Vocab.build((t for p in PAIRS for text in p[:2] for t in text.split()), min_df=1)
     keras.utils.set_random_seed(3)
-    model = build_re2(len(vocab), 2, embedding_dim=8, blocks=1, enc_layers=1, hidden_size=8,
-                      prediction="simple")
+    model = build_re2(
+        len(vocab), 2, embedding_dim=8, blocks=1, enc_layers=1, hidden_size=8, prediction="simple"
+    )
     run_dir = tmp_path_factory.mktemp("wikiqa_run")
     model.save(run_dir / runs.BEST_MODEL_FILE)
     vocab.save(run_dir / runs.VOCAB_FILE)
-    runs.save_config(run_dir, runs.RunConfig(
-        model="re2", model_kwargs={"blocks": 1}, dataset="wikiqa",
-        label_names=["incorrect", "correct"], tokenizer="whitespace", lower=True,
-        metric="mrr"))
+    runs.save_config(
+        run_dir,
+        runs.RunConfig(
+            model="re2",
+            model_kwargs={"blocks": 1},
+            dataset="wikiqa",
+            label_names=["incorrect", "correct"],
+            tokenizer="whitespace",
+            lower=True,
+            metric="mrr",
+        ),
+    )
     data = tmp_path_factory.mktemp("wikiqa_data")
     _write_processed(data / "test.txt", PAIRS)
     (data / "test.ids").write_text("".join(f"{q}\t{d}\n" for *_, q, d in PAIRS))
@@ -52,8 +62,13 @@ def wikiqa_run(tmp_path_factory):
 
 
 def _evaluate(*args):
-    return subprocess.run([sys.executable, "-m", "re2_tf.cli.evaluate", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "re2_tf.cli.evaluate", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _expected_map_mrr(model, vocab):
@@ -62,7 +77,7 @@ def _expected_map_mrr(model, vocab):
     rows = [vocab.encode(text.split()) for p in PAIRS for text in p[:2]]
     ids = np.zeros((len(rows), max(map(len, rows))), "int32")
     for i, row in enumerate(rows):
-        ids[i, :len(row)] = row
+        ids[i, : len(row)] = row
     logits = model({"text1": ids[0::2], "text2": ids[1::2]}, training=False).numpy()
     p = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     aps, rrs = [], []
@@ -79,8 +94,12 @@ def _expected_map_mrr(model, vocab):
 def test_processed_file_is_scored_with_its_sibling_ids(wikiqa_run, tmp_path):
     run_dir, data, model, vocab = wikiqa_run
     out = tmp_path / "metrics.json"
-    proc = _evaluate(f"--run_dir={run_dir}", f"--file={data / 'test.txt'}",
-                     "--format=processed", f"--output={out}")
+    proc = _evaluate(
+        f"--run_dir={run_dir}",
+        f"--file={data / 'test.txt'}",
+        "--format=processed",
+        f"--output={out}",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads(out.read_text())[str(data / "test.txt")]
     assert metrics["questions"] == 3  # 2 if the two "what is a pm ?" questions merged
@@ -104,7 +123,7 @@ def test_evaluate_run_library_call_matches_the_hand_worked_map_mrr(wikiqa_run):
 
     run_dir, data, model, vocab = wikiqa_run
     expected_map, expected_mrr = _expected_map_mrr(model, vocab)
-    by_file = evaluate_run(run_dir, data / "test.txt")            # a file (its .ids beside it)
+    by_file = evaluate_run(run_dir, data / "test.txt")  # a file (its .ids beside it)
     by_split = evaluate_run(model, "test", run_dir=run_dir, data_dir=data, batch_size=2)
     for metrics in (by_file, by_split):
         assert metrics["questions"] == 3
@@ -115,4 +134,4 @@ def test_evaluate_run_library_call_matches_the_hand_worked_map_mrr(wikiqa_run):
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         evaluate_run(run_dir, "test", data_dir=data, batch_size=0)
     with pytest.raises(FileNotFoundError):
-        evaluate_run(run_dir, "dev", data_dir=data)              # no dev.txt there
+        evaluate_run(run_dir, "dev", data_dir=data)  # no dev.txt there

@@ -13,16 +13,23 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from weights import randomize_weights
 
 from re2_tf import runs
-from re2_tf.data.tokenization import get_tokenizer
 from re2_tf.data.features import WordIds
+from re2_tf.data.tokenization import get_tokenizer
 from re2_tf.data.vocab import Vocab
-from re2_tf.serving.export import (BATCH_MISMATCH, ID_RANGE, IDS_SHAPE, TEXT_SHAPE, export_model,
-                           export_run)
 from re2_tf.models import build_re2
-from re2_tf.serving import folded, text as text_lib
-from weights import randomize_weights
+from re2_tf.serving import folded
+from re2_tf.serving import text as text_lib
+from re2_tf.serving.export import (
+    BATCH_MISMATCH,
+    ID_RANGE,
+    IDS_SHAPE,
+    TEXT_SHAPE,
+    export_model,
+    export_run,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
@@ -63,9 +70,17 @@ def run_and_export(tmp_path_factory):
     model.save(run_dir / runs.BEST_MODEL_FILE)
     vocab.save(run_dir / runs.VOCAB_FILE)
     (run_dir / runs.FLAGS_FILE).write_text("--blocks=2\n--hidden_size=16\n")
-    runs.save_config(run_dir, runs.RunConfig(
-        model="re2", model_kwargs={"blocks": 2}, dataset="sample", label_names=LABELS,
-        tokenizer="snli", lower=True))
+    runs.save_config(
+        run_dir,
+        runs.RunConfig(
+            model="re2",
+            model_kwargs={"blocks": 2},
+            dataset="sample",
+            label_names=LABELS,
+            tokenizer="snli",
+            lower=True,
+        ),
+    )
     export_dir = tmp_path_factory.mktemp("export") / "re2"
     export_run(run_dir, export_dir, max_length=64, length_buckets=[8, 16, 32])
     return run_dir, export_dir, model, vocab
@@ -76,8 +91,13 @@ def loaded(request, run_and_export, tmp_path_factory):
     """The default (XLA) export and the ``--xla=false`` one (for TF Serving), same run."""
     run_dir, export_dir = run_and_export[:2]
     if not request.param:
-        export_dir = export_run(run_dir, tmp_path_factory.mktemp("export") / "re2_no_xla",
-                                max_length=64, length_buckets=[8, 16, 32], xla=False)
+        export_dir = export_run(
+            run_dir,
+            tmp_path_factory.mktemp("export") / "re2_no_xla",
+            max_length=64,
+            length_buckets=[8, 16, 32],
+            xla=False,
+        )
     return tf.saved_model.load(str(export_dir))
 
 
@@ -94,13 +114,16 @@ def _keras_probs(model, ids1, ids2):
 
 
 # ------------------------------------------------------------------------ equations
-@pytest.mark.parametrize("options", [
-    {},
-    {"alignment": "identity", "prediction": "symmetric", "enc_in": False},
-    {"fusion": "simple", "connection": "residual", "prediction": "simple", "blocks": 3},
-    {"parallel_blocks": True, "blocks": 3, "kernel_size": 5},
-    {"blocks": 4},
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"alignment": "identity", "prediction": "symmetric", "enc_in": False},
+        {"fusion": "simple", "connection": "residual", "prediction": "simple", "blocks": 3},
+        {"parallel_blocks": True, "blocks": 3, "kernel_size": 5},
+        {"blocks": 4},
+    ],
+)
 @pytest.mark.parametrize("joint", [True, False])
 def test_folded_forward_matches_keras_logits(options, joint):
     model = _tiny_model(50, seed=1, **options)
@@ -110,8 +133,9 @@ def test_folded_forward_matches_keras_logits(options, joint):
     ids1[0, 4:] = 0
     ids2[1, 1:] = 0
     expected = model({"text1": ids1, "text2": ids2}, training=False).numpy()
-    got = folded.re2_forward(folded.fold_re2(model), tf.constant(ids1), tf.constant(ids2),
-                             joint=joint).numpy()
+    got = folded.re2_forward(
+        folded.fold_re2(model), tf.constant(ids1), tf.constant(ids2), joint=joint
+    ).numpy()
     np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
 
 
@@ -127,8 +151,7 @@ def test_savedmodel_probabilities_equal_keras(run_and_export, loaded):
     np.testing.assert_allclose(by_ids["probabilities"].numpy(), expected, atol=1e-5)
     by_text = loaded.signatures["serving_default"](text1=tf.constant(t1), text2=tf.constant(t2))
     np.testing.assert_allclose(by_text["probabilities"].numpy(), expected, atol=1e-5)
-    assert [s.decode() for s in by_text["label"].numpy()] == [
-        LABELS[i] for i in expected.argmax(1)]
+    assert [s.decode() for s in by_text["label"].numpy()] == [LABELS[i] for i in expected.argmax(1)]
     assert by_text["truncated"].numpy().tolist() == [0] * 40  # dev texts are < 64 tokens
     assert by_ids["truncated"].numpy().tolist() == [0] * 40
 
@@ -136,10 +159,13 @@ def test_savedmodel_probabilities_equal_keras(run_and_export, loaded):
 def test_padding_to_buckets_does_not_change_outputs(run_and_export, loaded):
     fn = loaded.signatures["serving_default"]
     alone = fn(text1=tf.constant(["a man sleeps"]), text2=tf.constant(["a person rests"]))
-    batch = fn(text1=tf.constant(["a man sleeps", "two dogs run in a field near the old barn"]),
-               text2=tf.constant(["a person rests", "x"]))
-    np.testing.assert_allclose(batch["probabilities"].numpy()[:1],
-                               alone["probabilities"].numpy(), atol=1e-5)
+    batch = fn(
+        text1=tf.constant(["a man sleeps", "two dogs run in a field near the old barn"]),
+        text2=tf.constant(["a person rests", "x"]),
+    )
+    np.testing.assert_allclose(
+        batch["probabilities"].numpy()[:1], alone["probabilities"].numpy(), atol=1e-5
+    )
 
 
 def test_assets_and_attributes(run_and_export, loaded):
@@ -178,10 +204,13 @@ import tensorflow as tf
 loaded = tf.saved_model.load(sys.argv[1])
 assert "re2_tf" not in sys.modules
 args = json.loads(sys.argv[2])
-text = loaded.signatures["serving_default"](text1=tf.constant(args["t1"]), text2=tf.constant(args["t2"]))
-ids = loaded.signatures["serving_ids"](text1=tf.constant(args["i1"], tf.int32), text2=tf.constant(args["i2"], tf.int32))
+text = loaded.signatures["serving_default"](
+    text1=tf.constant(args["t1"]), text2=tf.constant(args["t2"]))
+ids = loaded.signatures["serving_ids"](
+    text1=tf.constant(args["i1"], tf.int32), text2=tf.constant(args["i2"], tf.int32))
 assert "re2_tf" not in sys.modules
-print(json.dumps({"text": text["probabilities"].numpy().tolist(), "ids": ids["probabilities"].numpy().tolist(),
+print(json.dumps({"text": text["probabilities"].numpy().tolist(),
+                  "ids": ids["probabilities"].numpy().tolist(),
                   "label": [s.decode() for s in text["label"].numpy()]}))
 """
 
@@ -193,8 +222,14 @@ def test_fresh_process_serves_without_re2_tf(run_and_export):
     args = json.dumps({"t1": t1, "t2": t2, "i1": ids1.tolist(), "i2": ids2.tolist()})
     repo = Path(__file__).resolve().parents[1]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, "-c", FRESH_PROCESS, str(export_dir), args, str(repo)],
-                          capture_output=True, text=True, env=env, timeout=300, cwd="/")
+    proc = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS, str(export_dir), args, str(repo)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd="/",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     expected = _keras_probs(model, ids1, ids2)
@@ -204,8 +239,9 @@ def test_fresh_process_serves_without_re2_tf(run_and_export):
 
 # ----------------------------------------------------------------------------- bad input
 def _serve(loaded, t1, t2):
-    out = loaded.signatures["serving_default"](text1=tf.constant(t1, tf.string),
-                                               text2=tf.constant(t2, tf.string))
+    out = loaded.signatures["serving_default"](
+        text1=tf.constant(t1, tf.string), text2=tf.constant(t2, tf.string)
+    )
     probs = out["probabilities"].numpy()
     assert probs.shape == (len(t1), 3)
     assert np.isfinite(probs).all()
@@ -220,8 +256,8 @@ def test_texts_without_tokens_are_all_padding_rows_as_in_training(run_and_export
     other = ["a man sleeps", "two dogs run", "a woman", "the dog", "people"]
     ids_other = _ids(other, vocab)
     padding = np.zeros((len(other), 1), np.int32)
-    expected_1 = _keras_probs(model, padding, ids_other)   # text1 empty
-    expected_2 = _keras_probs(model, ids_other, padding)   # text2 empty
+    expected_1 = _keras_probs(model, padding, ids_other)  # text1 empty
+    expected_2 = _keras_probs(model, ids_other, padding)  # text2 empty
     expected_both = _keras_probs(model, padding, padding)
     assert np.isfinite(expected_1).all() and np.isfinite(expected_both).all()
     # The export's tokenizer is snli: single punctuation characters are dropped.
@@ -242,11 +278,16 @@ def test_texts_without_tokens_are_all_padding_rows_as_in_training(run_and_export
 def test_unknown_words_are_unk(run_and_export, loaded):
     _, _, model, vocab = run_and_export
     unk = np.ones((1, 1), np.int32)
-    np.testing.assert_allclose(_serve(loaded, ["qqqzx"], ["<UNK>"]),  # "<unk>" is not a token
-                               _keras_probs(model, unk, unk), atol=1e-5)
-    np.testing.assert_allclose(_serve(loaded, ["qqqzx zzyqw wqxz"], ["xqjv jjqx"]),
-                               _keras_probs(model, np.ones((1, 3), np.int32),
-                                            np.ones((1, 2), np.int32)), atol=1e-5)
+    np.testing.assert_allclose(
+        _serve(loaded, ["qqqzx"], ["<UNK>"]),  # "<unk>" is not a token
+        _keras_probs(model, unk, unk),
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(
+        _serve(loaded, ["qqqzx zzyqw wqxz"], ["xqjv jjqx"]),
+        _keras_probs(model, np.ones((1, 3), np.int32), np.ones((1, 2), np.int32)),
+        atol=1e-5,
+    )
     # Multi-character punctuation ("...") is a token, as in the release's SNLI files.
     assert np.isfinite(_serve(loaded, ["..."], ["?!..."])).all()
 
@@ -256,8 +297,9 @@ def test_long_texts_are_truncated_and_counted(run_and_export, loaded):
     t1, t2 = [long_text, "Ünïcödé ÇAFÉ 東京 😀", "ΑΒΓ", "a man"], ["a dog", "café", "", long_text]
     probs = _serve(loaded, t1, t2)
     # truncation to max_length=64: 10,000 tokens == 64 tokens
-    np.testing.assert_allclose(probs[:1], _serve(loaded, [" ".join(["dog"] * 64)], ["a dog"]),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        probs[:1], _serve(loaded, [" ".join(["dog"] * 64)], ["a dog"]), atol=1e-5
+    )
     out = loaded.signatures["serving_default"](text1=tf.constant(t1), text2=tf.constant(t2))
     assert out["truncated"].dtype == tf.int32
     assert out["truncated"].numpy().tolist() == [10_000 - 64, 0, 0, 10_000 - 64]
@@ -273,13 +315,17 @@ def test_long_texts_are_truncated_and_counted(run_and_export, loaded):
     assert expected.tolist()[1:] == [2, int((ids1[2, 64:] != 0).sum())]
     np.testing.assert_allclose(
         out["probabilities"].numpy(),
-        _keras_probs(run_and_export[2], ids1[:, :64], ids2[:, :64]), atol=1e-5)
+        _keras_probs(run_and_export[2], ids1[:, :64], ids2[:, :64]),
+        atol=1e-5,
+    )
 
 
 def test_empty_batch(loaded):
-    for name, dtype, shape in (("serving_default", tf.string, [0]),
-                               ("serving_ids", tf.int32, [0, 3]),
-                               ("serving_ids", tf.int32, [0, 0])):
+    for name, dtype, shape in (
+        ("serving_default", tf.string, [0]),
+        ("serving_ids", tf.int32, [0, 3]),
+        ("serving_ids", tf.int32, [0, 0]),
+    ):
         out = loaded.signatures[name](text1=tf.zeros(shape, dtype), text2=tf.zeros(shape, dtype))
         assert out["probabilities"].shape == (0, 3), name
         assert out["label"].shape == (0,) and out["truncated"].shape == (0,), name
@@ -287,20 +333,25 @@ def test_empty_batch(loaded):
 
 def test_mismatched_batch_sizes_raise_clear_error(loaded):
     with pytest.raises(tf.errors.InvalidArgumentError, match=BATCH_MISMATCH):
-        loaded.signatures["serving_default"](text1=tf.constant(["a", "b"]),
-                                             text2=tf.constant(["a"]))
+        loaded.signatures["serving_default"](
+            text1=tf.constant(["a", "b"]), text2=tf.constant(["a"])
+        )
     with pytest.raises(tf.errors.InvalidArgumentError, match=BATCH_MISMATCH):
-        loaded.signatures["serving_ids"](text1=tf.ones([2, 3], tf.int32),
-                                         text2=tf.ones([1, 3], tf.int32))
+        loaded.signatures["serving_ids"](
+            text1=tf.ones([2, 3], tf.int32), text2=tf.ones([1, 3], tf.int32)
+        )
 
 
-@pytest.mark.parametrize("name,bad,good", [
-    ("serving_ids", tf.ones([2, 3, 2], tf.int32), tf.ones([2, 3], tf.int32)),
-    ("serving_ids", tf.ones([2, 3, 1], tf.int32), tf.ones([2, 3], tf.int32)),
-    ("serving_ids", tf.ones([2], tf.int32), tf.ones([2, 3], tf.int32)),
-    ("serving_default", tf.constant([["a", "b"]]), tf.constant(["a"])),
-    ("serving_default", tf.constant("a"), tf.constant(["a"])),
-])
+@pytest.mark.parametrize(
+    "name,bad,good",
+    [
+        ("serving_ids", tf.ones([2, 3, 2], tf.int32), tf.ones([2, 3], tf.int32)),
+        ("serving_ids", tf.ones([2, 3, 1], tf.int32), tf.ones([2, 3], tf.int32)),
+        ("serving_ids", tf.ones([2], tf.int32), tf.ones([2, 3], tf.int32)),
+        ("serving_default", tf.constant([["a", "b"]]), tf.constant(["a"])),
+        ("serving_default", tf.constant("a"), tf.constant(["a"])),
+    ],
+)
 def test_wrong_rank_is_rejected_naming_the_input(loaded, name, bad, good):
     shape = IDS_SHAPE if name == "serving_ids" else TEXT_SHAPE
     assert shape in ("must be int32 [batch, length]", "must be tf.string [batch]")
@@ -315,13 +366,15 @@ def test_wrong_dtypes_and_ids_are_rejected(run_and_export, loaded):
     with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
         loaded.signatures["serving_default"](text1=tf.constant([1, 2]), text2=tf.constant([3, 4]))
     with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
-        loaded.signatures["serving_ids"](text1=tf.ones([1, 3], tf.float32),
-                                         text2=tf.ones([1, 3], tf.float32))
+        loaded.signatures["serving_ids"](
+            text1=tf.ones([1, 3], tf.float32), text2=tf.ones([1, 3], tf.float32)
+        )
     vocab_size = len(run_and_export[3])
     for bad in (-1, vocab_size):
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"token ids must be in"):
-            loaded.signatures["serving_ids"](text1=tf.constant([[2, bad]], tf.int32),
-                                             text2=tf.constant([[2]], tf.int32))
+            loaded.signatures["serving_ids"](
+                text1=tf.constant([[2, bad]], tf.int32), text2=tf.constant([[2]], tf.int32)
+            )
     assert "vocab_size" in ID_RANGE
 
 
@@ -331,8 +384,9 @@ def test_tflite_and_reduced_precision(run_and_export, tmp_path):
     rows = _sample_lines("dev")[:200]
     ids1, ids2 = _ids([r[0] for r in rows], vocab), _ids([r[1] for r in rows], vocab)
     expected = _keras_probs(model, ids1, ids2)
-    common = dict(featurizers=[WordIds(vocab)], label_names=LABELS, tokenizer="snli",
-                  backend="re2_folded")
+    common = dict(
+        featurizers=[WordIds(vocab)], label_names=LABELS, tokenizer="snli", backend="re2_folded"
+    )
     fp32 = export_model(model, tmp_path / "fp32", fmt="tflite", **common)
     int8 = export_model(model, tmp_path / "int8", fmt="tflite", precision="int8", **common)
     bf16 = export_model(model, tmp_path / "bf16", precision="bf16", xla=False, **common)
@@ -341,10 +395,16 @@ def test_tflite_and_reduced_precision(run_and_export, tmp_path):
     got = {}
     for name, path in (("fp32", fp32), ("int8", int8)):
         runner = Interpreter(model_path=str(path / "model.tflite")).get_signature_runner(
-            "serving_ids")
+            "serving_ids"
+        )
         got[name] = runner(text1=ids1, text2=ids2)["probabilities"]
-    got["bf16"] = tf.saved_model.load(str(bf16)).signatures["serving_ids"](
-        text1=tf.constant(ids1), text2=tf.constant(ids2))["probabilities"].numpy()
+    got["bf16"] = (
+        tf.saved_model.load(str(bf16))
+        .signatures["serving_ids"](text1=tf.constant(ids1), text2=tf.constant(ids2))[
+            "probabilities"
+        ]
+        .numpy()
+    )
     np.testing.assert_allclose(got["fp32"], expected, atol=1e-5)
     assert (tmp_path / "fp32" / "assets" / "vocab.txt").exists()
     for name in ("int8", "bf16"):  # random tiny model: labels close to ties; loose bound here,
@@ -358,17 +418,21 @@ def test_tflite_and_reduced_precision(run_and_export, tmp_path):
 def _agreement(texts, vocab, tokenizer, reference):
     """Fraction of texts whose in-graph ids equal ``reference(text)``'s ids."""
     graph = text_lib.tokenize(tokenizer, tf.constant(texts), lower=True).to_list()
-    same = [vocab.encode([t.decode() for t in g]) == vocab.encode(reference(t))
-            for g, t in zip(graph, texts)]
+    same = [
+        vocab.encode([t.decode() for t in g]) == vocab.encode(reference(t))
+        for g, t in zip(graph, texts)
+    ]
     return float(np.mean(same))
 
 
 def _pair_agreement(pairs, vocab, tokenizer, reference):
     graph1 = text_lib.tokenize(tokenizer, tf.constant([p[0] for p in pairs])).to_list()
     graph2 = text_lib.tokenize(tokenizer, tf.constant([p[1] for p in pairs])).to_list()
-    ok = [vocab.encode([t.decode() for t in g1]) == vocab.encode(reference(p[0]))
-          and vocab.encode([t.decode() for t in g2]) == vocab.encode(reference(p[1]))
-          for g1, g2, p in zip(graph1, graph2, pairs)]
+    ok = [
+        vocab.encode([t.decode() for t in g1]) == vocab.encode(reference(p[0]))
+        and vocab.encode([t.decode() for t in g2]) == vocab.encode(reference(p[1]))
+        for g1, g2, p in zip(graph1, graph2, pairs)
+    ]
     return float(np.mean(ok))
 
 
@@ -387,10 +451,15 @@ def test_in_graph_tokenisation_agrees_on_sample_dev():
     assert _pair_agreement(pairs, vocab, "snli", pipeline) >= 0.99
 
 
-@pytest.mark.parametrize("dataset,tokenizer,reference", [
-    ("snli", "snli", "snli"), ("snli", "whitespace", "whitespace"),
-    ("quora", "whitespace", "whitespace"), ("scitail", "whitespace", "whitespace"),
-])
+@pytest.mark.parametrize(
+    "dataset,tokenizer,reference",
+    [
+        ("snli", "snli", "snli"),
+        ("snli", "whitespace", "whitespace"),
+        ("quora", "whitespace", "whitespace"),
+        ("scitail", "whitespace", "whitespace"),
+    ],
+)
 def test_in_graph_tokenisation_agrees_on_shared_dev(dataset, tokenizer, reference):
     path = SHARED / dataset / "re2_processed" / "dev.txt"
     if not path.exists():
@@ -423,17 +492,30 @@ def test_a_model_the_tflite_converter_refuses_is_a_clear_error(tmp_path):
     tokenizer = F.WholeWordTokenizer()
     tokenizer.fit("a man plays the guitar".split())
     packed = F.PackedPair(tokenizer, max_length=12)
-    inputs = {name: keras.Input((None,), dtype="int32", name=name)
-              for name in ("token_ids", "segment_ids", "padding_mask")}
+    inputs = {
+        name: keras.Input((None,), dtype="int32", name=name)
+        for name in ("token_ids", "segment_ids", "padding_mask")
+    }
     hidden = keras.layers.Embedding(packed.vocab_size, 4)(inputs["token_ids"])
-    h_a, mask_a, h_b, mask_b = PairSegmentSplit()(hidden, inputs["segment_ids"],
-                                                  inputs["padding_mask"])
+    h_a, mask_a, h_b, mask_b = PairSegmentSplit()(
+        hidden, inputs["segment_ids"], inputs["padding_mask"]
+    )
     states = BidirectionalMatchLSTM(3)(h_b, h_a, mask_b, mask_a)
     model = keras.Model(inputs, keras.layers.Dense(3)(states), name="split_matchlstm")
-    with pytest.raises(ValueError, match=r"^--format=tflite: the TFLite converter cannot "
-                                         r"convert split_matchlstm: 'tf.StridedSlice' op is "
-                                         r"neither a custom op nor a flex op -- export a "
-                                         r"SavedModel instead$"):
-        export_model(model, tmp_path / "lite", featurizers=[packed], label_names=LABELS,
-                     fmt="tflite", max_length=12, length_buckets=[12])
+    with pytest.raises(
+        ValueError,
+        match=r"^--format=tflite: the TFLite converter cannot "
+        r"convert split_matchlstm: 'tf.StridedSlice' op is "
+        r"neither a custom op nor a flex op -- export a "
+        r"SavedModel instead$",
+    ):
+        export_model(
+            model,
+            tmp_path / "lite",
+            featurizers=[packed],
+            label_names=LABELS,
+            fmt="tflite",
+            max_length=12,
+            length_buckets=[12],
+        )
     assert not (tmp_path / "lite").exists()

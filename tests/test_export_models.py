@@ -1,5 +1,6 @@
 """Every registered architecture through the one export path: a run directory written the way
-training writes it, exported with ``re2_tf.serving.export.export_run``, served in a fresh process that
+training writes it, exported with ``re2_tf.serving.export.export_run``, served in a fresh process
+that
 cannot import re2_tf, and fed bad input.
 
 The reference for every served probability is the Keras model called on the features of the
@@ -19,28 +20,43 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from weights import randomize_weights
 
 from re2_tf import runs
 from re2_tf._compat import all_sublayers
 from re2_tf.data.pipeline import encode_examples, make_dataset
 from re2_tf.data.readers import PairExample
 from re2_tf.data.vocab import Vocab
-from re2_tf.serving.export import BATCH_MISMATCH, ID_RANGE, export_run
 from re2_tf.models import MODEL_SPECS, get_spec
+from re2_tf.serving.export import BATCH_MISMATCH, ID_RANGE, export_run
 from re2_tf.training.losses import output_kind
-from weights import randomize_weights
 
 REPO = Path(__file__).resolve().parents[1]
 LABELS = ["entailment", "neutral", "contradiction"]
-MAX_LENGTH = 8   # one length bucket: XLA compiles one shape per batch size (DRCN: ~15 s each)
+MAX_LENGTH = 8  # one length bucket: XLA compiles one shape per batch size (DRCN: ~15 s each)
 
 # Tiny hyper-parameters per registered model (the rest are the spec's defaults).
 TINY = {
     "re2": dict(embedding_dim=8, hidden_size=8, blocks=2, enc_layers=2),
-    "drcn": dict(embedding_dim=4, char_embedding_dim=3, char_filters=4, char_kernel_size=3,
-                 hidden_size=3, autoencoder_units=5, fc_units=6, batch_norm=True),
-    "fitn": dict(embedding_dim=4, char_embedding_dim=3, char_filters=4, char_kernel_size=3,
-                 hidden_size=3, memory_size=5, fc_units=6),
+    "drcn": dict(
+        embedding_dim=4,
+        char_embedding_dim=3,
+        char_filters=4,
+        char_kernel_size=3,
+        hidden_size=3,
+        autoencoder_units=5,
+        fc_units=6,
+        batch_norm=True,
+    ),
+    "fitn": dict(
+        embedding_dim=4,
+        char_embedding_dim=3,
+        char_filters=4,
+        char_kernel_size=3,
+        hidden_size=3,
+        memory_size=5,
+        fc_units=6,
+    ),
     "match_srnn": dict(embedding_dim=4, slices=3, hidden_size=2, bidirectional=True),
     # The real MiniLM-L6 backbone (the `bert` extra; skipped without it), a small head, and
     # packed pairs short enough for packing to cut word pieces.
@@ -73,8 +89,9 @@ def exported(request, tmp_path_factory):
     spec = get_spec(name)
     hparams = dict(spec.defaults(), **options)
     examples = [PairExample(a, b, i % 3) for i, (a, b) in enumerate(TRAIN_TEXT)]
-    vocab = Vocab.build((t for ex in examples for s in (ex.text1, ex.text2) for t in s.split()),
-                        min_df=1)
+    vocab = Vocab.build(
+        (t for ex in examples for s in (ex.text1, ex.text2) for t in s.split()), min_df=1
+    )
     run_dir = tmp_path_factory.mktemp(f"run_{name}")
     vocab.save(run_dir / runs.VOCAB_FILE)
     features = spec.feature_options(hparams)
@@ -83,12 +100,25 @@ def exported(request, tmp_path_factory):
     model = spec.build(3, {f.kind: f.vocab_size for f in featurizers}, None, **hparams)
     randomize_weights(model, 3)
     model.save(run_dir / runs.BEST_MODEL_FILE)
-    runs.save_config(run_dir, runs.RunConfig(
-        model=name, model_kwargs=hparams, dataset="sample", label_names=labels_of(model),
-        tokenizer="whitespace", lower=True, features=features,
-        output=output_kind(spec, hparams)))
-    export_dir = export_run(run_dir, tmp_path_factory.mktemp("export") / name,
-                            max_length=MAX_LENGTH, length_buckets=[MAX_LENGTH])
+    runs.save_config(
+        run_dir,
+        runs.RunConfig(
+            model=name,
+            model_kwargs=hparams,
+            dataset="sample",
+            label_names=labels_of(model),
+            tokenizer="whitespace",
+            lower=True,
+            features=features,
+            output=output_kind(spec, hparams),
+        ),
+    )
+    export_dir = export_run(
+        run_dir,
+        tmp_path_factory.mktemp("export") / name,
+        max_length=MAX_LENGTH,
+        length_buckets=[MAX_LENGTH],
+    )
     return name, model, featurizers, tf.saved_model.load(str(export_dir)), export_dir
 
 
@@ -96,8 +126,9 @@ def _python_features(featurizers, texts1, texts2):
     """The Python pipeline's padded features of lower-cased, whitespace-tokenised pairs."""
     examples = [PairExample(a.lower(), b.lower(), 0) for a, b in zip(texts1, texts2)]
     encoded = encode_examples(examples, featurizers)
-    return next(iter(make_dataset(encoded, batch_size=len(examples), training=False,
-                                  with_labels=False)))
+    return next(
+        iter(make_dataset(encoded, batch_size=len(examples), training=False, with_labels=False))
+    )
 
 
 def _python_cuts(featurizers, texts1, texts2):
@@ -118,15 +149,16 @@ def labels_of(model):
 
 def _keras_probs(model, features):
     out = model(features, training=False)
-    if out.shape[-1] == 1:   # one score: [1 - sigmoid, sigmoid], as the export documents
+    if out.shape[-1] == 1:  # one score: [1 - sigmoid, sigmoid], as the export documents
         positive = tf.sigmoid(out)
         return tf.concat([1.0 - positive, positive], axis=-1).numpy()
     return tf.nn.softmax(out).numpy()
 
 
 def _serve(loaded, t1, t2):
-    out = loaded.signatures["serving_default"](text1=tf.constant(t1, tf.string),
-                                               text2=tf.constant(t2, tf.string))
+    out = loaded.signatures["serving_default"](
+        text1=tf.constant(t1, tf.string), text2=tf.constant(t2, tf.string)
+    )
     probs = out["probabilities"].numpy()
     assert probs.shape[0] == len(t1) and probs.shape[1] in (2, 3)
     assert np.isfinite(probs).all()
@@ -158,7 +190,8 @@ except ImportError:
     pass
 loaded = tf.saved_model.load(sys.argv[1])
 args = json.loads(sys.argv[2])
-out = loaded.signatures["serving_default"](text1=tf.constant(args["t1"]), text2=tf.constant(args["t2"]))
+out = loaded.signatures["serving_default"](
+    text1=tf.constant(args["t1"]), text2=tf.constant(args["t2"]))
 assert "re2_tf" not in sys.modules
 print(json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
                   "label": [s.decode() for s in out["label"].numpy()]}))
@@ -171,8 +204,20 @@ def test_fresh_process_serves_raw_text_as_keras_on_python_features(exported):
     t2 = ["a man plays music", "the animals", "Unseen words ZYZZYVA here"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run(
-        [sys.executable, "-c", FRESH_PROCESS, str(export_dir), json.dumps({"t1": t1, "t2": t2}),
-         str(REPO)], capture_output=True, text=True, env=env, timeout=300, cwd="/")
+        [
+            sys.executable,
+            "-c",
+            FRESH_PROCESS,
+            str(export_dir),
+            json.dumps({"t1": t1, "t2": t2}),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd="/",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     expected = _keras_probs(model, _python_features(featurizers, t1, t2))
@@ -199,24 +244,29 @@ def test_long_texts_are_truncated_to_max_length_and_counted(exported):
     out = _serve(loaded, t1, t2)
     cut = " ".join(["dog"] * MAX_LENGTH)
     cut1, cut2 = [cut, "a man", t1[2]], ["a dog", cut, t2[2]]
-    packing = _python_cuts(featurizers, cut1, cut2)   # word pieces cut after the words
-    if name == "bert_matchlstm":   # 8 + 2 word pieces + 3 specials > 12: one piece cut each
+    packing = _python_cuts(featurizers, cut1, cut2)  # word pieces cut after the words
+    if name == "bert_matchlstm":  # 8 + 2 word pieces + 3 specials > 12: one piece cut each
         assert packing[:2] == [1, 1]
-    assert out["truncated"].numpy().tolist() == [1000 - MAX_LENGTH + packing[0],
-                                                 1000 - MAX_LENGTH + packing[1], packing[2]]
+    assert out["truncated"].numpy().tolist() == [
+        1000 - MAX_LENGTH + packing[0],
+        1000 - MAX_LENGTH + packing[1],
+        packing[2],
+    ]
     expected = _keras_probs(model, _python_features(featurizers, cut1, cut2))
     np.testing.assert_allclose(out["probabilities"].numpy(), expected, atol=1e-5)
 
 
 def test_empty_batch_and_mismatched_batches(exported):
     _, model, _, loaded, _ = exported
-    out = loaded.signatures["serving_default"](text1=tf.zeros([0], tf.string),
-                                               text2=tf.zeros([0], tf.string))
+    out = loaded.signatures["serving_default"](
+        text1=tf.zeros([0], tf.string), text2=tf.zeros([0], tf.string)
+    )
     assert out["probabilities"].shape == (0, len(labels_of(model)))
     assert out["label"].shape == (0,)
     with pytest.raises(tf.errors.InvalidArgumentError, match=BATCH_MISMATCH):
-        loaded.signatures["serving_default"](text1=tf.constant(["a", "b", "c"]),
-                                             text2=tf.constant(["a"]))
+        loaded.signatures["serving_default"](
+            text1=tf.constant(["a", "b", "c"]), text2=tf.constant(["a"])
+        )
 
 
 def test_every_feature_input_is_checked_by_name(exported):
@@ -224,14 +274,22 @@ def test_every_feature_input_is_checked_by_name(exported):
     in-graph features' values, and a wrong rank, a batch mismatch or an out-of-range id in any
     one input is rejected with a message naming it."""
     _, model, featurizers, loaded, _ = exported
-    features = _python_features(featurizers, ["a man plays", "two dogs run", "a woman"],
-                                ["music", "dogs", "nobody is reading"])
+    features = _python_features(
+        featurizers,
+        ["a man plays", "two dogs run", "a woman"],
+        ["music", "dogs", "nobody is reading"],
+    )
     fn = loaded.signatures["serving_ids"]
-    np.testing.assert_allclose(fn(**features)["probabilities"].numpy(),
-                               _keras_probs(model, features), atol=1e-5)
-    vocab_sizes = {f"{side}{suffix}": f.vocab_size for f in featurizers if f.vocab_size
-                   for side in ("text1", "text2")
-                   for suffix in ({"word_ids": "", "char_ids": "_chars"}.get(f.kind, "?"),)}
+    np.testing.assert_allclose(
+        fn(**features)["probabilities"].numpy(), _keras_probs(model, features), atol=1e-5
+    )
+    vocab_sizes = {
+        f"{side}{suffix}": f.vocab_size
+        for f in featurizers
+        if f.vocab_size
+        for side in ("text1", "text2")
+        for suffix in ({"word_ids": "", "char_ids": "_chars"}.get(f.kind, "?"),)
+    }
     for name, x in features.items():
         bad = dict(features, **{name: x[..., None]})
         with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(f"{name} must be")):
@@ -257,8 +315,10 @@ def test_a_one_score_model_also_serves_its_raw_score(exported):
 
 
 # ------------------------------------------------------------------------ bf16
-TEXTS = (["a man plays the guitar on stage", "two dogs run", "a woman reads a book"],
-         ["a man plays music", "the animals are outside", "nobody is reading"])
+TEXTS = (
+    ["a man plays the guitar on stage", "two dogs run", "a woman reads a book"],
+    ["a man plays music", "the animals are outside", "nobody is reading"],
+)
 
 
 def test_bf16_copy_computes_in_bfloat16_with_the_same_weights(exported):
@@ -268,8 +328,11 @@ def test_bf16_copy_computes_in_bfloat16_with_the_same_weights(exported):
 
     name, model, featurizers, _, _ = exported
     copy = bfloat16_copy(model)
-    dtypes = {layer.compute_dtype for layer in all_sublayers(copy)
-              if not isinstance(layer, keras.layers.InputLayer)}
+    dtypes = {
+        layer.compute_dtype
+        for layer in all_sublayers(copy)
+        if not isinstance(layer, keras.layers.InputLayer)
+    }
     assert dtypes == {"bfloat16"}, name
     assert len(copy.weights) == len(model.weights)
     for mine, theirs in zip(copy.weights, model.weights):
@@ -287,20 +350,26 @@ def test_bf16_copy_computes_in_bfloat16_with_the_same_weights(exported):
 
 
 def test_bf16_export_serves_the_bfloat16_copy(exported, tmp_path):
-    from re2_tf.serving.export import export_model
     from re2_tf.serving.backends import bfloat16_copy
+    from re2_tf.serving.export import export_model
 
     name, model, featurizers, _, _ = exported
-    if name != "match_srnn":     # one export suffices: every model but RE2 serves through Keras
+    if name != "match_srnn":  # one export suffices: every model but RE2 serves through Keras
         pytest.skip("checked on match_srnn")
-    path = export_model(model, tmp_path / "bf16", featurizers=featurizers,
-                        label_names=labels_of(model), backend=get_spec(name).export_backend,
-                        output="score" if model.output.shape[-1] == 1 else "logits",
-                        precision="bf16", xla=False, max_length=MAX_LENGTH,
-                        length_buckets=[MAX_LENGTH])
+    path = export_model(
+        model,
+        tmp_path / "bf16",
+        featurizers=featurizers,
+        label_names=labels_of(model),
+        backend=get_spec(name).export_backend,
+        output="score" if model.output.shape[-1] == 1 else "logits",
+        precision="bf16",
+        xla=False,
+        max_length=MAX_LENGTH,
+        length_buckets=[MAX_LENGTH],
+    )
     served = _serve(tf.saved_model.load(str(path)), *TEXTS)["probabilities"].numpy()
     expected = _keras_probs(bfloat16_copy(model), _python_features(featurizers, *TEXTS))
     # the same bfloat16 computation; the export pads to its length bucket, and padding
     # positions only enter masked sums, so the results differ by bfloat16 rounding at most
     np.testing.assert_allclose(served, expected, atol=1e-2)
-

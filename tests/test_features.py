@@ -1,12 +1,13 @@
 """Tests for re2_tf.data.features: hand-worked examples, save/load, SavedModel, real data."""
+
 import json
 import shutil
 
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from dev_files import real_dev_pairs
+
 from re2_tf.data import features as F
 from re2_tf.data.vocab import Vocab
 from re2_tf.serving.text import whitespace_tokenize
@@ -15,16 +16,20 @@ from re2_tf.serving.text import whitespace_tokenize
 def _graph(featurizer, directory, texts1, texts2):
     """Runs the in-graph path on raw texts tokenised in-graph (case kept)."""
     module = featurizer.graph(directory)
-    return {k: v.numpy() for k, v in module(whitespace_tokenize(tf.constant(texts1), lower=False),
-                                            whitespace_tokenize(tf.constant(texts2), lower=False)
-                                            ).items()}
+    return {
+        k: v.numpy()
+        for k, v in module(
+            whitespace_tokenize(tf.constant(texts1), lower=False),
+            whitespace_tokenize(tf.constant(texts2), lower=False),
+        ).items()
+    }
 
 
 def _assert_agree(featurizer, graph_out, pairs):
     """Every pair's Python arrays, padded with the spec's pad value, == its graph row."""
     specs = {s.name: s for s in featurizer.specs()}
     graph_out = dict(graph_out)
-    graph_cuts = graph_out.pop(F.TRUNCATED_KEY, None)   # packed pairs: pieces cut, per pair
+    graph_cuts = graph_out.pop(F.TRUNCATED_KEY, None)  # packed pairs: pieces cut, per pair
     assert set(graph_out) == set(specs)
     expected = {name: np.full_like(graph_out[name], spec.pad_value) for name, spec in specs.items()}
     python_cuts = []
@@ -41,8 +46,9 @@ def _assert_agree(featurizer, graph_out, pairs):
         assert graph_out[name].dtype == value.dtype, name
         equal = (graph_out[name] == value).reshape(len(pairs), -1).all(axis=1)
         bad = np.flatnonzero(~equal)
-        assert equal.sum() == len(pairs), \
+        assert equal.sum() == len(pairs), (
             f"{name}: {len(bad)}/{len(pairs)} pairs differ, first {pairs[bad[0]]!r}"
+        )
     if graph_cuts is not None:
         assert graph_cuts.dtype == np.int32 and graph_cuts.tolist() == python_cuts
 
@@ -122,8 +128,14 @@ def test_exact_match_hand_worked(tmp_path):
     assert empty["text1_exact_match"].shape == (0,)
     assert empty["text2_exact_match"].tolist() == [0.0]
     # Row 1 shares "dog" with row 0's text2 and row 2's text1 only: no match across pairs.
-    pairs = [("The cat sat the Σας", "THE dog σας Straße STRASSE"), ("dog", "cat"),
-             ("", "dog"), ("dog", ""), ("", ""), ("a a", "A")]
+    pairs = [
+        ("The cat sat the Σας", "THE dog σας Straße STRASSE"),
+        ("dog", "cat"),
+        ("", "dog"),
+        ("dog", ""),
+        ("", ""),
+        ("a a", "A"),
+    ]
     graph = _graph(match, tmp_path, *zip(*pairs))
     assert graph["text1_exact_match"][1].tolist() == [0.0, 0.0, 0.0, 0.0, 0.0]
     assert graph["text2_exact_match"][0].tolist() == [1.0, 0.0, 1.0, 0.0, 0.0]
@@ -163,8 +175,7 @@ def test_packed_pair_hand_worked(tmp_path):
     tokenizer.fit(["a", "A", "a", "b", "B", "c"])
     packed = F.PackedPair(tokenizer, max_length=8)
     assert packed.save(tmp_path) == ["whole_word_vocab.txt"]
-    assert (tmp_path / "whole_word_vocab.txt").read_text() == \
-        "<PAD>\n<UNK>\n<CLS>\n<SEP>\na\nb\n"
+    assert (tmp_path / "whole_word_vocab.txt").read_text() == "<PAD>\n<UNK>\n<CLS>\n<SEP>\na\nb\n"
     out = packed.python(["A", "c"], ["b"])
     assert out["token_ids"].tolist() == [2, 4, 1, 3, 5, 3]
     assert out["segment_ids"].tolist() == [0, 0, 0, 0, 1, 1]
@@ -177,8 +188,13 @@ def test_packed_pair_hand_worked(tmp_path):
     assert packed.stats == {"pairs": 2, "truncated_pairs": 1, "truncated_tokens": 4}
     empty = packed.python([], [])
     assert empty["token_ids"].tolist() == [2, 3, 3] and empty["segment_ids"].tolist() == [0, 0, 1]
-    pairs = [("A c", "b"), ("a b a b a b", "c c b"), ("", ""), ("", "a b c d e f g h"),
-             ("x y z", "")]
+    pairs = [
+        ("A c", "b"),
+        ("a b a b a b", "c c b"),
+        ("", ""),
+        ("", "a b c d e f g h"),
+        ("x y z", ""),
+    ]
     graph = _graph(packed, tmp_path, *zip(*pairs))
     assert graph["token_ids"].shape == (5, 8)
     assert graph["token_ids"][2].tolist() == [2, 3, 3, 0, 0, 0, 0, 0]
@@ -190,16 +206,23 @@ def test_packed_pair_hand_worked(tmp_path):
 
 # ---------------------------------------------------------------- save / load, SavedModel
 def _fitted(tokens):
-    featurizers = [F.WordIds.from_vocab(Vocab.build(tokens, min_df=2)),
-                   F.CharIds(max_word_length=5, min_count=2, lower=True), F.ExactMatch(),
-                   F.PackedPair(F.WholeWordTokenizer(min_count=2, lower=False), max_length=9)]
+    featurizers = [
+        F.WordIds.from_vocab(Vocab.build(tokens, min_df=2)),
+        F.CharIds(max_word_length=5, min_count=2, lower=True),
+        F.ExactMatch(),
+        F.PackedPair(F.WholeWordTokenizer(min_count=2, lower=False), max_length=9),
+    ]
     for featurizer in featurizers:
         featurizer.fit(tokens)
     return featurizers
 
 
-PAIRS = [("A man plays a guitar", "A man is playing music"), ("", "nobody"),
-         ("Extraordinarily long words", "a a a A"), ("the man", "")]
+PAIRS = [
+    ("A man plays a guitar", "A man is playing music"),
+    ("", "nobody"),
+    ("Extraordinarily long words", "a a a A"),
+    ("the man", ""),
+]
 TOKENS = [t for pair in PAIRS for text in pair for t in text.split()]
 
 
@@ -214,8 +237,10 @@ def test_save_load_round_trip(tmp_path):
         assert type(loaded) is type(featurizer) and loaded.get_config() == config
         assert loaded.specs() == featurizer.specs()
         for text1, text2 in PAIRS:
-            a, b = featurizer.python(text1.split(), text2.split()), \
-                loaded.python(text1.split(), text2.split())
+            a, b = (
+                featurizer.python(text1.split(), text2.split()),
+                loaded.python(text1.split(), text2.split()),
+            )
             assert a.keys() == b.keys()
             for name in a:
                 np.testing.assert_array_equal(a[name], b[name])
@@ -250,8 +275,7 @@ def test_graph_modules_survive_saved_model(tmp_path):
     assert out_empty["text1_chars"].shape == (2, 0, 5)
     for featurizer in featurizers:
         _assert_agree(featurizer, {s.name: out[s.name] for s in featurizer.specs()}, PAIRS)
-        _assert_agree(featurizer, {s.name: out_empty[s.name] for s in featurizer.specs()},
-                      empty)
+        _assert_agree(featurizer, {s.name: out_empty[s.name] for s in featurizer.specs()}, empty)
 
 
 # ------------------------------------------------------------------------------ real data
@@ -268,11 +292,15 @@ def test_python_and_graph_agree_on_real_dev_files(shared_data, tmp_path):
             featurizer.save(directory)
             module = featurizer.graph(directory)  # eager: cheaper than tracing per file
             for begin in range(0, len(pairs), 1000):
-                batch = pairs[begin: begin + 1000]
+                batch = pairs[begin : begin + 1000]
                 texts1, texts2 = (tf.constant(t) for t in zip(*batch))
-                graph = {k: v.numpy() for k, v in
-                         module(whitespace_tokenize(texts1, lower=False),
-                                whitespace_tokenize(texts2, lower=False)).items()}
+                graph = {
+                    k: v.numpy()
+                    for k, v in module(
+                        whitespace_tokenize(texts1, lower=False),
+                        whitespace_tokenize(texts2, lower=False),
+                    ).items()
+                }
                 _assert_agree(featurizer, graph, batch)  # asserts == on every pair
         # Each Python path saw every pair once; caps and unknowns were exercised.
         assert chars.stats["words"] == len(tokens) and packed.stats["pairs"] == len(pairs)

@@ -13,8 +13,8 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
-
 from weights import randomize_weights
+
 from re2_tf.models import build_drcn, build_fitn, build_match_srnn, build_re2
 
 WORDS, CHARS, CLASSES, BERT_VOCAB = 30, 12, 3, 40
@@ -37,26 +37,29 @@ def text_batch(rng, chars=False, exact_match=False):
         ids = batch[side]
         if chars:
             lengths = rng.integers(1, 5, ids.shape) * (ids > 0)
-            batch[f"{side}_chars"] = np.where(np.arange(4) < lengths[..., None],
-                                              rng.integers(1, CHARS, (*ids.shape, 4)),
-                                              0).astype("int32")
+            batch[f"{side}_chars"] = np.where(
+                np.arange(4) < lengths[..., None], rng.integers(1, CHARS, (*ids.shape, 4)), 0
+            ).astype("int32")
         if exact_match:
             batch[f"{side}_exact_match"] = ((rng.random(ids.shape) < 0.5) * (ids > 0)).astype(
-                "float32")
+                "float32"
+            )
     return batch
 
 
 def bert_batch(rng):
     """Four packed pairs ``[CLS] a [SEP] b [SEP]`` with segment ids and padding."""
-    rows = [(3, 2), (1, 4), (0, 2), (2, 0)]   # (|a|, |b|); an empty a, an empty b
+    rows = [(3, 2), (1, 4), (0, 2), (2, 0)]  # (|a|, |b|); an empty a, an empty b
     width = max(a + b + 3 for a, b in rows) + 1
-    batch = {k: np.zeros((len(rows), width), "int32")
-             for k in ("token_ids", "segment_ids", "padding_mask")}
+    batch = {
+        k: np.zeros((len(rows), width), "int32")
+        for k in ("token_ids", "segment_ids", "padding_mask")
+    }
     for r, (a, b) in enumerate(rows):
         tokens = [CLS, *rng.integers(4, BERT_VOCAB, a), SEP, *rng.integers(4, BERT_VOCAB, b), SEP]
-        batch["token_ids"][r, :len(tokens)] = tokens
-        batch["segment_ids"][r, a + 2:len(tokens)] = 1
-        batch["padding_mask"][r, :len(tokens)] = 1
+        batch["token_ids"][r, : len(tokens)] = tokens
+        batch["segment_ids"][r, a + 2 : len(tokens)] = 1
+        batch["padding_mask"][r, : len(tokens)] = 1
     return batch
 
 
@@ -65,32 +68,79 @@ def tiny_bert_matchlstm(**options):
     from re2_tf.layers.bert_backbone import BertBackbone
     from re2_tf.models import build_bert_matchlstm
 
-    backbone = BertBackbone(vocabulary_size=BERT_VOCAB, num_layers=2, num_heads=2, hidden_dim=8,
-                            intermediate_dim=16, max_sequence_length=32, dropout=0.1,
-                            hidden_activation="gelu")
-    return build_bert_matchlstm(CLASSES, backbone=backbone, match_units=5, cnn_filters=3,
-                                cnn_windows="1,2", dropout=0.2, **options)
+    backbone = BertBackbone(
+        vocabulary_size=BERT_VOCAB,
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        max_sequence_length=32,
+        dropout=0.1,
+        hidden_activation="gelu",
+    )
+    return build_bert_matchlstm(
+        CLASSES,
+        backbone=backbone,
+        match_units=5,
+        cnn_filters=3,
+        cnn_windows="1,2",
+        dropout=0.2,
+        **options,
+    )
 
 
-CHAR_TINY = dict(embedding_dim=4, char_embedding_dim=3, char_filters=4, char_kernel_size=3,
-                 hidden_size=3, fc_units=6)
+CHAR_TINY = dict(
+    embedding_dim=4,
+    char_embedding_dim=3,
+    char_filters=4,
+    char_kernel_size=3,
+    hidden_size=3,
+    fc_units=6,
+)
 #: name -> (build the tiny model with non-default hyper-parameters, its batch).
 MODELS = {
-    "re2": (lambda: build_re2(WORDS, CLASSES, embedding_dim=4, hidden_size=4, blocks=2,
-                              enc_layers=2, alignment="identity",
-                              fusion="simple", connection="residual", prediction="symmetric"),
-            lambda rng: text_batch(rng)),
-    "drcn": (lambda: build_drcn(WORDS, CHARS, CLASSES, **CHAR_TINY, autoencoder_units=5,
-                                num_layers=3, autoencoder_layers="2,3"),
-             lambda rng: text_batch(rng, chars=True, exact_match=True)),
-    "fitn": (lambda: build_fitn(WORDS, CHARS, CLASSES, **CHAR_TINY, memory_size=5, rounds=2),
-             lambda rng: text_batch(rng, chars=True)),
-    "match_srnn": (lambda: build_match_srnn(WORDS, CLASSES, embedding_dim=4, slices=3,
-                                            hidden_size=2, bidirectional=True),
-                   lambda rng: text_batch(rng)),
+    "re2": (
+        lambda: build_re2(
+            WORDS,
+            CLASSES,
+            embedding_dim=4,
+            hidden_size=4,
+            blocks=2,
+            enc_layers=2,
+            alignment="identity",
+            fusion="simple",
+            connection="residual",
+            prediction="symmetric",
+        ),
+        lambda rng: text_batch(rng),
+    ),
+    "drcn": (
+        lambda: build_drcn(
+            WORDS,
+            CHARS,
+            CLASSES,
+            **CHAR_TINY,
+            autoencoder_units=5,
+            num_layers=3,
+            autoencoder_layers="2,3",
+        ),
+        lambda rng: text_batch(rng, chars=True, exact_match=True),
+    ),
+    "fitn": (
+        lambda: build_fitn(WORDS, CHARS, CLASSES, **CHAR_TINY, memory_size=5, rounds=2),
+        lambda rng: text_batch(rng, chars=True),
+    ),
+    "match_srnn": (
+        lambda: build_match_srnn(
+            WORDS, CLASSES, embedding_dim=4, slices=3, hidden_size=2, bidirectional=True
+        ),
+        lambda rng: text_batch(rng),
+    ),
     "bert_matchlstm": (tiny_bert_matchlstm, bert_batch),
-    "bert_matchlstm-cnn-pooled": (lambda: tiny_bert_matchlstm(head="cnn", cls_output="pooled"),
-                                  bert_batch),
+    "bert_matchlstm-cnn-pooled": (
+        lambda: tiny_bert_matchlstm(head="cnn", cls_output="pooled"),
+        bert_batch,
+    ),
 }
 
 LOADER = textwrap.dedent("""
@@ -136,22 +186,35 @@ def loaded_elsewhere(tmp_path_factory):
         model.save(directory / "m.keras")
         np.savez(directory / "batch.npz", **batch)
         expected[name] = (np.asarray(model(batch, training=False)), config_json(model))
-        jobs.append({"name": name, "model": str(directory / "m.keras"),
-                     "batch": str(directory / "batch.npz"),
-                     "outputs": str(directory / "outputs.npy"),
-                     "config": str(directory / "config.json"),
-                     "error": str(directory / "error.txt")})
+        jobs.append(
+            {
+                "name": name,
+                "model": str(directory / "m.keras"),
+                "batch": str(directory / "batch.npz"),
+                "outputs": str(directory / "outputs.npy"),
+                "config": str(directory / "config.json"),
+                "error": str(directory / "error.txt"),
+            }
+        )
     elsewhere = tmp_path_factory.mktemp("elsewhere")
-    done = subprocess.run([sys.executable, "-c", LOADER, json.dumps(jobs)], cwd=elsewhere,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", LOADER, json.dumps(jobs)],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     results = {}
     for job in jobs:
-        if Path(job["error"]).exists():   # reported by the model's own test
+        if Path(job["error"]).exists():  # reported by the model's own test
             results[job["name"]] = Path(job["error"]).read_text()
         else:
-            results[job["name"]] = (*expected[job["name"]], np.load(job["outputs"]),
-                                    json.loads(Path(job["config"]).read_text()))
+            results[job["name"]] = (
+                *expected[job["name"]],
+                np.load(job["outputs"]),
+                json.loads(Path(job["config"]).read_text()),
+            )
     return results
 
 
@@ -162,7 +225,7 @@ def test_a_fresh_process_rebuilds_the_model_from_its_keras_file(loaded_elsewhere
     result = loaded_elsewhere[name]
     assert not isinstance(result, str), f"{name}: load_model failed in a fresh process:\n{result}"
     outputs, config, loaded_outputs, loaded_config = result
-    assert outputs.shape == (4, CLASSES) and np.std(outputs) > 1e-3, name   # not degenerate
+    assert outputs.shape == (4, CLASSES) and np.std(outputs) > 1e-3, name  # not degenerate
     np.testing.assert_allclose(loaded_outputs, outputs, rtol=1e-6, atol=1e-6, err_msg=name)
     assert loaded_config == config, name
 
@@ -181,6 +244,7 @@ def test_import_re2_tf_works_without_keras_hub_and_still_loads_the_others(tmp_pa
         keras.saving.load_model({str(tmp_path / "re2.keras")!r})
         print("ok")
     """)
-    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

@@ -69,7 +69,9 @@ def test_initialisation_is_he_normal_with_the_release_gain(activation, gain):
     np.testing.assert_array_equal(np.asarray(layer.bias), np.zeros(units))
     conv = L.WeightNormConv1D(200, kernel_size=3, activation="relu")
     conv.build((None, None, 100))
-    np.testing.assert_allclose(np.asarray(conv.kernel_v).std(), math.sqrt(2) / math.sqrt(300), rtol=0.01)
+    np.testing.assert_allclose(
+        np.asarray(conv.kernel_v).std(), math.sqrt(2) / math.sqrt(300), rtol=0.01
+    )
 
 
 def test_augmented_residual_running_scaled_sum_hand_worked():
@@ -143,10 +145,21 @@ LAYER_CASES = {
     "WeightNormDense": (lambda: L.WeightNormDense(4, activation="gelu"), [(2, 3, 5)], {}),
     "WeightNormConv1D": (lambda: L.WeightNormConv1D(4, 3, activation="relu"), [(2, 3, 5)], {}),
     "ConvEncoder": (lambda: L.ConvEncoder(4, enc_layers=2), [(2, 3, 5)], {"inputs_mask": MASK}),
-    "ConvEncoderGelu": (lambda: L.ConvEncoder(4, enc_layers=2, activation="gelu"), [(2, 3, 5)],
-                        {"inputs_mask": MASK}),
-    "Alignment": (lambda: L.Alignment(4, "linear"), [(2, 3, 5), (2, 3, 5)], {"a_mask": MASK, "b_mask": MASK}),
-    "AlignmentIdentity": (lambda: L.Alignment(4, "identity"), [(2, 3, 5), (2, 3, 5)], {"a_mask": MASK, "b_mask": MASK}),
+    "ConvEncoderGelu": (
+        lambda: L.ConvEncoder(4, enc_layers=2, activation="gelu"),
+        [(2, 3, 5)],
+        {"inputs_mask": MASK},
+    ),
+    "Alignment": (
+        lambda: L.Alignment(4, "linear"),
+        [(2, 3, 5), (2, 3, 5)],
+        {"a_mask": MASK, "b_mask": MASK},
+    ),
+    "AlignmentIdentity": (
+        lambda: L.Alignment(4, "identity"),
+        [(2, 3, 5), (2, 3, 5)],
+        {"a_mask": MASK, "b_mask": MASK},
+    ),
     "FusionFull": (lambda: L.Fusion(4, "full"), [(2, 3, 5), (2, 3, 5)], {}),
     "FusionSimple": (lambda: L.Fusion(4, "simple"), [(2, 3, 5), (2, 3, 5)], {}),
     "AugmentedResidual": (lambda: L.AugmentedResidualConnection(2), [(2, 3, 4), (2, 3, 7)], {}),
@@ -188,7 +201,10 @@ def _is_inverted_dropout_of(train, infer, rate):
     """Every entry is 0 or infer / (1 - rate): dropout was the layer's last operation."""
     train, infer = np.asarray(train), np.asarray(infer)
     kept = ~np.isclose(train, 0.0)
-    return bool(np.allclose(train[kept], infer[kept] / (1 - rate), rtol=1e-5, atol=1e-6)) and 0 < kept.mean() < 1
+    return (
+        bool(np.allclose(train[kept], infer[kept] / (1 - rate), rtol=1e-5, atol=1e-6))
+        and 0 < kept.mean() < 1
+    )
 
 
 def test_encoder_dropout_after_the_last_convolution_and_between_layers_only():
@@ -225,8 +241,9 @@ def test_dropout_before_the_linear_alignment_projection_and_the_fusion_projectio
         (L.Fusion(4, "full", dropout_rate=0.5), (a, b), {}),
     ]:
         train, infer = _both_modes(layer, *args, **kwargs)
-        assert not np.allclose(np.asarray(keras.tree.flatten(train)[0]),
-                               np.asarray(keras.tree.flatten(infer)[0]))
+        assert not np.allclose(
+            np.asarray(keras.tree.flatten(train)[0]), np.asarray(keras.tree.flatten(infer)[0])
+        )
 
 
 def test_prediction_dropout_before_each_dense_layer():
@@ -259,13 +276,13 @@ def test_number_of_dropout_applications_matches_the_release():
     a, b = _inputs(rng, (2, 3, 5), (2, 3, 5))
     masks = {"a_mask": MASK, "b_mask": MASK}
     cases = [
-        (L.ConvEncoder(4, enc_layers=1), (a,), {"inputs_mask": MASK}, 1),   # after the last conv
-        (L.ConvEncoder(4, enc_layers=3), (a,), {"inputs_mask": MASK}, 3),   # + between layers
-        (L.Alignment(4, "linear"), (a, b), masks, 2),                       # before F, per side
+        (L.ConvEncoder(4, enc_layers=1), (a,), {"inputs_mask": MASK}, 1),  # after the last conv
+        (L.ConvEncoder(4, enc_layers=3), (a,), {"inputs_mask": MASK}, 3),  # + between layers
+        (L.Alignment(4, "linear"), (a, b), masks, 2),  # before F, per side
         (L.Alignment(4, "identity"), (a, b), masks, 0),
-        (L.Fusion(4, "full"), (a, b), {}, 1),                               # before G
+        (L.Fusion(4, "full"), (a, b), {}, 1),  # before G
         (L.Fusion(4, "simple"), (a, b), {}, 0),
-        (L.Prediction(4, 3, "full"), (a[:, 0], b[:, 0]), {}, 2),            # before each dense
+        (L.Prediction(4, 3, "full"), (a[:, 0], b[:, 0]), {}, 2),  # before each dense
     ]
     for layer, args, kwargs, expected in cases:
         layer(*args, **kwargs)  # build

@@ -6,28 +6,32 @@ mean predictor and write the figure."""
 import itertools
 import json
 
+import match_srnn_numpy_reference as ref
 import numpy as np
 import pytest
-
-import match_srnn_numpy_reference as ref
 from weights import randomize_weights
+
 from re2_tf.experiments import lcs
 
 # Figure 4(a) of the paper, worked by hand: rows A B C D E, columns F A C G D.
-FIGURE_TABLE = np.array([
-    [0, 1, 1, 1, 1],
-    [0, 1, 1, 1, 1],
-    [0, 1, 2, 2, 2],
-    [0, 1, 2, 2, 3],
-    [0, 1, 2, 2, 3],
-])
+FIGURE_TABLE = np.array(
+    [
+        [0, 1, 1, 1, 1],
+        [0, 1, 1, 1, 1],
+        [0, 1, 2, 2, 2],
+        [0, 1, 2, 2, 3],
+        [0, 1, 2, 2, 3],
+    ]
+)
 
 
 def brute_force_lcs(x, y):
     """Longest subsequence of x that is also a subsequence of y, by enumeration."""
+
     def is_subsequence(sub, seq):
         it = iter(seq)
         return all(ch in it for ch in sub)
+
     for size in range(min(len(x), len(y)), 0, -1):
         if any(is_subsequence(c, y) for c in itertools.combinations(x, size)):
             return size
@@ -52,7 +56,7 @@ def test_table_matches_brute_force_on_every_prefix():
 
 def test_dp_backtrace_is_an_lcs():
     path, matches = lcs.lcs_backtrace("ABCDE", "FACGD")
-    assert matches == [(1, 2), (3, 3), (4, 5)]              # A, C, D
+    assert matches == [(1, 2), (3, 3), (4, 5)]  # A, C, D
     assert path[0] == (5, 5) and path[-1] == (1, 2)
     rng = np.random.default_rng(1)
     for x, y in lcs.random_pairs(50, rng, 1, 9):
@@ -70,11 +74,11 @@ def one_hot_gates(x, y):
     for i in range(1, len(x) + 1):
         for j in range(1, len(y) + 1):
             if x[i - 1] == y[j - 1]:
-                gates[i - 1, j - 1] = [0.3, 0.1, 0.1, 0.5]      # diagonal z_d + z_i = 0.8
+                gates[i - 1, j - 1] = [0.3, 0.1, 0.1, 0.5]  # diagonal z_d + z_i = 0.8
             elif table[i - 1, j] >= table[i, j - 1]:
-                gates[i - 1, j - 1] = [0.1, 0.2, 0.6, 0.1]      # up
+                gates[i - 1, j - 1] = [0.1, 0.2, 0.6, 0.1]  # up
             else:
-                gates[i - 1, j - 1] = [0.1, 0.6, 0.2, 0.1]      # left
+                gates[i - 1, j - 1] = [0.1, 0.6, 0.2, 0.1]  # left
     return gates
 
 
@@ -105,20 +109,21 @@ def test_gates_from_grid_match_the_reference_cell():
     params = {w.name: w.numpy() for w in layer.weights}
     params.update(reset_kernel=None, reset_bias=None)
     for b, (x, y) in enumerate(pairs):
-        s = inputs["s"][b, :len(x), :len(y)]
-        table = ref.spatial_gru_pair(params, s)                   # [m + 1, n + 1, 1]
+        s = inputs["s"][b, : len(x), : len(y)]
+        table = ref.spatial_gru_pair(params, s)  # [m + 1, n + 1, 1]
         for i in range(1, len(x) + 1):
             for j in range(1, len(y) + 1):
-                _, want = ref.gru_cell(params, table[i - 1, j], table[i, j - 1],
-                                       table[i - 1, j - 1], s[i - 1, j - 1])
-                np.testing.assert_allclose(got[b, i - 1, j - 1], np.concatenate(want),
-                                           atol=1e-5)
+                _, want = ref.gru_cell(
+                    params, table[i - 1, j], table[i, j - 1], table[i - 1, j - 1], s[i - 1, j - 1]
+                )
+                np.testing.assert_allclose(got[b, i - 1, j - 1], np.concatenate(want), atol=1e-5)
 
 
 def test_inputs_and_targets():
     inputs = lcs.encode([("ABA", "AB")], 4)
-    np.testing.assert_array_equal(inputs["s"][0, :, :, 0], [[1, 0, 0, 0], [0, 1, 0, 0],
-                                                            [1, 0, 0, 0], [0, 0, 0, 0]])
+    np.testing.assert_array_equal(
+        inputs["s"][0, :, :, 0], [[1, 0, 0, 0], [0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]]
+    )
     np.testing.assert_array_equal(inputs["mask1"], [[1, 1, 1, 0]])
     np.testing.assert_array_equal(inputs["mask2"], [[1, 1, 0, 0]])
     pairs = [("ABCDE", "FACGD"), ("AB", "ABBA")]
@@ -129,11 +134,13 @@ def test_inputs_and_targets():
         lcs.encode([("ABCDEF", "A")], 5)
     with pytest.raises(ValueError, match="normalizer"):
         lcs.targets(pairs, "mean")
-    lengths = [len(x) for pair in lcs.random_pairs(200, np.random.default_rng(2), 5, 10)
-               for x in pair]
+    lengths = [
+        len(x) for pair in lcs.random_pairs(200, np.random.default_rng(2), 5, 10) for x in pair
+    ]
     assert min(lengths) == 5 and max(lengths) == 10
-    assert set("".join(p[0] for p in lcs.random_pairs(50, np.random.default_rng(3)))) \
-        == set(lcs.SYMBOLS)
+    assert set("".join(p[0] for p in lcs.random_pairs(50, np.random.default_rng(3)))) == set(
+        lcs.SYMBOLS
+    )
 
 
 def test_short_training_run_beats_the_mean_and_writes_the_figure(tmp_path):

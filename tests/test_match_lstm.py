@@ -4,12 +4,12 @@ B), padding invariance, parameter count, serialisation, symbolic vs eager, XLA a
 training step."""
 
 import keras
+import match_lstm_numpy_reference as ref
 import numpy as np
 import pytest
 import tensorflow as tf
-
-import match_lstm_numpy_reference as ref
 from roundtrip import assert_round_trips
+
 from re2_tf.layers import BidirectionalMatchLSTM, MatchLSTM
 
 UNITS, ATTENTION, DIM_B, DIM_A = 3, 4, 4, 3
@@ -24,8 +24,9 @@ def masks(lengths, width):
     return (np.arange(width)[None, :] < np.asarray(lengths)[:, None]).astype("float32")
 
 
-def batch(seed=0, lengths_b=LENGTHS_B, lengths_a=LENGTHS_A, width_b=WIDTH_B, width_a=WIDTH_A,
-          padding=1e4):
+def batch(
+    seed=0, lengths_b=LENGTHS_B, lengths_a=LENGTHS_A, width_b=WIDTH_B, width_a=WIDTH_A, padding=1e4
+):
     """``h_b``, ``h_a`` standard normal on tokens and ``padding`` elsewhere, float masks
     ``[batch, len]``."""
     rng = np.random.default_rng(seed)
@@ -43,8 +44,13 @@ def randomize(layer, seed):
     attention logits spread over several units and move with ``h^B_i`` and ``s_(i-1)``."""
     rng = np.random.default_rng(seed)
     for w in layer.weights:
-        scale = (4.0 if w.name == "attention_vector"
-                 else 1.0 if w.name.startswith("attention_kernel") else 0.5)
+        scale = (
+            4.0
+            if w.name == "attention_vector"
+            else 1.0
+            if w.name.startswith("attention_kernel")
+            else 0.5
+        )
         w.assign(rng.normal(0.0, scale, tuple(w.shape)).astype("float32"))
 
 
@@ -85,19 +91,23 @@ def test_matches_numpy_reference(go_backwards):
 
     # The attention is far from uniform: at a typical step the largest weight is well above
     # 1 / |A|; it moves from step to step; the reference's weights sum to 1 over A's tokens.
-    peaks = [attention[b, i, :LENGTHS_A[b]].max() - 1.0 / LENGTHS_A[b]
-             for b in range(5) if LENGTHS_A[b] > 1 for i in range(LENGTHS_B[b])]
+    peaks = [
+        attention[b, i, : LENGTHS_A[b]].max() - 1.0 / LENGTHS_A[b]
+        for b in range(5)
+        if LENGTHS_A[b] > 1
+        for i in range(LENGTHS_B[b])
+    ]
     assert len(peaks) == 11 and np.median(peaks) > 0.3, peaks
     assert np.abs(attention[0] - attention[0, :1]).max() > 0.1
     for b in range(5):
         if LENGTHS_A[b]:
-            np.testing.assert_allclose(attention[b, :LENGTHS_B[b]].sum(-1), 1.0, atol=1e-12)
+            np.testing.assert_allclose(attention[b, : LENGTHS_B[b]].sum(-1), 1.0, atol=1e-12)
 
     # The last state is the sequence's state at B's last (forward) / first (backward) token.
     for b, n in enumerate(LENGTHS_B):
         if n:
             np.testing.assert_array_equal(last[b], sequence[b, 0 if go_backwards else n - 1])
-        assert np.linalg.norm(want_last[b]) > 1e-3 or n == 0   # every real row has a state
+        assert np.linalg.norm(want_last[b]) > 1e-3 or n == 0  # every real row has a state
     # An empty B gives exactly 0; an empty A (row 2) a real state with c_i = 0.
     np.testing.assert_array_equal(last[3], 0.0)
     np.testing.assert_array_equal(sequence[3], 0.0)
@@ -121,8 +131,7 @@ def test_directions_differ_and_reference_sees_the_order():
     reversed_b = h_b.copy()
     for b, n in enumerate(LENGTHS_B):
         reversed_b[b, :n] = h_b[b, :n][::-1]
-    np.testing.assert_allclose(reference(layer, reversed_b, h_a, False)[0], backward,
-                               atol=1e-12)
+    np.testing.assert_allclose(reference(layer, reversed_b, h_a, False)[0], backward, atol=1e-12)
 
 
 def test_bidirectional_matches_numpy_reference():
@@ -132,10 +141,10 @@ def test_bidirectional_matches_numpy_reference():
     fwd_last, fwd_sequence, _ = reference(layer.forward_layer, h_b, h_a, False)
     bwd_last, bwd_sequence, _ = reference(layer.backward_layer, h_b, h_a, True)
     assert last.shape == (5, 2 * UNITS) and sequence.shape == (5, WIDTH_B, 2 * UNITS)
-    np.testing.assert_allclose(last, np.concatenate([fwd_last, bwd_last], -1), atol=1e-5,
-                               rtol=0)
-    np.testing.assert_allclose(sequence, np.concatenate([fwd_sequence, bwd_sequence], -1),
-                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(last, np.concatenate([fwd_last, bwd_last], -1), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        sequence, np.concatenate([fwd_sequence, bwd_sequence], -1), atol=1e-5, rtol=0
+    )
     # The two directions have their own weights.
     assert not np.allclose(layer.forward_layer.kernel, layer.backward_layer.kernel)
     plain = BidirectionalMatchLSTM(UNITS, attention_units=ATTENTION)
@@ -148,8 +157,11 @@ def test_bidirectional_matches_numpy_reference():
 # --------------------------------------------------------------------------- padding
 @pytest.mark.parametrize("direction", ["forward", "backward", "bidirectional"])
 def test_appending_padding_leaves_outputs_unchanged(direction):
-    layer = (built_bidirectional(seed=6, return_sequences=True) if direction == "bidirectional"
-             else built(seed=6, go_backwards=direction == "backward", return_sequences=True))
+    layer = (
+        built_bidirectional(seed=6, return_sequences=True)
+        if direction == "bidirectional"
+        else built(seed=6, go_backwards=direction == "backward", return_sequences=True)
+    )
     h_b, h_a, mask_b, mask_a = batch(seed=6)
     last, sequence = (x.numpy() for x in layer(h_b, h_a, mask_b, mask_a))
     rng = np.random.default_rng(7)
@@ -157,8 +169,11 @@ def test_appending_padding_leaves_outputs_unchanged(direction):
         pad_b = rng.normal(0.0, 5.0, (5, extra_b, DIM_B)).astype("float32")
         pad_a = rng.normal(0.0, 5.0, (5, extra_a, DIM_A)).astype("float32")
         got_last, got_sequence = layer(
-            np.concatenate([h_b, pad_b], 1), np.concatenate([h_a, pad_a], 1),
-            np.pad(mask_b, [(0, 0), (0, extra_b)]), np.pad(mask_a, [(0, 0), (0, extra_a)]))
+            np.concatenate([h_b, pad_b], 1),
+            np.concatenate([h_a, pad_a], 1),
+            np.pad(mask_b, [(0, 0), (0, extra_b)]),
+            np.pad(mask_a, [(0, 0), (0, extra_a)]),
+        )
         np.testing.assert_allclose(got_last, last, atol=1e-6, rtol=0)
         np.testing.assert_allclose(got_sequence[:, :WIDTH_B], sequence, atol=1e-6, rtol=0)
         np.testing.assert_array_equal(got_sequence[:, WIDTH_B:], 0.0)
@@ -178,12 +193,12 @@ def test_empty_rows_have_finite_gradients_and_padding_gets_none():
         loss = tf.reduce_sum(layer(h_b, h_a, mask_b, mask_a) * probe)
     grads = tape.gradient(loss, [h_b, h_a] + layer.trainable_weights)
     assert all(np.all(np.isfinite(g)) for g in grads)
-    assert all(np.abs(g).max() > 0 for g in grads)          # every weight gets a gradient
+    assert all(np.abs(g).max() > 0 for g in grads)  # every weight gets a gradient
     np.testing.assert_array_equal(grads[0] * (1 - mask_b[..., None]), 0.0)
     np.testing.assert_array_equal(grads[1] * (1 - mask_a[..., None]), 0.0)
-    np.testing.assert_array_equal(grads[0][3], 0.0)         # empty B: nothing is read
+    np.testing.assert_array_equal(grads[0][3], 0.0)  # empty B: nothing is read
     np.testing.assert_array_equal(grads[1][3], 0.0)
-    assert np.abs(grads[0][2]).max() > 0                     # empty A: B is still read
+    assert np.abs(grads[0][2]).max() > 0  # empty A: B is still read
 
 
 def test_zero_width_texts():
@@ -198,9 +213,13 @@ def test_zero_width_texts():
         np.testing.assert_array_equal(last, 0.0)
         last, sequence = run(h_b, no_a, mask_b)
         want = np.concatenate(
-            [reference(layer.forward_layer, h_b, no_a, False, LENGTHS_B, [0] * 5)[0],
-             reference(layer.backward_layer, h_b, no_a, True, LENGTHS_B, [0] * 5)[0]], -1)
-        np.testing.assert_allclose(last, want, atol=1e-5, rtol=0)   # c_i = 0 throughout
+            [
+                reference(layer.forward_layer, h_b, no_a, False, LENGTHS_B, [0] * 5)[0],
+                reference(layer.backward_layer, h_b, no_a, True, LENGTHS_B, [0] * 5)[0],
+            ],
+            -1,
+        )
+        np.testing.assert_allclose(last, want, atol=1e-5, rtol=0)  # c_i = 0 throughout
 
 
 # --------------------------------------------------------------------------- weights
@@ -209,9 +228,15 @@ def test_weight_shapes_parameter_count_and_initialisation():
     layer.build((None, None, DIM_B), (None, None, DIM_A))
     h, d, db, da = UNITS, ATTENTION, DIM_B, DIM_A
     assert {w.name: tuple(w.shape) for w in layer.weights} == {
-        "attention_kernel_a": (da, d), "attention_kernel_b": (db, d),
-        "attention_kernel_s": (h, d), "attention_bias": (d,), "attention_vector": (d,),
-        "kernel": (db + da, 4 * h), "recurrent_kernel": (h, 4 * h), "bias": (4 * h,)}
+        "attention_kernel_a": (da, d),
+        "attention_kernel_b": (db, d),
+        "attention_kernel_s": (h, d),
+        "attention_bias": (d,),
+        "attention_vector": (d,),
+        "kernel": (db + da, 4 * h),
+        "recurrent_kernel": (h, 4 * h),
+        "bias": (4 * h,),
+    }
     # By hand, H = 3, D = 4, d_B = 4, d_A = 3:
     #   attention: W^A 3*4 = 12, W^B 4*4 = 16, W^s 3*4 = 12, b 4, u 4     ->  48
     #   LSTM:      K (4+3)*12 = 84, R 3*12 = 36, b 12                     -> 132
@@ -249,27 +274,43 @@ def small_model(return_sequences=False):
     mask_b = keras.Input((None,), name="mask_b")
     mask_a = keras.Input((None,), name="mask_a")
     both = BidirectionalMatchLSTM(UNITS, attention_units=ATTENTION, name="bi")(
-        h_b, h_a, mask_b, mask_a)
+        h_b, h_a, mask_b, mask_a
+    )
     backward = MatchLSTM(2, go_backwards=True, unit_forget_bias=False, name="backward")(
-        h_b, h_a, mask_b, mask_a)
+        h_b, h_a, mask_b, mask_a
+    )
     features = keras.layers.Concatenate()([both, backward])
     return keras.Model([h_b, h_a, mask_b, mask_a], features)
 
 
 def test_config_and_keras_file_round_trips(tmp_path):
-    for layer in (MatchLSTM(4, attention_units=2, go_backwards=True, return_sequences=True,
-                            unit_forget_bias=False, kernel_initializer="he_normal",
-                            name="m"),
-                  BidirectionalMatchLSTM(4, attention_units=6, return_sequences=True,
-                                         recurrent_initializer="glorot_normal", name="bi")):
+    for layer in (
+        MatchLSTM(
+            4,
+            attention_units=2,
+            go_backwards=True,
+            return_sequences=True,
+            unit_forget_bias=False,
+            kernel_initializer="he_normal",
+            name="m",
+        ),
+        BidirectionalMatchLSTM(
+            4,
+            attention_units=6,
+            return_sequences=True,
+            recurrent_initializer="glorot_normal",
+            name="bi",
+        ),
+    ):
         config = layer.get_config()
         assert type(layer).from_config(config).get_config() == config
     model = small_model()
     rng = np.random.default_rng(9)
     for w in model.weights:
         w.assign(rng.normal(0.0, 0.5, tuple(w.shape)).astype("float32"))
-    loaded = assert_round_trips(model, list(batch(seed=9, padding=0.0)),
-                                tmp_path / "match_lstm.keras")
+    loaded = assert_round_trips(
+        model, list(batch(seed=9, padding=0.0)), tmp_path / "match_lstm.keras"
+    )
     assert loaded.get_layer("backward").go_backwards
     assert loaded.get_layer("bi").backward_layer.go_backwards
     assert not loaded.get_layer("bi").forward_layer.go_backwards
@@ -281,8 +322,9 @@ def test_symbolic_model_equals_eager_calls():
     for w in model.weights:
         w.assign(rng.normal(0.0, 0.5, tuple(w.shape)).astype("float32"))
     inputs = batch(seed=10)
-    eager = np.concatenate([model.get_layer("bi")(*inputs),
-                            model.get_layer("backward")(*inputs)], -1)
+    eager = np.concatenate(
+        [model.get_layer("bi")(*inputs), model.get_layer("backward")(*inputs)], -1
+    )
     np.testing.assert_allclose(model(list(inputs)), eager, atol=1e-6, rtol=0)
     assert model.output.shape == (None, 2 * UNITS + 2)
 
@@ -295,7 +337,7 @@ def test_runs_under_xla_with_the_same_values_and_gradients():
         with tf.GradientTape() as tape:
             tape.watch([h_b, h_a])
             last, sequence = layer(h_b, h_a, mask_b, mask_a)
-            loss = tf.reduce_sum(last * probe) + tf.reduce_sum(sequence ** 2)
+            loss = tf.reduce_sum(last * probe) + tf.reduce_sum(sequence**2)
         return last, sequence, tape.gradient(loss, [h_b, h_a] + layer.trainable_weights)
 
     inputs = batch(seed=11, padding=0.0)
@@ -304,8 +346,13 @@ def test_runs_under_xla_with_the_same_values_and_gradients():
     xla = tf.function(run, jit_compile=True)(*args)
     for a, b in zip(tf.nest.flatten(eager), tf.nest.flatten(xla)):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
-    want = np.concatenate([reference(layer.forward_layer, *inputs[:2], False)[0],
-                           reference(layer.backward_layer, *inputs[:2], True)[0]], -1)
+    want = np.concatenate(
+        [
+            reference(layer.forward_layer, *inputs[:2], False)[0],
+            reference(layer.backward_layer, *inputs[:2], True)[0],
+        ],
+        -1,
+    )
     np.testing.assert_allclose(xla[0], want, atol=1e-5, rtol=0)
 
 
@@ -318,8 +365,9 @@ def test_one_fit_step_decreases_the_loss():
     s = BidirectionalMatchLSTM(UNITS, name="bi")(h_b, h_a, mask_b, mask_a)
     score = keras.layers.Dense(1, activation="sigmoid")(s)
     model = keras.Model([h_b, h_a, mask_b, mask_a], score)
-    model.compile(optimizer=keras.optimizers.SGD(0.5), loss="binary_crossentropy",
-                  jit_compile=False)
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.5), loss="binary_crossentropy", jit_compile=False
+    )
     inputs = list(batch(seed=13, padding=0.0))
     labels = np.array([[1.0], [0.0], [1.0], [0.0], [1.0]], "float32")
     u_before = model.get_layer("bi").forward_layer.attention_vector.numpy()

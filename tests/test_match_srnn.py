@@ -4,12 +4,12 @@ the true corner, the parameter count by hand, serialisation, symbolic = eager, t
 (task loss chosen by a hyper-parameter) and learning with each task loss."""
 
 import keras
+import match_srnn_numpy_reference as ref
 import numpy as np
 import pytest
-
-import match_srnn_numpy_reference as ref
 from model_scaffolding import assert_calls_agree, assert_round_trips, train_on_fixed_batch
 from weights import randomize_weights
+
 from re2_tf.models import count_parameters, get_spec
 from re2_tf.models.match_srnn import MATCH_SRNN_DEFAULTS, MATCH_SRNN_LOSSES, build_match_srnn
 from re2_tf.training.losses import output_kind
@@ -17,10 +17,13 @@ from re2_tf.training.losses import output_kind
 WORDS, CLASSES = 30, 3
 TINY = dict(embedding_dim=4, slices=3, hidden_size=2)
 # Unequal lengths, padding in both texts, one text filling its padded width, an empty text.
-TEXT1 = np.array([[3, 4, 5, 6, 0], [7, 8, 0, 0, 0], [9, 10, 11, 12, 13], [2, 0, 0, 0, 0],
-                  [5, 6, 7, 0, 0]], "int32")
-TEXT2 = np.array([[14, 15, 16, 0], [17, 0, 0, 0], [5, 4, 3, 2], [0, 0, 0, 0], [8, 9, 0, 0]],
-                 "int32")
+TEXT1 = np.array(
+    [[3, 4, 5, 6, 0], [7, 8, 0, 0, 0], [9, 10, 11, 12, 13], [2, 0, 0, 0, 0], [5, 6, 7, 0, 0]],
+    "int32",
+)
+TEXT2 = np.array(
+    [[14, 15, 16, 0], [17, 0, 0, 0], [5, 4, 3, 2], [0, 0, 0, 0], [8, 9, 0, 0]], "int32"
+)
 
 
 def tiny_batch():
@@ -30,7 +33,7 @@ def tiny_batch():
 def build(seed=0, **options):
     keras.utils.set_random_seed(seed)
     model = build_match_srnn(WORDS, CLASSES, **{**TINY, **options})
-    randomize_weights(model, seed)   # every weight, biases and embeddings included
+    randomize_weights(model, seed)  # every weight, biases and embeddings included
     return model
 
 
@@ -43,14 +46,16 @@ def reference(model, batch, bidirectional):
     table = model.get_layer("embedding").embeddings.numpy().astype(np.float64)
     lengths1 = (batch["text1"] > 0).sum(1)
     lengths2 = (batch["text2"] > 0).sum(1)
-    s = ref.neural_tensor_network(weights_of(model, "neural_tensor_network"),
-                                  table[batch["text1"]], table[batch["text2"]])
+    s = ref.neural_tensor_network(
+        weights_of(model, "neural_tensor_network"), table[batch["text1"]], table[batch["text2"]]
+    )
     h, _ = ref.spatial_gru(weights_of(model, "spatial_gru"), s, lengths1, lengths2)
     if bidirectional:
-        back, _ = ref.spatial_gru(weights_of(model, "spatial_gru_backward"), s, lengths1,
-                                  lengths2, go_backwards=True)
+        back, _ = ref.spatial_gru(
+            weights_of(model, "spatial_gru_backward"), s, lengths1, lengths2, go_backwards=True
+        )
         h = np.concatenate([h, back], axis=1)
-    head = [l for l in model.layers if l.name in ("logits", "score")][0]
+    head = [layer for layer in model.layers if layer.name in ("logits", "score")][0]
     kernel, bias = (w.numpy().astype(np.float64) for w in head.weights)
     return h @ kernel + bias
 
@@ -75,8 +80,9 @@ def test_appending_padding_changes_no_output(bidirectional):
     model = build(seed=4, bidirectional=bidirectional)
     batch = tiny_batch()
     padded = {"text1": np.pad(TEXT1, [[0, 0], [0, 3]]), "text2": np.pad(TEXT2, [[0, 0], [0, 6]])}
-    np.testing.assert_allclose(model(padded, training=False), model(batch, training=False),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        model(padded, training=False), model(batch, training=False), atol=1e-5
+    )
 
 
 def hand_count(words, dim, slices, hidden, outputs, bidirectional=False):
@@ -84,18 +90,28 @@ def hand_count(words, dim, slices, hidden, outputs, bidirectional=False):
     reset ``(3H + c) 3H + 3H``, update ``(3H + c) 4H + 4H``, ``W`` ``c H``, ``U`` ``3H H``,
     ``b`` ``H`` (twice when bidirectional); linear score ``(H or 2H) outputs + outputs``."""
     ntn = slices * dim * dim + 2 * dim * slices + slices
-    gru = ((3 * hidden + slices) * 3 * hidden + 3 * hidden + (3 * hidden + slices) * 4 * hidden
-           + 4 * hidden + slices * hidden + 3 * hidden * hidden + hidden)
+    gru = (
+        (3 * hidden + slices) * 3 * hidden
+        + 3 * hidden
+        + (3 * hidden + slices) * 4 * hidden
+        + 4 * hidden
+        + slices * hidden
+        + 3 * hidden * hidden
+        + hidden
+    )
     directions = 2 if bidirectional else 1
     return (words * dim, ntn + directions * gru + directions * hidden * outputs + outputs)
 
 
-@pytest.mark.parametrize("options,outputs", [
-    ({}, 3),
-    ({"bidirectional": True}, 3),
-    ({"loss": "pairwise_hinge"}, 1),
-    ({"loss": "squared_error", "bidirectional": True}, 1),
-])
+@pytest.mark.parametrize(
+    "options,outputs",
+    [
+        ({}, 3),
+        ({"bidirectional": True}, 3),
+        ({"loss": "pairwise_hinge"}, 1),
+        ({"loss": "squared_error", "bidirectional": True}, 1),
+    ],
+)
 def test_parameter_count_at_the_paper_settings(options, outputs):
     # The paper's widths (Sec. 6.1): 50-d embeddings, c = 10, H = 10.
     model = build_match_srnn(1000, 3, **options)
@@ -103,16 +119,19 @@ def test_parameter_count_at_the_paper_settings(options, outputs):
     assert count_parameters(model) == rest
     assert count_parameters(model, include_embedding=True) == embedding + rest
     if options == {}:
-        assert rest == 29_323   # 26,010 tensor + 3,280 spatial GRU + 33 output
+        assert rest == 29_323  # 26,010 tensor + 3,280 spatial GRU + 33 output
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"loss": "hinge"}, "loss must be one of"),
-    ({"dropout": 1.0}, "dropout"),
-    ({"embeddings": np.zeros((5, 4))}, "embeddings must have shape"),
-    ({"slices": 0}, "slices"),
-    ({"hidden_size": 0}, "units"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"loss": "hinge"}, "loss must be one of"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"embeddings": np.zeros((5, 4))}, "embeddings must have shape"),
+        ({"slices": 0}, "slices"),
+        ({"hidden_size": 0}, "units"),
+    ],
+)
 def test_bad_options_raise_clear_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         build_match_srnn(WORDS, CLASSES, **kwargs)
@@ -144,8 +163,9 @@ def test_spec_declares_the_paper_recipe_and_the_loss_chooses_the_output():
     assert output_kind(spec, {"loss": "pairwise_hinge"}) == "score"
     assert output_kind(spec, {"loss": "squared_error"}) == "score"
     assert spec.presets["wikiqa"]["loss"] == "pairwise_hinge"
-    model = spec.build(2, {"word_ids": 50}, None,
-                       **{**spec.defaults(), **TINY, "loss": "pairwise_hinge"})
+    model = spec.build(
+        2, {"word_ids": 50}, None, **{**spec.defaults(), **TINY, "loss": "pairwise_hinge"}
+    )
     assert model.output.shape == (None, 1)
 
 
@@ -154,15 +174,16 @@ def test_a_few_updates_lower_each_task_loss_on_a_fixed_batch(loss):
     keras.utils.set_random_seed(0)
     model = build_match_srnn(WORDS, CLASSES, loss=loss, **TINY)
     batch = tiny_batch()
-    if loss == "pairwise_hinge":   # rows: (query, positive) vs (query, negative)
+    if loss == "pairwise_hinge":  # rows: (query, positive) vs (query, negative)
         negative = {"text1": TEXT1, "text2": np.roll(TEXT2, 1, axis=0)}
         x, y = {"positive": batch, "negative": negative}, np.zeros(5, "int32")
     elif loss == "squared_error":
         x, y = batch, np.array([0.2, 0.9, 0.5, 0.0, 0.7], "float32")
     else:
         x, y = batch, np.array([0, 1, 2, 1, 0], "int32")
-    history = train_on_fixed_batch(model, x, y, keras.optimizers.Adam(3e-2), updates=40,
-                                   jit_compile=False, task_loss=loss)
+    history = train_on_fixed_batch(
+        model, x, y, keras.optimizers.Adam(3e-2), updates=40, jit_compile=False, task_loss=loss
+    )
     assert history[-1]["loss_task"] < 0.5 * history[0]["loss_task"]
 
 
@@ -170,11 +191,15 @@ def test_component_benchmark_prints_every_row_with_consistent_speed_ups():
     # The benchmark's own check (both scans agree, outputs and gradients) runs inside it.
     from re2_tf.models.match_srnn import benchmark_spatial_gru_scans
 
-    table = benchmark_spatial_gru_scans(batch=2, batches=2, warmup=1, sizes=(4,),
-                                        train_batch=3, train_batches=1)
+    table = benchmark_spatial_gru_scans(
+        batch=2, batches=2, warmup=1, sizes=(4,), train_batch=3, train_batches=1
+    )
     rows = [line.strip("|").split("|") for line in table.splitlines()[2:]]
     assert [(r[0].strip(), r[1].strip(), r[2].strip()) for r in rows] == [
-        ("4×4", "2", "graph"), ("4×4", "2", "XLA"), ("4×4", "3", "graph, forward + backward")]
+        ("4×4", "2", "graph"),
+        ("4×4", "2", "XLA"),
+        ("4×4", "3", "graph, forward + backward"),
+    ]
     for row in rows:
         wave, cell, speed_up = float(row[3]), float(row[4]), float(row[5].strip(" ×"))
         assert wave > 0 and cell > 0

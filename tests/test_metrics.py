@@ -1,4 +1,5 @@
 """Tests for re2_tf.metrics against hand-worked values and published WikiQA figures."""
+
 import math
 
 import numpy as np
@@ -38,9 +39,14 @@ def test_classification_hand_worked():
 #   MAP = (5/12 + 1) / 2 = 17/24;  MRR = (1/3 + 1) / 2 = 2/3.
 #   With "d": MAP = (5/12 + 1 + 1) / 3 = 29/36;  MRR = (1/3 + 1 + 1) / 3 = 7/9.
 RANKING = [
-    ("a", "1", 0, 0.9), ("a", "2", 1, 0.5 + 1e-12), ("a", "3", 0, 0.5), ("a", "4", 1, 0.1),
-    ("b", "9", 1, 0.2), ("b", "10", 0, 0.2),
-    ("c", "1", 0, 0.7), ("c", "2", 0, 0.1),
+    ("a", "1", 0, 0.9),
+    ("a", "2", 1, 0.5 + 1e-12),
+    ("a", "3", 0, 0.5),
+    ("a", "4", 1, 0.1),
+    ("b", "9", 1, 0.2),
+    ("b", "10", 0, 0.2),
+    ("c", "1", 0, 0.7),
+    ("c", "2", 0, 0.1),
     ("d", "1", 1, 0.3),
 ]
 
@@ -92,20 +98,29 @@ def test_malformed_trec_files(tmp_path):
         metrics.ranking_metrics(["q", "q"], ["1", "1"], [1, 0], [0.1, 0.2])
 
 
-@pytest.mark.parametrize("split, expected", [
-    # Published CNN test figures of the WikiQA paper (Yang et al., 2015): MAP 0.6190, MRR 0.6281.
-    ("test", (0.6190, 0.6281, 237)),
-])
+@pytest.mark.parametrize(
+    "split, expected",
+    [
+        # Published CNN test figures of the WikiQA paper (Yang et al., 2015):
+        # MAP 0.6190, MRR 0.6281.
+        ("test", (0.6190, 0.6281, 237)),
+    ],
+)
 def test_wikiqa_cnn_published_figures(shared_data, split, expected):
     wikiqa = shared_data / "wikiqa"
     result = metrics.ranking_metrics_from_files(
-        wikiqa / f"WikiQA-{split}-filtered.ref", wikiqa / "emnlp-table" / f"WikiQA.CNN.{split}.rank")
+        wikiqa / f"WikiQA-{split}-filtered.ref", wikiqa / "emnlp-table" / f"WikiQA.CNN.{split}.rank"
+    )
     assert (round(result["map"], 4), round(result["mrr"], 4), result["num_questions"]) == expected
     # The in-memory path (ids from the .txt, labels from the .txt) must agree.
     from re2_tf.data.readers import read_wikiqa_txt
+
     examples = read_wikiqa_txt(wikiqa / f"WikiQA-{split}.txt")
     run = metrics.read_trec_rank(wikiqa / "emnlp-table" / f"WikiQA.CNN.{split}.rank")
-    in_memory = metrics.ranking_metrics([e.qid for e in examples], [e.docid for e in examples],
-                                        [e.label for e in examples],
-                                        [run[e.qid][e.docid] for e in examples])
+    in_memory = metrics.ranking_metrics(
+        [e.qid for e in examples],
+        [e.docid for e in examples],
+        [e.label for e in examples],
+        [run[e.qid][e.docid] for e in examples],
+    )
     assert in_memory == pytest.approx(result)

@@ -47,9 +47,11 @@ def _trec_eval(qrels, examples, scores):
     for example, s in zip(examples, scores):
         run.setdefault(example.qid, {})[example.docid] = float(s)
     per_question = pytrec_eval.RelevanceEvaluator(qrels, {"map", "recip_rank"}).evaluate(run)
-    return (statistics.fmean(v["map"] for v in per_question.values()),
-            statistics.fmean(v["recip_rank"] for v in per_question.values()),
-            len(per_question))
+    return (
+        statistics.fmean(v["map"] for v in per_question.values()),
+        statistics.fmean(v["recip_rank"] for v in per_question.values()),
+        len(per_question),
+    )
 
 
 @pytest.fixture(params=SPLITS)
@@ -71,8 +73,9 @@ def test_tie_break_decides_the_figures(wikiqa):
     # Ties broken the other way (ascending docid): < 0.05 in total never reorders distinct
     # scores, which differ by >= 0.1.
     reverse = [s + 1e-3 * int(e.docid) for e, s in zip(examples, scores)]
-    assert abs(_trec_eval(qrels, examples, scores)[0]
-               - _trec_eval(qrels, examples, reverse)[0]) > 1e-3
+    assert (
+        abs(_trec_eval(qrels, examples, scores)[0] - _trec_eval(qrels, examples, reverse)[0]) > 1e-3
+    )
 
 
 def test_ranking_metrics_equal_trec_eval(wikiqa, tmp_path):
@@ -81,8 +84,9 @@ def test_ranking_metrics_equal_trec_eval(wikiqa, tmp_path):
     expected_map, expected_mrr, questions = _trec_eval(_qrels(ref), examples, scores)
 
     # In memory, labels from the .txt (the path training and re2-evaluate take).
-    ours = metrics.ranking_metrics([e.qid for e in examples], [e.docid for e in examples],
-                                   [e.label for e in examples], scores)
+    ours = metrics.ranking_metrics(
+        [e.qid for e in examples], [e.docid for e in examples], [e.label for e in examples], scores
+    )
     assert ours["num_questions"] == questions
     assert ours["map"] == pytest.approx(expected_map, abs=1e-6)
     assert ours["mrr"] == pytest.approx(expected_mrr, abs=1e-6)
@@ -103,7 +107,8 @@ def test_float32_ties_equal_trec_eval(wikiqa):
     scores = [s + 1e-12 * int(e.docid) for e, s in zip(examples, _overlap_scores(examples))]
     assert len({np.float32(s) for s in scores}) < len(set(scores))
     expected_map, expected_mrr, _ = _trec_eval(_qrels(ref), examples, scores)
-    ours = metrics.ranking_metrics([e.qid for e in examples], [e.docid for e in examples],
-                                   [e.label for e in examples], scores)
+    ours = metrics.ranking_metrics(
+        [e.qid for e in examples], [e.docid for e in examples], [e.label for e in examples], scores
+    )
     assert ours["map"] == pytest.approx(expected_map, abs=1e-6)
     assert ours["mrr"] == pytest.approx(expected_mrr, abs=1e-6)

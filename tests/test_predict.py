@@ -1,4 +1,5 @@
-"""re2_tf.serving.predictor and re2-predict: TSV / JSON-lines input from a file or stdin, JSON-lines output, bad input.
+"""re2_tf.serving.predictor and re2-predict: TSV / JSON-lines input from a file or stdin, JSON-lines
+output, bad input.
 
 Policy under test: every input line yields one output line, or one error naming file and line.
 """
@@ -12,13 +13,13 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
-from re2_tf.data.tokenization import get_tokenizer
-from re2_tf.data.features import WordIds
-from re2_tf.data.vocab import Vocab
-from re2_tf.serving.export import export_model
-from re2_tf.models import build_re2
 from weights import randomize_weights
+
+from re2_tf.data.features import WordIds
+from re2_tf.data.tokenization import get_tokenizer
+from re2_tf.data.vocab import Vocab
+from re2_tf.models import build_re2
+from re2_tf.serving.export import export_model
 from re2_tf.serving.predictor import InputError, Predictor, read_pairs
 
 LABELS = ["entailment", "neutral", "contradiction"]
@@ -34,10 +35,19 @@ def setup(tmp_path_factory):
     head = model.get_layer("prediction").dense_2
     head.kernel_g.assign(head.kernel_g * 10.0)
     root = tmp_path_factory.mktemp("predict")
-    exports = {tok: export_model(model, root / tok, featurizers=[WordIds(vocab)],
-                                 label_names=LABELS, backend="re2_folded", tokenizer=tok,
-                                 max_length=16, length_buckets=[8])
-               for tok in ("whitespace", "snli")}
+    exports = {
+        tok: export_model(
+            model,
+            root / tok,
+            featurizers=[WordIds(vocab)],
+            label_names=LABELS,
+            backend="re2_folded",
+            tokenizer=tok,
+            max_length=16,
+            length_buckets=[8],
+        )
+        for tok in ("whitespace", "snli")
+    }
     return model, vocab, exports, root
 
 
@@ -53,15 +63,22 @@ def _reference(model, vocab, pairs, tokenizer):
 
 def test_read_pairs_formats_and_errors():
     assert read_pairs(["a\tb\t1\n", "\t\n", "c\td\n"]) == [
-        {"text1": "a", "text2": "b"}, {"text1": "", "text2": ""}, {"text1": "c", "text2": "d"}]
+        {"text1": "a", "text2": "b"},
+        {"text1": "", "text2": ""},
+        {"text1": "c", "text2": "d"},
+    ]
     assert read_pairs(['{"text1": "a", "text2": "b", "id": 7}']) == [
-        {"text1": "a", "text2": "b", "id": 7}]
+        {"text1": "a", "text2": "b", "id": 7}
+    ]
     with pytest.raises(InputError, match=r"f:2: expected text1<TAB>text2"):
         read_pairs(["a\tb", "no tab here"], "f")
     with pytest.raises(InputError, match=r"f:1: invalid JSON"):
         read_pairs(["{oops"], "f", fmt="jsonl")
-    with pytest.raises(InputError, match=r"f:1: expected text1<TAB>text2, found no tab \(nor a "
-                                         r"JSON object"):
+    with pytest.raises(
+        InputError,
+        match=r"f:1: expected text1<TAB>text2, found no tab \(nor a "
+        r"JSON object",
+    ):
         read_pairs(["{oops"], "f")
     with pytest.raises(InputError, match=r"f:2: invalid JSON"):
         read_pairs(['{"text1": "a", "text2": "b"}', "a\tb"], "f")
@@ -76,15 +93,21 @@ def test_read_pairs_formats_and_errors():
 def test_read_pairs_one_pair_per_line():
     # Bytes as from a file opened "rb": only \n (or \r\n) ends a line; a bare \r is data.
     assert read_pairs([b"a\rb\tc\r\n", b"d\te\n"]) == [
-        {"text1": "a\rb", "text2": "c"}, {"text1": "d", "text2": "e"}]
+        {"text1": "a\rb", "text2": "c"},
+        {"text1": "d", "text2": "e"},
+    ]
     # A leading UTF-8 BOM is dropped (TSV and JSON lines), only at the start of line 1.
     bom = "\ufeff".encode("utf-8")
     assert read_pairs([bom + b"a\tb\n", bom + b"c\td\n"]) == [
-        {"text1": "a", "text2": "b"}, {"text1": "\ufeffc", "text2": "d"}]
+        {"text1": "a", "text2": "b"},
+        {"text1": "\ufeffc", "text2": "d"},
+    ]
     assert read_pairs([bom + b'{"text1": "a", "text2": "b"}\n']) == [{"text1": "a", "text2": "b"}]
     # Auto-detection picks JSON lines only for a JSON object; a TSV text may start with "{".
     assert read_pairs([b"{not json\tb\n", b'{"x": 1}\tc\n']) == [
-        {"text1": "{not json", "text2": "b"}, {"text1": '{"x": 1}', "text2": "c"}]
+        {"text1": "{not json", "text2": "b"},
+        {"text1": '{"x": 1}', "text2": "c"},
+    ]
     with pytest.raises(InputError, match=r"f:1: expected text1<TAB>text2"):
         read_pairs(['{"text1": "a", "text2": "b"}\n'], "f", fmt="tsv")
     # Invalid UTF-8 and blank or whitespace-only lines are errors naming file and line.
@@ -97,36 +120,55 @@ def test_read_pairs_one_pair_per_line():
         read_pairs([b"\n", b'{"text1": "a", "text2": "b"}\n'], "f")
 
 
-@pytest.mark.parametrize("tokenizer,mode", [("whitespace", "graph"), ("snli", "python"),
-                                            ("snli", "graph")])
+@pytest.mark.parametrize(
+    "tokenizer,mode", [("whitespace", "graph"), ("snli", "python"), ("snli", "graph")]
+)
 def test_predictor_matches_keras(setup, tokenizer, mode):
     model, vocab, exports, _ = setup
-    pairs = [("A man is sleeping.", "a woman is running"), ("", "?"), ("dog dog " * 5000, "Ünï 東京"),
-             ("two people in the park", "a dog")]
+    pairs = [
+        ("A man is sleeping.", "a woman is running"),
+        ("", "?"),
+        ("dog dog " * 5000, "Ünï 東京"),
+        ("two people in the park", "a dog"),
+    ]
     predictor = Predictor(exports[tokenizer], tokenize="auto", batch_size=3)
     assert predictor.tokenize == ("graph" if tokenizer == "whitespace" else "python")
     predictor = Predictor(exports[tokenizer], tokenize=mode, batch_size=3)
     got, cut = predictor.run([p[0] for p in pairs], [p[1] for p in pairs])
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, _reference(model, vocab, pairs, tokenizer), atol=1e-5)
-    np.testing.assert_array_equal(predictor.probabilities([p[0] for p in pairs],
-                                                          [p[1] for p in pairs]), got)
+    np.testing.assert_array_equal(
+        predictor.probabilities([p[0] for p in pairs], [p[1] for p in pairs]), got
+    )
     assert cut.tolist() == [0, 0, 10_000 - 16, 0]  # "dog dog " * 5000 is 10,000 tokens
-    out, truncated = predictor.predict([{"text1": a, "text2": b, "id": i}
-                                        for i, (a, b) in enumerate(pairs)])
+    out, truncated = predictor.predict(
+        [{"text1": a, "text2": b, "id": i} for i, (a, b) in enumerate(pairs)]
+    )
     assert truncated == 1 and [o["id"] for o in out] == [0, 1, 2, 3]
     assert all(o["label"] in LABELS and set(o["probabilities"]) == set(LABELS) for o in out)
 
 
 def test_input_fields_named_like_outputs_are_kept(setup):
     predictor = Predictor(setup[2]["whitespace"], batch_size=2)
-    pairs = [{"text1": "a man", "text2": "a dog", "label": "gold", "probabilities": [1, 0],
-              "input_label": "taken", "id": 3}, {"text1": "", "text2": "", "label": None}]
+    pairs = [
+        {
+            "text1": "a man",
+            "text2": "a dog",
+            "label": "gold",
+            "probabilities": [1, 0],
+            "input_label": "taken",
+            "id": 3,
+        },
+        {"text1": "", "text2": "", "label": None},
+    ]
     (first, second), _ = predictor.predict(pairs)
     assert first["label"] in LABELS and set(first["probabilities"]) == set(LABELS)
     assert {k: v for k, v in first.items() if k not in ("label", "probabilities")} == {
-        "input_input_label": "gold", "input_probabilities": [1, 0], "input_label": "taken",
-        "id": 3}
+        "input_input_label": "gold",
+        "input_probabilities": [1, 0],
+        "input_label": "taken",
+        "id": 3,
+    }
     assert second["input_label"] is None and second["label"] in LABELS
 
 
@@ -139,11 +181,16 @@ def test_batch_size_must_be_positive(setup):
 def _cli(args, stdin=None):
     if isinstance(stdin, str):
         stdin = stdin.encode("utf-8")
-    proc = subprocess.run([sys.executable, "-m", "re2_tf.cli.predict", *args], input=stdin,
-                          capture_output=True, timeout=300,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    return subprocess.CompletedProcess(proc.args, proc.returncode,
-                                       proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "re2_tf.cli.predict", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    return subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+    )
 
 
 def test_cli_file_and_stdin(setup, tmp_path):
@@ -152,7 +199,7 @@ def test_cli_file_and_stdin(setup, tmp_path):
     tsv.write_text("a man is sleeping\ta woman\t0\nthe dog\t\n", encoding="utf-8")
     proc = _cli([f"--export_dir={exports['snli']}", f"--input={tsv}"])
     assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = [json.loads(l) for l in proc.stdout.splitlines()]
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert len(lines) == 2 and lines[0]["label"] in LABELS
     np.testing.assert_allclose(sum(lines[0]["probabilities"].values()), 1.0, atol=1e-5)
     assert f"{tsv}: 2 pairs predicted, 0 truncated to max_length=16" in proc.stderr
@@ -175,18 +222,24 @@ def test_cli_every_line_yields_one_output_line(setup, tmp_path):
     # texts) and a long text: one output line each, equal to the in-process prediction of the
     # pairs as written (BOM dropped, CR kept); --output into a missing folder creates it.
     _, _, exports, _ = setup
-    pairs = [("a man is sleeping", "a woman"), ("a dog\rin the park", "two people"),
-             ("{a dog}", "the park"), ("", ""), (" ".join(["dog"] * 20), "a man")]
+    pairs = [
+        ("a man is sleeping", "a woman"),
+        ("a dog\rin the park", "two people"),
+        ("{a dog}", "the park"),
+        ("", ""),
+        (" ".join(["dog"] * 20), "a man"),
+    ]
     tsv = tmp_path / "pairs.tsv"
     tsv.write_bytes(b"\xef\xbb\xbf" + b"".join(f"{a}\t{b}\r\n".encode() for a, b in pairs))
     out = tmp_path / "new" / "folder" / "out.jsonl"
     proc = _cli([f"--export_dir={exports['whitespace']}", f"--input={tsv}", f"--output={out}"])
     assert proc.returncode == 0, proc.stderr[-2000:]
-    got = [json.loads(l) for l in out.read_text(encoding="utf-8").splitlines()]
+    got = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     expected = Predictor(exports["whitespace"]).probabilities(*map(list, zip(*pairs)))
     assert len(got) == len(pairs)
-    np.testing.assert_allclose([[g["probabilities"][n] for n in LABELS] for g in got],
-                               expected, atol=1e-5)
+    np.testing.assert_allclose(
+        [[g["probabilities"][n] for n in LABELS] for g in got], expected, atol=1e-5
+    )
     assert [g["label"] for g in got] == [LABELS[i] for i in expected.argmax(1)]
     assert f"{tsv}: 5 pairs predicted, 1 truncated to max_length=16 tokens" in proc.stderr
 
@@ -204,7 +257,7 @@ def test_cli_jsonl_bom_and_colliding_fields(setup):
 @pytest.mark.parametrize("where", ["file", "stdin", "file-graph"])
 def test_cli_invalid_utf8_is_an_error_naming_file_and_line(setup, tmp_path, where):
     _, _, exports, _ = setup
-    data = "a man\ta dog\n".encode() + b"caf\xe9\tthe park\n"
+    data = b"a man\ta dog\n" + b"caf\xe9\tthe park\n"
     args = [f"--export_dir={exports['whitespace']}"]
     if where == "stdin":
         proc = _cli(args + ["--input=-"], stdin=data)
@@ -231,20 +284,30 @@ def test_cli_blank_line_is_an_error_naming_file_and_line(setup, tmp_path):
 def test_cli_bad_flags_and_output_are_clear_errors(setup, tmp_path):
     _, _, exports, _ = setup
     for bad in ("0", "-1"):
-        proc = _cli([f"--export_dir={exports['whitespace']}", "--input=-", f"--batch_size={bad}"],
-                    stdin="a\tb\n")
+        proc = _cli(
+            [f"--export_dir={exports['whitespace']}", "--input=-", f"--batch_size={bad}"],
+            stdin="a\tb\n",
+        )
         assert proc.returncode == 1 and proc.stdout == ""
         assert f"flag --batch_size={bad}: {bad} is not a positive integer" in proc.stderr
         assert "Traceback" not in proc.stderr
-    proc = _cli([f"--export_dir={exports['whitespace']}", "--input=-", f"--output={tmp_path}"],
-                stdin="a\tb\n")  # a directory
+    proc = _cli(
+        [f"--export_dir={exports['whitespace']}", "--input=-", f"--output={tmp_path}"],
+        stdin="a\tb\n",
+    )  # a directory
     assert proc.returncode == 1 and f"error: [Errno 21] Is a directory: '{tmp_path}'" in proc.stderr
 
 
 # ------------------------------------------------------------------- ranking, predict()
 QUERY = "a man is sleeping in the park"
-CANDIDATES = ["a dog is running", "two people in the park", "a woman is sleeping",
-              "a dog is running", "the man is sleeping", "park park park"]
+CANDIDATES = [
+    "a dog is running",
+    "two people in the park",
+    "a woman is sleeping",
+    "a dog is running",
+    "the man is sleeping",
+    "park park park",
+]
 
 
 @pytest.fixture(scope="module")
@@ -260,16 +323,24 @@ def score_model_exports(tmp_path_factory):
     score = keras.layers.Dense(1)(keras.layers.Dense(8, activation="tanh")(pair))
     model = keras.Model(inputs, score)
     root = tmp_path_factory.mktemp("score")
-    common = dict(featurizers=[WordIds(vocab)], label_names=["0", "1"], backend="keras",
-                  output="score", tokenizer="whitespace", max_length=16, length_buckets=[8])
+    common = dict(
+        featurizers=[WordIds(vocab)],
+        label_names=["0", "1"],
+        backend="keras",
+        output="score",
+        tokenizer="whitespace",
+        max_length=16,
+        length_buckets=[8],
+    )
     return model, vocab, {"savedmodel": export_model(model, root / "savedmodel", **common)}
 
 
 def _keras_scores(model, vocab, query, candidates):
     """The Keras model's score of each (query, candidate), one pair at a time."""
     encode = lambda text: np.asarray([vocab.encode(text.split())], np.int32)  # noqa: E731
-    return [float(np.ravel(model({"text1": encode(query), "text2": encode(c)}))[0])
-            for c in candidates]
+    return [
+        float(np.ravel(model({"text1": encode(query), "text2": encode(c)}))[0]) for c in candidates
+    ]
 
 
 def test_rank_orders_candidates_by_the_models_score(score_model_exports):
@@ -280,8 +351,9 @@ def test_rank_orders_candidates_by_the_models_score(score_model_exports):
     ranked = predictor.rank(QUERY, CANDIDATES)
     assert [r["corpus_id"] for r in ranked] == order
     assert [r["text"] for r in ranked] == [CANDIDATES[i] for i in order]
-    np.testing.assert_allclose([r["score"] for r in ranked], [expected[i] for i in order],
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        [r["score"] for r in ranked], [expected[i] for i in order], atol=1e-4
+    )
     # candidates 0 and 3 are the same text: equal scores keep the candidates' order
     assert [r["corpus_id"] for r in ranked if r["text"] == CANDIDATES[0]] == [0, 3]
     top = predictor.rank(QUERY, CANDIDATES, top_k=2, return_texts=False)
@@ -297,9 +369,11 @@ def test_rank_of_a_classification_export_uses_a_class_probability(setup):
     expected = _reference(model, vocab, [(QUERY, c) for c in CANDIDATES], "whitespace")[:, 0]
     ranked = predictor.rank(QUERY, CANDIDATES, positive="entailment")
     assert [r["corpus_id"] for r in ranked] == sorted(
-        range(len(CANDIDATES)), key=lambda i: expected[i], reverse=True)
-    np.testing.assert_allclose([r["score"] for r in ranked], sorted(expected, reverse=True),
-                               atol=1e-5)
+        range(len(CANDIDATES)), key=lambda i: expected[i], reverse=True
+    )
+    np.testing.assert_allclose(
+        [r["score"] for r in ranked], sorted(expected, reverse=True), atol=1e-5
+    )
     assert predictor.rank(QUERY, CANDIDATES, positive=0) == ranked
     with pytest.raises(ValueError, match="positive='yes' is not a label"):
         predictor.rank(QUERY, CANDIDATES, positive="yes")

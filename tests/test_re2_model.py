@@ -4,11 +4,11 @@ serialisation and learning."""
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
-
 import re2_numpy_reference as ref
+import tensorflow as tf
 from model_scaffolding import assert_calls_agree, assert_round_trips
 from weights import randomize_weights
+
 from re2_tf.models import build_re2, count_parameters
 from re2_tf.serving import folded
 
@@ -28,14 +28,20 @@ def test_snli_settings_have_2_774_559_parameters():
     # fusion and prediction, 3 classes. Block widths: block 0 reads 300, blocks 1-2 read
     # 300 + 150 = 450 (augmented residual); block features are [x; enc(x)] = width + 150.
     block0 = (
-        conv(3, 300, 150) + conv(3, 150, 150)  # encoder: 135,300 + 67,800
-        + dense(450, 150) + 1                  # alignment projection + temperature
-        + 3 * dense(900, 150) + dense(450, 150)  # fusion G1..G3 on [x; .] (2 x 450) and G
+        conv(3, 300, 150)
+        + conv(3, 150, 150)  # encoder: 135,300 + 67,800
+        + dense(450, 150)
+        + 1  # alignment projection + temperature
+        + 3 * dense(900, 150)
+        + dense(450, 150)  # fusion G1..G3 on [x; .] (2 x 450) and G
     )
     block12 = (
-        conv(3, 450, 150) + conv(3, 150, 150)
-        + dense(600, 150) + 1
-        + 3 * dense(1200, 150) + dense(450, 150)
+        conv(3, 450, 150)
+        + conv(3, 150, 150)
+        + dense(600, 150)
+        + 1
+        + 3 * dense(1200, 150)
+        + dense(450, 150)
     )
     head = dense(4 * 150, 150) + dense(150, 3)
     assert block0 == 744_601 and block12 == 969_601 and head == 90_756
@@ -49,21 +55,52 @@ def test_release_scitail_quora_wikiqa_and_table5_parameter_counts():
     h = 200
     # SciTail: 2 blocks, 3 encoder layers, identity alignment (temperature only), full prediction.
     scitail = (
-        conv(3, 300, h) + 2 * conv(3, h, h) + 1 + 3 * dense(2 * 500, h) + dense(3 * h, h)
-        + conv(3, 500, h) + 2 * conv(3, h, h) + 1 + 3 * dense(2 * 700, h) + dense(3 * h, h)
-        + dense(4 * h, h) + dense(h, 2)
+        conv(3, 300, h)
+        + 2 * conv(3, h, h)
+        + 1
+        + 3 * dense(2 * 500, h)
+        + dense(3 * h, h)
+        + conv(3, 500, h)
+        + 2 * conv(3, h, h)
+        + 1
+        + 3 * dense(2 * 700, h)
+        + dense(3 * h, h)
+        + dense(4 * h, h)
+        + dense(h, 2)
     )
     # Quora: 2 blocks, 2 encoder layers, linear alignment, symmetric prediction (4h wide).
     quora = (
-        conv(3, 300, h) + conv(3, h, h) + dense(500, h) + 1 + 3 * dense(1000, h) + dense(3 * h, h)
-        + conv(3, 500, h) + conv(3, h, h) + dense(700, h) + 1 + 3 * dense(1400, h) + dense(3 * h, h)
-        + dense(4 * h, h) + dense(h, 2)
+        conv(3, 300, h)
+        + conv(3, h, h)
+        + dense(500, h)
+        + 1
+        + 3 * dense(1000, h)
+        + dense(3 * h, h)
+        + conv(3, 500, h)
+        + conv(3, h, h)
+        + dense(700, h)
+        + 1
+        + 3 * dense(1400, h)
+        + dense(3 * h, h)
+        + dense(4 * h, h)
+        + dense(h, 2)
     )
     # WikiQA: 2 blocks, 3 encoder layers, linear alignment, simple prediction ([a; b], 2h wide).
     wikiqa = (
-        conv(3, 300, h) + 2 * conv(3, h, h) + dense(500, h) + 1 + 3 * dense(1000, h) + dense(3 * h, h)
-        + conv(3, 500, h) + 2 * conv(3, h, h) + dense(700, h) + 1 + 3 * dense(1400, h) + dense(3 * h, h)
-        + dense(2 * h, h) + dense(h, 2)
+        conv(3, 300, h)
+        + 2 * conv(3, h, h)
+        + dense(500, h)
+        + 1
+        + 3 * dense(1000, h)
+        + dense(3 * h, h)
+        + conv(3, 500, h)
+        + 2 * conv(3, h, h)
+        + dense(700, h)
+        + 1
+        + 3 * dense(1400, h)
+        + dense(3 * h, h)
+        + dense(2 * h, h)
+        + dense(h, 2)
     )
     assert (scitail, quora, wikiqa) == (2_806_406, 2_806_406, 2_967_206)
     # Table 5 timing model: SNLI settings with 3 encoder layers adds one 150->150 conv per block.
@@ -161,8 +198,15 @@ def tiny_batch():
 
 
 BASE = dict(
-    blocks=3, enc_layers=2, kernel_size=3, alignment="linear", fusion="full",
-    connection="aug", prediction="full", enc_in=True, parallel_blocks=False,
+    blocks=3,
+    enc_layers=2,
+    kernel_size=3,
+    alignment="linear",
+    fusion="full",
+    connection="aug",
+    prediction="full",
+    enc_in=True,
+    parallel_blocks=False,
     encoder_activation="relu",
 )
 VARIANTS = {
@@ -181,8 +225,9 @@ VARIANTS = {
     "parallel_blocks": dict(parallel_blocks=True),
     "residual_without_enc_in": dict(connection="residual", enc_in=False),
     "gelu_encoder_pytorch_port": dict(encoder_activation="gelu"),
-    "gelu_encoder_3_layers_identity": dict(encoder_activation="gelu", enc_layers=3,
-                                           alignment="identity"),
+    "gelu_encoder_3_layers_identity": dict(
+        encoder_activation="gelu", enc_layers=3, alignment="identity"
+    ),
 }
 
 
@@ -190,7 +235,11 @@ VARIANTS = {
 def test_keras_matches_numpy_reference(variant):
     cfg = {**BASE, **VARIANTS[variant]}
     model = build_re2(
-        20, 3, embedding_dim=6, hidden_size=5, return_attention=True,
+        20,
+        3,
+        embedding_dim=6,
+        hidden_size=5,
+        return_attention=True,
         **{k: cfg[k] for k in BASE},
     )
     randomize_weights(model, seed=len(variant))
@@ -227,8 +276,14 @@ def empty_text_batch():
     return text1, text2
 
 
-EMPTY_VARIANTS = ["default_3_blocks", "gelu_encoder_pytorch_port", "identity_alignment",
-                  "residual_connection", "parallel_blocks", "symmetric_prediction"]
+EMPTY_VARIANTS = [
+    "default_3_blocks",
+    "gelu_encoder_pytorch_port",
+    "identity_alignment",
+    "residual_connection",
+    "parallel_blocks",
+    "symmetric_prediction",
+]
 
 
 @pytest.mark.parametrize("variant", EMPTY_VARIANTS)
@@ -239,7 +294,8 @@ def test_empty_texts_give_finite_logits_equal_to_the_reference(variant):
     text1, text2 = empty_text_batch()
     out = model({"text1": text1, "text2": text2}, training=False)
     logits, attention = ref.forward(
-        extract_params(model, cfg["blocks"], cfg["fusion"], cfg["connection"]), text1, text2, cfg)
+        extract_params(model, cfg["blocks"], cfg["fusion"], cfg["connection"]), text1, text2, cfg
+    )
     got = out["logits"].numpy()
     assert np.isfinite(got).all() and np.abs(got).max() < 1e3
     assert np.abs(logits).max() > 1e-2
@@ -258,8 +314,9 @@ def test_empty_texts_give_finite_loss_and_gradients():
     text1, text2 = empty_text_batch()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     with tf.GradientTape() as tape:
-        loss = loss_fn(np.array([0, 1, 2, 0]), model({"text1": text1, "text2": text2},
-                                                     training=True))
+        loss = loss_fn(
+            np.array([0, 1, 2, 0]), model({"text1": text1, "text2": text2}, training=True)
+        )
     grads = tape.gradient(loss, model.trainable_weights)
     assert np.isfinite(loss.numpy()) and loss.numpy() < 1e3
     assert all(np.isfinite(tf.convert_to_tensor(g).numpy()).all() for g in grads)
@@ -322,8 +379,15 @@ def test_symbolic_and_eager_calls_agree_and_shapes_are_dynamic():
 
 
 def test_keras_save_and_load_round_trip(tmp_path):
-    model = build_re2(20, 3, embedding_dim=6, hidden_size=5, blocks=3, connection="residual",
-                      encoder_activation="gelu")
+    model = build_re2(
+        20,
+        3,
+        embedding_dim=6,
+        hidden_size=5,
+        blocks=3,
+        connection="residual",
+        encoder_activation="gelu",
+    )
     randomize_weights(model, seed=3)
     text1, text2 = tiny_batch()
     batch = {"text1": text1, "text2": text2}

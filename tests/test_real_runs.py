@@ -15,20 +15,29 @@ pytestmark = pytest.mark.slow
 
 
 def majority_share(path):
-    labels = Counter(line.rsplit("\t", 1)[1].strip() for line in Path(path).read_text().splitlines())
+    labels = Counter(
+        line.rsplit("\t", 1)[1].strip() for line in Path(path).read_text().splitlines()
+    )
     return max(labels.values()) / sum(labels.values())
 
 
 def train(*args):
-    proc = subprocess.run([sys.executable, "-m", "re2_tf.cli.train", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-m", "re2_tf.cli.train", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
 
 def test_bundled_sample_run_beats_the_majority_class(tmp_path):
     # The README's first command, into a temporary run directory.
-    train("--flagfile=configs/re2/sample.flags", f"--run_dir={tmp_path / 'run'}", "--progress=false")
+    train(
+        "--flagfile=configs/re2/sample.flags", f"--run_dir={tmp_path / 'run'}", "--progress=false"
+    )
     results = json.loads((tmp_path / "run" / "results.json").read_text())["splits"]
     majority = majority_share(REPO / "data" / "sample" / "test.txt")  # 0.345
     assert results["test"]["acc"] > majority + 0.15
@@ -36,11 +45,21 @@ def test_bundled_sample_run_beats_the_majority_class(tmp_path):
 
     # Exported variants agree with the Keras model on the sample dev file: fp32 to 1e-5,
     # bf16 and int8 on >= 99% of the labels (issue: export and reduced precision).
-    proc = subprocess.run([sys.executable, "-m", "re2_tf.cli.precision_check",
-                           f"--run_dir={tmp_path / 'run'}", f"--out={tmp_path / 'exports'}"],
-                          cwd=REPO, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "re2_tf.cli.precision_check",
+            f"--run_dir={tmp_path / 'run'}",
+            f"--out={tmp_path / 'exports'}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout[proc.stdout.index("{"):])["sample dev"]
+    report = json.loads(proc.stdout[proc.stdout.index("{") :])["sample dev"]
     for name in ("savedmodel fp32", "tflite fp32"):
         assert report[name]["max |p - p_keras|"] <= 1e-5, name
     for name in ("savedmodel bf16", "tflite int8"):
@@ -57,7 +76,11 @@ def test_snli_learning_check(tmp_path):
     half = len(test) // 2
     (data / "dev.txt").write_text("\n".join(test[:half]) + "\n")
     (data / "test.txt").write_text("\n".join(test[half:]) + "\n")
-    train("--flagfile=configs/re2/snli_learning_check.flags", f"--data_dir={data}",
-          f"--run_dir={tmp_path / 'run'}", "--progress=false")
+    train(
+        "--flagfile=configs/re2/snli_learning_check.flags",
+        f"--data_dir={data}",
+        f"--run_dir={tmp_path / 'run'}",
+        "--progress=false",
+    )
     results = json.loads((tmp_path / "run" / "results.json").read_text())["splits"]
     assert results["test"]["acc"] > majority_share(data / "test.txt") + 0.2

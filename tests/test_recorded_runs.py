@@ -71,7 +71,11 @@ def test_every_recorded_wikiqa_seed_is_in_the_readme_with_its_figures():
             assert int(_plain(row[2])) == result["best_step"], (head, seed)
             for cell, (split, metric) in zip(row[3:7], COLUMNS):
                 assert _plain(cell) == f"{result['splits'][split][metric]:.4f}", (
-                    head, seed, split, metric)
+                    head,
+                    seed,
+                    split,
+                    metric,
+                )
 
 
 def test_readme_mean_and_std_rows_match_a_recomputation():
@@ -92,8 +96,7 @@ def test_readme_snli_check_rows_match_the_records():
         (result,) = _records("bert_matchlstm-snli-check", head).values()
         (row,) = [r for r in rows if _head_of(r[0]) == head]
         assert _plain(row[1]) == f"{result['splits']['test']['acc']:.4f}"
-        assert _plain(row[2]) == (
-            f"{result['splits']['dev']['acc']:.4f} ({result['best_step']})")
+        assert _plain(row[2]) == (f"{result['splits']['dev']['acc']:.4f} ({result['best_step']})")
 
 
 def _filtered_question_count(shared_data, split):

@@ -7,8 +7,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from roundtrip import assert_round_trips
+
 from re2_tf.layers import MaskedMeanPooling, MatchLSTM, MultiWindowCNN, PairSegmentSplit
 
 CLS, SEP = 101, 102
@@ -28,14 +28,16 @@ def packed_batch():
         ([CLS, 2023, 2003, SEP, 1037, 3231, 2005, SEP], [0, 0, 0, 0, 1, 1, 1, 1]),
         ([CLS, SEP, 7592, 2088, SEP], [0, 0, 1, 1, 1]),
         ([CLS, 2054, 2003, 1996, 3437, SEP, SEP], [0, 0, 0, 0, 0, 0, 1]),
-        ([CLS] + list(range(1000, 1060)) + [SEP] + list(range(2000, 2065)) + [SEP],
-         [0] * 62 + [1] * 66),
+        (
+            [CLS] + list(range(1000, 1060)) + [SEP] + list(range(2000, 2065)) + [SEP],
+            [0] * 62 + [1] * 66,
+        ),
     ]
     ids = np.zeros((4, LENGTH), "int32")
     segments = np.zeros((4, LENGTH), "int32")
     for b, (tokens, segment) in enumerate(rows):
-        ids[b, :len(tokens)] = tokens
-        segments[b, :len(segment)] = segment
+        ids[b, : len(tokens)] = tokens
+        segments[b, : len(segment)] = segment
     assert len(rows[3][0]) == LENGTH and ids[3, -1] == SEP
     padding_mask = (ids != 0).astype("int32")
     # Hidden state of position t of row b: [b, t, noise...], so every output can be traced
@@ -97,7 +99,8 @@ def test_split_under_xla_and_in_a_functional_model():
         return (h_a, mask_a, h_b, mask_b), tape.gradient(loss, hidden)
 
     outputs, gradient = tf.function(run, jit_compile=True)(
-        *(tf.constant(x) for x in (hidden, segments, padding_mask)))
+        *(tf.constant(x) for x in (hidden, segments, padding_mask))
+    )
     check_split(hidden, ids, *outputs)
     # d loss / d hidden: 2 on A's positions, 1 on B's, 0 on padding.
     want = np.zeros((4, LENGTH))
@@ -106,8 +109,11 @@ def test_split_under_xla_and_in_a_functional_model():
         want[b, WANT_B[b]] = 1.0
     np.testing.assert_array_equal(gradient, np.repeat(want[..., None], DIM, -1))
 
-    inputs = [keras.Input((None, DIM)), keras.Input((None,), dtype="int32"),
-              keras.Input((None,), dtype="int32")]
+    inputs = [
+        keras.Input((None, DIM)),
+        keras.Input((None,), dtype="int32"),
+        keras.Input((None,), dtype="int32"),
+    ]
     model = keras.Model(inputs, PairSegmentSplit(name="split")(*inputs))
     check_split(hidden, ids, *model([hidden, segments, padding_mask]))
     config = PairSegmentSplit(name="s").get_config()
@@ -126,8 +132,10 @@ def test_split_then_match_lstm_compiles_with_xla():
 
     args = [tf.constant(x) for x in (hidden, segments, padding_mask)]
     (last, sequence), (want_last, want_sequence) = (
-        tf.function(run, jit_compile=True)(*args), run(*args))
-    assert sequence.shape == (3, 5, 3)   # B's widths 5, 4, 2
+        tf.function(run, jit_compile=True)(*args),
+        run(*args),
+    )
+    assert sequence.shape == (3, 5, 3)  # B's widths 5, 4, 2
     np.testing.assert_allclose(last, want_last, atol=1e-6, rtol=0)
     np.testing.assert_allclose(sequence, want_sequence, atol=1e-6, rtol=0)
 
@@ -154,8 +162,9 @@ def test_masked_mean_pooling_matches_numpy():
             want[b] += x[b, t].astype(np.float64) / n
     np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
     np.testing.assert_array_equal(got[2], 0.0)  # empty row
-    np.testing.assert_allclose(MaskedMeanPooling()(x, (mask > 0).astype("int32")), want,
-                               atol=1e-6, rtol=0)
+    np.testing.assert_allclose(
+        MaskedMeanPooling()(x, (mask > 0).astype("int32")), want, atol=1e-6, rtol=0
+    )
     assert MaskedMeanPooling().compute_output_shape((None, None, DIM)) == (None, DIM)
 
 
@@ -167,7 +176,7 @@ def cnn_reference(weights, x, lengths, window_sizes):
     for b, n in enumerate(lengths):
         features = []
         for size in window_sizes:
-            kernel = weights[f"kernel_{size}"].astype(np.float64)      # [size, d, filters]
+            kernel = weights[f"kernel_{size}"].astype(np.float64)  # [size, d, filters]
             bias = weights[f"bias_{size}"].astype(np.float64)
             filters = bias.shape[0]
             windows = []
@@ -191,8 +200,13 @@ def test_multi_window_cnn_matches_numpy(tmp_path):
         w.assign(rng.normal(0.0, 0.5, tuple(w.shape)).astype("float32"))
     weights = {w.name: w.numpy() for w in layer.weights}
     assert {k: v.shape for k, v in weights.items()} == {
-        "kernel_1": (1, DIM, 4), "bias_1": (4,), "kernel_2": (2, DIM, 4), "bias_2": (4,),
-        "kernel_3": (3, DIM, 4), "bias_3": (4,)}
+        "kernel_1": (1, DIM, 4),
+        "bias_1": (4,),
+        "kernel_2": (2, DIM, 4),
+        "bias_2": (4,),
+        "kernel_3": (3, DIM, 4),
+        "bias_3": (4,),
+    }
     # By hand: filters * (l * d + 1) = 4 * (5 + 1) + 4 * (10 + 1) + 4 * (15 + 1) = 132.
     assert layer.count_params() == 132
 
@@ -204,8 +218,8 @@ def test_multi_window_cnn_matches_numpy(tmp_path):
     # Row 1 (one token) has no 2- or 3-window, row 2 (empty) none at all: 0 there.
     np.testing.assert_array_equal(got[1, 4:], 0.0)
     np.testing.assert_array_equal(got[2], 0.0)
-    np.testing.assert_array_equal(got[4, 8:], 0.0)   # two tokens: no 3-window
-    assert (got[0] > 0).mean() > 0.5                 # the full row's features are not all cut
+    np.testing.assert_array_equal(got[4, 8:], 0.0)  # two tokens: no 3-window
+    assert (got[0] > 0).mean() > 0.5  # the full row's features are not all cut
     # Appending padding changes nothing.
     wider = np.concatenate([x, np.full((5, 3, DIM), -7.0, "float32")], axis=1)
     np.testing.assert_allclose(layer(wider, np.pad(mask, [(0, 0), (0, 3)])), got, atol=1e-6)

@@ -19,8 +19,20 @@ from re2_tf.evaluation import score, to_probabilities
 
 REPO = Path(__file__).resolve().parents[1]
 RANKER = REPO / "tests" / "fixtures" / "tiny_ranker.py"
-TOPICS = ["river", "piano", "comet", "tulip", "glacier", "violin", "desert", "harbor", "falcon",
-          "marble", "lantern", "orchard"]
+TOPICS = [
+    "river",
+    "piano",
+    "comet",
+    "tulip",
+    "glacier",
+    "violin",
+    "desert",
+    "harbor",
+    "falcon",
+    "marble",
+    "lantern",
+    "orchard",
+]
 
 
 def _write_ranking_data(directory, questions, seed):
@@ -33,7 +45,8 @@ def _write_ranking_data(directory, questions, seed):
         topic = TOPICS[q % len(TOPICS)]
         question = f"what about the {topic} number {q}"
         answers = [(f"yes the {topic} is {rng.choice(TOPICS)}", 1)] + [
-            (f"no the {rng.choice(TOPICS)} is {rng.choice(TOPICS)}", 0) for _ in range(3)]
+            (f"no the {rng.choice(TOPICS)} is {rng.choice(TOPICS)}", 0) for _ in range(3)
+        ]
         for d in rng.permutation(4):
             rows.append(f"{question}\t{answers[d][0]}\t{answers[d][1]}")
             ids.append(f"Q{q}\tD{q}-{d}")
@@ -43,8 +56,9 @@ def _write_ranking_data(directory, questions, seed):
 
 
 def _run(*args):
-    proc = subprocess.run([sys.executable, str(RANKER), *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(RANKER), *args], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout
 
@@ -57,10 +71,21 @@ def ranker_run(tmp_path_factory):
     for split, n, seed in (("train", 24, 0), ("dev", 8, 1), ("test", 8, 2)):
         _write_ranking_data(data / split, n, seed)
     run_dir = root / "run"
-    log = _run("train", "--model=tiny_ranker", "--dataset=wikiqa", f"--data_dir={data}",
-               f"--run_dir={run_dir}", "--embeddings=", "--min_df=1", "--batch_size=8",
-               "--epochs=6", "--eval_per_samples=24", "--tolerance_samples=100000",
-               "--log_per_samples=8", "--progress=false")
+    log = _run(
+        "train",
+        "--model=tiny_ranker",
+        "--dataset=wikiqa",
+        f"--data_dir={data}",
+        f"--run_dir={run_dir}",
+        "--embeddings=",
+        "--min_df=1",
+        "--batch_size=8",
+        "--epochs=6",
+        "--eval_per_samples=24",
+        "--tolerance_samples=100000",
+        "--log_per_samples=8",
+        "--progress=false",
+    )
     return data, run_dir, log
 
 
@@ -75,8 +100,15 @@ def test_a_ranking_spec_trains_on_triples_with_its_own_losses(ranker_run):
     for event_file in (run_dir / "tensorboard").glob("events.out.tfevents.*"):
         for event in tf.compat.v1.train.summary_iterator(str(event_file)):
             tags.update(value.tag for value in event.summary.value)
-    assert {"train/loss", "train/loss_task", "train/loss_regularization",
-            "train/loss_layer/activity", "train/pair_acc", "dev/mrr", "dev/map"} <= tags
+    assert {
+        "train/loss",
+        "train/loss_task",
+        "train/loss_regularization",
+        "train/loss_layer/activity",
+        "train/pair_acc",
+        "dev/mrr",
+        "dev/map",
+    } <= tags
     results = json.loads((run_dir / "results.json").read_text())
     # "yes" marks every correct answer: a ranker that learned anything ranks it first
     # (chance MRR with 1 of 4 candidates is 0.52).
@@ -86,10 +118,13 @@ def test_a_ranking_spec_trains_on_triples_with_its_own_losses(ranker_run):
 
 def test_evaluate_and_export_serve_the_score(ranker_run, tmp_path):
     data, run_dir, _ = ranker_run
-    out = _run("evaluate", f"--run_dir={run_dir}", "--splits=test",
-               f"--output={tmp_path / 'm.json'}")
-    assert json.loads((tmp_path / "m.json").read_text())["test"] == \
-        json.loads((run_dir / "results.json").read_text())["splits"]["test"]
+    out = _run(
+        "evaluate", f"--run_dir={run_dir}", "--splits=test", f"--output={tmp_path / 'm.json'}"
+    )
+    assert (
+        json.loads((tmp_path / "m.json").read_text())["test"]
+        == json.loads((run_dir / "results.json").read_text())["splits"]["test"]
+    )
     assert "test (32 pairs)" in out
     _run("export", f"--run_dir={run_dir}", f"--export_dir={tmp_path / 'export'}", "--xla=false")
     import keras
@@ -98,24 +133,30 @@ def test_evaluate_and_export_serve_the_score(ranker_run, tmp_path):
     loaded = tf.saved_model.load(str(tmp_path / "export"))
     rows = [line.split("\t") for line in (data / "test.txt").read_text().splitlines()]
     served = loaded.signatures["serving_default"](
-        text1=tf.constant([r[0] for r in rows]), text2=tf.constant([r[1] for r in rows]))
+        text1=tf.constant([r[0] for r in rows]), text2=tf.constant([r[1] for r in rows])
+    )
     vocab = (run_dir / "vocab.txt").read_text().splitlines()
     index = {w: i for i, w in enumerate(vocab)}
     scores = []
     for t1, t2, _ in rows:
-        x = {name: np.array([[index.get(w, 1) for w in t.split()]], "int32")
-             for name, t in (("text1", t1), ("text2", t2))}
+        x = {
+            name: np.array([[index.get(w, 1) for w in t.split()]], "int32")
+            for name, t in (("text1", t1), ("text2", t2))
+        }
         scores.append(float(model(x)[0, 0]))
     np.testing.assert_allclose(served["score"].numpy(), scores, atol=1e-5)
     sigmoid = 1 / (1 + np.exp(-np.asarray(scores)))
-    np.testing.assert_allclose(served["probabilities"].numpy(),
-                               np.stack([1 - sigmoid, sigmoid], 1), atol=1e-5)
+    np.testing.assert_allclose(
+        served["probabilities"].numpy(), np.stack([1 - sigmoid, sigmoid], 1), atol=1e-5
+    )
 
 
 def test_score_outputs_are_ranked_as_they_are_and_read_as_logits_for_accuracy():
     spec = get_dataset("wikiqa")
-    examples = [PairExample("q", "a", y, qid=q, docid=d) for y, q, d in (
-        (0, "1", "a"), (1, "1", "b"), (0, "1", "c"), (1, "2", "a"), (0, "2", "b"))]
+    examples = [
+        PairExample("q", "a", y, qid=q, docid=d)
+        for y, q, d in ((0, "1", "a"), (1, "1", "b"), (0, "1", "c"), (1, "2", "a"), (0, "2", "b"))
+    ]
     scores = np.array([2.0, 0.5, -1.0, -0.2, -3.0], "float32")
     result = score(spec, examples, scores)
     # question 1: the correct answer is ranked 2nd -> RR 1/2, AP 1/2; question 2: first -> 1
@@ -125,7 +166,8 @@ def test_score_outputs_are_ranked_as_they_are_and_read_as_logits_for_accuracy():
     # [n, 1] scores are the same thing; logits [n, 2] go through softmax
     np.testing.assert_allclose(to_probabilities(scores)[:, 1], 1 / (1 + np.exp(-scores)), rtol=1e-6)
     logits = np.array([[0.0, 1.0], [2.0, 0.0]])
-    np.testing.assert_allclose(to_probabilities(logits)[0], [1 / (1 + np.e), np.e / (1 + np.e)],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        to_probabilities(logits)[0], [1 / (1 + np.e), np.e / (1 + np.e)], rtol=1e-6
+    )
     with pytest.raises(ValueError, match="3 classes"):
         score(get_dataset("snli"), examples, scores)

@@ -6,12 +6,12 @@ empty texts, XLA, the neural tensor network, and serialisation."""
 import math
 
 import keras
+import match_srnn_numpy_reference as ref
 import numpy as np
 import pytest
 import tensorflow as tf
-
-import match_srnn_numpy_reference as ref
 from weights import randomize_weights
+
 from re2_tf.layers.neural_tensor import NeuralTensorNetwork
 from re2_tf.layers.spatial_gru import SpatialGRU, cell_by_cell_spatial_gru
 
@@ -122,7 +122,7 @@ def test_appending_padding_leaves_the_corner_unchanged(go_backwards):
         rng = np.random.default_rng(extra1 + 10 * extra2)
         padded = np.pad(s, [(0, 0), (0, extra1), (0, extra2), (0, 0)])
         garbage = rng.normal(0.0, 5.0, padded.shape).astype("float32")
-        padded[:, 5:] = garbage[:, 5:]      # the new rows and columns hold garbage
+        padded[:, 5:] = garbage[:, 5:]  # the new rows and columns hold garbage
         padded[:, :, 6:] = garbage[:, :, 6:]
         p1 = np.pad(m1, [(0, 0), (0, extra1), (0, 0)])
         p2 = np.pad(m2, [(0, 0), (0, extra2), (0, 0)])
@@ -161,8 +161,10 @@ def test_grids_of_width_zero_give_zeros_in_every_mode(m, n):
     # eager, a graph with unknown widths, and XLA all return zeros of the right shapes.
     layer = built_layer(seed=3)
     s = tf.constant(np.random.default_rng(3).normal(size=(2, m, n, CHANNELS)), tf.float32)
-    dynamic = tf.function(lambda x: layer(x, return_grid=True),
-                          input_signature=[tf.TensorSpec([None, None, None, CHANNELS])])
+    dynamic = tf.function(
+        lambda x: layer(x, return_grid=True),
+        input_signature=[tf.TensorSpec([None, None, None, CHANNELS])],
+    )
     xla = tf.function(lambda x: layer(x, return_grid=True), jit_compile=True)
     for run in (lambda x: layer(x, return_grid=True), dynamic, xla):
         corner, grid = run(s)
@@ -216,8 +218,7 @@ def test_hand_worked_two_by_two_example():
         assert float(corner[0, 0]) == pytest.approx(0.4628705, abs=1e-6)
         if not go_backwards:
             np.testing.assert_allclose(grid[0, :, :, 0], want, atol=1e-6)
-        assert float(cell_by_cell_spatial_gru(layer, s)[0, 0]) == pytest.approx(0.4628705,
-                                                                                abs=1e-6)
+        assert float(cell_by_cell_spatial_gru(layer, s)[0, 0]) == pytest.approx(0.4628705, abs=1e-6)
     np.testing.assert_allclose(ref.spatial_gru_pair(weights, s[0])[1:, 1:, 0], want, atol=1e-6)
 
 
@@ -231,7 +232,7 @@ def test_runs_under_xla_with_the_same_numbers_and_gradients():
         with tf.GradientTape() as tape:
             tape.watch(s)
             corner, grid = layer(s, m1, m2, return_grid=True)
-            loss = tf.reduce_sum(corner ** 2) + tf.reduce_sum(forward(s, m1, m2))
+            loss = tf.reduce_sum(corner**2) + tf.reduce_sum(forward(s, m1, m2))
         grads = tape.gradient(loss, [s] + layer.trainable_weights + forward.trainable_weights)
         return corner, grid, forward(s, m1, m2), grads
 
@@ -240,8 +241,9 @@ def test_runs_under_xla_with_the_same_numbers_and_gradients():
     xla = tf.function(run, jit_compile=True)(*args)
     for a, b in zip(tf.nest.flatten(eager), tf.nest.flatten(xla)):
         np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
-    corner_xla = tf.function(lambda *a: cell_by_cell_spatial_gru(layer, *a),
-                             jit_compile=True)(*args)
+    corner_xla = tf.function(lambda *a: cell_by_cell_spatial_gru(layer, *a), jit_compile=True)(
+        *args
+    )
     np.testing.assert_allclose(corner_xla, eager[0], atol=1e-5)
 
 
@@ -254,7 +256,10 @@ def test_neural_tensor_network_matches_numpy_reference():
     ntn.build(u.shape)
     randomize_weights(ntn, 10)
     assert {w.name: tuple(w.shape) for w in ntn.weights} == {
-        "tensor": (7, 5, 5), "kernel": (10, 7), "bias": (7,)}
+        "tensor": (7, 5, 5),
+        "kernel": (10, 7),
+        "bias": (7,),
+    }
     s = ntn(u, v).numpy()
     p = params(ntn)
     np.testing.assert_allclose(s, ref.neural_tensor_network(p, u, v), atol=1e-5, rtol=0)
@@ -262,8 +267,9 @@ def test_neural_tensor_network_matches_numpy_reference():
     linear = NeuralTensorNetwork(slices=7, activation="linear")
     linear.build(u.shape)
     linear.set_weights(ntn.get_weights())
-    np.testing.assert_allclose(linear(u, v), ref.neural_tensor_network(p, u, v, None),
-                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        linear(u, v), ref.neural_tensor_network(p, u, v, None), atol=1e-5, rtol=0
+    )
     with pytest.raises(ValueError, match="5 wide"):
         ntn(u, v[..., :4])
     with pytest.raises(ValueError, match="slices"):
@@ -276,21 +282,33 @@ def test_weight_names_and_shapes():
     layer.build((None, None, None, CHANNELS))
     h, c = HIDDEN, CHANNELS
     assert {w.name: tuple(w.shape) for w in layer.weights} == {
-        "reset_kernel": (3 * h + c, 3 * h), "reset_bias": (3 * h,),
-        "update_kernel": (3 * h + c, 4 * h), "update_bias": (4 * h,),
-        "input_kernel": (c, h), "recurrent_kernel": (3 * h, h), "bias": (h,)}
+        "reset_kernel": (3 * h + c, 3 * h),
+        "reset_bias": (3 * h,),
+        "update_kernel": (3 * h + c, 4 * h),
+        "update_bias": (4 * h,),
+        "input_kernel": (c, h),
+        "recurrent_kernel": (3 * h, h),
+        "bias": (h,),
+    }
     no_reset = SpatialGRU(HIDDEN, reset_gates=False)
     no_reset.build((None, None, None, CHANNELS))
     assert {w.name for w in no_reset.weights} == {
-        "update_kernel", "update_bias", "input_kernel", "recurrent_kernel", "bias"}
+        "update_kernel",
+        "update_bias",
+        "input_kernel",
+        "recurrent_kernel",
+        "bias",
+    }
     assert SpatialGRU().units == 10
     with pytest.raises(ValueError, match="units"):
         SpatialGRU(0)
 
 
 def test_get_config_and_keras_file_round_trips(tmp_path):
-    for layer in (SpatialGRU(4, reset_gates=False, go_backwards=True, name="gru"),
-                  NeuralTensorNetwork(3, activation="tanh", name="ntn")):
+    for layer in (
+        SpatialGRU(4, reset_gates=False, go_backwards=True, name="gru"),
+        NeuralTensorNetwork(3, activation="tanh", name="ntn"),
+    ):
         config = layer.get_config()
         assert type(layer).from_config(config).get_config() == config
 
@@ -307,9 +325,12 @@ def test_get_config_and_keras_file_round_trips(tmp_path):
     randomize_weights(model, 11)
 
     rng = np.random.default_rng(11)
-    inputs = [rng.normal(0, 1, (2, 4, 5)).astype("float32"),
-              rng.normal(0, 1, (2, 3, 5)).astype("float32"),
-              masks([4, 2], 4), masks([1, 3], 3)]
+    inputs = [
+        rng.normal(0, 1, (2, 4, 5)).astype("float32"),
+        rng.normal(0, 1, (2, 3, 5)).astype("float32"),
+        masks([4, 2], 4),
+        masks([1, 3], 3),
+    ]
     outputs = [x.numpy() for x in model(inputs)]
     path = tmp_path / "bi_match_srnn.keras"
     model.save(path)

@@ -23,8 +23,13 @@ SPEC_SOURCE = Path(__file__).resolve().parents[1] / "re2_tf" / "models" / "spec.
 
 
 def _spec(task_loss, hparams=None):
-    return ModelSpec(name="toy", build=lambda *a, **k: None, hparams=hparams or {},
-                     features={}, task_loss=task_loss)
+    return ModelSpec(
+        name="toy",
+        build=lambda *a, **k: None,
+        hparams=hparams or {},
+        features={},
+        task_loss=task_loss,
+    )
 
 
 def test_importing_and_using_specs_does_not_import_training():
@@ -37,8 +42,9 @@ def test_importing_and_using_specs_does_not_import_training():
         "loaded = sorted(m for m in sys.modules if m.startswith('re2_tf.training'))\n"
         "assert not loaded, loaded\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr[-2000:]
 
 
@@ -67,14 +73,21 @@ def test_unknown_loss_is_rejected_by_training_with_a_clear_error():
 
 
 def test_hparam_chosen_loss_resolves_and_gives_its_output_kind():
-    from re2_tf.training.losses import (PairwiseHinge, SoftmaxCrossEntropy, SquaredError,
-                                        output_kind, resolve_task_loss)
+    from re2_tf.training.losses import (
+        PairwiseHinge,
+        SoftmaxCrossEntropy,
+        SquaredError,
+        output_kind,
+        resolve_task_loss,
+    )
 
     spec = _spec("hparam:loss", {"loss": HParam("softmax_cross_entropy", "task loss")})
-    cases = {None: (SoftmaxCrossEntropy, "logits"),
-             "softmax_cross_entropy": (SoftmaxCrossEntropy, "logits"),
-             "pairwise_hinge": (PairwiseHinge, "score"),
-             "squared_error": (SquaredError, "score")}
+    cases = {
+        None: (SoftmaxCrossEntropy, "logits"),
+        "softmax_cross_entropy": (SoftmaxCrossEntropy, "logits"),
+        "pairwise_hinge": (PairwiseHinge, "score"),
+        "squared_error": (SquaredError, "score"),
+    }
     for loss, (cls, kind) in cases.items():
         hparams = None if loss is None else {"loss": loss}
         assert isinstance(resolve_task_loss(spec, hparams), cls)

@@ -23,8 +23,11 @@ MODELS = {
     "drcn": ("re2_tf.models.drcn", "DRCN_DEFAULTS", "build_drcn"),
     "fitn": ("re2_tf.models.fitn", "FITN_DEFAULTS", "build_fitn"),
     "match_srnn": ("re2_tf.models.match_srnn", "MATCH_SRNN_DEFAULTS", "build_match_srnn"),
-    "bert_matchlstm": ("re2_tf.models.bert_matchlstm", "BERT_MATCHLSTM_DEFAULTS",
-                       "build_bert_matchlstm"),
+    "bert_matchlstm": (
+        "re2_tf.models.bert_matchlstm",
+        "BERT_MATCHLSTM_DEFAULTS",
+        "build_bert_matchlstm",
+    ),
 }
 
 #: ``name=value`` between double backticks; the value is parsed as a Python literal.
@@ -39,8 +42,11 @@ def mentions(text):
 def resolved_defaults(model):
     """What a run of ``model`` uses when nothing is set: training fields and hyper-parameters."""
     config = TrainConfig(model=model)
-    values = {name: getattr(config, name) for name in dir(config)
-              if not name.startswith("_") and not callable(getattr(config, name))}
+    values = {
+        name: getattr(config, name)
+        for name in dir(config)
+        if not name.startswith("_") and not callable(getattr(config, name))
+    }
     values.update(config.hparams)
     return values
 
@@ -61,8 +67,9 @@ def test_defaults_dict_is_the_spec(model):
 def test_builder_keyword_defaults_are_the_spec(model):
     module_name, _, builder_name = MODELS[model]
     spec = get_spec(model)
-    parameters = inspect.signature(getattr(importlib.import_module(module_name),
-                                           builder_name)).parameters
+    parameters = inspect.signature(
+        getattr(importlib.import_module(module_name), builder_name)
+    ).parameters
     # A hyper-parameter the builder does not take must feed a featuriser instead
     # (BERT + MatchLSTM's max_length).
     featuriser_options = repr(spec.features)
@@ -84,14 +91,16 @@ def test_docstring_defaults_match_the_spec(model):
     module = importlib.import_module(module_name)
     defaults = resolved_defaults(model)
     checked, wrong = 0, []
-    for where, text in (("module", module.__doc__),
-                        (builder_name, getattr(module, builder_name).__doc__)):
+    for where, text in (
+        ("module", module.__doc__),
+        (builder_name, getattr(module, builder_name).__doc__),
+    ):
         for name, value in mentions(text):
-            assert name in defaults, (f"{model} {where}: ``{name}=...`` names no training "
-                                      f"setting or hyper-parameter")
+            assert name in defaults, (
+                f"{model} {where}: ``{name}=...`` names no training setting or hyper-parameter"
+            )
             checked += 1
             if value != defaults[name]:
-                wrong.append(f"{where}: ``{name}={value!r}`` but the default is "
-                             f"{defaults[name]!r}")
+                wrong.append(f"{where}: ``{name}={value!r}`` but the default is {defaults[name]!r}")
     assert not wrong, f"{model}: " + "; ".join(wrong)
     assert checked >= MIN_MENTIONS[model]

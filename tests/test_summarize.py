@@ -93,15 +93,30 @@ def test_cli_prints_table_and_writes_json(tmp_path):
     _write(tmp_path / "a", _result(1, {"map": 0.70}))
     _write(tmp_path / "b", _result(2, {"map": 0.80}))
     out = tmp_path / "summary.json"
-    done = subprocess.run([sys.executable, "-m", "re2_tf.cli.summarize", str(tmp_path / "a"),
-                           str(tmp_path / "b"), f"--output={out}"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "re2_tf.cli.summarize",
+            str(tmp_path / "a"),
+            str(tmp_path / "b"),
+            f"--output={out}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "2 runs (seeds 1, 2):" in done.stdout
     assert "| dev | map | 0.7500 ± 0.0707 | 2 |" in done.stdout
     assert json.loads(out.read_text())["dev/map"]["values"] == [0.70, 0.80]
-    missing = subprocess.run([sys.executable, "-m", "re2_tf.cli.summarize", str(tmp_path / "c")],
-                             capture_output=True, text=True, timeout=120)
+    missing = subprocess.run(
+        [sys.executable, "-m", "re2_tf.cli.summarize", str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert missing.returncode == 1
     assert missing.stderr.strip().splitlines() == [
-        f"re2-summarize: error: {tmp_path / 'c'}: no such file or directory"]
+        f"re2-summarize: error: {tmp_path / 'c'}: no such file or directory"
+    ]

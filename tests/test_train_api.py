@@ -22,11 +22,25 @@ SAMPLE = REPO / "data" / "sample"
 #: Tiny hyper-parameters per model (paper architectures, small widths) for two-update runs.
 TINY = {
     "re2": {"embedding_dim": 8, "hidden_size": 8, "blocks": 1, "enc_layers": 1},
-    "drcn": {"embedding_dim": 8, "char_embedding_dim": 4, "char_filters": 4, "num_layers": 2,
-             "hidden_size": 6, "autoencoder_layers": "2", "autoencoder_units": 8,
-             "fc_units": 8},
-    "fitn": {"embedding_dim": 8, "char_embedding_dim": 4, "char_filters": 4, "rounds": 1,
-             "hidden_size": 6, "memory_size": 6, "fc_units": 8},
+    "drcn": {
+        "embedding_dim": 8,
+        "char_embedding_dim": 4,
+        "char_filters": 4,
+        "num_layers": 2,
+        "hidden_size": 6,
+        "autoencoder_layers": "2",
+        "autoencoder_units": 8,
+        "fc_units": 8,
+    },
+    "fitn": {
+        "embedding_dim": 8,
+        "char_embedding_dim": 4,
+        "char_filters": 4,
+        "rounds": 1,
+        "hidden_size": 6,
+        "memory_size": 6,
+        "fc_units": 8,
+    },
     "match_srnn": {"embedding_dim": 8, "slices": 2, "hidden_size": 4},
     "bert_matchlstm": {"match_units": 8},
 }
@@ -39,14 +53,19 @@ def make_data(root, n_train=16, n_eval=8):
     dev = (SAMPLE / "dev.txt").read_text().splitlines()
     (data / "train.txt").write_text("\n".join(train[:n_train]) + "\n")
     (data / "dev.txt").write_text("\n".join(dev[:n_eval]) + "\n")
-    (data / "test.txt").write_text("\n".join(dev[n_eval:2 * n_eval]) + "\n")
+    (data / "test.txt").write_text("\n".join(dev[n_eval : 2 * n_eval]) + "\n")
     return data
 
 
 def cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "re2_tf.cli.train", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, **(env or {})))
+    return subprocess.run(
+        [sys.executable, "-m", "re2_tf.cli.train", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, **(env or {})),
+    )
 
 
 # ------------------------------------------------------------------------ the config object
@@ -56,19 +75,26 @@ def test_layered_defaults_model_then_preset_then_caller():
     drcn = get_spec("drcn")
     config = TrainConfig(model="drcn", dataset="snli")
     # the model's training defaults replace the common ones ...
-    assert (config.optimizer, config.lr_schedule) == (drcn.training["optimizer"],
-                                                      drcn.training["lr_schedule"])
+    assert (config.optimizer, config.lr_schedule) == (
+        drcn.training["optimizer"],
+        drcn.training["lr_schedule"],
+    )
     # ... its preset for the dataset replaces both (settings and hyper-parameters) ...
     for name, value in drcn.presets["snli"].items():
         got = config.hparams[name] if name in drcn.hparams else getattr(config, name)
         assert got == value, name
     # ... and what the caller sets wins, even when it equals a common default
     assert TrainConfig(model="bert_matchlstm", batch_size=128).batch_size == 128
-    assert TrainConfig(model="bert_matchlstm").batch_size == \
-        get_spec("bert_matchlstm").training["batch_size"]
-    assert TrainConfig(model="drcn", dataset="snli", preset="none").max_len == \
-        dataclasses.fields(TrainConfig)[[f.name for f in dataclasses.fields(TrainConfig)]
-                                        .index("max_len")].metadata["default"]
+    assert (
+        TrainConfig(model="bert_matchlstm").batch_size
+        == get_spec("bert_matchlstm").training["batch_size"]
+    )
+    assert (
+        TrainConfig(model="drcn", dataset="snli", preset="none").max_len
+        == dataclasses.fields(TrainConfig)[
+            [f.name for f in dataclasses.fields(TrainConfig)].index("max_len")
+        ].metadata["default"]
+    )
 
 
 def test_replace_rederives_what_the_caller_did_not_set():
@@ -76,7 +102,7 @@ def test_replace_rederives_what_the_caller_did_not_set():
 
     drcn = TrainConfig(model="drcn", dataset="snli", epochs=2, hparams={"hidden_size": 7})
     re2 = drcn.replace(model="re2")
-    assert re2.optimizer == "adam" and re2.epochs == 2          # RE2's, and the caller's
+    assert re2.optimizer == "adam" and re2.epochs == 2  # RE2's, and the caller's
     assert re2.hparams["hidden_size"] == get_spec("re2").presets["snli"]["hidden_size"]
     again = re2.replace(model="drcn")
     assert again.optimizer == "rmsprop" and again.epochs == 2
@@ -89,24 +115,27 @@ def test_replace_rederives_what_the_caller_did_not_set():
     assert hash(drcn) == hash(drcn.replace())
 
 
-@pytest.mark.parametrize("kwargs, field, words", [
-    (dict(batch_size=0), "batch_size", "must be >= 1, got 0"),
-    (dict(epochs=-1), "epochs", "must be >= 1, got -1"),
-    (dict(model="nonexistent"), "model", "unknown model 'nonexistent'"),
-    (dict(dataset="mnli"), "dataset", "unknown dataset 'mnli'"),
-    (dict(model="drcn", preset="wikiqa"), "preset", "no preset 'wikiqa'"),
-    (dict(hparams={"blocks": 2}, model="drcn"), "hparams.blocks", "has no hyper-parameter"),
-    (dict(hparams={"blocks": "two"}), "hparams.blocks", "must be a int"),
-    (dict(hparams={"alignment": "cosine"}), "hparams.alignment", "must be one of"),
-    (dict(warmup_ratio=0.1, lr_warmup_samples=10), "warmup_ratio", "both set"),
-    (dict(warmup_ratio=1.5), "warmup_ratio", "[0, 1)"),
-    (dict(max_len=-1), "max_len", ">= 0"),
-    (dict(jit_compile=True), "jit_compile", "deterministic=False"),
-    (dict(optimizer="lamb"), "optimizer", "unknown optimiser 'lamb'"),
-    (dict(dataset="custom", labels=("a",)), "labels", "at least two"),
-    (dict(dataset="custom", labels=("a", "b", "c"), metric="f1"), "metric", "two labels"),
-    (dict(labels=("a", "b")), "labels", "only for dataset=custom"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field, words",
+    [
+        (dict(batch_size=0), "batch_size", "must be >= 1, got 0"),
+        (dict(epochs=-1), "epochs", "must be >= 1, got -1"),
+        (dict(model="nonexistent"), "model", "unknown model 'nonexistent'"),
+        (dict(dataset="mnli"), "dataset", "unknown dataset 'mnli'"),
+        (dict(model="drcn", preset="wikiqa"), "preset", "no preset 'wikiqa'"),
+        (dict(hparams={"blocks": 2}, model="drcn"), "hparams.blocks", "has no hyper-parameter"),
+        (dict(hparams={"blocks": "two"}), "hparams.blocks", "must be a int"),
+        (dict(hparams={"alignment": "cosine"}), "hparams.alignment", "must be one of"),
+        (dict(warmup_ratio=0.1, lr_warmup_samples=10), "warmup_ratio", "both set"),
+        (dict(warmup_ratio=1.5), "warmup_ratio", "[0, 1)"),
+        (dict(max_len=-1), "max_len", ">= 0"),
+        (dict(jit_compile=True), "jit_compile", "deterministic=False"),
+        (dict(optimizer="lamb"), "optimizer", "unknown optimiser 'lamb'"),
+        (dict(dataset="custom", labels=("a",)), "labels", "at least two"),
+        (dict(dataset="custom", labels=("a", "b", "c"), metric="f1"), "metric", "two labels"),
+        (dict(labels=("a", "b")), "labels", "only for dataset=custom"),
+    ],
+)
 def test_each_invalid_setting_is_one_error_naming_it(kwargs, field, words):
     with pytest.raises(ConfigError) as error:
         TrainConfig(**kwargs)
@@ -125,8 +154,16 @@ def test_an_explicit_warmup_setting_wins_over_the_models_default():
 
 def test_from_json_rebuilds_the_config_a_run_recorded(tmp_path):
     data = make_data(tmp_path)
-    config = TrainConfig(model="re2", data_dir=str(data), epochs=1, batch_size=8, min_df=1,
-                         eval_per_samples=8, hparams=TINY["re2"], progress=False)
+    config = TrainConfig(
+        model="re2",
+        data_dir=str(data),
+        epochs=1,
+        batch_size=8,
+        min_df=1,
+        eval_per_samples=8,
+        hparams=TINY["re2"],
+        progress=False,
+    )
     result = re2_tf.fit(config, run_dir=tmp_path / "run")
     again = TrainConfig.from_json(result.run_dir)
     for name in ("model", "dataset", "epochs", "batch_size", "min_df", "lr", "max_len"):
@@ -142,8 +179,16 @@ def test_run_writes_a_tensorboard_hparams_record(tmp_path):
     from tensorboard.plugins.hparams import plugin_data_pb2
 
     data = make_data(tmp_path)
-    config = TrainConfig(model="re2", data_dir=str(data), epochs=1, batch_size=8, min_df=1,
-                         eval_per_samples=8, hparams=TINY["re2"], lr=0.0025)
+    config = TrainConfig(
+        model="re2",
+        data_dir=str(data),
+        epochs=1,
+        batch_size=8,
+        min_df=1,
+        eval_per_samples=8,
+        hparams=TINY["re2"],
+        lr=0.0025,
+    )
     re2_tf.fit(config, run_dir=tmp_path / "run")
     recorded = {}
     for events in (tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"):
@@ -152,7 +197,8 @@ def test_run_writes_a_tensorboard_hparams_record(tmp_path):
                 if value.metadata.plugin_data.plugin_name != "hparams":
                     continue
                 data_pb = plugin_data_pb2.HParamsPluginData.FromString(
-                    value.metadata.plugin_data.content)
+                    value.metadata.plugin_data.content
+                )
                 if data_pb.HasField("session_start_info"):
                     for name, v in data_pb.session_start_info.hparams.items():
                         recorded[name] = v.WhichOneof("kind") and getattr(v, v.WhichOneof("kind"))
@@ -167,8 +213,10 @@ def test_run_writes_a_tensorboard_hparams_record(tmp_path):
 FAST_MODELS = ("re2", "match_srnn")
 
 
-@pytest.mark.parametrize("model", [m if m in FAST_MODELS else pytest.param(m, marks=pytest.mark.slow)
-                                   for m in sorted(TINY)])
+@pytest.mark.parametrize(
+    "model",
+    [m if m in FAST_MODELS else pytest.param(m, marks=pytest.mark.slow) for m in sorted(TINY)],
+)
 def test_fit_from_python_equals_the_cli(model, tmp_path):
     """Two updates of each model on a cut of the bundled sample: ``re2_tf.fit`` in this
     process (no flags parsed) and ``re2-train`` in another write the same config.json and the
@@ -179,11 +227,13 @@ def test_fit_from_python_equals_the_cli(model, tmp_path):
     from absl import flags
 
     data = make_data(tmp_path)
-    settings = dict(data_dir=str(data), epochs=1, batch_size=8, min_df=1, eval_per_samples=8,
-                    progress=False)
+    settings = dict(
+        data_dir=str(data), epochs=1, batch_size=8, min_df=1, eval_per_samples=8, progress=False
+    )
     assert not flags.FLAGS.is_parsed() or "batch_size" not in flags.FLAGS
-    result = re2_tf.fit(TrainConfig(model=model, hparams=TINY[model], **settings),
-                        run_dir=tmp_path / "library")
+    result = re2_tf.fit(
+        TrainConfig(model=model, hparams=TINY[model], **settings), run_dir=tmp_path / "library"
+    )
     assert isinstance(result, re2_tf.RunResult)
     assert result.best_model == tmp_path / "library" / "best.keras"
     assert result.best_model.exists() and result.best_step in (1, 2)
@@ -195,21 +245,34 @@ def test_fit_from_python_equals_the_cli(model, tmp_path):
     args += [f"--{k}={v}" for k, v in {**settings, **TINY[model]}.items()]
     proc = cli(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    library, command = (json.loads((tmp_path / d / "config.json").read_text())
-                        for d in ("library", "cli"))
+    library, command = (
+        json.loads((tmp_path / d / "config.json").read_text()) for d in ("library", "cli")
+    )
     assert library == command
-    library, command = (json.loads((tmp_path / d / "results.json").read_text())
-                        for d in ("library", "cli"))
+    library, command = (
+        json.loads((tmp_path / d / "results.json").read_text()) for d in ("library", "cli")
+    )
     assert library == command
     assert library["splits"]["test"] == result.test_scores["test"]
 
 
 def test_repeats_train_each_seed_and_summarise(tmp_path):
     data = make_data(tmp_path)
-    result = re2_tf.fit(TrainConfig(model="re2", data_dir=str(data), epochs=1, batch_size=8,
-                                    min_df=1, eval_per_samples=8, hparams=TINY["re2"],
-                                    progress=False, repeats=2, seed=4),
-                        run_dir=tmp_path / "run")
+    result = re2_tf.fit(
+        TrainConfig(
+            model="re2",
+            data_dir=str(data),
+            epochs=1,
+            batch_size=8,
+            min_df=1,
+            eval_per_samples=8,
+            hparams=TINY["re2"],
+            progress=False,
+            repeats=2,
+            seed=4,
+        ),
+        run_dir=tmp_path / "run",
+    )
     assert [s.config.seed for s in result.seeds] == [4, 5]
     assert [s.run_dir.name for s in result.seeds] == ["seed4", "seed5"]
     accs = [s.scores["test"]["acc"] for s in result.seeds]
@@ -225,8 +288,14 @@ def test_flags_file_rebuilds_the_same_config(tmp_path):
     from re2_tf.api import flags_file_lines
     from re2_tf.cli import train as train_cli
 
-    config = TrainConfig(model="drcn", dataset="snli", epochs=2, embeddings="",
-                         hparams={"hidden_size": 7}, test_splits=("test", "raw_test"))
+    config = TrainConfig(
+        model="drcn",
+        dataset="snli",
+        epochs=2,
+        embeddings="",
+        hparams={"hidden_size": 7},
+        test_splits=("test", "raw_test"),
+    )
     flagfile = tmp_path / "flags.txt"
     flagfile.write_text("\n".join(flags_file_lines(config, tmp_path)) + "\n")
     values = flags.FlagValues()
@@ -237,8 +306,9 @@ def test_flags_file_rebuilds_the_same_config(tmp_path):
     assert dict(rebuilt.hparams) == dict(config.hparams)
 
 
-@pytest.mark.parametrize("flagfile", sorted(p.relative_to(REPO).as_posix()
-                                            for p in (REPO / "configs").glob("*/*.flags")))
+@pytest.mark.parametrize(
+    "flagfile", sorted(p.relative_to(REPO).as_posix() for p in (REPO / "configs").glob("*/*.flags"))
+)
 def test_every_flagfile_parses_to_a_valid_config_of_its_model(flagfile):
     from absl import flags
 
@@ -269,14 +339,14 @@ def bad_inputs(tmp_path_factory):
     for name in ("train.txt", "dev.txt", "test.txt"):
         (broken / name).write_text((data / name).read_text())
     lines = (broken / "train.txt").read_text().splitlines()
-    lines[4] = lines[4].rsplit("\t", 1)[0]            # line 5: two fields
+    lines[4] = lines[4].rsplit("\t", 1)[0]  # line 5: two fields
     (broken / "train.txt").write_text("\n".join(lines) + "\n")
     (root / "a_file").write_text("")
     return root, data, broken
 
 
 def _read_only_dir(root):
-    if os.geteuid() == 0:   # root writes anywhere writable; sysfs refuses new directories
+    if os.geteuid() == 0:  # root writes anywhere writable; sysfs refuses new directories
         if not Path("/sys").is_dir():
             pytest.skip("no read-only location for root")
         return Path("/sys/re2_tf_test_run")
@@ -290,28 +360,49 @@ def _read_only_dir(root):
 FAST_MISTAKES = ("embeddings", "model", "batch_size", "train_line", "guessed_flagfile")
 
 
-@pytest.mark.parametrize("case", [c if c in FAST_MISTAKES else pytest.param(c, marks=pytest.mark.slow)
-                                  for c in ("embeddings", "model", "batch_size", "read_only",
-                                            "under_file", "train_line", "missing_flagfile",
-                                            "guessed_flagfile", "epochs", "unknown_flag")])
+@pytest.mark.parametrize(
+    "case",
+    [
+        c if c in FAST_MISTAKES else pytest.param(c, marks=pytest.mark.slow)
+        for c in (
+            "embeddings",
+            "model",
+            "batch_size",
+            "read_only",
+            "under_file",
+            "train_line",
+            "missing_flagfile",
+            "guessed_flagfile",
+            "epochs",
+            "unknown_flag",
+        )
+    ],
+)
 def test_each_mistake_is_one_line_and_writes_nothing(case, bad_inputs):
     root, data, broken = bad_inputs
     run_dir = root / f"run-{case}"
     base = [f"--data_dir={data}", f"--run_dir={run_dir}", "--epochs=1"]
     args, expected = {
-        "embeddings": (base + ["--embeddings=/no/such/glove.840B.300d.txt"],
-                       "--embeddings: /no/such/glove.840B.300d.txt not found"),
+        "embeddings": (
+            base + ["--embeddings=/no/such/glove.840B.300d.txt"],
+            "--embeddings: /no/such/glove.840B.300d.txt not found",
+        ),
         "model": (base + ["--model=nonexistent"], "--model: unknown model 'nonexistent'"),
         "batch_size": (base + ["--batch_size=0"], "--batch_size: must be >= 1, got 0"),
-        "read_only": ([f"--data_dir={data}", f"--run_dir={_read_only_dir(root)}"],
-                      "--run_dir: cannot write"),
-        "under_file": ([f"--data_dir={data}", f"--run_dir={root / 'a_file' / 'run'}"],
-                       "is a file"),
-        "train_line": ([f"--data_dir={broken}", f"--run_dir={run_dir}"],
-                       f"{broken / 'train.txt'}:5: expected 3 tab-separated fields"),
+        "read_only": (
+            [f"--data_dir={data}", f"--run_dir={_read_only_dir(root)}"],
+            "--run_dir: cannot write",
+        ),
+        "under_file": ([f"--data_dir={data}", f"--run_dir={root / 'a_file' / 'run'}"], "is a file"),
+        "train_line": (
+            [f"--data_dir={broken}", f"--run_dir={run_dir}"],
+            f"{broken / 'train.txt'}:5: expected 3 tab-separated fields",
+        ),
         "missing_flagfile": (["--flagfile=/no/such.flags"], "--flagfile: cannot open"),
-        "guessed_flagfile": (["--flagfile=configs/fitn/wikiqa.flags"],
-                             "flagfiles there: configs/fitn/quora.flags"),
+        "guessed_flagfile": (
+            ["--flagfile=configs/fitn/wikiqa.flags"],
+            "flagfiles there: configs/fitn/quora.flags",
+        ),
         "epochs": (base + ["--epochs=-1"], "--epochs: must be >= 1, got -1"),
         "unknown_flag": (base + ["--blocks=2", "--model=drcn"], "Unknown command line flag"),
     }[case]
@@ -339,12 +430,24 @@ def test_custom_four_label_task_trains_and_serves(tmp_path):
         rows = []
         for _ in range(n):
             k = rng.randrange(4)
-            rows.append(f"Which way is {labels[k].upper()}?\tgo {labels[k]} now\t"
-                        + (labels[k] if rng.random() < 0.5 else str(k)))
+            rows.append(
+                f"Which way is {labels[k].upper()}?\tgo {labels[k]} now\t"
+                + (labels[k] if rng.random() < 0.5 else str(k))
+            )
         (data / f"{split}.txt").write_text("\n".join(rows) + "\n")
-    config = TrainConfig(model="re2", dataset="custom", labels=labels, metric="accuracy",
-                         tokenizer="snli", data_dir=str(data), epochs=1, batch_size=16,
-                         min_df=1, eval_per_samples=32, hparams=TINY["re2"])
+    config = TrainConfig(
+        model="re2",
+        dataset="custom",
+        labels=labels,
+        metric="accuracy",
+        tokenizer="snli",
+        data_dir=str(data),
+        epochs=1,
+        batch_size=16,
+        min_df=1,
+        eval_per_samples=32,
+        hparams=TINY["re2"],
+    )
     result = re2_tf.fit(config, run_dir=tmp_path / "run")
     record = json.loads((tmp_path / "run" / "config.json").read_text())
     assert record["label_names"] == list(labels) and record["tokenizer"] == "snli"
@@ -352,8 +455,7 @@ def test_custom_four_label_task_trains_and_serves(tmp_path):
     assert set(result.scores) == {"dev", "test"}
     vocab = (tmp_path / "run" / "vocab.txt").read_text().split("\n")
     assert "north" in vocab and "NORTH" not in vocab and "?" not in vocab  # snli tokeniser
-    assert TrainConfig.from_json(tmp_path / "run") == config.replace(
-        data_dir=str(data.resolve()))
+    assert TrainConfig.from_json(tmp_path / "run") == config.replace(data_dir=str(data.resolve()))
     # the run evaluates as trained, and serves raw text with its own labels
     assert re2_tf.evaluate(tmp_path / "run", "test") == result.scores["test"]
     from re2_tf import runs
@@ -367,9 +469,12 @@ def test_custom_four_label_task_trains_and_serves(tmp_path):
 
     for (text1, text2), record in zip(pairs, served):
         assert list(record["probabilities"]) == list(labels)
-        x = {"text1": np.array([vocab.encode(snli_tokenize(text1, lower=True))], "int32"),
-             "text2": np.array([vocab.encode(snli_tokenize(text2, lower=True))], "int32")}
+        x = {
+            "text1": np.array([vocab.encode(snli_tokenize(text1, lower=True))], "int32"),
+            "text2": np.array([vocab.encode(snli_tokenize(text2, lower=True))], "int32"),
+        }
         probabilities = tf.nn.softmax(model(x)).numpy()[0]
         assert record["label"] == labels[int(np.argmax(probabilities))]
-        np.testing.assert_allclose([record["probabilities"][n] for n in labels],
-                                   probabilities, atol=1e-5)
+        np.testing.assert_allclose(
+            [record["probabilities"][n] for n in labels], probabilities, atol=1e-5
+        )

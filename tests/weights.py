@@ -1,4 +1,5 @@
 """Test helper: random values for every weight of a model before two paths are compared."""
+
 import numpy as np
 
 
@@ -11,7 +12,7 @@ def randomize_weights(model, seed):
         shape = tuple(w.shape)
         if w.path.endswith("kernel_g"):
             value = rng.uniform(0.5, 1.5, shape)
-        elif w.path.endswith("moving_variance"):   # batch-norm variances stay positive
+        elif w.path.endswith("moving_variance"):  # batch-norm variances stay positive
             value = rng.uniform(0.5, 1.5, shape)
         elif w.path.endswith("temperature"):
             value = np.asarray(rng.uniform(0.3, 1.0))

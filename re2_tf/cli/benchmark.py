@@ -33,53 +33,90 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
-    flags.DEFINE_string("model", "re2", "Registered model whose benchmark variants are timed.",
-                        flag_values=flag_values)
-    flags.DEFINE_list("variants", [], "Benchmark variants of the model's spec to time (default: "
-                      "all; RE2: 'RE2 1 block', 'RE2 2 blocks', 'RE2 3 blocks').",
-                      flag_values=flag_values)
+    flags.DEFINE_string(
+        "model",
+        "re2",
+        "Registered model whose benchmark variants are timed.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_list(
+        "variants",
+        [],
+        "Benchmark variants of the model's spec to time (default: "
+        "all; RE2: 'RE2 1 block', 'RE2 2 blocks', 'RE2 3 blocks').",
+        flag_values=flag_values,
+    )
     flags.DEFINE_integer("batch", 8, "Pairs per timed batch.", flag_values=flag_values)
     flags.DEFINE_integer("length", 20, "Tokens per text.", flag_values=flag_values)
     flags.DEFINE_integer("batches", 100, "Timed batches.", flag_values=flag_values)
-    flags.DEFINE_integer("warmup", 10, "Untimed batches after the first call.",
-                         flag_values=flag_values)
-    flags.DEFINE_integer("vocab_size", 30000, "Vocabulary size of the random models.",
-                         flag_values=flag_values)
-    flags.DEFINE_integer("throughput_batch", 512, "Batch size for throughput (0 = skip).",
-                         flag_values=flag_values)
-    flags.DEFINE_enum("format", "savedmodel", ["savedmodel", "tflite"], "Export format.",
-                      flag_values=flag_values)
-    flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16", "int8"], "Export precision.",
-                      flag_values=flag_values)
-    flags.DEFINE_bool("xla", True, "Export with jit_compile (SavedModel only).",
-                      flag_values=flag_values)
-    flags.DEFINE_bool("plain_export", False, "Also time each variant exported with Keras' "
-                      "own model.export (the baseline without re2_tf's export).",
-                      flag_values=flag_values)
-    flags.DEFINE_integer("intra_op_threads", 0, "Intra-op threads (0 = default).",
-                         flag_values=flag_values)
-    flags.DEFINE_integer("inter_op_threads", 0, "Inter-op threads (0 = default).",
-                         flag_values=flag_values)
-    flags.DEFINE_string("saved_model", None, "Time this export instead of the Table 5 models.",
-                        flag_values=flag_values)
-    flags.DEFINE_string("signature", "serving_ids", "Signature to time (with --saved_model).",
-                        flag_values=flag_values)
-    flags.DEFINE_string("input_spec", None, "JSON input spec (with --saved_model); default: "
-                        "int32 ids [batch, length] for text1/text2 below --vocab_size.",
-                        flag_values=flag_values)
-    flags.DEFINE_string("json_out", None, "Also write the rows as JSON here.",
-                        flag_values=flag_values)
-    flags.DEFINE_bool("components", True, "Also print the model's component timings "
-                      "(its spec's component_benchmarks; Match-SRNN: wavefront vs "
-                      "cell-by-cell spatial GRU), in this process.", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "warmup", 10, "Untimed batches after the first call.", flag_values=flag_values
+    )
+    flags.DEFINE_integer(
+        "vocab_size", 30000, "Vocabulary size of the random models.", flag_values=flag_values
+    )
+    flags.DEFINE_integer(
+        "throughput_batch", 512, "Batch size for throughput (0 = skip).", flag_values=flag_values
+    )
+    flags.DEFINE_enum(
+        "format", "savedmodel", ["savedmodel", "tflite"], "Export format.", flag_values=flag_values
+    )
+    flags.DEFINE_enum(
+        "precision", "fp32", ["fp32", "bf16", "int8"], "Export precision.", flag_values=flag_values
+    )
+    flags.DEFINE_bool(
+        "xla", True, "Export with jit_compile (SavedModel only).", flag_values=flag_values
+    )
+    flags.DEFINE_bool(
+        "plain_export",
+        False,
+        "Also time each variant exported with Keras' "
+        "own model.export (the baseline without re2_tf's export).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "intra_op_threads", 0, "Intra-op threads (0 = default).", flag_values=flag_values
+    )
+    flags.DEFINE_integer(
+        "inter_op_threads", 0, "Inter-op threads (0 = default).", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "saved_model",
+        None,
+        "Time this export instead of the Table 5 models.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "signature",
+        "serving_ids",
+        "Signature to time (with --saved_model).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "input_spec",
+        None,
+        "JSON input spec (with --saved_model); default: "
+        "int32 ids [batch, length] for text1/text2 below --vocab_size.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "json_out", None, "Also write the rows as JSON here.", flag_values=flag_values
+    )
+    flags.DEFINE_bool(
+        "components",
+        True,
+        "Also print the model's component timings "
+        "(its spec's component_benchmarks; Match-SRNN: wavefront vs "
+        "cell-by-cell spatial GRU), in this process.",
+        flag_values=flag_values,
+    )
 
 
 def main(argv):
     """Time the model's variants (or ``--saved_model``) and print the table."""
     if len(argv) > 1:
         raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
-    threads = dict(intra_op_threads=FLAGS.intra_op_threads,
-                   inter_op_threads=FLAGS.inter_op_threads)
+    threads = dict(intra_op_threads=FLAGS.intra_op_threads, inter_op_threads=FLAGS.inter_op_threads)
     if FLAGS.intra_op_threads or FLAGS.inter_op_threads:  # this process too (components)
         import tensorflow as tf
 
@@ -88,20 +125,41 @@ def main(argv):
     if FLAGS.saved_model:
         if not Path(FLAGS.saved_model).exists():
             raise FileNotFoundError(f"--saved_model: no such export {FLAGS.saved_model}")
-        spec = (json.loads(FLAGS.input_spec) if FLAGS.input_spec
-                else ids_spec(FLAGS.batch, FLAGS.length, FLAGS.vocab_size))
-        result = time_export(FLAGS.saved_model, FLAGS.signature, spec, batches=FLAGS.batches,
-                             warmup=FLAGS.warmup, throughput_batch=FLAGS.throughput_batch,
-                             **threads)
+        spec = (
+            json.loads(FLAGS.input_spec)
+            if FLAGS.input_spec
+            else ids_spec(FLAGS.batch, FLAGS.length, FLAGS.vocab_size)
+        )
+        result = time_export(
+            FLAGS.saved_model,
+            FLAGS.signature,
+            spec,
+            batches=FLAGS.batches,
+            warmup=FLAGS.warmup,
+            throughput_batch=FLAGS.throughput_batch,
+            **threads,
+        )
         result.update(model=FLAGS.saved_model, params=None)  # unknown for an arbitrary export
-        rows, table = [result], markdown_table([result], FLAGS.batch, FLAGS.length,
-                                               FLAGS.throughput_batch)
+        rows, table = (
+            [result],
+            markdown_table([result], FLAGS.batch, FLAGS.length, FLAGS.throughput_batch),
+        )
     else:
         rows, table = run_benchmark(
-            FLAGS.model, FLAGS.variants, batch=FLAGS.batch, length=FLAGS.length,
-            batches=FLAGS.batches, warmup=FLAGS.warmup, vocab_size=FLAGS.vocab_size,
-            fmt=FLAGS.format, precision=FLAGS.precision, xla=FLAGS.xla,
-            throughput_batch=FLAGS.throughput_batch, plain=FLAGS.plain_export, **threads)
+            FLAGS.model,
+            FLAGS.variants,
+            batch=FLAGS.batch,
+            length=FLAGS.length,
+            batches=FLAGS.batches,
+            warmup=FLAGS.warmup,
+            vocab_size=FLAGS.vocab_size,
+            fmt=FLAGS.format,
+            precision=FLAGS.precision,
+            xla=FLAGS.xla,
+            throughput_batch=FLAGS.throughput_batch,
+            plain=FLAGS.plain_export,
+            **threads,
+        )
         for r in rows:
             print(f"{r['model']}: {r['params']:,} parameters outside the embedding")
     print(table)
@@ -112,8 +170,9 @@ def main(argv):
             timings = component(batch=FLAGS.batch, batches=FLAGS.batches, warmup=FLAGS.warmup)
             print(f"\n{title}\n{timings}")
     if FLAGS.json_out:
-        Path(FLAGS.json_out).write_text(json.dumps(
-            [{k: v for k, v in r.items() if k != "times_s"} for r in rows], indent=2))
+        Path(FLAGS.json_out).write_text(
+            json.dumps([{k: v for k, v in r.items() if k != "times_s"} for r in rows], indent=2)
+        )
 
 
 def run(argv=None):

@@ -8,8 +8,15 @@ import traceback
 
 from absl import app, flags
 
-__all__ = ["USER_ERRORS", "HELP_ARGS", "define_verbose_flag", "error_message", "help_text",
-           "run_app", "run_command"]
+__all__ = [
+    "USER_ERRORS",
+    "HELP_ARGS",
+    "define_verbose_flag",
+    "error_message",
+    "help_text",
+    "run_app",
+    "run_command",
+]
 
 #: Exceptions that are a user's mistake (a flag, a file, a setting), printed as one line.
 USER_ERRORS = (ValueError, OSError, KeyError, flags.Error)
@@ -18,8 +25,12 @@ USER_ERRORS = (ValueError, OSError, KeyError, flags.Error)
 def define_verbose_flag(flag_values=flags.FLAGS):
     """``--verbose``: show the traceback of a user error (defined once per process)."""
     if "verbose" not in flag_values:
-        flags.DEFINE_bool("verbose", False, "On an error, print the full traceback instead "
-                          "of one line.", flag_values=flag_values)
+        flags.DEFINE_bool(
+            "verbose",
+            False,
+            "On an error, print the full traceback instead of one line.",
+            flag_values=flag_values,
+        )
 
 
 def error_message(error: BaseException) -> str:
@@ -31,14 +42,15 @@ def error_message(error: BaseException) -> str:
     message = " ".join(str(message).split())  # one line
     field = getattr(error, "field", None) if isinstance(error, ConfigError) else None
     if field and message.startswith(f"{field}:"):  # settings are flags on the command line
-        message = f"--{field.split('.')[-1]}:{message[len(field) + 1:]}"
+        message = f"--{field.split('.')[-1]}:{message[len(field) + 1 :]}"
     return message or type(error).__name__
 
 
 def _wants_traceback(argv) -> bool:
     return os.environ.get("RE2_TF_TRACEBACK") == "1" or any(
         arg in ("--verbose", "--verbose=true", "--verbose=True", "--verbose=1")
-        for arg in (argv or []))
+        for arg in (argv or [])
+    )
 
 
 def run_app(main, *, program: str, flags_parser=None, argv=None):
@@ -92,11 +104,16 @@ HELP_ARGS = ("--help", "-h", "-?", "--helpshort", "--help=true", "--help=True")
 
 def help_text(program, doc, flag_values=flags.FLAGS):
     """``doc`` (the command's module docstring) and the flags registered under ``program``."""
-    lines = [line for line in flag_values.module_help(program).splitlines()
-             if line.strip() and line != f"{program}:"]
+    lines = [
+        line
+        for line in flag_values.module_help(program).splitlines()
+        if line.strip() and line != f"{program}:"
+    ]
     listed = "\n".join(lines) or "  (none)"
-    return (f"{(doc or program).strip()}\n\nflags:\n{listed}\n\n"
-            "Try --helpfull to get a list of all flags.")
+    return (
+        f"{(doc or program).strip()}\n\nflags:\n{listed}\n\n"
+        "Try --helpfull to get a list of all flags."
+    )
 
 
 def _wants_help(argv):
@@ -108,8 +125,9 @@ def _wants_help(argv):
     return False
 
 
-def run_command(main, define_flags, *, program, doc, argv=None, flags_parser=None,
-                flag_values=flags.FLAGS):
+def run_command(
+    main, define_flags, *, program, doc, argv=None, flags_parser=None, flag_values=flags.FLAGS
+):
     """Define the command's flags, answer ``--help``, then run ``main`` under :func:`run_app`.
 
     absl's ``--help`` lists the flags of the main module only -- under a console script

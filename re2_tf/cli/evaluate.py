@@ -36,20 +36,33 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
-    flags.DEFINE_string("run_dir", None, "Run directory written by re2-train.",
-                        flag_values=flag_values)
-    flags.DEFINE_string("data_dir", None, "Prepared data directory (default: the run's "
-                        "--data_dir flag).", flag_values=flag_values)
-    flags.DEFINE_list("splits", ["dev", "test"], "Splits of the prepared data directory to "
-                      "score.", flag_values=flag_values)
-    flags.DEFINE_string("file", None, "Score this file instead of splits.",
-                        flag_values=flag_values)
-    flags.DEFINE_enum("format", "processed", sorted(FORMAT_TOKENIZERS), "Format of --file.",
-                      flag_values=flag_values)
-    flags.DEFINE_integer("batch_size", 256, "Pairs per prediction batch.", lower_bound=1,
-                         flag_values=flag_values)
-    flags.DEFINE_string("output", None, "Write the metrics as JSON here.",
-                        flag_values=flag_values)
+    flags.DEFINE_string(
+        "run_dir", None, "Run directory written by re2-train.", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "data_dir",
+        None,
+        "Prepared data directory (default: the run's --data_dir flag).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_list(
+        "splits",
+        ["dev", "test"],
+        "Splits of the prepared data directory to score.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string("file", None, "Score this file instead of splits.", flag_values=flag_values)
+    flags.DEFINE_enum(
+        "format",
+        "processed",
+        sorted(FORMAT_TOKENIZERS),
+        "Format of --file.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "batch_size", 256, "Pairs per prediction batch.", lower_bound=1, flag_values=flag_values
+    )
+    flags.DEFINE_string("output", None, "Write the metrics as JSON here.", flag_values=flag_values)
     flags.mark_flag_as_required("run_dir", flag_values=flag_values)
 
 
@@ -63,8 +76,15 @@ def main(argv):
 
     # Every set is read first: bad data stops the command before the model is loaded.
     names = [FLAGS.file] if FLAGS.file else FLAGS.splits
-    sets = {name: load_examples(FLAGS.run_dir, Path(name) if FLAGS.file else name,
-                                fmt=FLAGS.format, data_dir=FLAGS.data_dir) for name in names}
+    sets = {
+        name: load_examples(
+            FLAGS.run_dir,
+            Path(name) if FLAGS.file else name,
+            fmt=FLAGS.format,
+            data_dir=FLAGS.data_dir,
+        )
+        for name in names
+    }
     featurizers = runs.load_featurizers(FLAGS.run_dir)
     network = runs.load_best_model(FLAGS.run_dir)
     results = {}

@@ -25,25 +25,47 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
-    flags.DEFINE_string("run_dir", None, "Run directory (config.json, vocab.txt, best.keras).",
-                        flag_values=flag_values)
-    flags.DEFINE_string("export_dir", None, "Output directory (replaced if it exists).",
-                        flag_values=flag_values)
-    flags.DEFINE_enum("format", "savedmodel", ["savedmodel", "tflite"], "Export format.",
-                      flag_values=flag_values)
-    flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16", "int8"],
-                      "fp32; bf16 (savedmodel) or int8 dynamic-range quantisation (tflite).",
-                      flag_values=flag_values)
-    flags.DEFINE_string("tokenizer", None, "In-graph tokeniser (default: the run's): "
-                        + ", ".join(sorted(IN_GRAPH_TOKENIZERS)), flag_values=flag_values)
-    flags.DEFINE_integer("max_length", DEFAULT_MAX_LENGTH,
-                         "Tokens kept per text; longer texts are truncated.", lower_bound=1,
-                         flag_values=flag_values)
-    flags.DEFINE_list("length_buckets", [str(b) for b in DEFAULT_LENGTH_BUCKETS],
-                      "Lengths XLA inputs are padded to (max_length is always one).",
-                      flag_values=flag_values)
-    flags.DEFINE_bool("xla", True, "Save the model function XLA-compiled (jit_compile).",
-                      flag_values=flag_values)
+    flags.DEFINE_string(
+        "run_dir",
+        None,
+        "Run directory (config.json, vocab.txt, best.keras).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "export_dir", None, "Output directory (replaced if it exists).", flag_values=flag_values
+    )
+    flags.DEFINE_enum(
+        "format", "savedmodel", ["savedmodel", "tflite"], "Export format.", flag_values=flag_values
+    )
+    flags.DEFINE_enum(
+        "precision",
+        "fp32",
+        ["fp32", "bf16", "int8"],
+        "fp32; bf16 (savedmodel) or int8 dynamic-range quantisation (tflite).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "tokenizer",
+        None,
+        "In-graph tokeniser (default: the run's): " + ", ".join(sorted(IN_GRAPH_TOKENIZERS)),
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "max_length",
+        DEFAULT_MAX_LENGTH,
+        "Tokens kept per text; longer texts are truncated.",
+        lower_bound=1,
+        flag_values=flag_values,
+    )
+    flags.DEFINE_list(
+        "length_buckets",
+        [str(b) for b in DEFAULT_LENGTH_BUCKETS],
+        "Lengths XLA inputs are padded to (max_length is always one).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_bool(
+        "xla", True, "Save the model function XLA-compiled (jit_compile).", flag_values=flag_values
+    )
     flags.mark_flags_as_required(["run_dir", "export_dir"], flag_values=flag_values)
 
 
@@ -54,15 +76,21 @@ def main(argv):
     try:
         buckets = [int(b) for b in FLAGS.length_buckets]
     except ValueError:
-        raise flags.Error(f"--length_buckets: expected integers, got "
-                          f"{','.join(FLAGS.length_buckets)}") from None
+        raise flags.Error(
+            f"--length_buckets: expected integers, got {','.join(FLAGS.length_buckets)}"
+        ) from None
     import tensorflow as tf
     from absl import logging
 
     logging.set_verbosity(logging.WARNING)  # SavedModel writing logs every asset at INFO
     tf.get_logger().setLevel("ERROR")
-    kwargs = dict(fmt=FLAGS.format, precision=FLAGS.precision, max_length=FLAGS.max_length,
-                  length_buckets=buckets, xla=FLAGS.xla)
+    kwargs = dict(
+        fmt=FLAGS.format,
+        precision=FLAGS.precision,
+        max_length=FLAGS.max_length,
+        length_buckets=buckets,
+        xla=FLAGS.xla,
+    )
     if FLAGS.tokenizer:
         kwargs["tokenizer"] = FLAGS.tokenizer
     print(export_run(FLAGS.run_dir, FLAGS.export_dir, **kwargs))

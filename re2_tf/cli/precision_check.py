@@ -26,15 +26,28 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
-    flags.DEFINE_string("run_dir", "checkpoints/sample-re2", "A trained run directory.",
-                        flag_values=flag_values)
-    flags.DEFINE_string("out", None, "Directory for the exports (default: a temporary one).",
-                        flag_values=flag_values)
-    flags.DEFINE_list("files", None, "name=path of labelled prepared files to score (default: "
-                      "data/sample/dev.txt and, when present, ../shared's SNLI dev file).",
-                      flag_values=flag_values)
-    flags.DEFINE_list("exports", list(EXPORTS), f"Exports to compare with Keras: "
-                      f"{list(EXPORTS)}.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "run_dir", "checkpoints/sample-re2", "A trained run directory.", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "out",
+        None,
+        "Directory for the exports (default: a temporary one).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_list(
+        "files",
+        None,
+        "name=path of labelled prepared files to score (default: "
+        "data/sample/dev.txt and, when present, ../shared's SNLI dev file).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_list(
+        "exports",
+        list(EXPORTS),
+        f"Exports to compare with Keras: {list(EXPORTS)}.",
+        flag_values=flag_values,
+    )
 
 
 def main(argv):

@@ -38,19 +38,28 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
-    flags.DEFINE_string("export_dir", None, "Directory written by re2-export.",
-                        flag_values=flag_values)
-    flags.DEFINE_string("input", "-", "TSV or JSON-lines file of pairs; '-' = stdin.",
-                        flag_values=flag_values)
-    flags.DEFINE_enum("input_format", "auto", ["auto", "tsv", "jsonl"], "Input format.",
-                      flag_values=flag_values)
-    flags.DEFINE_string("output", "-", "Output JSON-lines file; '-' = stdout.",
-                        flag_values=flag_values)
-    flags.DEFINE_enum("tokenize", "auto", ["auto", "graph", "python"],
-                      "Where text is tokenised (see re2_tf.serving.predictor).",
-                      flag_values=flag_values)
-    flags.DEFINE_integer("batch_size", 64, "Pairs per model call.", lower_bound=1,
-                         flag_values=flag_values)
+    flags.DEFINE_string(
+        "export_dir", None, "Directory written by re2-export.", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "input", "-", "TSV or JSON-lines file of pairs; '-' = stdin.", flag_values=flag_values
+    )
+    flags.DEFINE_enum(
+        "input_format", "auto", ["auto", "tsv", "jsonl"], "Input format.", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "output", "-", "Output JSON-lines file; '-' = stdout.", flag_values=flag_values
+    )
+    flags.DEFINE_enum(
+        "tokenize",
+        "auto",
+        ["auto", "graph", "python"],
+        "Where text is tokenised (see re2_tf.serving.predictor).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "batch_size", 64, "Pairs per model call.", lower_bound=1, flag_values=flag_values
+    )
     flags.mark_flag_as_required("export_dir", flag_values=flag_values)
 
 
@@ -78,8 +87,11 @@ def main(argv):
     finally:
         if out is not sys.stdout:
             out.close()
-    print(f"{source}: {len(records)} pairs predicted, {truncated} truncated to "
-          f"max_length={predictor.config['max_length']} tokens per text", file=sys.stderr)
+    print(
+        f"{source}: {len(records)} pairs predicted, {truncated} truncated to "
+        f"max_length={predictor.config['max_length']} tokens per text",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -26,17 +26,33 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
-    flags.DEFINE_enum("dataset", None, list(PREPARABLE), "Dataset to prepare.",
-                      flag_values=flag_values)
-    flags.DEFINE_string("input", None, "Downloaded archive (.zip) or its extracted directory.",
-                        flag_values=flag_values)
-    flags.DEFINE_string("output", None, "Output directory (default: data/<dataset>).",
-                        flag_values=flag_values)
+    flags.DEFINE_enum(
+        "dataset", None, list(PREPARABLE), "Dataset to prepare.", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "input",
+        None,
+        "Downloaded archive (.zip) or its extracted directory.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "output", None, "Output directory (default: data/<dataset>).", flag_values=flag_values
+    )
     flags.DEFINE_bool("lower", True, "Lower-case the written texts.", flag_values=flag_values)
-    flags.DEFINE_integer("sample_train", 8000, "sample: first N lines of SNLI dev -> train.",
-                         lower_bound=1, flag_values=flag_values)
-    flags.DEFINE_integer("sample_test", 2000, "sample: first N lines of SNLI test -> test.",
-                         lower_bound=1, flag_values=flag_values)
+    flags.DEFINE_integer(
+        "sample_train",
+        8000,
+        "sample: first N lines of SNLI dev -> train.",
+        lower_bound=1,
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "sample_test",
+        2000,
+        "sample: first N lines of SNLI test -> test.",
+        lower_bound=1,
+        flag_values=flag_values,
+    )
     flags.mark_flags_as_required(["dataset", "input"], flag_values=flag_values)
 
 
@@ -52,8 +68,14 @@ def main(argv):
     if not Path(FLAGS.input).exists():
         raise FileNotFoundError(f"--input: no such file or directory {FLAGS.input}")
     output = FLAGS.output or default_data_dir(FLAGS.dataset)
-    counts = prepare(FLAGS.dataset, FLAGS.input, output, lower=FLAGS.lower,
-                     sample_train=FLAGS.sample_train, sample_test=FLAGS.sample_test)
+    counts = prepare(
+        FLAGS.dataset,
+        FLAGS.input,
+        output,
+        lower=FLAGS.lower,
+        sample_train=FLAGS.sample_train,
+        sample_test=FLAGS.sample_test,
+    )
     print(f"{FLAGS.dataset}: {counts} -> {output}")
 
 

@@ -31,8 +31,7 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
-    flags.DEFINE_string("output", None, "Write the summary as JSON here.",
-                        flag_values=flag_values)
+    flags.DEFINE_string("output", None, "Write the summary as JSON here.", flag_values=flag_values)
 
 
 def main(argv):

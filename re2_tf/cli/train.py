@@ -22,11 +22,10 @@ is written; ``--verbose`` shows the traceback.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 from absl import flags
-
-import sys
 
 from re2_tf.cli.common import run_command
 
@@ -43,8 +42,11 @@ _INT_FIELDS = ("length_multiple",)
 def _fields():
     from re2_tf.config import TrainConfig
 
-    return [f for f in dataclasses.fields(TrainConfig)
-            if f.metadata.get("group") and f.name != "hparams"]
+    return [
+        f
+        for f in dataclasses.fields(TrainConfig)
+        if f.metadata.get("group") and f.name != "hparams"
+    ]
 
 
 def define_flags(flag_values=FLAGS):
@@ -75,11 +77,16 @@ def define_model_flags(spec, flag_values=FLAGS):
         if name in flag_values:  # defined by an earlier parse in this process
             continue
         if hparam.choices is not None:
-            flags.DEFINE_enum(name, hparam.default, list(hparam.choices), hparam.help,
-                              flag_values=flag_values)
+            flags.DEFINE_enum(
+                name, hparam.default, list(hparam.choices), hparam.help, flag_values=flag_values
+            )
             continue
-        define = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer,
-                  float: flags.DEFINE_float, str: flags.DEFINE_string}[type(hparam.default)]
+        define = {
+            bool: flags.DEFINE_bool,
+            int: flags.DEFINE_integer,
+            float: flags.DEFINE_float,
+            str: flags.DEFINE_string,
+        }[type(hparam.default)]
         define(name, hparam.default, hparam.help, flag_values=flag_values)
 
 
@@ -104,8 +111,11 @@ def _flagfile_hint(args):
                 continue
             folder = path.parent
             known = sorted(str(p) for p in folder.glob("*.flags")) if folder.is_dir() else []
-            where = (f"flagfiles there: {', '.join(known)}" if known else
-                     "each model's flagfiles are in configs/<model>/")
+            where = (
+                f"flagfiles there: {', '.join(known)}"
+                if known
+                else "each model's flagfiles are in configs/<model>/"
+            )
             return flags.Error(f"--flagfile: cannot open {path} (no such file); {where}")
     return None
 
@@ -146,8 +156,9 @@ def _layer_defaults(args, flag_values):
 def main(argv):
     """Build the config from the flags and call :func:`re2_tf.fit`."""
     if len(argv) > 1:
-        raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])} (settings are "
-                          "--name=value flags)")
+        raise flags.Error(
+            f"unexpected arguments: {' '.join(argv[1:])} (settings are --name=value flags)"
+        )
     from re2_tf.api import fit
     from re2_tf.config import TrainConfig
 
@@ -169,8 +180,14 @@ def _define_for(argv, flag_values=FLAGS):
 def run(argv=None):
     """Console-script entry point (``re2-train``)."""
     argv = list(sys.argv if argv is None else argv)
-    run_command(main, lambda: _define_for(argv), program="re2-train", doc=__doc__, argv=argv,
-                flags_parser=parse_flags)
+    run_command(
+        main,
+        lambda: _define_for(argv),
+        program="re2-train",
+        doc=__doc__,
+        argv=argv,
+        flags_parser=parse_flags,
+    )
 
 
 if __name__ == "__main__":

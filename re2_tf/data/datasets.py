@@ -39,8 +39,19 @@ from re2_tf.data import readers
 from re2_tf.data.readers import PairExample
 from re2_tf.data.tokenization import get_tokenizer
 
-__all__ = ["DatasetSpec", "DATASETS", "CUSTOM", "SPLITS", "FORMAT_TOKENIZERS", "get_dataset",
-           "custom_dataset", "default_data_dir", "load_split", "ref_file", "load_file"]
+__all__ = [
+    "DatasetSpec",
+    "DATASETS",
+    "CUSTOM",
+    "SPLITS",
+    "FORMAT_TOKENIZERS",
+    "get_dataset",
+    "custom_dataset",
+    "default_data_dir",
+    "load_split",
+    "ref_file",
+    "load_file",
+]
 
 SPLITS = ("train", "dev", "test")
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -74,29 +85,56 @@ class DatasetSpec:
 
 
 _NLI3 = ("entailment", "neutral", "contradiction")
-DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (
-    DatasetSpec("snli", _NLI3, "acc", "snli"),
-    DatasetSpec("scitail", ("entailment", "neutral"), "acc", "scitail",
-                watch_metrics=("f1", "auc")),
-    DatasetSpec("quora", ("not_duplicate", "duplicate"), "acc", "whitespace",
-                watch_metrics=("f1", "auc")),
-    DatasetSpec("wikiqa", ("incorrect", "correct"), "mrr", "whitespace", ranking=True,
-                watch_metrics=("map",)),
-    # TrecQA (Wang et al., 2007; castorini layout): DRCN (Kim et al., AAAI 2019)
-    # reports MAP and MRR; MAP selects the model, MRR is watched. dev/test are the clean
-    # sets (Rao et al., 2016), on which the WikiQA filter of ranking_metrics drops nothing.
-    DatasetSpec("trecqa", ("incorrect", "correct"), "map", "whitespace", ranking=True,
-                watch_metrics=("mrr",)),
-    DatasetSpec("sample", _NLI3, "acc", "snli"),
-)}
+DATASETS: dict[str, DatasetSpec] = {
+    spec.name: spec
+    for spec in (
+        DatasetSpec("snli", _NLI3, "acc", "snli"),
+        DatasetSpec(
+            "scitail", ("entailment", "neutral"), "acc", "scitail", watch_metrics=("f1", "auc")
+        ),
+        DatasetSpec(
+            "quora",
+            ("not_duplicate", "duplicate"),
+            "acc",
+            "whitespace",
+            watch_metrics=("f1", "auc"),
+        ),
+        DatasetSpec(
+            "wikiqa",
+            ("incorrect", "correct"),
+            "mrr",
+            "whitespace",
+            ranking=True,
+            watch_metrics=("map",),
+        ),
+        # TrecQA (Wang et al., 2007; castorini layout): DRCN (Kim et al., AAAI 2019)
+        # reports MAP and MRR; MAP selects the model, MRR is watched. dev/test are the clean
+        # sets (Rao et al., 2016), on which the WikiQA filter of ranking_metrics drops nothing.
+        DatasetSpec(
+            "trecqa",
+            ("incorrect", "correct"),
+            "map",
+            "whitespace",
+            ranking=True,
+            watch_metrics=("mrr",),
+        ),
+        DatasetSpec("sample", _NLI3, "acc", "snli"),
+    )
+}
 
 #: Name of a user's own dataset: labels, metric and tokeniser are settings
 #: (:func:`custom_dataset`; ``re2_tf.TrainConfig(dataset="custom", labels=..., ...)``).
 CUSTOM = "custom"
 
 
-def custom_dataset(labels, metric: str = "acc", tokenizer: str = "whitespace", *,
-                   ranking: bool = False, watch_metrics=()) -> DatasetSpec:
+def custom_dataset(
+    labels,
+    metric: str = "acc",
+    tokenizer: str = "whitespace",
+    *,
+    ranking: bool = False,
+    watch_metrics=(),
+) -> DatasetSpec:
     """The :class:`DatasetSpec` of a user's own data (``dataset="custom"``).
 
     Its files (``<data_dir>/{train,dev,test}.txt``) hold ``text1<TAB>text2<TAB>label`` per
@@ -110,8 +148,14 @@ def custom_dataset(labels, metric: str = "acc", tokenizer: str = "whitespace", *
         metric: selection metric: ``acc``, ``f1`` (two labels) or ``mrr`` (ranking).
         tokenizer: a name in :data:`re2_tf.data.tokenization.TOKENIZERS`.
     """
-    return DatasetSpec(CUSTOM, tuple(labels), metric, tokenizer, ranking=ranking,
-                       watch_metrics=tuple(watch_metrics))
+    return DatasetSpec(
+        CUSTOM,
+        tuple(labels),
+        metric,
+        tokenizer,
+        ranking=ranking,
+        watch_metrics=tuple(watch_metrics),
+    )
 
 
 # Tokeniser applied by :func:`load_file` to each raw format (None = text used as stored).
@@ -138,8 +182,12 @@ def default_data_dir(name: str) -> Path:
     return REPO_ROOT / "data" / name
 
 
-def load_split(name: str | DatasetSpec, data_dir: str | os.PathLike | None = None,
-               split: str = "train", lower: bool = True) -> list[PairExample]:
+def load_split(
+    name: str | DatasetSpec,
+    data_dir: str | os.PathLike | None = None,
+    split: str = "train",
+    lower: bool = True,
+) -> list[PairExample]:
     """Loads ``<data_dir>/<split>.txt`` of a prepared dataset.
 
     Args:
@@ -170,11 +218,16 @@ def load_split(name: str | DatasetSpec, data_dir: str | os.PathLike | None = Non
     else:
         examples = readers.read_processed(path, num_classes=spec.num_classes)
     if spec.ranking:
-        examples = _with_ids(examples, path, FileNotFoundError(
-            f"{directory / (split + '.ids')} not found: ranking metrics need each pair's "
-            f"question id, and questions cannot be regrouped from the lower-cased {path}. "
-            f"Write it by preparing the corpus again: re2-prepare "
-            f"--dataset={name} --input=<downloaded corpus> --output={directory}"))
+        examples = _with_ids(
+            examples,
+            path,
+            FileNotFoundError(
+                f"{directory / (split + '.ids')} not found: ranking metrics need each pair's "
+                f"question id, and questions cannot be regrouped from the lower-cased {path}. "
+                f"Write it by preparing the corpus again: re2-prepare "
+                f"--dataset={name} --input=<downloaded corpus> --output={directory}"
+            ),
+        )
     return examples
 
 
@@ -196,15 +249,21 @@ def _read_custom(path: Path, spec: DatasetSpec, lower: bool) -> list[PairExample
         elif raw.isascii() and raw.isdigit() and int(raw) < len(ids):
             label = int(raw)
         else:
-            raise readers._error(path, lineno, f"unknown label {raw!r}; expected one of "
-                                 f"{list(spec.label_names)} or an id 0-{len(ids) - 1}")
-        out.append(PairExample(" ".join(tokenize(fields[0])), " ".join(tokenize(fields[1])),
-                               label, line=lineno))
+            raise readers._error(
+                path,
+                lineno,
+                f"unknown label {raw!r}; expected one of "
+                f"{list(spec.label_names)} or an id 0-{len(ids) - 1}",
+            )
+        out.append(
+            PairExample(
+                " ".join(tokenize(fields[0])), " ".join(tokenize(fields[1])), label, line=lineno
+            )
+        )
     return out
 
 
-def _with_ids(examples: list[PairExample], path: Path, missing: Exception
-              ) -> list[PairExample]:
+def _with_ids(examples: list[PairExample], path: Path, missing: Exception) -> list[PairExample]:
     """``examples`` with ``qid``/``docid`` from ``path``'s sibling ``.ids`` file.
 
     Raises:
@@ -220,8 +279,9 @@ def _with_ids(examples: list[PairExample], path: Path, missing: Exception
     return [dataclasses.replace(ex, qid=q, docid=d) for ex, (q, d) in zip(examples, ids)]
 
 
-def ref_file(name: str, data_dir: str | os.PathLike | None = None,
-             split: str = "dev") -> Path | None:
+def ref_file(
+    name: str, data_dir: str | os.PathLike | None = None, split: str = "dev"
+) -> Path | None:
     """Path of ``<data_dir>/<split>.ref`` for ranking datasets if it exists, else ``None``."""
     if not get_dataset(name).ranking:
         return None
@@ -230,8 +290,12 @@ def ref_file(name: str, data_dir: str | os.PathLike | None = None,
     return path if path.exists() else None
 
 
-def load_file(path: str | os.PathLike, fmt: str = "processed",
-              spec: DatasetSpec | None = None, lower: bool = True) -> list[PairExample]:
+def load_file(
+    path: str | os.PathLike,
+    fmt: str = "processed",
+    spec: DatasetSpec | None = None,
+    lower: bool = True,
+) -> list[PairExample]:
     """Loads any supported file and returns pairs in prepared form (for ``--file`` evaluation).
 
     Raw formats are tokenised with their dataset's tokeniser (:data:`FORMAT_TOKENIZERS`) and
@@ -262,8 +326,13 @@ def load_file(path: str | os.PathLike, fmt: str = "processed",
     if spec is not None and spec.name == CUSTOM and fmt == "processed":
         examples = _read_custom(Path(path), spec, lower)
         if spec.ranking:
-            examples = _with_ids(examples, Path(path), ValueError(
-                f"{os.fspath(path)}: a ranking dataset needs {Path(path).with_suffix('.ids')}"))
+            examples = _with_ids(
+                examples,
+                Path(path),
+                ValueError(
+                    f"{os.fspath(path)}: a ranking dataset needs {Path(path).with_suffix('.ids')}"
+                ),
+            )
         return examples
     examples = readers.read_file(path, fmt)
     if spec is not None:
@@ -271,16 +340,26 @@ def load_file(path: str | os.PathLike, fmt: str = "processed",
             if ex.label is not None and not 0 <= ex.label < spec.num_classes:
                 raise ValueError(
                     f"{os.fspath(path)}:{ex.line}: label {ex.label} is not one of "
-                    f"{spec.name}'s labels {dict(enumerate(spec.label_names))}")
+                    f"{spec.name}'s labels {dict(enumerate(spec.label_names))}"
+                )
         if spec.ranking and any(ex.qid is None for ex in examples):
             ids_path = Path(path).with_suffix(".ids")
-            examples = _with_ids(examples, Path(path), ValueError(
-                f"{os.fspath(path)}: {fmt} lines carry no question ids, which MAP/MRR need: "
-                f"write {ids_path} (qid<TAB>docid per line, as re2-prepare writes) or "
-                f"score the corpus file with --format=wikiqa_txt"))
+            examples = _with_ids(
+                examples,
+                Path(path),
+                ValueError(
+                    f"{os.fspath(path)}: {fmt} lines carry no question ids, which MAP/MRR need: "
+                    f"write {ids_path} (qid<TAB>docid per line, as re2-prepare writes) or "
+                    f"score the corpus file with --format=wikiqa_txt"
+                ),
+            )
     tokenizer_name = FORMAT_TOKENIZERS[fmt]
     if tokenizer_name is None:
         return examples
     tokenize = get_tokenizer(tokenizer_name, lower=True)
-    return [dataclasses.replace(ex, text1=" ".join(tokenize(ex.text1)),
-                                text2=" ".join(tokenize(ex.text2))) for ex in examples]
+    return [
+        dataclasses.replace(
+            ex, text1=" ".join(tokenize(ex.text1)), text2=" ".join(tokenize(ex.text2))
+        )
+        for ex in examples
+    ]

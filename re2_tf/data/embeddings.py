@@ -27,16 +27,24 @@ import gzip
 import io
 import os
 import zipfile
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 from absl import logging
 
 from re2_tf.data.vocab import PAD_ID, UNK_ID, Vocab
 
-__all__ = ["open_glove", "iter_glove", "load_glove_words", "load_vectors",
-           "embedding_matrix", "load_embeddings",
-           "save_cache", "load_cache", "vocab_and_embeddings"]
+__all__ = [
+    "open_glove",
+    "iter_glove",
+    "load_glove_words",
+    "load_vectors",
+    "embedding_matrix",
+    "load_embeddings",
+    "save_cache",
+    "load_cache",
+    "vocab_and_embeddings",
+]
 
 VOCAB_FILE = "vocab.txt"
 EMBEDDINGS_FILE = "embeddings.npy"
@@ -57,8 +65,9 @@ def open_glove(path: str | os.PathLike) -> Iterator[io.TextIOBase]:
         with zipfile.ZipFile(path) as archive:
             members = [n for n in archive.namelist() if n.endswith(".txt")]
             if len(members) != 1:
-                raise ValueError(f"{path}: expected exactly one .txt file in the zip, "
-                                 f"found {members}")
+                raise ValueError(
+                    f"{path}: expected exactly one .txt file in the zip, found {members}"
+                )
             with archive.open(members[0]) as raw:
                 yield io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
     else:
@@ -66,14 +75,14 @@ def open_glove(path: str | os.PathLike) -> Iterator[io.TextIOBase]:
             yield f
 
 
-def iter_glove(path: str | os.PathLike, dim: int | None = None
-               ) -> Iterator[tuple[int, str, str]]:
+def iter_glove(path: str | os.PathLike, dim: int | None = None) -> Iterator[tuple[int, str, str]]:
     """Streams ``(1-based line number, word, values_string)`` for every usable line.
 
     ``values_string`` is the unparsed ``"v1 v2 ... vD"`` (parse only the lines you need).
     A fastText ``.vec`` header (a first line of two integers, ``"<count> <dim>"``; FITN's
-    vectors) is read as the dimension, not as a word. ``dim`` defaults to the number of fields of the first line minus one. Lines whose word
-    contains spaces (more than ``dim + 1`` fields) are skipped and, once the file has been
+    vectors) is read as the dimension, not as a word. ``dim`` defaults to the number of fields
+    of the first line minus one. Lines whose word contains spaces (more than ``dim + 1`` fields) are
+    skipped and, once the file has been
     read to its end, counted in a warning log line (with up to 5 of the words); empty lines
     are skipped.
 
@@ -90,10 +99,9 @@ def iter_glove(path: str | os.PathLike, dim: int | None = None
             word, _, values = line.partition(" ")
             n_values = values.count(" ") + 1 if values else 0
             if lineno == 1 and n_values == 1 and word.isdigit() and values.isdigit():
-                header_dim = int(values)     # fastText .vec header "<count> <dim>"
+                header_dim = int(values)  # fastText .vec header "<count> <dim>"
                 if dim is not None and dim != header_dim:
-                    raise ValueError(f"{name}:1: header gives dim {header_dim}, "
-                                     f"expected {dim}")
+                    raise ValueError(f"{name}:1: header gives dim {header_dim}, expected {dim}")
                 dim = header_dim
                 continue
             if dim is None:
@@ -103,19 +111,25 @@ def iter_glove(path: str | os.PathLike, dim: int | None = None
             if n_values == dim:
                 yield lineno, word, values
             elif n_values < dim:
-                raise ValueError(f"{name}:{lineno}: expected {dim} values after the word, "
-                                 f"got {n_values}")
+                raise ValueError(
+                    f"{name}:{lineno}: expected {dim} values after the word, got {n_values}"
+                )
             else:  # the word contains spaces: it never matches a token
                 spaced += 1
                 if len(spaced_words) < 5:
                     spaced_words.append(line.rsplit(" ", dim)[0])
     if spaced:
-        logging.warning("%s: skipped %d lines whose word contains spaces (never a token), "
-                        "e.g. %s", name, spaced, spaced_words)
+        logging.warning(
+            "%s: skipped %d lines whose word contains spaces (never a token), e.g. %s",
+            name,
+            spaced,
+            spaced_words,
+        )
 
 
-def load_glove_words(path: str | os.PathLike, lower: bool = True,
-                     dim: int | None = None) -> set[str]:
+def load_glove_words(
+    path: str | os.PathLike, lower: bool = True, dim: int | None = None
+) -> set[str]:
     """Returns the set of words that have a vector (lower-cased if ``lower``).
 
     One streaming pass; used for :meth:`re2_tf.data.vocab.Vocab.build`'s
@@ -130,8 +144,9 @@ def load_glove_words(path: str | os.PathLike, lower: bool = True,
     return words
 
 
-def load_vectors(path: str | os.PathLike, words: Iterable[str], dim: int | None = None,
-                 lower: bool = True) -> tuple[dict[str, np.ndarray], int]:
+def load_vectors(
+    path: str | os.PathLike, words: Iterable[str], dim: int | None = None, lower: bool = True
+) -> tuple[dict[str, np.ndarray], int]:
     """Streams a GloVe file once and returns the vectors of ``words`` only.
 
     Args:
@@ -175,13 +190,15 @@ def embedding_matrix(vocab: Vocab, vectors: dict[str, np.ndarray], dim: int) -> 
         if i not in (PAD_ID, UNK_ID) and token in vectors:
             matrix[i] = vectors[token]
             hits += 1
-    logging.info("embeddings: %d/%d vocabulary words have vectors (dim %d)",
-                 hits, len(vocab) - 2, dim)
+    logging.info(
+        "embeddings: %d/%d vocabulary words have vectors (dim %d)", hits, len(vocab) - 2, dim
+    )
     return matrix
 
 
-def load_embeddings(path: str | os.PathLike, vocab: Vocab, dim: int | None = None,
-                    lower: bool | None = None) -> np.ndarray:
+def load_embeddings(
+    path: str | os.PathLike, vocab: Vocab, dim: int | None = None, lower: bool | None = None
+) -> np.ndarray:
     """Builds the embedding matrix for ``vocab`` from a GloVe-format file (one pass).
 
     Source: the release's ``load_embeddings`` (``src/utils/loader.py``, mode ``freq``).
@@ -218,8 +235,9 @@ def save_cache(directory: str | os.PathLike, vocab: Vocab, matrix: np.ndarray) -
     np.save(os.path.join(directory, EMBEDDINGS_FILE), matrix.astype(np.float32, copy=False))
 
 
-def load_cache(directory: str | os.PathLike, lower: bool = True
-               ) -> tuple[Vocab, np.ndarray | None] | None:
+def load_cache(
+    directory: str | os.PathLike, lower: bool = True
+) -> tuple[Vocab, np.ndarray | None] | None:
     """Loads what :func:`save_cache` wrote.
 
     Returns:
@@ -238,15 +256,22 @@ def load_cache(directory: str | os.PathLike, lower: bool = True
         return vocab, None
     matrix = np.load(matrix_path)
     if matrix.ndim != 2 or matrix.shape[0] != len(vocab):
-        raise ValueError(f"{matrix_path}: shape {matrix.shape} does not match "
-                         f"{vocab_path} ({len(vocab)} entries)")
+        raise ValueError(
+            f"{matrix_path}: shape {matrix.shape} does not match "
+            f"{vocab_path} ({len(vocab)} entries)"
+        )
     return vocab, matrix.astype(np.float32, copy=False)
 
 
-def vocab_and_embeddings(train_tokens: Iterable[str], *, embeddings_path: str | None,
-                         cache_dir: str | os.PathLike | None = None, min_df: int = 5,
-                         dim: int | None = None, lower: bool = True
-                         ) -> tuple[Vocab, np.ndarray | None]:
+def vocab_and_embeddings(
+    train_tokens: Iterable[str],
+    *,
+    embeddings_path: str | None,
+    cache_dir: str | os.PathLike | None = None,
+    min_df: int = 5,
+    dim: int | None = None,
+    lower: bool = True,
+) -> tuple[Vocab, np.ndarray | None]:
     """Vocabulary + embedding matrix for a run, reusing ``cache_dir`` when it is filled.
 
     On a cache miss the vectors file is streamed **once**: the vectors of every (lower-cased)
@@ -268,16 +293,17 @@ def vocab_and_embeddings(train_tokens: Iterable[str], *, embeddings_path: str | 
     if cache_dir is not None:
         cached = load_cache(cache_dir, lower=lower)
         if cached is not None and (cached[1] is not None or embeddings_path is None):
-            logging.info("loaded vocabulary (%d) and embeddings from %s", len(cached[0]),
-                         cache_dir)
+            logging.info("loaded vocabulary (%d) and embeddings from %s", len(cached[0]), cache_dir)
             return cached
-    counts = collections.Counter(t.lower() for t in train_tokens) if lower \
+    counts = (
+        collections.Counter(t.lower() for t in train_tokens)
+        if lower
         else collections.Counter(train_tokens)
+    )
     matrix = None
     if embeddings_path:
         vectors, dim = load_vectors(embeddings_path, counts.keys(), dim, lower)
-        vocab = Vocab.build(counts, min_df=min_df, pretrained_words=vectors.keys(),
-                            lower=lower)
+        vocab = Vocab.build(counts, min_df=min_df, pretrained_words=vectors.keys(), lower=lower)
         matrix = embedding_matrix(vocab, vectors, dim)
     else:
         vocab = Vocab.build(counts, min_df=min_df, lower=lower)

@@ -63,8 +63,8 @@ import abc
 import collections
 import dataclasses
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import tensorflow as tf
@@ -76,9 +76,22 @@ from re2_tf.serving.text import whitespace_tokenize
 #: Key of the per-pair cut count a graph featuriser may return beside its features.
 TRUNCATED_KEY = "truncated"
 
-__all__ = ["TRUNCATED_KEY", "FeatureSpec", "Featurizer", "WordIds", "CharIds", "ExactMatch", "PackedPair",
-           "WholeWordTokenizer", "WordPieceTokenizer", "RoundRobinPacker", "FEATURIZERS",
-           "TOKENIZERS", "load_featurizer", "round_robin_lengths"]
+__all__ = [
+    "TRUNCATED_KEY",
+    "FeatureSpec",
+    "Featurizer",
+    "WordIds",
+    "CharIds",
+    "ExactMatch",
+    "PackedPair",
+    "WholeWordTokenizer",
+    "WordPieceTokenizer",
+    "RoundRobinPacker",
+    "FEATURIZERS",
+    "TOKENIZERS",
+    "load_featurizer",
+    "round_robin_lengths",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,9 +123,16 @@ def _lookup_table(path: str | os.PathLike):
     """
     asset = tf.saved_model.Asset(str(path))
     table = tf.lookup.StaticHashTable(
-        tf.lookup.TextFileInitializer(asset, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE,
-                                      tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER),
-        default_value=UNK_ID, experimental_is_anonymous=True)
+        tf.lookup.TextFileInitializer(
+            asset,
+            tf.string,
+            tf.lookup.TextFileIndex.WHOLE_LINE,
+            tf.int64,
+            tf.lookup.TextFileIndex.LINE_NUMBER,
+        ),
+        default_value=UNK_ID,
+        experimental_is_anonymous=True,
+    )
     return asset, table
 
 
@@ -124,8 +144,9 @@ def _tokens(tokens: tf.RaggedTensor, lower: bool) -> tf.RaggedTensor:
     """Graph-path input: drops empty-string tokens (``tf.strings.split`` makes ``[""]`` of an
     empty text, ``str.split`` makes ``[]``), then lower-cases if ``lower``."""
     tokens = tf.ragged.boolean_mask(tokens, tf.strings.length(tokens) > 0)
-    return tf.ragged.map_flat_values(tf.strings.lower, tokens, encoding="utf-8") if lower \
-        else tokens
+    return (
+        tf.ragged.map_flat_values(tf.strings.lower, tokens, encoding="utf-8") if lower else tokens
+    )
 
 
 def _not_fitted(kind: str) -> ValueError:
@@ -158,7 +179,7 @@ class Featurizer(abc.ABC):
         """The inputs this featuriser produces."""
 
     @classmethod
-    def create(cls, options: dict, vocab: Vocab) -> "Featurizer":
+    def create(cls, options: dict, vocab: Vocab) -> Featurizer:
         """A new, unfitted featuriser from a model spec's ``options``; ``vocab`` is the run's
         word vocabulary (built with the embeddings), which only ``word_ids`` uses."""
         return cls(**options)
@@ -173,7 +194,7 @@ class Featurizer(abc.ABC):
         vocab = getattr(self, "vocab", None)
         return None if vocab is None else len(vocab)
 
-    def fit(self, tokens: Iterable[str]) -> None:
+    def fit(self, tokens: Iterable[str]) -> None:  # noqa: B027  (optional hook, not abstract)
         """Builds the vocabulary from every training token (both texts); default: nothing."""
 
     def save(self, directory: str | os.PathLike) -> list[str]:
@@ -181,7 +202,7 @@ class Featurizer(abc.ABC):
         return []
 
     @classmethod
-    def load(cls, directory: str | os.PathLike, config: dict) -> "Featurizer":
+    def load(cls, directory: str | os.PathLike, config: dict) -> Featurizer:
         """Rebuilds a featuriser from :meth:`get_config` and the files :meth:`save` wrote."""
         return cls(**config)
 
@@ -219,7 +240,7 @@ class WordIds(Featurizer):
         self.vocab = vocab
 
     @classmethod
-    def from_vocab(cls, vocab: Vocab) -> "WordIds":
+    def from_vocab(cls, vocab: Vocab) -> WordIds:
         return cls(vocab)
 
     @classmethod
@@ -230,8 +251,10 @@ class WordIds(Featurizer):
         return [self.FILE]
 
     def specs(self):
-        return [FeatureSpec("text1", "int32", (), "text1"),
-                FeatureSpec("text2", "int32", (), "text2")]
+        return [
+            FeatureSpec("text1", "int32", (), "text1"),
+            FeatureSpec("text2", "int32", (), "text2"),
+        ]
 
     def save(self, directory):
         self.vocab.save(Path(directory) / self.FILE)
@@ -246,8 +269,10 @@ class WordIds(Featurizer):
         return {"lower": self.vocab.lower}
 
     def python(self, tokens1, tokens2):
-        return {"text1": np.asarray(self.vocab.encode(tokens1), np.int32),
-                "text2": np.asarray(self.vocab.encode(tokens2), np.int32)}
+        return {
+            "text1": np.asarray(self.vocab.encode(tokens1), np.int32),
+            "text2": np.asarray(self.vocab.encode(tokens2), np.int32),
+        }
 
     def graph(self, directory):
         return _WordIdsGraph(Path(directory) / self.FILE, self.vocab.lower)
@@ -260,8 +285,10 @@ class _WordIdsGraph(tf.Module):
         self._lower = lower
 
     def __call__(self, tokens1, tokens2):
-        return {name: _lookup(self.table, _tokens(tokens, self._lower)).to_tensor(PAD_ID)
-                for name, tokens in (("text1", tokens1), ("text2", tokens2))}
+        return {
+            name: _lookup(self.table, _tokens(tokens, self._lower)).to_tensor(PAD_ID)
+            for name, tokens in (("text1", tokens1), ("text2", tokens2))
+        }
 
 
 # --------------------------------------------------------------------------------- char ids
@@ -296,12 +323,19 @@ class CharIds(Featurizer):
     kind = "char_ids"
     FILE = "chars.txt"
 
-    def __init__(self, max_word_length: int = 16, min_count: int = 1, lower: bool = False,
-                 vocab: Vocab | None = None):
+    def __init__(
+        self,
+        max_word_length: int = 16,
+        min_count: int = 1,
+        lower: bool = False,
+        vocab: Vocab | None = None,
+    ):
         super().__init__()
         if max_word_length < 1 or min_count < 1:
-            raise ValueError(f"char_ids: max_word_length ({max_word_length}) and min_count "
-                             f"({min_count}) must be >= 1")
+            raise ValueError(
+                f"char_ids: max_word_length ({max_word_length}) and min_count "
+                f"({min_count}) must be >= 1"
+            )
         self.max_word_length, self.min_count, self.lower = max_word_length, min_count, lower
         self.vocab = vocab
 
@@ -310,8 +344,10 @@ class CharIds(Featurizer):
 
     def specs(self):
         inner = (self.max_word_length,)
-        return [FeatureSpec("text1_chars", "int32", inner, "text1"),
-                FeatureSpec("text2_chars", "int32", inner, "text2")]
+        return [
+            FeatureSpec("text1_chars", "int32", inner, "text1"),
+            FeatureSpec("text2_chars", "int32", inner, "text2"),
+        ]
 
     def fit(self, tokens):
         chars = collections.Counter()
@@ -328,8 +364,11 @@ class CharIds(Featurizer):
         return cls(**config, vocab=Vocab.load(Path(directory) / cls.FILE, lower=False))
 
     def get_config(self):
-        return {"max_word_length": self.max_word_length, "min_count": self.min_count,
-                "lower": self.lower}
+        return {
+            "max_word_length": self.max_word_length,
+            "min_count": self.min_count,
+            "lower": self.lower,
+        }
 
     def _encode(self, tokens):
         if self.vocab is None:
@@ -360,7 +399,7 @@ class _CharIdsGraph(tf.Module):
         out = {}
         for name, tokens in (("text1_chars", tokens1), ("text2_chars", tokens2)):
             chars = tf.strings.unicode_split(_tokens(tokens, self._lower), "UTF-8")
-            ids = _lookup(self.table, chars[:, :, : self._width])   # [batch, (len), (chars)]
+            ids = _lookup(self.table, chars[:, :, : self._width])  # [batch, (len), (chars)]
             out[name] = ids.to_tensor(PAD_ID, shape=[None, None, self._width])
         return out
 
@@ -373,16 +412,19 @@ class ExactMatch(Featurizer):
     some token of ``tokens2`` of the same pair, else 0.0 (and symmetrically); float32
     ``[len]``. The paper says only that the flag is set "if the same word is found in the
     other sentence" (Sec. 3.1) and leaves case open; comparing lower-cased forms is this
-    project's reading (case never decides whether two tokens are the same word). No vocabulary. Graph path: tokens of both texts are
-    mapped to ids with ``tf.unique``, keyed by ``row * n_unique + id``, and looked up with
+    project's reading (case never decides whether two tokens are the same word). No
+    vocabulary. Graph path: tokens of both texts are mapped to ids with ``tf.unique``, keyed by
+    ``row * n_unique + id``, and looked up with
     ``tf.searchsorted`` in the other text's sorted keys (exact, ``O(n log n)``, no padding).
     """
 
     kind = "exact_match"
 
     def specs(self):
-        return [FeatureSpec("text1_exact_match", "float32", (), "text1"),
-                FeatureSpec("text2_exact_match", "float32", (), "text2")]
+        return [
+            FeatureSpec("text1_exact_match", "float32", (), "text1"),
+            FeatureSpec("text2_exact_match", "float32", (), "text2"),
+        ]
 
     def get_config(self):
         return {}
@@ -393,8 +435,10 @@ class ExactMatch(Featurizer):
         return np.asarray([t.lower() in other for t in tokens], np.float32)
 
     def python(self, tokens1, tokens2):
-        return {"text1_exact_match": self._flags(tokens1, tokens2),
-                "text2_exact_match": self._flags(tokens2, tokens1)}
+        return {
+            "text1_exact_match": self._flags(tokens1, tokens2),
+            "text2_exact_match": self._flags(tokens2, tokens1),
+        }
 
     def graph(self, directory):
         return _ExactMatchGraph()
@@ -416,8 +460,10 @@ class _ExactMatchGraph(tf.Module):
         n1, size = tf.size(tokens1.values), tf.size(unique, tf.int64)
         keys1 = tokens1.value_rowids() * size + ids[:n1]
         keys2 = tokens2.value_rowids() * size + ids[n1:]
-        return {"text1_exact_match": self._flags(keys1, keys2, tokens1),
-                "text2_exact_match": self._flags(keys2, keys1, tokens2)}
+        return {
+            "text1_exact_match": self._flags(keys1, keys2, tokens1),
+            "text2_exact_match": self._flags(keys2, keys1, tokens2),
+        }
 
 
 # ------------------------------------------------------------------------------ packed pair
@@ -462,8 +508,9 @@ class WholeWordTokenizer:
 
     def fit(self, tokens):
         words = Vocab.build(tokens, min_df=self.min_count, lower=self.lower).tokens[2:]
-        self.vocab = Vocab([*self.SPECIALS, *(w for w in words if w not in self.SPECIALS)],
-                           lower=self.lower)
+        self.vocab = Vocab(
+            [*self.SPECIALS, *(w for w in words if w not in self.SPECIALS)], lower=self.lower
+        )
 
     def save(self, directory):
         return _save_vocab(self, directory)
@@ -472,8 +519,9 @@ class WholeWordTokenizer:
     def load(cls, directory, config):
         vocab = Vocab.load(Path(directory) / cls.FILE, lower=config["lower"])
         if vocab.tokens[2:4] != list(cls.SPECIALS):
-            raise ValueError(f"{Path(directory) / cls.FILE}:3: lines 3-4 must be "
-                             f"{', '.join(cls.SPECIALS)}")
+            raise ValueError(
+                f"{Path(directory) / cls.FILE}:3: lines 3-4 must be {', '.join(cls.SPECIALS)}"
+            )
         return cls(**config, vocab=vocab)
 
     def get_config(self):
@@ -487,7 +535,7 @@ class WholeWordTokenizer:
     def graph_encoder(self, directory):
         return _WholeWordGraph(Path(directory) / self.FILE, self.lower)
 
-    def packer(self, max_length: int) -> "RoundRobinPacker":
+    def packer(self, max_length: int) -> RoundRobinPacker:
         return RoundRobinPacker(max_length, self.cls_id, self.sep_id, self.pad_id)
 
 
@@ -501,8 +549,10 @@ class _WholeWordGraph(tf.Module):
         return _lookup(self.table, _tokens(whitespace_tokenize(text, lower=False), self._lower))
 
 
-TOKENIZERS = {WholeWordTokenizer.kind: WholeWordTokenizer,
-              WordPieceTokenizer.kind: WordPieceTokenizer}
+TOKENIZERS = {
+    WholeWordTokenizer.kind: WholeWordTokenizer,
+    WordPieceTokenizer.kind: WordPieceTokenizer,
+}
 
 
 def round_robin_lengths(len_a, len_b, budget: int):
@@ -540,19 +590,21 @@ class RoundRobinPacker:
     def python(self, a, b):
         cls_id, sep_id, _ = self._ids
         keep_a, keep_b = round_robin_lengths(len(a), len(b), self.max_length - 3)
-        return ([cls_id, *a[:keep_a], sep_id, *b[:keep_b], sep_id],
-                [0] * (keep_a + 2) + [1] * (keep_b + 1))
+        return (
+            [cls_id, *a[:keep_a], sep_id, *b[:keep_b], sep_id],
+            [0] * (keep_a + 2) + [1] * (keep_b + 1),
+        )
 
     def graph(self, a, b):
         cls_id, sep_id, pad_id = self._ids
-        keep_a, keep_b = round_robin_lengths(a.row_lengths(), b.row_lengths(),
-                                             self.max_length - 3)
+        keep_a, keep_b = round_robin_lengths(a.row_lengths(), b.row_lengths(), self.max_length - 3)
         a = tf.RaggedTensor.from_tensor(a.to_tensor(), lengths=keep_a)  # keep row prefixes
         b = tf.RaggedTensor.from_tensor(b.to_tensor(), lengths=keep_b)
         column = tf.ones([a.nrows(), 1], tf.int32)  # one special token per row
         token_ids = tf.concat([column * cls_id, a, column * sep_id, b, column * sep_id], axis=1)
-        segment_ids = tf.concat([0 * column, tf.zeros_like(a), 0 * column, tf.ones_like(b),
-                                 column], axis=1)
+        segment_ids = tf.concat(
+            [0 * column, tf.zeros_like(a), 0 * column, tf.ones_like(b), column], axis=1
+        )
         return token_ids.to_tensor(pad_id), segment_ids.to_tensor(0)
 
 
@@ -604,9 +656,11 @@ class PackedPair(Featurizer):
         return self._packer
 
     def specs(self):
-        return [FeatureSpec("token_ids", "int32", (), "pair", self.tokenizer.pad_id),
-                FeatureSpec("segment_ids", "int32", (), "pair"),
-                FeatureSpec("padding_mask", "int32", (), "pair")]
+        return [
+            FeatureSpec("token_ids", "int32", (), "pair", self.tokenizer.pad_id),
+            FeatureSpec("segment_ids", "int32", (), "pair"),
+            FeatureSpec("padding_mask", "int32", (), "pair"),
+        ]
 
     @classmethod
     def create(cls, options, vocab):
@@ -614,8 +668,9 @@ class PackedPair(Featurizer):
         defaults to ``{}``, ``max_length`` to 128). Raises ``KeyError`` for an unknown
         tokenizer kind."""
         spec = options["tokenizer"]
-        return cls(_tokenizer_class(spec["kind"])(**spec.get("config", {})),
-                   options.get("max_length", 128))
+        return cls(
+            _tokenizer_class(spec["kind"])(**spec.get("config", {})), options.get("max_length", 128)
+        )
 
     def files(self):
         return self.tokenizer.files()
@@ -635,12 +690,16 @@ class PackedPair(Featurizer):
     def load(cls, directory, config):
         """Raises ``KeyError`` for a tokenizer kind not in :data:`TOKENIZERS`."""
         spec = config["tokenizer"]
-        return cls(_tokenizer_class(spec["kind"]).load(directory, spec.get("config", {})),
-                   config.get("max_length", 128))
+        return cls(
+            _tokenizer_class(spec["kind"]).load(directory, spec.get("config", {})),
+            config.get("max_length", 128),
+        )
 
     def get_config(self):
-        return {"max_length": self.max_length,
-                "tokenizer": {"kind": self.tokenizer.kind, "config": self.tokenizer.get_config()}}
+        return {
+            "max_length": self.max_length,
+            "tokenizer": {"kind": self.tokenizer.kind, "config": self.tokenizer.get_config()},
+        }
 
     def python(self, tokens1, tokens2):
         a = self.tokenizer.encode(" ".join(tokens1))
@@ -648,13 +707,16 @@ class PackedPair(Featurizer):
         token_ids, segment_ids = self.packer.python(a, b)
         cut = len(a) + len(b) + 3 - len(token_ids)
         self.stats.update(pairs=1, truncated_pairs=int(cut > 0), truncated_tokens=int(cut))
-        return {"token_ids": np.asarray(token_ids, np.int32),
-                "segment_ids": np.asarray(segment_ids, np.int32),
-                "padding_mask": np.ones(len(token_ids), np.int32)}
+        return {
+            "token_ids": np.asarray(token_ids, np.int32),
+            "segment_ids": np.asarray(segment_ids, np.int32),
+            "padding_mask": np.ones(len(token_ids), np.int32),
+        }
 
     def graph(self, directory):
-        return _PackedPairGraph(self.tokenizer.graph_encoder(directory), self.packer,
-                                self.max_length)
+        return _PackedPairGraph(
+            self.tokenizer.graph_encoder(directory), self.packer, self.max_length
+        )
 
 
 class _PackedPairGraph(tf.Module):
@@ -663,15 +725,20 @@ class _PackedPairGraph(tf.Module):
         self.encoder, self._packer, self._max_length = encoder, packer, max_length
 
     def __call__(self, tokens1, tokens2):
-        a, b = (tf.cast(self.encoder(tf.strings.reduce_join(t, axis=1, separator=" ")), tf.int32)
-                for t in (tokens1, tokens2))
+        a, b = (
+            tf.cast(self.encoder(tf.strings.reduce_join(t, axis=1, separator=" ")), tf.int32)
+            for t in (tokens1, tokens2)
+        )
         token_ids, segment_ids = self._packer.graph(a, b)
         full = a.row_lengths() + b.row_lengths() + 3
         lengths = tf.minimum(full, self._max_length)
         width = tf.reduce_max(tf.concat([lengths, tf.zeros([1], lengths.dtype)], 0))
-        return {"token_ids": token_ids[:, :width], "segment_ids": segment_ids[:, :width],
-                "padding_mask": tf.sequence_mask(lengths, width, tf.int32),
-                TRUNCATED_KEY: tf.cast(full - lengths, tf.int32)}   # pieces cut by packing
+        return {
+            "token_ids": token_ids[:, :width],
+            "segment_ids": segment_ids[:, :width],
+            "padding_mask": tf.sequence_mask(lengths, width, tf.int32),
+            TRUNCATED_KEY: tf.cast(full - lengths, tf.int32),
+        }  # pieces cut by packing
 
 
 FEATURIZERS = {f.kind: f for f in (WordIds, CharIds, ExactMatch, PackedPair)}

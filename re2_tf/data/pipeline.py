@@ -31,13 +31,20 @@ Two steps, shared by every architecture:
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["EncodedPairs", "LONG_PAIR_POLICIES", "encode_examples", "pack_ragged",
-           "pair_lengths", "make_dataset", "make_triple_dataset"]
+__all__ = [
+    "EncodedPairs",
+    "LONG_PAIR_POLICIES",
+    "encode_examples",
+    "pack_ragged",
+    "pair_lengths",
+    "make_dataset",
+    "make_triple_dataset",
+]
 
 #: What training does with a pair whose text exceeds ``max_len`` tokens.
 LONG_PAIR_POLICIES = ("drop", "truncate")
@@ -67,8 +74,14 @@ class EncodedPairs:
         return len(self.kept)
 
 
-def encode_examples(examples, featurizers, *, max_len: int | None = None,
-                    long_pairs: str = "drop", training: bool = False) -> EncodedPairs:
+def encode_examples(
+    examples,
+    featurizers,
+    *,
+    max_len: int | None = None,
+    long_pairs: str = "drop",
+    training: bool = False,
+) -> EncodedPairs:
     """Featurise prepared pairs with every featuriser a model declares.
 
     Args:
@@ -129,9 +142,10 @@ def _gatherer(encoded: EncodedPairs, length_multiple: int = 0):
     ``k`` (fewer distinct shapes for XLA; the models ignore padding)."""
     if length_multiple < 0:
         raise ValueError(f"length_multiple must be >= 0, got {length_multiple}")
-    packed = {name: pack_ragged(arrays, encoded.specs[name].dtype,
-                                encoded.specs[name].inner_shape)
-              for name, arrays in encoded.features.items()}
+    packed = {
+        name: pack_ragged(arrays, encoded.specs[name].dtype, encoded.specs[name].inner_shape)
+        for name, arrays in encoded.features.items()
+    }
 
     def pad(x):
         if not length_multiple:
@@ -140,8 +154,11 @@ def _gatherer(encoded: EncodedPairs, length_multiple: int = 0):
         return tf.pad(x, [[0, 0], [0, extra]] + [[0, 0]] * (x.shape.rank - 2))
 
     def gather(indices):
-        return {name: pad(tf.gather(ragged, indices).to_tensor(default_value=0))
-                for name, ragged in packed.items()}
+        return {
+            name: pad(tf.gather(ragged, indices).to_tensor(default_value=0))
+            for name, ragged in packed.items()
+        }
+
     return gather
 
 
@@ -154,9 +171,16 @@ def pair_lengths(encoded: EncodedPairs) -> np.ndarray:
     return lengths
 
 
-def _index_batches(count: int, batch_size: int, *, shuffle: bool, seed: int | None,
-                   lengths: np.ndarray | None = None, group_by_length: int = 0,
-                   order: np.ndarray | None = None):
+def _index_batches(
+    count: int,
+    batch_size: int,
+    *,
+    shuffle: bool,
+    seed: int | None,
+    lengths: np.ndarray | None = None,
+    group_by_length: int = 0,
+    order: np.ndarray | None = None,
+):
     """A dataset of int64 index batches ``[<= batch_size]`` covering ``range(count)`` once:
     in ``order`` (default: input order), shuffled, or shuffled and grouped by ``lengths`` (see
     the module docstring)."""
@@ -183,15 +207,23 @@ def _index_batches(count: int, batch_size: int, *, shuffle: bool, seed: int | No
     dataset = dataset.batch(batch_size * group_by_length).map(sort_window).unbatch()
     dataset = dataset.batch(batch_size)
     if shuffle:
-        dataset = dataset.shuffle(group_by_length, seed=None if seed is None else seed + 1,
-                                  reshuffle_each_iteration=True)
+        dataset = dataset.shuffle(
+            group_by_length, seed=None if seed is None else seed + 1, reshuffle_each_iteration=True
+        )
     return dataset
 
 
-def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
-                 seed: int | None = None, with_labels: bool = True,
-                 length_multiple: int = 0, group_by_length: int = 0,
-                 order: np.ndarray | None = None) -> tf.data.Dataset:
+def make_dataset(
+    encoded: EncodedPairs,
+    *,
+    batch_size: int,
+    training: bool,
+    seed: int | None = None,
+    with_labels: bool = True,
+    length_multiple: int = 0,
+    group_by_length: int = 0,
+    order: np.ndarray | None = None,
+) -> tf.data.Dataset:
     """Padded batches of featurised pairs.
 
     Args:
@@ -231,17 +263,29 @@ def make_dataset(encoded: EncodedPairs, *, batch_size: int, training: bool,
     group = group_by_length if training else 0
     if training and order is not None:
         raise ValueError("order is for evaluation; training batches are shuffled")
-    dataset = _index_batches(count, batch_size, shuffle=training, seed=seed,
-                             lengths=pair_lengths(encoded) if group else None,
-                             group_by_length=group, order=order)
+    dataset = _index_batches(
+        count,
+        batch_size,
+        shuffle=training,
+        seed=seed,
+        lengths=pair_lengths(encoded) if group else None,
+        group_by_length=group,
+        order=order,
+    )
     dataset = dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-count // batch_size)))
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def make_triple_dataset(encoded: EncodedPairs, triples: np.ndarray, *, batch_size: int,
-                        seed: int | None = None, length_multiple: int = 0,
-                        group_by_length: int = 0) -> tf.data.Dataset:
+def make_triple_dataset(
+    encoded: EncodedPairs,
+    triples: np.ndarray,
+    *,
+    batch_size: int,
+    seed: int | None = None,
+    length_multiple: int = 0,
+    group_by_length: int = 0,
+) -> tf.data.Dataset:
     """Shuffled batches of (query, positive, negative) triples for a pairwise ranking loss.
 
     Args:
@@ -269,9 +313,14 @@ def make_triple_dataset(encoded: EncodedPairs, triples: np.ndarray, *, batch_siz
     if group_by_length:
         per_pair = pair_lengths(encoded)
         lengths = per_pair[triples[:, 0]] + per_pair[triples[:, 1]]
-    dataset = _index_batches(len(triples), batch_size, shuffle=True, seed=seed, lengths=lengths,
-                             group_by_length=group_by_length)
+    dataset = _index_batches(
+        len(triples),
+        batch_size,
+        shuffle=True,
+        seed=seed,
+        lengths=lengths,
+        group_by_length=group_by_length,
+    )
     dataset = dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    dataset = dataset.apply(
-        tf.data.experimental.assert_cardinality(-(-len(triples) // batch_size)))
+    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-len(triples) // batch_size)))
     return dataset.prefetch(tf.data.AUTOTUNE)

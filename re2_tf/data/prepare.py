@@ -43,17 +43,25 @@ __all__ = ["PREPARABLE", "RAW_FILES", "TRECQA_SPLITS", "prepare"]
 # Relative path endings of the raw files, per dataset and split (first match wins).
 RAW_FILES = {
     "snli": {s: [f"snli_1.0_{s}.jsonl"] for s in ("train", "dev", "test")},
-    "scitail": {s: [f"snli_format/scitail_1.0_{s}.txt", f"tsv_format/scitail_1.0_{s}.tsv"]
-                for s in ("train", "dev", "test")},
-    "quora": {s: [f"Quora_question_pair_partition/{s}.tsv", f"{s}.tsv"]
-              for s in ("train", "dev", "test")},
+    "scitail": {
+        s: [f"snli_format/scitail_1.0_{s}.txt", f"tsv_format/scitail_1.0_{s}.tsv"]
+        for s in ("train", "dev", "test")
+    },
+    "quora": {
+        s: [f"Quora_question_pair_partition/{s}.tsv", f"{s}.tsv"] for s in ("train", "dev", "test")
+    },
     "wikiqa": {s: [f"WikiQA-{s}.txt"] for s in ("train", "dev", "test")},
 }
 #: Datasets :func:`prepare` knows (``sample``: the bundled SNLI cut).
 PREPARABLE = tuple(sorted(DATASETS))
 # TrecQA: output split -> castorini split directory; the raw sets are optional.
-TRECQA_SPLITS = {"train": "train", "dev": "clean-dev", "test": "clean-test",
-                 "raw_dev": "raw-dev", "raw_test": "raw-test"}
+TRECQA_SPLITS = {
+    "train": "train",
+    "dev": "clean-dev",
+    "test": "clean-test",
+    "raw_dev": "raw-dev",
+    "raw_test": "raw-test",
+}
 TRECQA_OPTIONAL = ("raw_dev", "raw_test")
 RAW_FORMAT = {".jsonl": "snli_jsonl", ".txt": "scitail_jsonl", ".tsv": "scitail_tsv"}
 
@@ -62,8 +70,9 @@ def _find(root: Path, endings: list[str]) -> tuple[Path, str]:
     """First file below ``root`` whose path ends with one of ``endings`` (in that order)."""
     files = [p for p in root.rglob("*") if p.is_file() and "__MACOSX" not in p.parts]
     for ending in endings:
-        matches = sorted(p for p in files if p.as_posix().endswith("/" + ending)
-                         or p.as_posix() == ending)
+        matches = sorted(
+            p for p in files if p.as_posix().endswith("/" + ending) or p.as_posix() == ending
+        )
         if matches:
             return matches[0], ending
     raise FileNotFoundError(f"none of {endings} found under {root}")
@@ -79,15 +88,19 @@ def _find_trecqa_root(root: Path) -> Path:
     """
     required = [TRECQA_SPLITS[s] for s in TRECQA_SPLITS if s not in TRECQA_OPTIONAL]
     member = readers.TRECQA_FILES[0]
-    candidates = [root] + sorted(p.parent.parent for p in root.rglob(member)
-                                 if p.parent.name == required[0])
+    candidates = [root] + sorted(
+        p.parent.parent for p in root.rglob(member) if p.parent.name == required[0]
+    )
     for base in candidates:
-        if "__MACOSX" not in base.parts and all((base / name / member).is_file()
-                                               for name in required):
+        if "__MACOSX" not in base.parts and all(
+            (base / name / member).is_file() for name in required
+        ):
             return base
-    raise FileNotFoundError(f"no directory holding TrecQA split directories "
-                            f"{', '.join(n + '/' for n in required)} (each with "
-                            f"{', '.join(readers.TRECQA_FILES)}) under {root}")
+    raise FileNotFoundError(
+        f"no directory holding TrecQA split directories "
+        f"{', '.join(n + '/' for n in required)} (each with "
+        f"{', '.join(readers.TRECQA_FILES)}) under {root}"
+    )
 
 
 def _extract(archive: Path, wanted: list[str], into: Path) -> None:
@@ -101,8 +114,12 @@ def _extract(archive: Path, wanted: list[str], into: Path) -> None:
 
 def _tokenized(examples, tokenizer_name: str, lower: bool):
     tokenize = get_tokenizer(tokenizer_name, lower=lower)
-    return [dataclasses.replace(ex, text1=" ".join(tokenize(ex.text1)),
-                                text2=" ".join(tokenize(ex.text2))) for ex in examples]
+    return [
+        dataclasses.replace(
+            ex, text1=" ".join(tokenize(ex.text1)), text2=" ".join(tokenize(ex.text2))
+        )
+        for ex in examples
+    ]
 
 
 def _write_split(output: Path, dataset: str, split: str, examples) -> dict:
@@ -113,14 +130,26 @@ def _write_split(output: Path, dataset: str, split: str, examples) -> dict:
     """
     readers.write_processed(output / f"{split}.txt", examples)
     empty = [i for i, ex in enumerate(examples, 1) if not ex.text1.split() or not ex.text2.split()]
-    logging.log(logging.WARNING if empty else logging.INFO,
-                "%s %s: %d pairs, %d with an empty text after tokenisation%s", dataset, split,
-                len(examples), len(empty), f" (lines {empty[:10]})" if empty else "")
+    logging.log(
+        logging.WARNING if empty else logging.INFO,
+        "%s %s: %d pairs, %d with an empty text after tokenisation%s",
+        dataset,
+        split,
+        len(examples),
+        len(empty),
+        f" (lines {empty[:10]})" if empty else "",
+    )
     return {"pairs": len(examples), "empty_text_pairs": len(empty)}
 
 
-def prepare(dataset: str, input_path: str | os.PathLike, output: str | os.PathLike,
-            lower: bool = True, sample_train: int = 8000, sample_test: int = 2000) -> dict:
+def prepare(
+    dataset: str,
+    input_path: str | os.PathLike,
+    output: str | os.PathLike,
+    lower: bool = True,
+    sample_train: int = 8000,
+    sample_test: int = 2000,
+) -> dict:
     """Writes the prepared splits of ``dataset`` to ``output``.
 
     Returns:
@@ -185,8 +214,9 @@ def _prepare_trecqa(input_path: Path, output: Path, lower: bool) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = input_path
         if input_path.is_file() and input_path.suffix == ".zip":
-            _extract(input_path, list(readers.TRECQA_FILES)
-                     + ["boundary.txt", "numrels.txt"], Path(tmp))
+            _extract(
+                input_path, list(readers.TRECQA_FILES) + ["boundary.txt", "numrels.txt"], Path(tmp)
+            )
             root = Path(tmp)
         base, counts = _find_trecqa_root(root), {}
         for split, name in TRECQA_SPLITS.items():
@@ -205,13 +235,15 @@ def _prepare_trecqa(input_path: Path, output: Path, lower: bool) -> dict:
 
 
 def _prepare_sample(input_dir: Path, output: Path, n_train: int, n_test: int) -> dict:
-    """train = first ``n_train`` lines of SNLI dev, dev = the rest, test = first ``n_test`` of test."""
+    """train = first ``n_train`` lines of SNLI dev, dev = the rest, test = first ``n_test`` of
+    test."""
     dev = readers.read_processed(_find(input_dir, ["dev.txt"])[0], num_classes=3)
     test = readers.read_processed(_find(input_dir, ["test.txt"])[0], num_classes=3)
     if len(dev) <= n_train or len(test) < n_test:
-        raise ValueError(f"need > {n_train} dev and >= {n_test} test pairs, "
-                         f"got {len(dev)}, {len(test)}")
+        raise ValueError(
+            f"need > {n_train} dev and >= {n_test} test pairs, got {len(dev)}, {len(test)}"
+        )
     splits = {"train": dev[:n_train], "dev": dev[n_train:], "test": test[:n_test]}
-    return {split: _write_split(output, "sample", split, examples)
-            for split, examples in splits.items()}
-
+    return {
+        split: _write_split(output, "sample", split, examples) for split, examples in splits.items()
+    }

@@ -48,8 +48,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from absl import logging
 
@@ -119,8 +119,11 @@ def _split_tab(path, lineno: int, line: str, n_fields: int, layout: str) -> list
     fields = line.split("\t")
     if len(fields) != n_fields:
         raise _error(
-            path, lineno, f"expected {n_fields} tab-separated fields ({layout}), "
-            f"got {len(fields)}: {line[:80]!r}")
+            path,
+            lineno,
+            f"expected {n_fields} tab-separated fields ({layout}), "
+            f"got {len(fields)}: {line[:80]!r}",
+        )
     return fields
 
 
@@ -130,8 +133,9 @@ def _label(path, lineno: int, value: str, mapping: dict[str, int]) -> int:
     return mapping[value]
 
 
-def read_processed(path: str | os.PathLike, num_classes: int | None = None,
-                   with_labels: bool = True) -> list[PairExample]:
+def read_processed(
+    path: str | os.PathLike, num_classes: int | None = None, with_labels: bool = True
+) -> list[PairExample]:
     """Reads the release's prepared format ``text1<TAB>text2<TAB>label`` (one pair per line).
 
     This is the format the release's ``data/prepare_*.py`` scripts write and its
@@ -157,8 +161,12 @@ def read_processed(path: str | os.PathLike, num_classes: int | None = None,
             out.append(PairExample(fields[0], fields[1], None, line=lineno))
             continue
         if len(fields) != 3:
-            raise _error(path, lineno, "expected 3 tab-separated fields (text1, text2, label), "
-                         f"got {len(fields)}: {line[:80]!r}")
+            raise _error(
+                path,
+                lineno,
+                "expected 3 tab-separated fields (text1, text2, label), "
+                f"got {len(fields)}: {line[:80]!r}",
+            )
         text1, text2, raw = fields
         raw = raw.strip()
         if not (raw.isascii() and raw.isdigit()):
@@ -170,8 +178,9 @@ def read_processed(path: str | os.PathLike, num_classes: int | None = None,
     return out
 
 
-def _read_nli_jsonl(path, mapping: dict[str, int], drop_label: str | None
-                    ) -> tuple[list[PairExample], int]:
+def _read_nli_jsonl(
+    path, mapping: dict[str, int], drop_label: str | None
+) -> tuple[list[PairExample], int]:
     out, dropped = [], 0
     for lineno, line in _lines(path):
         if not line.strip():
@@ -189,9 +198,15 @@ def _read_nli_jsonl(path, mapping: dict[str, int], drop_label: str | None
         if drop_label is not None and gold == drop_label:
             dropped += 1
             continue
-        out.append(PairExample(record["sentence1"], record["sentence2"],
-                               _label(path, lineno, gold, mapping),
-                               pair_id=record.get("pairID"), line=lineno))
+        out.append(
+            PairExample(
+                record["sentence1"],
+                record["sentence2"],
+                _label(path, lineno, gold, mapping),
+                pair_id=record.get("pairID"),
+                line=lineno,
+            )
+        )
     return out, dropped
 
 
@@ -211,8 +226,9 @@ def read_snli_jsonl(path: str | os.PathLike) -> tuple[list[PairExample], int]:
         outside {entailment, neutral, contradiction, -}.
     """
     examples, dropped = _read_nli_jsonl(path, SNLI_LABELS, drop_label="-")
-    logging.info("%s: %d pairs read, %d without gold label dropped",
-                 os.fspath(path), len(examples), dropped)
+    logging.info(
+        "%s: %d pairs read, %d without gold label dropped", os.fspath(path), len(examples), dropped
+    )
     return examples, dropped
 
 
@@ -244,10 +260,12 @@ def read_scitail_tsv(path: str | os.PathLike) -> list[PairExample]:
     """
     out = []
     for lineno, line in _lines(path):
-        premise, hypothesis, label = _split_tab(path, lineno, line, 3,
-                                                "premise, hypothesis, label")
-        out.append(PairExample(premise, hypothesis,
-                               _label(path, lineno, label, SCITAIL_TSV_LABELS), line=lineno))
+        premise, hypothesis, label = _split_tab(path, lineno, line, 3, "premise, hypothesis, label")
+        out.append(
+            PairExample(
+                premise, hypothesis, _label(path, lineno, label, SCITAIL_TSV_LABELS), line=lineno
+            )
+        )
     return out
 
 
@@ -266,13 +284,17 @@ def read_quora_tsv(path: str | os.PathLike) -> list[PairExample]:
     out = []
     for lineno, line in _lines(path):
         label, q1, q2, pair_id = _split_tab(path, lineno, line, 4, "label, q1, q2, id")
-        out.append(PairExample(q1, q2, _label(path, lineno, label, BINARY_LABELS),
-                               pair_id=pair_id, line=lineno))
+        out.append(
+            PairExample(
+                q1, q2, _label(path, lineno, label, BINARY_LABELS), pair_id=pair_id, line=lineno
+            )
+        )
     return out
 
 
 def read_wikiqa_txt(path: str | os.PathLike) -> list[PairExample]:
-    """Reads WikiQA ``WikiQA-{train,dev,test}.txt`` (Yang et al., 2015): ``question<TAB>sentence<TAB>label``.
+    """Reads WikiQA ``WikiQA-{train,dev,test}.txt`` (Yang et al., 2015):
+    ``question<TAB>sentence<TAB>label``.
 
     Assigns the ids used by the corpus' TREC files: ``qid`` = 1-based index of the question
     (maximal run of consecutive lines with identical question text), ``docid`` = 0-based
@@ -287,12 +309,19 @@ def read_wikiqa_txt(path: str | os.PathLike) -> list[PairExample]:
     out = []
     previous, qid, docid = None, 0, 0
     for lineno, line in _lines(path):
-        question, sentence, label = _split_tab(path, lineno, line, 3,
-                                               "question, sentence, label")
+        question, sentence, label = _split_tab(path, lineno, line, 3, "question, sentence, label")
         if question != previous:
             previous, qid, docid = question, qid + 1, 0
-        out.append(PairExample(question, sentence, _label(path, lineno, label, BINARY_LABELS),
-                               qid=str(qid), docid=str(docid), line=lineno))
+        out.append(
+            PairExample(
+                question,
+                sentence,
+                _label(path, lineno, label, BINARY_LABELS),
+                qid=str(qid),
+                docid=str(docid),
+                line=lineno,
+            )
+        )
         docid += 1
     return out
 
@@ -356,20 +385,26 @@ def read_trecqa_dir(path: str | os.PathLike) -> list[PairExample]:
     """
     directory = Path(path)
     if not directory.is_dir():
-        raise FileNotFoundError(f"{directory}: not a directory (a TrecQA split directory "
-                                f"holds {', '.join(TRECQA_FILES)})")
+        raise FileNotFoundError(
+            f"{directory}: not a directory (a TrecQA split directory "
+            f"holds {', '.join(TRECQA_FILES)})"
+        )
     files = [directory / name for name in TRECQA_FILES]
     for file in files:
         if not file.is_file():
-            raise FileNotFoundError(f"{file} not found (a TrecQA split directory holds "
-                                    f"{', '.join(TRECQA_FILES)})")
+            raise FileNotFoundError(
+                f"{file} not found (a TrecQA split directory holds {', '.join(TRECQA_FILES)})"
+            )
     columns = [_trecqa_column(file) for file in files]
     n = max(len(column) for column in columns)
     for file, column in zip(files, columns):
         if len(column) != n:
             longest = files[[len(c) for c in columns].index(n)]
-            raise _error(file, len(column) + 1, f"missing line: {file.name} has "
-                         f"{len(column)} lines but {longest.name} has {n}")
+            raise _error(
+                file,
+                len(column) + 1,
+                f"missing line: {file.name} has {len(column)} lines but {longest.name} has {n}",
+            )
     out, seen = [], set()
     previous, docid = None, 0
     for (lineno, question), (_, candidate), (_, sim), (_, qid) in zip(*columns):
@@ -377,12 +412,15 @@ def read_trecqa_dir(path: str | os.PathLike) -> list[PairExample]:
         qid = qid.strip()
         if qid != previous:
             if qid in seen:
-                raise _error(files[3], lineno, f"question id {qid!r} reappears after another "
-                             "question (a question must be one run of consecutive lines)")
+                raise _error(
+                    files[3],
+                    lineno,
+                    f"question id {qid!r} reappears after another "
+                    "question (a question must be one run of consecutive lines)",
+                )
             seen.add(qid)
             previous, docid = qid, 0
-        out.append(PairExample(question, candidate, label, qid=qid, docid=str(docid),
-                               line=lineno))
+        out.append(PairExample(question, candidate, label, qid=qid, docid=str(docid), line=lineno))
         docid += 1
     _check_trecqa_groups(directory, out)
     return out
@@ -392,11 +430,18 @@ def _check_trecqa_groups(directory: Path, examples: list[PairExample]) -> None:
     """Checks the optional ``boundary.txt`` / ``numrels.txt`` against the pairs."""
     starts = [i for i, ex in enumerate(examples) if ex.docid == "0"]
     ends = starts[1:] + [len(examples)]
-    _check_trecqa_counts(directory / "boundary.txt", starts + [len(examples)], "id.txt",
-                         "0-based first line of each question, then the pair count")
-    _check_trecqa_counts(directory / "numrels.txt",
-                         [sum(ex.label for ex in examples[a:b]) for a, b in zip(starts, ends)],
-                         "sim.txt", "correct candidates of each question")
+    _check_trecqa_counts(
+        directory / "boundary.txt",
+        starts + [len(examples)],
+        "id.txt",
+        "0-based first line of each question, then the pair count",
+    )
+    _check_trecqa_counts(
+        directory / "numrels.txt",
+        [sum(ex.label for ex in examples[a:b]) for a, b in zip(starts, ends)],
+        "sim.txt",
+        "correct candidates of each question",
+    )
 
 
 def _check_trecqa_counts(path, expected, source, meaning):
@@ -406,12 +451,17 @@ def _check_trecqa_counts(path, expected, source, meaning):
     values = _trecqa_integers(path)
     for k, (lineno, value) in enumerate(values):
         if k >= len(expected) or value != expected[k]:
-            raise _error(path, lineno, f"{value} disagrees with {source}: expected "
-                         + (f"{expected[k]}" if k < len(expected) else "no more lines")
-                         + f" ({meaning})")
+            raise _error(
+                path,
+                lineno,
+                f"{value} disagrees with {source}: expected "
+                + (f"{expected[k]}" if k < len(expected) else "no more lines")
+                + f" ({meaning})",
+            )
     if len(values) < len(expected):
-        raise _error(path, len(values) + 1, f"missing line: expected {len(expected)} lines "
-                     f"({meaning})")
+        raise _error(
+            path, len(values) + 1, f"missing line: expected {len(expected)} lines ({meaning})"
+        )
 
 
 def read_ids(path: str | os.PathLike) -> list[tuple[str, str]]:

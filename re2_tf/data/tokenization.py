@@ -37,13 +37,18 @@ from __future__ import annotations
 import functools
 import re
 import string
-from typing import Callable
+from collections.abc import Callable
 
 from nltk.tokenize import NLTKWordTokenizer, TweetTokenizer
 from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
-__all__ = ["TOKENIZERS", "get_tokenizer", "whitespace_tokenize", "scitail_tokenize",
-           "snli_tokenize"]
+__all__ = [
+    "TOKENIZERS",
+    "get_tokenizer",
+    "whitespace_tokenize",
+    "scitail_tokenize",
+    "snli_tokenize",
+]
 
 Tokenizer = Callable[[str], list]
 
@@ -60,13 +65,21 @@ def whitespace_tokenize(text: str, lower: bool = False) -> list[str]:
 
 # --- SciTail (release: data/prepare_scitail.py) ------------------------------------------
 _tweet_tokenizer = TweetTokenizer()
-_SCITAIL_RULES = [(re.compile(pattern), replacement) for pattern, replacement in (
-    (r"[-.#\"/]", " "),                               # these characters separate words
-    (r"'(?!(s|m|ve|t|re|d|ll)( |$))", " "),           # stray apostrophes / quotes
-    (r"'s", " 's"), (r"'m", " 'm"), (r"'ve", " 've"),  # split clitics off, in this order
-    (r"n't", " n't"), (r"'re", " 're"), (r"'d", " 'd"), (r"'ll", " 'll"),
-    (r"\s{2,}", " "),
-)]
+_SCITAIL_RULES = [
+    (re.compile(pattern), replacement)
+    for pattern, replacement in (
+        (r"[-.#\"/]", " "),  # these characters separate words
+        (r"'(?!(s|m|ve|t|re|d|ll)( |$))", " "),  # stray apostrophes / quotes
+        (r"'s", " 's"),
+        (r"'m", " 'm"),
+        (r"'ve", " 've"),  # split clitics off, in this order
+        (r"n't", " n't"),
+        (r"'re", " 're"),
+        (r"'d", " 'd"),
+        (r"'ll", " 'll"),
+        (r"\s{2,}", " "),
+    )
+]
 
 
 def scitail_tokenize(text: str, lower: bool = False) -> list[str]:
@@ -90,7 +103,8 @@ def scitail_tokenize(text: str, lower: bool = False) -> list[str]:
 _word_tokenizer = NLTKWordTokenizer()
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr st ft mt rt jr sr vs etc no e.g i.e a.m p.m u.s u.k jan feb mar apr jun "
-    "jul aug sep sept oct nov dec".split())
+    "jul aug sep sept oct nov dec".split()
+)
 _punkt_parameters = PunktParameters()
 _punkt_parameters.abbrev_types = set(_ABBREVIATIONS)
 _sentence_splitter = PunktSentenceTokenizer(_punkt_parameters)
@@ -106,8 +120,11 @@ def snli_tokenize(text: str, lower: bool = True) -> list[str]:
     Example: ``'Two women, in "to-go" shirts.'`` ->
     ``['two', 'women', 'in', '``', 'to-go', "''", 'shirts']``.
     """
-    tokens = [token for sentence in _sentence_splitter.tokenize(text)
-              for token in _word_tokenizer.tokenize(sentence)]
+    tokens = [
+        token
+        for sentence in _sentence_splitter.tokenize(text)
+        for token in _word_tokenizer.tokenize(sentence)
+    ]
     if lower:
         tokens = [token.lower() for token in tokens]
     return [token for token in tokens if token and token not in _PUNCTUATION]

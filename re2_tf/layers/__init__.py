@@ -28,6 +28,8 @@ from re2_tf.layers.connection import CONNECTIONS, AugmentedResidualConnection, R
 from re2_tf.layers.encoder import ConvEncoder
 from re2_tf.layers.fusion import FUSIONS, Fusion
 from re2_tf.layers.interaction import InteractionPrediction, interaction_features
+from re2_tf.layers.masking import PaddingMask, dtype_min, masked_softmax
+from re2_tf.layers.match_lstm import BidirectionalMatchLSTM, MatchLSTM
 from re2_tf.layers.memory_attention import (
     FITN_ACTIVATIONS,
     FITN_ATTENTIONS,
@@ -36,8 +38,6 @@ from re2_tf.layers.memory_attention import (
 )
 from re2_tf.layers.neural_tensor import NeuralTensorNetwork
 from re2_tf.layers.oa_mixed import FITN_CONNECTIONS, OAMixedConnection
-from re2_tf.layers.masking import PaddingMask, dtype_min, masked_softmax
-from re2_tf.layers.match_lstm import BidirectionalMatchLSTM, MatchLSTM
 from re2_tf.layers.pooling import MaskedMaxPooling
 from re2_tf.layers.prediction import PREDICTIONS, Prediction, pair_features
 from re2_tf.layers.recurrent import MaskedBiLSTM
@@ -55,15 +55,46 @@ except ModuleNotFoundError as _error:
         raise
 
 __all__ = [
-    "ALIGNMENTS", "CONNECTIONS", "FUSIONS", "PREDICTIONS",
-    "Alignment", "AugmentedResidualConnection", "ConvEncoder", "Fusion", "MaskedMaxPooling",
-    "PaddingMask", "Prediction", "ResidualConnection", "WeightNormConv1D", "WeightNormDense",
-    "dtype_min", "gelu", "get_activation", "masked_softmax", "pair_features", "weight_normalize",
-    "Autoencoder", "CharCNN", "CoAttention", "InteractionPrediction", "MaskedBiLSTM",
-    "interaction_features", "l2_normalize",
-    "FITN_ACTIVATIONS", "FITN_ATTENTIONS", "FITN_CONNECTIONS", "BlockOutput", "MemoryBasedAttention",
+    "ALIGNMENTS",
+    "CONNECTIONS",
+    "FUSIONS",
+    "PREDICTIONS",
+    "Alignment",
+    "AugmentedResidualConnection",
+    "ConvEncoder",
+    "Fusion",
+    "MaskedMaxPooling",
+    "PaddingMask",
+    "Prediction",
+    "ResidualConnection",
+    "WeightNormConv1D",
+    "WeightNormDense",
+    "dtype_min",
+    "gelu",
+    "get_activation",
+    "masked_softmax",
+    "pair_features",
+    "weight_normalize",
+    "Autoencoder",
+    "CharCNN",
+    "CoAttention",
+    "InteractionPrediction",
+    "MaskedBiLSTM",
+    "interaction_features",
+    "l2_normalize",
+    "FITN_ACTIVATIONS",
+    "FITN_ATTENTIONS",
+    "FITN_CONNECTIONS",
+    "BlockOutput",
+    "MemoryBasedAttention",
     "OAMixedConnection",
-    "NeuralTensorNetwork", "SpatialGRU", "cell_by_cell_spatial_gru",
-    "BidirectionalMatchLSTM", "FirstTokenState", "MaskedMeanPooling", "MatchLSTM", "MultiWindowCNN",
+    "NeuralTensorNetwork",
+    "SpatialGRU",
+    "cell_by_cell_spatial_gru",
+    "BidirectionalMatchLSTM",
+    "FirstTokenState",
+    "MaskedMeanPooling",
+    "MatchLSTM",
+    "MultiWindowCNN",
     "PairSegmentSplit",
 ]

@@ -65,8 +65,9 @@ class Alignment(keras.layers.Layer):
         self.dropout_rate = float(dropout_rate)
         self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
         self.projection = (
-            WeightNormDense(self.hidden_size, activation="gelu",
-                            dtype=self.dtype_policy, name="projection")
+            WeightNormDense(
+                self.hidden_size, activation="gelu", dtype=self.dtype_policy, name="projection"
+            )
             if alignment == "linear"
             else None
         )
@@ -88,10 +89,13 @@ class Alignment(keras.layers.Layer):
         return self.projection(self.dropout(x, training=training))
 
     def call(self, a, b, a_mask, b_mask, training=None, return_attention_scores=False):
-        scores = ops.matmul(self._project(a, training), ops.transpose(self._project(b, training), (0, 2, 1)))
+        scores = ops.matmul(
+            self._project(a, training), ops.transpose(self._project(b, training), (0, 2, 1))
+        )
         scores = scores * ops.cast(self.temperature, scores.dtype)
         aligned_a, aligned_b, attention_a, attention_b = two_way_attention(
-            scores, a, b, a_mask, b_mask)
+            scores, a, b, a_mask, b_mask
+        )
         if return_attention_scores:
             return aligned_a, aligned_b, attention_a, attention_b
         return aligned_a, aligned_b

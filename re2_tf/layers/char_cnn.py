@@ -59,11 +59,23 @@ class CharCNN(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, vocab_size, embedding_dim=16, filters=32, kernel_size=5,
-                 dropout_rate=0.5, l2=0.0, **kwargs):
+    def __init__(
+        self,
+        vocab_size,
+        embedding_dim=16,
+        filters=32,
+        kernel_size=5,
+        dropout_rate=0.5,
+        l2=0.0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        for name, value in (("vocab_size", vocab_size), ("embedding_dim", embedding_dim),
-                            ("filters", filters), ("kernel_size", kernel_size)):
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("embedding_dim", embedding_dim),
+            ("filters", filters),
+            ("kernel_size", kernel_size),
+        ):
             if int(value) < 1:
                 raise ValueError(f"CharCNN {name} must be >= 1, got {value!r}")
         if not 0.0 <= float(dropout_rate) < 1.0:
@@ -75,12 +87,18 @@ class CharCNN(keras.layers.Layer):
         self.dropout_rate = float(dropout_rate)
         self.l2 = float(l2)
         self.char_embedding = keras.layers.Embedding(
-            self.vocab_size, self.embedding_dim, dtype=self.dtype_policy, name="char_embedding")
+            self.vocab_size, self.embedding_dim, dtype=self.dtype_policy, name="char_embedding"
+        )
         self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
         self.conv = keras.layers.Conv1D(
-            self.filters, self.kernel_size, padding="same", activation="relu",
+            self.filters,
+            self.kernel_size,
+            padding="same",
+            activation="relu",
             kernel_regularizer=keras.regularizers.L2(self.l2) if self.l2 else None,
-            dtype=self.dtype_policy, name="conv")
+            dtype=self.dtype_policy,
+            name="conv",
+        )
 
     def build(self, input_shape):
         self.char_embedding.build((None, None))
@@ -89,11 +107,11 @@ class CharCNN(keras.layers.Layer):
     def call(self, inputs, training=None):
         shape = ops.shape(inputs)
         batch, length, width = shape[0], shape[1], shape[2]
-        chars = ops.reshape(inputs, (-1, width))                     # [batch*length, W]
+        chars = ops.reshape(inputs, (-1, width))  # [batch*length, W]
         mask = ops.expand_dims(ops.cast(ops.not_equal(chars, 0), self.compute_dtype), -1)
         embedded = self.dropout(self.char_embedding(chars), training=training) * mask
-        features = self.conv(embedded)                               # [batch*length, W, F]
-        pooled = masked_max(features, mask, axis=1)                  # [batch*length, F]
+        features = self.conv(embedded)  # [batch*length, W, F]
+        pooled = masked_max(features, mask, axis=1)  # [batch*length, F]
         return ops.reshape(pooled, (batch, length, self.filters))
 
     def compute_output_shape(self, input_shape):
@@ -101,7 +119,12 @@ class CharCNN(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(vocab_size=self.vocab_size, embedding_dim=self.embedding_dim,
-                      filters=self.filters, kernel_size=self.kernel_size,
-                      dropout_rate=self.dropout_rate, l2=self.l2)
+        config.update(
+            vocab_size=self.vocab_size,
+            embedding_dim=self.embedding_dim,
+            filters=self.filters,
+            kernel_size=self.kernel_size,
+            dropout_rate=self.dropout_rate,
+            l2=self.l2,
+        )
         return config

@@ -68,8 +68,9 @@ class CoAttention(keras.layers.Layer):
         self.epsilon = float(epsilon)
 
     def call(self, p, q, p_mask, q_mask, return_attention_scores=False):
-        similarity = ops.matmul(l2_normalize(p, self.epsilon),
-                                ops.transpose(l2_normalize(q, self.epsilon), (0, 2, 1)))
+        similarity = ops.matmul(
+            l2_normalize(p, self.epsilon), ops.transpose(l2_normalize(q, self.epsilon), (0, 2, 1))
+        )
         a_p, a_q, beta, alpha = two_way_attention(similarity, p, q, p_mask, q_mask)
         if return_attention_scores:
             return a_p, a_q, alpha, beta

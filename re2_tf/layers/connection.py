@@ -86,8 +86,9 @@ class ResidualConnection(keras.layers.Layer):
 
     def build(self, inputs_shape, residual_shape):
         if inputs_shape[-1] != residual_shape[-1]:
-            self.projection = WeightNormDense(residual_shape[-1], activation=None,
-                                              dtype=self.dtype_policy, name="projection")
+            self.projection = WeightNormDense(
+                residual_shape[-1], activation=None, dtype=self.dtype_policy, name="projection"
+            )
             self.projection.build((None, None, inputs_shape[-1]))
 
     def call(self, inputs, residual):

@@ -52,14 +52,22 @@ class ConvEncoder(keras.layers.Layer):
     ``Encoder`` (ReLU convolutions) and the PyTorch port's ``Encoder`` (GeLU convolutions).
     """
 
-    def __init__(self, hidden_size, enc_layers=2, kernel_size=3, dropout_rate=0.2,
-                 activation="relu", **kwargs):
+    def __init__(
+        self,
+        hidden_size,
+        enc_layers=2,
+        kernel_size=3,
+        dropout_rate=0.2,
+        activation="relu",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if int(enc_layers) < 1:
             raise ValueError(f"enc_layers must be >= 1, got {enc_layers!r}")
         if activation not in ENCODER_ACTIVATIONS:
-            raise ValueError(f"encoder activation must be one of {ENCODER_ACTIVATIONS}, "
-                             f"got {activation!r}")
+            raise ValueError(
+                f"encoder activation must be one of {ENCODER_ACTIVATIONS}, got {activation!r}"
+            )
         self.hidden_size = int(hidden_size)
         self.enc_layers = int(enc_layers)
         self.kernel_size = int(kernel_size)
@@ -67,8 +75,11 @@ class ConvEncoder(keras.layers.Layer):
         self.activation = activation
         self.convolutions = [
             WeightNormConv1D(
-                self.hidden_size, self.kernel_size, activation=activation,
-                dtype=self.dtype_policy, name=f"conv_{k}"
+                self.hidden_size,
+                self.kernel_size,
+                activation=activation,
+                dtype=self.dtype_policy,
+                name=f"conv_{k}",
             )
             for k in range(self.enc_layers)
         ]

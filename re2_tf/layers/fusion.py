@@ -44,16 +44,20 @@ class Fusion(keras.layers.Layer):
         self.hidden_size = int(hidden_size)
         self.fusion = fusion
         self.dropout_rate = float(dropout_rate)
-        self.orig = WeightNormDense(self.hidden_size, activation="gelu",
-                                    dtype=self.dtype_policy, name="orig")
+        self.orig = WeightNormDense(
+            self.hidden_size, activation="gelu", dtype=self.dtype_policy, name="orig"
+        )
         if fusion == "full":
-            self.sub = WeightNormDense(self.hidden_size, activation="gelu",
-                                       dtype=self.dtype_policy, name="sub")
-            self.mul = WeightNormDense(self.hidden_size, activation="gelu",
-                                       dtype=self.dtype_policy, name="mul")
+            self.sub = WeightNormDense(
+                self.hidden_size, activation="gelu", dtype=self.dtype_policy, name="sub"
+            )
+            self.mul = WeightNormDense(
+                self.hidden_size, activation="gelu", dtype=self.dtype_policy, name="mul"
+            )
             self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
-            self.proj = WeightNormDense(self.hidden_size, activation="gelu",
-                                        dtype=self.dtype_policy, name="proj")
+            self.proj = WeightNormDense(
+                self.hidden_size, activation="gelu", dtype=self.dtype_policy, name="proj"
+            )
 
     def build(self, inputs_shape, aligned_shape):
         width = 2 * inputs_shape[-1]
@@ -83,5 +87,7 @@ class Fusion(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(hidden_size=self.hidden_size, fusion=self.fusion, dropout_rate=self.dropout_rate)
+        config.update(
+            hidden_size=self.hidden_size, fusion=self.fusion, dropout_rate=self.dropout_rate
+        )
         return config

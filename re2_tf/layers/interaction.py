@@ -55,11 +55,22 @@ class InteractionPrediction(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, num_classes, units=1000, fc_layers=2, dropout_rate=0.2,
-                 batch_norm=False, l2=0.0, **kwargs):
+    def __init__(
+        self,
+        num_classes,
+        units=1000,
+        fc_layers=2,
+        dropout_rate=0.2,
+        batch_norm=False,
+        l2=0.0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        for name, value in (("num_classes", num_classes), ("units", units),
-                            ("fc_layers", fc_layers)):
+        for name, value in (
+            ("num_classes", num_classes),
+            ("units", units),
+            ("fc_layers", fc_layers),
+        ):
             if int(value) < 1:
                 raise ValueError(f"{name} must be >= 1, got {value!r}")
         if not 0.0 <= float(dropout_rate) < 1.0:
@@ -71,15 +82,31 @@ class InteractionPrediction(keras.layers.Layer):
         self.batch_norm = bool(batch_norm)
         self.l2 = float(l2)
         self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
-        self.hidden = [keras.layers.Dense(self.units, kernel_regularizer=self._regularizer(),
-                                          dtype=self.dtype_policy, name=f"fc{k + 1}")
-                       for k in range(self.fc_layers)]
-        self.norms = [keras.layers.BatchNormalization(dtype=self.dtype_policy,
-                                                      name=f"fc{k + 1}_batch_norm")
-                      for k in range(self.fc_layers)] if self.batch_norm else []
+        self.hidden = [
+            keras.layers.Dense(
+                self.units,
+                kernel_regularizer=self._regularizer(),
+                dtype=self.dtype_policy,
+                name=f"fc{k + 1}",
+            )
+            for k in range(self.fc_layers)
+        ]
+        self.norms = (
+            [
+                keras.layers.BatchNormalization(
+                    dtype=self.dtype_policy, name=f"fc{k + 1}_batch_norm"
+                )
+                for k in range(self.fc_layers)
+            ]
+            if self.batch_norm
+            else []
+        )
         self.output_layer = keras.layers.Dense(
-            self.num_classes, kernel_regularizer=self._regularizer(),
-            dtype=self.dtype_policy, name="output")
+            self.num_classes,
+            kernel_regularizer=self._regularizer(),
+            dtype=self.dtype_policy,
+            name="output",
+        )
 
     def _regularizer(self):
         return keras.regularizers.L2(self.l2) if self.l2 else None
@@ -107,7 +134,12 @@ class InteractionPrediction(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(num_classes=self.num_classes, units=self.units,
-                      fc_layers=self.fc_layers, dropout_rate=self.dropout_rate,
-                      batch_norm=self.batch_norm, l2=self.l2)
+        config.update(
+            num_classes=self.num_classes,
+            units=self.units,
+            fc_layers=self.fc_layers,
+            dropout_rate=self.dropout_rate,
+            batch_norm=self.batch_norm,
+            l2=self.l2,
+        )
         return config

@@ -46,8 +46,9 @@ def masked_softmax(logits, mask, axis):
     with warnings.catch_warnings():
         # A one-token text makes ``axis`` of size 1 in eager calls; its softmax is exactly 1,
         # which is right here, so Keras' "did you mean sigmoid" warning is only noise.
-        warnings.filterwarnings("ignore", message="You are using a softmax over axis",
-                                category=UserWarning)
+        warnings.filterwarnings(
+            "ignore", message="You are using a softmax over axis", category=UserWarning
+        )
         weights = ops.softmax(filled, axis=axis)
     return weights * ops.cast(ops.greater(mask, 0), weights.dtype)
 
@@ -71,8 +72,7 @@ def two_way_attention(scores, a, b, a_mask, b_mask):
     pair_mask = ops.matmul(a_mask, ops.transpose(b_mask, (0, 2, 1)))
     over_a = masked_softmax(scores, pair_mask, axis=1)
     over_b = masked_softmax(scores, pair_mask, axis=2)
-    return (ops.matmul(over_b, b), ops.matmul(ops.transpose(over_a, (0, 2, 1)), a),
-            over_a, over_b)
+    return (ops.matmul(over_b, b), ops.matmul(ops.transpose(over_a, (0, 2, 1)), a), over_a, over_b)
 
 
 def masked_max(x, mask, axis=1):

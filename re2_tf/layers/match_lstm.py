@@ -46,11 +46,13 @@ def _lstm_bias_initializer(bias_initializer, units, unit_forget_bias):
         return bias_initializer
 
     def initializer(shape, dtype=None):
-        return ops.concatenate([
-            bias_initializer((units,), dtype=dtype),
-            keras.initializers.Ones()((units,), dtype=dtype),
-            bias_initializer((2 * units,), dtype=dtype),
-        ])
+        return ops.concatenate(
+            [
+                bias_initializer((units,), dtype=dtype),
+                keras.initializers.Ones()((units,), dtype=dtype),
+                bias_initializer((2 * units,), dtype=dtype),
+            ]
+        )
 
     return initializer
 
@@ -167,10 +169,18 @@ class MatchLSTM(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, units, attention_units=None, go_backwards=False,
-                 return_sequences=False, unit_forget_bias=True,
-                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
-                 bias_initializer="zeros", **kwargs):
+    def __init__(
+        self,
+        units,
+        attention_units=None,
+        go_backwards=False,
+        return_sequences=False,
+        unit_forget_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if int(units) < 1:
             raise ValueError(f"units must be >= 1, got {units!r}")
@@ -188,30 +198,41 @@ class MatchLSTM(keras.layers.Layer):
     def build(self, h_b_shape, h_a_shape):
         for name, shape in (("h_b", h_b_shape), ("h_a", h_a_shape)):
             if shape is None or len(shape) != 3 or shape[-1] is None:
-                raise ValueError(f"{name} must be [batch, length, dim] with a known dim, "
-                                 f"got shape {shape}")
+                raise ValueError(
+                    f"{name} must be [batch, length, dim] with a known dim, got shape {shape}"
+                )
         dim_b, dim_a = int(h_b_shape[-1]), int(h_a_shape[-1])
         hidden, width = self.units, self.attention_units
         self.attention_kernel_a = self.add_weight(
-            name="attention_kernel_a", shape=(dim_a, width), initializer=self.kernel_initializer)
+            name="attention_kernel_a", shape=(dim_a, width), initializer=self.kernel_initializer
+        )
         self.attention_kernel_b = self.add_weight(
-            name="attention_kernel_b", shape=(dim_b, width), initializer=self.kernel_initializer)
+            name="attention_kernel_b", shape=(dim_b, width), initializer=self.kernel_initializer
+        )
         self.attention_kernel_s = self.add_weight(
-            name="attention_kernel_s", shape=(hidden, width),
-            initializer=self.recurrent_initializer)
-        self.attention_bias = self.add_weight(name="attention_bias", shape=(width,),
-                                              initializer=self.bias_initializer)
-        self.attention_vector = self.add_weight(name="attention_vector", shape=(width,),
-                                                initializer=self.kernel_initializer)
-        self.kernel = self.add_weight(name="kernel", shape=(dim_b + dim_a, 4 * hidden),
-                                      initializer=self.kernel_initializer)
-        self.recurrent_kernel = self.add_weight(name="recurrent_kernel",
-                                                shape=(hidden, 4 * hidden),
-                                                initializer=self.recurrent_initializer)
+            name="attention_kernel_s", shape=(hidden, width), initializer=self.recurrent_initializer
+        )
+        self.attention_bias = self.add_weight(
+            name="attention_bias", shape=(width,), initializer=self.bias_initializer
+        )
+        self.attention_vector = self.add_weight(
+            name="attention_vector", shape=(width,), initializer=self.kernel_initializer
+        )
+        self.kernel = self.add_weight(
+            name="kernel", shape=(dim_b + dim_a, 4 * hidden), initializer=self.kernel_initializer
+        )
+        self.recurrent_kernel = self.add_weight(
+            name="recurrent_kernel",
+            shape=(hidden, 4 * hidden),
+            initializer=self.recurrent_initializer,
+        )
         self.bias = self.add_weight(
-            name="bias", shape=(4 * hidden,),
-            initializer=_lstm_bias_initializer(self.bias_initializer, hidden,
-                                               self.unit_forget_bias))
+            name="bias",
+            shape=(4 * hidden,),
+            initializer=_lstm_bias_initializer(
+                self.bias_initializer, hidden, self.unit_forget_bias
+            ),
+        )
 
     def call(self, h_b, h_a, mask_b=None, mask_a=None):
         dtype = self.compute_dtype
@@ -236,16 +257,20 @@ class MatchLSTM(keras.layers.Layer):
 
         # Everything that does not depend on the state, for all positions at once.
         projected_a = tf.matmul(h_a, weight(self.attention_kernel_a)) + weight(
-            self.attention_bias)                                              # [batch, len_a, D]
-        projected_b = tf.transpose(tf.matmul(h_b, weight(self.attention_kernel_b)),
-                                   [1, 0, 2])                                # [len_b, batch, D]
-        inputs_b = tf.transpose(tf.matmul(h_b, kernel_b) + weight(self.bias),
-                                [1, 0, 2])                                   # [len_b, batch, 4H]
-        tokens = tf.transpose(tokens_b)[..., None]                           # [len_b, batch, 1]
+            self.attention_bias
+        )  # [batch, len_a, D]
+        projected_b = tf.transpose(
+            tf.matmul(h_b, weight(self.attention_kernel_b)), [1, 0, 2]
+        )  # [len_b, batch, D]
+        inputs_b = tf.transpose(
+            tf.matmul(h_b, kernel_b) + weight(self.bias), [1, 0, 2]
+        )  # [len_b, batch, 4H]
+        tokens = tf.transpose(tokens_b)[..., None]  # [len_b, batch, 1]
         # One spare (never read) step at the end, so that XLA, which compiles the loop body
         # even when it never runs, can index these for a B of width 0.
         projected_b, inputs_b, tokens = (
-            tf.pad(x, [[0, 1], [0, 0], [0, 0]]) for x in (projected_b, inputs_b, tokens))
+            tf.pad(x, [[0, 1], [0, 0], [0, 0]]) for x in (projected_b, inputs_b, tokens)
+        )
 
         batch, steps = _dim(h_b, 0), _dim(h_b, 1)
         # Per-step inputs are read from TensorArrays, not sliced from the captured tensors:
@@ -256,13 +281,15 @@ class MatchLSTM(keras.layers.Layer):
         # training step 929 -> 871 ms.
         projected_b, inputs_b, tokens = (
             tf.TensorArray(x.dtype, size=steps + 1, element_shape=x.shape[1:]).unstack(x)
-            for x in (projected_b, inputs_b, tokens))
+            for x in (projected_b, inputs_b, tokens)
+        )
 
         def body(t, state, cell, sequence):
             i = steps - 1 - t if self.go_backwards else t
             query = projected_b.read(i) + tf.matmul(state, attention_kernel_s)  # [batch, D]
-            logits = tf.reduce_sum(tf.tanh(projected_a + query[:, None, :]) * attention_vector,
-                                   axis=-1)                                  # [batch, len_a]
+            logits = tf.reduce_sum(
+                tf.tanh(projected_a + query[:, None, :]) * attention_vector, axis=-1
+            )  # [batch, len_a]
             attention = masked_softmax(logits, mask_a_float, axis=1)
             context = tf.squeeze(tf.matmul(attention[:, None, :], h_a), axis=1)  # [batch, d_A]
             z = inputs_b.read(i) + tf.matmul(context, kernel_c) + tf.matmul(state, recurrent_kernel)
@@ -280,13 +307,16 @@ class MatchLSTM(keras.layers.Layer):
         sequence = tf.zeros([], dtype)
         if self.return_sequences:
             # One spare slot, written now, so the stack is defined even for a B of width 0.
-            sequence = tf.TensorArray(dtype, size=steps + 1,
-                                      element_shape=tf.TensorShape([None, hidden]))
+            sequence = tf.TensorArray(
+                dtype, size=steps + 1, element_shape=tf.TensorShape([None, hidden])
+            )
             sequence = sequence.write(steps, initial)
         _, last, _, sequence = tf.while_loop(
-            lambda t, *_: t < steps, body,
+            lambda t, *_: t < steps,
+            body,
             (tf.constant(0, "int32"), initial, initial, sequence),
-            maximum_iterations=steps)
+            maximum_iterations=steps,
+        )
         if not self.return_sequences:
             return last
         sequence = tf.transpose(sequence.stack()[:steps], [1, 0, 2])
@@ -301,12 +331,15 @@ class MatchLSTM(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            units=self.units, attention_units=self.attention_units,
-            go_backwards=self.go_backwards, return_sequences=self.return_sequences,
+            units=self.units,
+            attention_units=self.attention_units,
+            go_backwards=self.go_backwards,
+            return_sequences=self.return_sequences,
             unit_forget_bias=self.unit_forget_bias,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
             recurrent_initializer=keras.initializers.serialize(self.recurrent_initializer),
-            bias_initializer=keras.initializers.serialize(self.bias_initializer))
+            bias_initializer=keras.initializers.serialize(self.bias_initializer),
+        )
         return config
 
 
@@ -370,15 +403,28 @@ class BidirectionalMatchLSTM(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, units, attention_units=None, return_sequences=False,
-                 unit_forget_bias=True, kernel_initializer="glorot_uniform",
-                 recurrent_initializer="orthogonal", bias_initializer="zeros", **kwargs):
+    def __init__(
+        self,
+        units,
+        attention_units=None,
+        return_sequences=False,
+        unit_forget_bias=True,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        common = dict(units=units, attention_units=attention_units,
-                      return_sequences=return_sequences, unit_forget_bias=unit_forget_bias,
-                      kernel_initializer=kernel_initializer,
-                      recurrent_initializer=recurrent_initializer,
-                      bias_initializer=bias_initializer, dtype=self.dtype_policy)
+        common = dict(
+            units=units,
+            attention_units=attention_units,
+            return_sequences=return_sequences,
+            unit_forget_bias=unit_forget_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            dtype=self.dtype_policy,
+        )
         self.forward_layer = MatchLSTM(go_backwards=False, name="forward", **common)
         self.backward_layer = MatchLSTM(go_backwards=True, name="backward", **common)
         self.units = self.forward_layer.units
@@ -394,8 +440,10 @@ class BidirectionalMatchLSTM(keras.layers.Layer):
         backward = self.backward_layer(h_b, h_a, mask_b, mask_a)
         if not self.return_sequences:
             return ops.concatenate([forward, backward], axis=-1)
-        return (ops.concatenate([forward[0], backward[0]], axis=-1),
-                ops.concatenate([forward[1], backward[1]], axis=-1))
+        return (
+            ops.concatenate([forward[0], backward[0]], axis=-1),
+            ops.concatenate([forward[1], backward[1]], axis=-1),
+        )
 
     def compute_output_shape(self, h_b_shape, h_a_shape):
         last = (h_b_shape[0], 2 * self.units)
@@ -407,9 +455,12 @@ class BidirectionalMatchLSTM(keras.layers.Layer):
         config = super().get_config()
         layer = self.forward_layer
         config.update(
-            units=self.units, attention_units=self.attention_units,
-            return_sequences=self.return_sequences, unit_forget_bias=layer.unit_forget_bias,
+            units=self.units,
+            attention_units=self.attention_units,
+            return_sequences=self.return_sequences,
+            unit_forget_bias=layer.unit_forget_bias,
             kernel_initializer=keras.initializers.serialize(layer.kernel_initializer),
             recurrent_initializer=keras.initializers.serialize(layer.recurrent_initializer),
-            bias_initializer=keras.initializers.serialize(layer.bias_initializer))
+            bias_initializer=keras.initializers.serialize(layer.bias_initializer),
+        )
         return config

@@ -92,8 +92,9 @@ class MemoryBasedAttention(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, attention="mem", memory_size=100, has_memory=False, activation="relu",
-                 **kwargs):
+    def __init__(
+        self, attention="mem", memory_size=100, has_memory=False, activation="relu", **kwargs
+    ):
         super().__init__(**kwargs)
         if attention not in FITN_ATTENTIONS:
             raise ValueError(f"attention must be one of {FITN_ATTENTIONS}, got {attention!r}")
@@ -111,43 +112,47 @@ class MemoryBasedAttention(keras.layers.Layer):
         d = int(h1_shape[-1])
         if self.attention in ("mem", "inter"):
             self.interaction_kernel = self.add_weight(
-                name="interaction_kernel", shape=(d, self.memory_size),
-                initializer="glorot_uniform")
+                name="interaction_kernel", shape=(d, self.memory_size), initializer="glorot_uniform"
+            )
             if self.has_memory:
                 self.memory_kernel = self.add_weight(
-                    name="memory_kernel", shape=(self.memory_size, self.memory_size),
-                    initializer="glorot_uniform")
-            self.memory_bias = self.add_weight(name="memory_bias", shape=(self.memory_size,),
-                                               initializer="zeros")
-            self.pool_kernel = self.add_weight(name="pool_kernel", shape=(self.memory_size,),
-                                               initializer="glorot_uniform")
+                    name="memory_kernel",
+                    shape=(self.memory_size, self.memory_size),
+                    initializer="glorot_uniform",
+                )
+            self.memory_bias = self.add_weight(
+                name="memory_bias", shape=(self.memory_size,), initializer="zeros"
+            )
+            self.pool_kernel = self.add_weight(
+                name="pool_kernel", shape=(self.memory_size,), initializer="glorot_uniform"
+            )
             self.pool_bias = self.add_weight(name="pool_bias", shape=(), initializer="zeros")
         elif self.attention == "wdot":
-            self.kernel = self.add_weight(name="kernel", shape=(d, d),
-                                          initializer="glorot_uniform")
+            self.kernel = self.add_weight(name="kernel", shape=(d, d), initializer="glorot_uniform")
         self.built = True
 
     def call(self, h1, h2, mask1, mask2, memory=None, return_attention_scores=False):
         if (memory is not None) != self.has_memory:
-            raise ValueError("memory must be given exactly when has_memory=True "
-                             f"(has_memory={self.has_memory})")
+            raise ValueError(
+                f"memory must be given exactly when has_memory=True (has_memory={self.has_memory})"
+            )
         new_memory = None
         d = h1.shape[-1]
         if self.attention in ("mem", "inter"):
-            interaction = h1[:, :, None, :] * h2[:, None, :, :]            # M, [b, m, n, d]
+            interaction = h1[:, :, None, :] * h2[:, None, :, :]  # M, [b, m, n, d]
             pre = ops.matmul(interaction, self.interaction_kernel) + self.memory_bias
             if memory is not None:
                 pre = pre + ops.matmul(memory, self.memory_kernel)
-            mbar = self._f(pre)                                            # [b, m, n, d_m]
-            scores = self._f(ops.einsum("bijk,k->bij", mbar, self.pool_kernel)
-                             + self.pool_bias)
+            mbar = self._f(pre)  # [b, m, n, d_m]
+            scores = self._f(ops.einsum("bijk,k->bij", mbar, self.pool_kernel) + self.pool_bias)
             if self.attention == "mem":
                 new_memory = mbar
         elif self.attention == "dot":
             scores = ops.matmul(h1, ops.transpose(h2, (0, 2, 1))) / math.sqrt(d)
         else:
-            scores = ops.matmul(ops.matmul(h1, self.kernel),
-                                ops.transpose(h2, (0, 2, 1))) / math.sqrt(d)
+            scores = ops.matmul(
+                ops.matmul(h1, self.kernel), ops.transpose(h2, (0, 2, 1))
+            ) / math.sqrt(d)
         a1, a2, over_s, over_t = two_way_attention(scores, h1, h2, mask1, mask2)
         out = (a1, a2) + ((new_memory,) if new_memory is not None else ())
         if return_attention_scores:
@@ -156,8 +161,12 @@ class MemoryBasedAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(attention=self.attention, memory_size=self.memory_size,
-                      has_memory=self.has_memory, activation=self.activation)
+        config.update(
+            attention=self.attention,
+            memory_size=self.memory_size,
+            has_memory=self.has_memory,
+            activation=self.activation,
+        )
         return config
 
 
@@ -209,8 +218,9 @@ class BlockOutput(keras.layers.Layer):
     def build(self, h_shape, *args, **kwargs):
         d = int(h_shape[-1])
         units = self.units or d
-        self.kernel = self.add_weight(name="kernel", shape=(4 * d, units),
-                                      initializer="glorot_uniform")
+        self.kernel = self.add_weight(
+            name="kernel", shape=(4 * d, units), initializer="glorot_uniform"
+        )
         self.bias = self.add_weight(name="bias", shape=(units,), initializer="zeros")
         self.built = True
 

@@ -69,8 +69,15 @@ class NeuralTensorNetwork(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, slices=10, activation="relu", tensor_initializer="glorot_uniform",
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+    def __init__(
+        self,
+        slices=10,
+        activation="relu",
+        tensor_initializer="glorot_uniform",
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if int(slices) < 1:
             raise ValueError(f"slices must be >= 1, got {slices!r}")
@@ -86,12 +93,15 @@ class NeuralTensorNetwork(keras.layers.Layer):
         if dim is None:
             raise ValueError(f"the word vectors' width must be known, got shape {input_shape}")
         dim = int(dim)
-        self.tensor = self.add_weight(name="tensor", shape=(self.slices, dim, dim),
-                                      initializer=self.tensor_initializer)
-        self.kernel = self.add_weight(name="kernel", shape=(2 * dim, self.slices),
-                                      initializer=self.kernel_initializer)
-        self.bias = self.add_weight(name="bias", shape=(self.slices,),
-                                    initializer=self.bias_initializer)
+        self.tensor = self.add_weight(
+            name="tensor", shape=(self.slices, dim, dim), initializer=self.tensor_initializer
+        )
+        self.kernel = self.add_weight(
+            name="kernel", shape=(2 * dim, self.slices), initializer=self.kernel_initializer
+        )
+        self.bias = self.add_weight(
+            name="bias", shape=(self.slices,), initializer=self.bias_initializer
+        )
 
     def call(self, u, v):
         dim = self.tensor.shape[-1]
@@ -103,8 +113,12 @@ class NeuralTensorNetwork(keras.layers.Layer):
         kernel = ops.cast(self.kernel, u.dtype)
         linear_u = ops.matmul(u, kernel[:dim])  # [batch, m, c]
         linear_v = ops.matmul(v, kernel[dim:])  # [batch, n, c]
-        logits = (bilinear + ops.expand_dims(linear_u, 2) + ops.expand_dims(linear_v, 1)
-                  + ops.cast(self.bias, u.dtype))
+        logits = (
+            bilinear
+            + ops.expand_dims(linear_u, 2)
+            + ops.expand_dims(linear_v, 1)
+            + ops.cast(self.bias, u.dtype)
+        )
         return self._activation_fn(logits)
 
     def compute_output_shape(self, u_shape, v_shape=None):
@@ -114,8 +128,10 @@ class NeuralTensorNetwork(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            slices=self.slices, activation=self.activation,
+            slices=self.slices,
+            activation=self.activation,
             tensor_initializer=keras.initializers.serialize(self.tensor_initializer),
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
-            bias_initializer=keras.initializers.serialize(self.bias_initializer))
+            bias_initializer=keras.initializers.serialize(self.bias_initializer),
+        )
         return config

@@ -60,8 +60,7 @@ class OAMixedConnection(keras.layers.Layer):
     def __init__(self, connection="oa_mixed", **kwargs):
         super().__init__(**kwargs)
         if connection not in FITN_CONNECTIONS:
-            raise ValueError(f"connection must be one of {FITN_CONNECTIONS}, "
-                             f"got {connection!r}")
+            raise ValueError(f"connection must be one of {FITN_CONNECTIONS}, got {connection!r}")
         self.connection = connection
 
     def call(self, embedding, previous_input, output, hidden=None):

@@ -59,10 +59,12 @@ class Prediction(keras.layers.Layer):
         self.prediction = prediction
         self.dropout_rate = float(dropout_rate)
         self.dropout = keras.layers.Dropout(self.dropout_rate, dtype=self.dtype_policy)
-        self.dense_1 = WeightNormDense(self.hidden_size, activation="gelu",
-                                       dtype=self.dtype_policy, name="dense_1")
-        self.dense_2 = WeightNormDense(self.num_classes, activation=None,
-                                       dtype=self.dtype_policy, name="dense_2")
+        self.dense_1 = WeightNormDense(
+            self.hidden_size, activation="gelu", dtype=self.dtype_policy, name="dense_1"
+        )
+        self.dense_2 = WeightNormDense(
+            self.num_classes, activation=None, dtype=self.dtype_policy, name="dense_2"
+        )
 
     def build(self, a_shape, b_shape):
         terms = 2 if self.prediction == "simple" else 4

@@ -73,10 +73,17 @@ class MaskedBiLSTM(keras.layers.Layer):
         # (tests/test_drcn.py has the regression test).
         with outside_object_sharing():
             self.bilstm = keras.layers.Bidirectional(
-                keras.layers.LSTM(self.units, return_sequences=True, dtype=self.dtype_policy,
-                                  kernel_regularizer=regularizer,
-                                  recurrent_regularizer=regularizer),
-                merge_mode="concat", dtype=self.dtype_policy, name="bidirectional")
+                keras.layers.LSTM(
+                    self.units,
+                    return_sequences=True,
+                    dtype=self.dtype_policy,
+                    kernel_regularizer=regularizer,
+                    recurrent_regularizer=regularizer,
+                ),
+                merge_mode="concat",
+                dtype=self.dtype_policy,
+                name="bidirectional",
+            )
 
     def build(self, input_shape):
         self.bilstm.build((None, None, input_shape[-1]))

@@ -19,11 +19,11 @@ def _gather_span(hidden, start, lengths, dtype):
     """Rows ``hidden[b, start[b] : start[b] + lengths[b]]`` left-aligned and padded with zeros
     to ``max(lengths)``, and their float mask ``[batch, width, 1]``."""
     width = tf.maximum(tf.reduce_max(lengths), 0)
-    offsets = tf.range(width, dtype=tf.int32)[None, :]                      # [1, width]
-    inside = offsets < lengths[:, None]                                      # [batch, width]
+    offsets = tf.range(width, dtype=tf.int32)[None, :]  # [1, width]
+    inside = offsets < lengths[:, None]  # [batch, width]
     index = tf.minimum(start[:, None] + offsets, tf.shape(hidden)[1] - 1)
     index = tf.where(inside, index, tf.zeros_like(index))
-    span = tf.gather(hidden, index, axis=1, batch_dims=1)                   # [batch, width, d]
+    span = tf.gather(hidden, index, axis=1, batch_dims=1)  # [batch, width, d]
     span = tf.where(inside[..., None], span, tf.zeros([], span.dtype))
     return span, tf.cast(inside, dtype)[..., None]
 

@@ -61,7 +61,7 @@ def _skew(x):
     """
     b, m, n, f = (_dim(x, a) for a in range(4))
     x = tf.pad(x, [[0, 0], [0, 0], [0, m], [0, 0]])
-    x = tf.reshape(x, [b, m * (n + m), f])[:, :m * (n + m - 1)]
+    x = tf.reshape(x, [b, m * (n + m), f])[:, : m * (n + m - 1)]
     return tf.reshape(x, [b, m, n + m - 1, f])
 
 
@@ -193,9 +193,16 @@ class SpatialGRU(keras.layers.Layer):
     ```
     """
 
-    def __init__(self, units=10, reset_gates=True, go_backwards=False,
-                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
-                 bias_initializer="zeros", **kwargs):
+    def __init__(
+        self,
+        units=10,
+        reset_gates=True,
+        go_backwards=False,
+        kernel_initializer="glorot_uniform",
+        recurrent_initializer="orthogonal",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if int(units) < 1:
             raise ValueError(f"units must be >= 1, got {units!r}")
@@ -208,27 +215,34 @@ class SpatialGRU(keras.layers.Layer):
 
     def build(self, input_shape):
         if len(input_shape) != 4 or input_shape[-1] is None:
-            raise ValueError("s must be [batch, m, n, c] with a known c, got shape "
-                             f"{input_shape}")
+            raise ValueError(f"s must be [batch, m, n, c] with a known c, got shape {input_shape}")
         channels, hidden = int(input_shape[-1]), self.units
         if self.reset_gates:
             self.reset_kernel = self.add_weight(
-                name="reset_kernel", shape=(3 * hidden + channels, 3 * hidden),
-                initializer=self.kernel_initializer)
-            self.reset_bias = self.add_weight(name="reset_bias", shape=(3 * hidden,),
-                                              initializer=self.bias_initializer)
+                name="reset_kernel",
+                shape=(3 * hidden + channels, 3 * hidden),
+                initializer=self.kernel_initializer,
+            )
+            self.reset_bias = self.add_weight(
+                name="reset_bias", shape=(3 * hidden,), initializer=self.bias_initializer
+            )
         self.update_kernel = self.add_weight(
-            name="update_kernel", shape=(3 * hidden + channels, 4 * hidden),
-            initializer=self.kernel_initializer)
-        self.update_bias = self.add_weight(name="update_bias", shape=(4 * hidden,),
-                                           initializer=self.bias_initializer)
-        self.input_kernel = self.add_weight(name="input_kernel", shape=(channels, hidden),
-                                            initializer=self.kernel_initializer)
-        self.recurrent_kernel = self.add_weight(name="recurrent_kernel",
-                                                shape=(3 * hidden, hidden),
-                                                initializer=self.recurrent_initializer)
-        self.bias = self.add_weight(name="bias", shape=(hidden,),
-                                    initializer=self.bias_initializer)
+            name="update_kernel",
+            shape=(3 * hidden + channels, 4 * hidden),
+            initializer=self.kernel_initializer,
+        )
+        self.update_bias = self.add_weight(
+            name="update_bias", shape=(4 * hidden,), initializer=self.bias_initializer
+        )
+        self.input_kernel = self.add_weight(
+            name="input_kernel", shape=(channels, hidden), initializer=self.kernel_initializer
+        )
+        self.recurrent_kernel = self.add_weight(
+            name="recurrent_kernel",
+            shape=(3 * hidden, hidden),
+            initializer=self.recurrent_initializer,
+        )
+        self.bias = self.add_weight(name="bias", shape=(hidden,), initializer=self.bias_initializer)
 
     # ------------------------------------------------------------------ shared
     def _prepare(self, s, mask1, mask2):
@@ -263,24 +277,36 @@ class SpatialGRU(keras.layers.Layer):
             return ops.cast(ops.convert_to_tensor(w), dtype)
 
         def swap_first_two_blocks(w, axis):  # blocks of H: (l, t, rest) -> (t, l, rest)
-            blocks = (w[hidden:2 * hidden], w[:hidden], w[2 * hidden:]) if axis == 0 else (
-                w[..., hidden:2 * hidden], w[..., :hidden], w[..., 2 * hidden:])
+            blocks = (
+                (w[hidden : 2 * hidden], w[:hidden], w[2 * hidden :])
+                if axis == 0
+                else (w[..., hidden : 2 * hidden], w[..., :hidden], w[..., 2 * hidden :])
+            )
             return ops.concatenate(blocks, axis)
 
         gate_kernel, gate_bias = cast(self.update_kernel), cast(self.update_bias)
         if self.reset_gates:
             gate_kernel = ops.concatenate(
-                [swap_first_two_blocks(cast(self.reset_kernel), 1), gate_kernel], 1)
+                [swap_first_two_blocks(cast(self.reset_kernel), 1), gate_kernel], 1
+            )
             gate_bias = ops.concatenate(
-                [swap_first_two_blocks(cast(self.reset_bias), 0), gate_bias], 0)
+                [swap_first_two_blocks(cast(self.reset_bias), 0), gate_bias], 0
+            )
         recurrent = swap_first_two_blocks(cast(self.recurrent_kernel), 0)
-        return (gate_kernel[:3 * hidden], gate_kernel[3 * hidden:], gate_bias, recurrent,
-                cast(self.input_kernel), cast(self.bias))
+        return (
+            gate_kernel[: 3 * hidden],
+            gate_kernel[3 * hidden :],
+            gate_bias,
+            recurrent,
+            cast(self.input_kernel),
+            cast(self.bias),
+        )
 
     def call(self, s, mask1=None, mask2=None, return_grid=False):
         s, lengths1, lengths2 = self._prepare(s, mask1, mask2)
-        (hidden_gate_kernel, input_gate_kernel, gate_bias, recurrent_kernel, input_kernel,
-         bias) = self._wavefront_weights(s.dtype)
+        (hidden_gate_kernel, input_gate_kernel, gate_bias, recurrent_kernel, input_kernel, bias) = (
+            self._wavefront_weights(s.dtype)
+        )
         batch, m, n = _dim(s, 0), _dim(s, 1), _dim(s, 2)
         hidden = self.units
         gates_width = int(gate_bias.shape[0])
@@ -291,15 +317,19 @@ class SpatialGRU(keras.layers.Layer):
         inputs = ops.matmul(s, ops.concatenate([input_gate_kernel, input_kernel], 1))
         inputs = inputs + ops.concatenate([gate_bias, bias], 0)
         true = _true_cells(s, lengths1, lengths2)
-        corner_cell = ((tf.range(m)[None, :, None] == lengths1[:, None, None] - 1)
-                       & (tf.range(n)[None, None, :] == lengths2[:, None, None] - 1))
-        packed = tf.concat([inputs, tf.cast(true, s.dtype)[..., None],
-                            tf.cast(corner_cell, s.dtype)[..., None]], axis=-1)
+        corner_cell = (tf.range(m)[None, :, None] == lengths1[:, None, None] - 1) & (
+            tf.range(n)[None, None, :] == lengths2[:, None, None] - 1
+        )
+        packed = tf.concat(
+            [inputs, tf.cast(true, s.dtype)[..., None], tf.cast(corner_cell, s.dtype)[..., None]],
+            axis=-1,
+        )
         # Skew (column k = anti-diagonal k, indexed by i), prepend a boundary row to every
         # pair, and flatten: step k reads a [batch * (m + 1), .] slab.
         packed = tf.pad(_skew(packed), [[0, 0], [1, 0], [0, 0], [0, 0]])
-        packed = tf.reshape(tf.transpose(packed, [2, 0, 1, 3]),
-                            [steps, batch * (m + 1), gates_width + hidden + 2])
+        packed = tf.reshape(
+            tf.transpose(packed, [2, 0, 1, 3]), [steps, batch * (m + 1), gates_width + hidden + 2]
+        )
         # Read per step from a TensorArray, not sliced from the captured tensor: a slice's
         # gradient is a dense tensor of all the steps, summed over the steps (training a
         # 30 x 30 grid at batch 128 went from 929 to 310 ms forward + backward here). One
@@ -307,8 +337,9 @@ class SpatialGRU(keras.layers.Layer):
         # 0 (XLA compiles the loop body even when it never runs).
         steps = tf.maximum(steps, 0) if isinstance(steps, tf.Tensor) else max(steps, 0)
         packed = tf.pad(packed[:steps], [[0, 1], [0, 0], [0, 0]])
-        packed = tf.TensorArray(s.dtype, size=steps + 1,
-                                element_shape=packed.shape[1:]).unstack(packed)
+        packed = tf.TensorArray(s.dtype, size=steps + 1, element_shape=packed.shape[1:]).unstack(
+            packed
+        )
 
         # Diagonal k is kept flat as [1 + batch * (m + 1), H]: a leading zero, then per pair
         # its boundary row h_(0,*) (always 0) and rows i = 0 .. m - 1 holding cell
@@ -319,7 +350,8 @@ class SpatialGRU(keras.layers.Layer):
             q = tf.concat([top, left, diagonal], axis=1)
             step = packed.read(k)
             input_gates, input_candidate, true, corner_cell = tf.split(
-                step, [gates_width, hidden, 1, 1], axis=1)
+                step, [gates_width, hidden, 1, 1], axis=1
+            )
             gates = tf.matmul(q, hidden_gate_kernel) + input_gates
             # One split (one op) into the reset gates and the four update gates.
             if self.reset_gates:
@@ -334,8 +366,9 @@ class SpatialGRU(keras.layers.Layer):
             top_logit = tf.maximum(tf.maximum(z_i, z_l), tf.maximum(z_t, z_d))
             e_i, e_l, e_t, e_d = (tf.exp(z_p - top_logit) for z_p in (z_i, z_l, z_t, z_d))
             candidate = tf.tanh(tf.matmul(neighbours, recurrent_kernel) + input_candidate)
-            h = ((e_i * candidate + e_l * left + e_t * top + e_d * diagonal)
-                 / (e_i + e_l + e_t + e_d))
+            h = (e_i * candidate + e_l * left + e_t * top + e_d * diagonal) / (
+                e_i + e_l + e_t + e_d
+            )
             h = h * true
             corner = corner + h * corner_cell
             if return_grid:
@@ -347,13 +380,16 @@ class SpatialGRU(keras.layers.Layer):
         grid = tf.zeros([], s.dtype)
         if return_grid:
             # One spare slot, written now, so that the stack is defined with no steps.
-            grid = tf.TensorArray(s.dtype, size=steps + 1,
-                                  element_shape=tf.TensorShape([None, hidden]))
+            grid = tf.TensorArray(
+                s.dtype, size=steps + 1, element_shape=tf.TensorShape([None, hidden])
+            )
             grid = grid.write(steps, empty[1:])
         _, _, _, corner, grid = tf.while_loop(
-            lambda k, *_: k < steps, body,
+            lambda k, *_: k < steps,
+            body,
             (tf.constant(0, "int32"), empty, empty, empty[1:], grid),
-            maximum_iterations=steps)
+            maximum_iterations=steps,
+        )
         corner = tf.reduce_sum(tf.reshape(corner, [batch, m + 1, hidden]), axis=1)
         if not return_grid:
             return corner
@@ -383,16 +419,18 @@ class SpatialGRU(keras.layers.Layer):
 
         def unit_major(w):  # [..., 4H] gate-major -> [..., 4H] unit-major
             lead = tuple(w.shape[:-1])
-            return ops.reshape(ops.swapaxes(ops.reshape(w, lead + (4, hidden)), -1, -2),
-                               lead + (4 * hidden,))
+            return ops.reshape(
+                ops.swapaxes(ops.reshape(w, lead + (4, hidden)), -1, -2), lead + (4 * hidden,)
+            )
 
         gate_kernel = unit_major(cast(self.update_kernel))
         gate_bias = unit_major(cast(self.update_bias))
         if self.reset_gates:
             gate_kernel = ops.concatenate([cast(self.reset_kernel), gate_kernel], 1)
             gate_bias = ops.concatenate([cast(self.reset_bias), gate_bias], 0)
-        candidate_kernel = ops.concatenate([cast(self.input_kernel),
-                                            cast(self.recurrent_kernel)], 0)
+        candidate_kernel = ops.concatenate(
+            [cast(self.input_kernel), cast(self.recurrent_kernel)], 0
+        )
         return gate_kernel, gate_bias, candidate_kernel, cast(self.bias)
 
     def _cell(self, top, left, diagonal, s, weights):
@@ -405,8 +443,8 @@ class SpatialGRU(keras.layers.Layer):
         gates = ops.matmul(q, gate_kernel) + gate_bias
         neighbours = ops.concatenate([left, top, diagonal], axis=-1)
         if self.reset_gates:
-            neighbours = ops.sigmoid(gates[..., :3 * hidden]) * neighbours
-            gates = gates[..., 3 * hidden:]
+            neighbours = ops.sigmoid(gates[..., : 3 * hidden]) * neighbours
+            gates = gates[..., 3 * hidden :]
         # SoftmaxByRow: per hidden unit, across the four gates, on the last axis (order
         # i, l, t, d). (A softmax over another axis would transpose inside the loop, and
         # that transpose's gradient does not compile with XLA.)
@@ -414,17 +452,21 @@ class SpatialGRU(keras.layers.Layer):
         if any(d is None for d in lead):
             lead = tf.unstack(tf.shape(top)[:-1], num=len(lead))
         z = ops.softmax(ops.reshape(gates, (*lead, hidden, 4)), axis=-1)
-        candidate = ops.tanh(ops.matmul(ops.concatenate([s, neighbours], axis=-1),
-                                        candidate_kernel) + bias)
+        candidate = ops.tanh(
+            ops.matmul(ops.concatenate([s, neighbours], axis=-1), candidate_kernel) + bias
+        )
         return ops.sum(z * ops.stack([candidate, left, top, diagonal], axis=-1), axis=-1)
 
     def get_config(self):
         config = super().get_config()
         config.update(
-            units=self.units, reset_gates=self.reset_gates, go_backwards=self.go_backwards,
+            units=self.units,
+            reset_gates=self.reset_gates,
+            go_backwards=self.go_backwards,
             kernel_initializer=keras.initializers.serialize(self.kernel_initializer),
             recurrent_initializer=keras.initializers.serialize(self.recurrent_initializer),
-            bias_initializer=keras.initializers.serialize(self.bias_initializer))
+            bias_initializer=keras.initializers.serialize(self.bias_initializer),
+        )
         return config
 
 
@@ -471,7 +513,9 @@ def cell_by_cell_spatial_gru(layer, s, mask1=None, mask2=None):
 
     steps = m * n
     _, _, _, corner = tf.while_loop(
-        lambda t, *_: t < steps, body,
+        lambda t, *_: t < steps,
+        body,
         (tf.constant(0, "int32"), empty_row, empty_row, tf.zeros([batch, layer.units], s.dtype)),
-        maximum_iterations=steps)
+        maximum_iterations=steps,
+    )
     return corner

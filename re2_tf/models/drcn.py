@@ -95,14 +95,16 @@ def parse_layer_positions(value, num_layers):
         try:
             positions = [int(v) for v in items]
         except ValueError:
-            raise ValueError(f"autoencoder_layers must be comma-separated layer numbers, "
-                             f"'' or 'none'; got {value!r}") from None
+            raise ValueError(
+                f"autoencoder_layers must be comma-separated layer numbers, "
+                f"'' or 'none'; got {value!r}"
+            ) from None
     else:
         positions = [int(v) for v in value]
-    if len(set(positions)) != len(positions) or any(not 1 <= p <= num_layers
-                                                   for p in positions):
-        raise ValueError(f"autoencoder_layers must be distinct layer numbers in "
-                         f"[1, {num_layers}], got {value!r}")
+    if len(set(positions)) != len(positions) or any(not 1 <= p <= num_layers for p in positions):
+        raise ValueError(
+            f"autoencoder_layers must be distinct layer numbers in [1, {num_layers}], got {value!r}"
+        )
     return tuple(sorted(positions))
 
 
@@ -255,13 +257,17 @@ def build_drcn(
     if not isinstance(num_layers, (int, np.integer)) or not 1 <= num_layers <= 10:
         raise ValueError(f"num_layers must be an integer in [1, 10], got {num_layers!r}")
     if not (trainable_embedding or fixed_embedding or char_cnn or exact_match):
-        raise ValueError("the word representation needs at least one of trainable_embedding, "
-                         "fixed_embedding, char_cnn, exact_match")
+        raise ValueError(
+            "the word representation needs at least one of trainable_embedding, "
+            "fixed_embedding, char_cnn, exact_match"
+        )
     if return_attention and not co_attention:
         raise ValueError("return_attention needs co_attention=True")
-    for option, value in (("embedding_dropout", embedding_dropout),
-                          ("autoencoder_dropout", autoencoder_dropout),
-                          ("fc_dropout", fc_dropout)):
+    for option, value in (
+        ("embedding_dropout", embedding_dropout),
+        ("autoencoder_dropout", autoencoder_dropout),
+        ("fc_dropout", fc_dropout),
+    ):
         if not 0.0 <= float(value) < 1.0:
             raise ValueError(f"{option} must be in [0, 1), got {value!r}")
     if char_cnn and not char_vocab_size:
@@ -277,10 +283,8 @@ def build_drcn(
         "text2": keras.Input(shape=(None,), dtype="int32", name="text2"),
         "text1_chars": keras.Input(shape=(None, None), dtype="int32", name="text1_chars"),
         "text2_chars": keras.Input(shape=(None, None), dtype="int32", name="text2_chars"),
-        "text1_exact_match": keras.Input(shape=(None,), dtype="float32",
-                                         name="text1_exact_match"),
-        "text2_exact_match": keras.Input(shape=(None,), dtype="float32",
-                                         name="text2_exact_match"),
+        "text1_exact_match": keras.Input(shape=(None,), dtype="float32", name="text1_exact_match"),
+        "text2_exact_match": keras.Input(shape=(None,), dtype="float32", name="text2_exact_match"),
     }
     padding_mask = PaddingMask(name="padding_mask")
     mask1, mask2 = padding_mask(inputs["text1"]), padding_mask(inputs["text2"])
@@ -292,10 +296,22 @@ def build_drcn(
     if trainable_embedding:
         trainable = keras.layers.Embedding(vocab_size, embedding_dim, name="embedding")
     if fixed_embedding:
-        fixed = keras.layers.Embedding(vocab_size, embedding_dim, trainable=False,
-                                       name="fixed_embedding")
-    chars = (CharCNN(char_vocab_size, char_embedding_dim, char_filters, char_kernel_size,
-                     embedding_dropout, l2=l2, name="char_cnn") if char_cnn else None)
+        fixed = keras.layers.Embedding(
+            vocab_size, embedding_dim, trainable=False, name="fixed_embedding"
+        )
+    chars = (
+        CharCNN(
+            char_vocab_size,
+            char_embedding_dim,
+            char_filters,
+            char_kernel_size,
+            embedding_dropout,
+            l2=l2,
+            name="char_cnn",
+        )
+        if char_cnn
+        else None
+    )
     flag = keras.layers.Reshape((-1, 1), name="exact_match_flag") if exact_match else None
     for k, side in enumerate(("text1", "text2")):
         for embedding in (trainable, fixed):
@@ -349,15 +365,21 @@ def build_drcn(
                 x1, x2 = sum1, sum2
         if layer in ae_positions:
             autoencoder = Autoencoder(
-                autoencoder_units, autoencoder_dropout, autoencoder_activation,
-                loss_weight=reconstruction_weight, l2=l2, name=f"layer{layer}_autoencoder")
+                autoencoder_units,
+                autoencoder_dropout,
+                autoencoder_activation,
+                loss_weight=reconstruction_weight,
+                l2=l2,
+                name=f"layer{layer}_autoencoder",
+            )
             x1, x2 = autoencoder(x1, x2, mask1, mask2)
 
     # ----------------------------------------------------------- interaction, prediction
     pooling = MaskedMaxPooling(name="pooling")
     pooled1, pooled2 = pooling(x1, mask1), pooling(x2, mask2)
-    logits = InteractionPrediction(num_classes, fc_units, fc_layers, fc_dropout, batch_norm,
-                                   l2=l2, name="prediction")(pooled1, pooled2)
+    logits = InteractionPrediction(
+        num_classes, fc_units, fc_layers, fc_dropout, batch_norm, l2=l2, name="prediction"
+    )(pooled1, pooled2)
     outputs = {"logits": logits, **attention} if return_attention else logits
     model = keras.Model(inputs=inputs, outputs=outputs, name=name)
     if embeddings is not None:
@@ -371,16 +393,21 @@ def build_drcn(
 
 # ------------------------------------------------------------------------------ model spec
 def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
-    return build_drcn(vocab_sizes["word_ids"], vocab_sizes.get("char_ids"), num_classes,
-                      embeddings=embeddings, **hparams)
+    return build_drcn(
+        vocab_sizes["word_ids"],
+        vocab_sizes.get("char_ids"),
+        num_classes,
+        embeddings=embeddings,
+        **hparams,
+    )
 
 
 _HPARAM_HELP = {
     "embedding_dim": "Word embedding width when no --embeddings are given (with vectors, "
-                     "their width).",
+    "their width).",
     "trainable_embedding": "Use the trainable word embedding E_tr (Eq. 1; Table 6 (4)).",
     "fixed_embedding": "Use the fixed word embedding E_fix (Eq. 1; Table 6 (3)). Without "
-                       "--embeddings it is a frozen copy of E_tr's random initial values.",
+    "--embeddings it is a frozen copy of E_tr's random initial values.",
     "char_cnn": "Use the character CNN representation (Eq. 1).",
     "char_embedding_dim": "Character embedding width.",
     "char_filters": "Character CNN output width.",
@@ -392,7 +419,7 @@ _HPARAM_HELP = {
     "co_attention": "Co-attention after every BiLSTM (False = Table 6 (11)).",
     "connection": "dense (Eq. 6), residual (Table 6 (8)) or residual_no_dense (Table 6 (9)).",
     "autoencoder_layers": "Layers followed by an autoencoder bottleneck, e.g. '3,5'; '' or "
-                          "'none' = no autoencoder (Table 6 (2)).",
+    "'none' = no autoencoder (Table 6 (2)).",
     "autoencoder_units": "Autoencoder code width.",
     "autoencoder_dropout": "Dropout drop rate on the autoencoder code.",
     "autoencoder_activation": "Autoencoder encoder activation (not in the paper).",
@@ -403,24 +430,35 @@ _HPARAM_HELP = {
     "batch_norm": "Batch normalisation on the FC layers (the paper: one-way tasks only).",
     "l2": "L2 factor on every kernel (not embeddings, biases, batch norm).",
 }
-_CHOICES = {"connection": DRCN_CONNECTIONS,
-            "autoencoder_activation": ("relu", "tanh", "sigmoid", "linear")}
+_CHOICES = {
+    "connection": DRCN_CONNECTIONS,
+    "autoencoder_activation": ("relu", "tanh", "sigmoid", "linear"),
+}
 
 #: DRCN on the shared path (the paper's "Implementation Details").
-SPEC = register(ModelSpec(
-    name="drcn",
-    build=_build_from_spec,
-    hparams={name: HParam(DRCN_DEFAULTS[name], help_text, _CHOICES.get(name))
-             for name, help_text in _HPARAM_HELP.items()},
-    features={"word_ids": {}, "char_ids": {"max_word_length": 16}, "exact_match": {}},
-    presets={
-        "snli": dict(max_len=35, batch_norm=True),
-        "quora": dict(max_len=25, batch_norm=False),
-        "trecqa": dict(max_len=50, batch_norm=True),
-    },
-    training={"optimizer": "rmsprop", "lr_schedule": "plateau", "lr": 1e-3,
-              "plateau_factor": 0.85, "long_pairs": "truncate"},
-    export_backend="keras",
-    benchmark={"DRCN": {"hparams": dict(batch_norm=True)}},
-    reference="Kim, Kang and Kwak, AAAI 2019 (no official code)",
-))
+SPEC = register(
+    ModelSpec(
+        name="drcn",
+        build=_build_from_spec,
+        hparams={
+            name: HParam(DRCN_DEFAULTS[name], help_text, _CHOICES.get(name))
+            for name, help_text in _HPARAM_HELP.items()
+        },
+        features={"word_ids": {}, "char_ids": {"max_word_length": 16}, "exact_match": {}},
+        presets={
+            "snli": dict(max_len=35, batch_norm=True),
+            "quora": dict(max_len=25, batch_norm=False),
+            "trecqa": dict(max_len=50, batch_norm=True),
+        },
+        training={
+            "optimizer": "rmsprop",
+            "lr_schedule": "plateau",
+            "lr": 1e-3,
+            "plateau_factor": 0.85,
+            "long_pairs": "truncate",
+        },
+        export_backend="keras",
+        benchmark={"DRCN": {"hparams": dict(batch_norm=True)}},
+        reference="Kim, Kang and Kwak, AAAI 2019 (no official code)",
+    )
+)

@@ -185,18 +185,32 @@ def build_fitn(
     mask1, mask2 = padding_mask(inputs["text1"]), padding_mask(inputs["text2"])
 
     # === Embedding module (Eq. 1) ===
-    embedding = keras.layers.Embedding(vocab_size, embedding_dim,
-                                       trainable=trainable_embedding, name="embedding")
+    embedding = keras.layers.Embedding(
+        vocab_size, embedding_dim, trainable=trainable_embedding, name="embedding"
+    )
     embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
-    chars = (CharCNN(char_vocab_size, char_embedding_dim, char_filters, char_kernel_size,
-                     dropout, name="char_cnn") if char_cnn else None)
+    chars = (
+        CharCNN(
+            char_vocab_size,
+            char_embedding_dim,
+            char_filters,
+            char_kernel_size,
+            dropout,
+            name="char_cnn",
+        )
+        if char_cnn
+        else None
+    )
     embedded = []
     for side in ("text1", "text2"):
         parts = [embedding_dropout(embedding(inputs[side]))]
         if chars is not None:
             parts.append(chars(inputs[f"{side}_chars"]))
-        embedded.append(keras.layers.Concatenate(name=f"{side}_embedding")(parts)
-                        if len(parts) > 1 else parts[0])
+        embedded.append(
+            keras.layers.Concatenate(name=f"{side}_embedding")(parts)
+            if len(parts) > 1
+            else parts[0]
+        )
     e1, e2 = embedded
 
     # === Interaction module (Eq. 2-15) ===
@@ -207,9 +221,13 @@ def build_fitn(
     for round_ in range(rounds):
         bilstm = MaskedBiLSTM(hidden_size, name=f"round{round_}_bilstm")
         h1, h2 = bilstm(x1, mask1), bilstm(x2, mask2)
-        mem_att = MemoryBasedAttention(attention, memory_size,
-                                       has_memory=attention == "mem" and round_ > 0,
-                                       activation=activation, name=f"round{round_}_attention")
+        mem_att = MemoryBasedAttention(
+            attention,
+            memory_size,
+            has_memory=attention == "mem" and round_ > 0,
+            activation=activation,
+            name=f"round{round_}_attention",
+        )
         kwargs = {"memory": memory} if memory is not None else {}
         out = mem_att(h1, h2, mask1, mask2, return_attention_scores=return_attention, **kwargs)
         a1, a2 = out[:2]
@@ -225,8 +243,9 @@ def build_fitn(
 
     # === Prediction module (Eq. 16-17) ===
     pooling = MaskedMaxPooling(name="pooling")
-    features = keras.layers.Concatenate(name="pair_features")([pooling(x1, mask1),
-                                                               pooling(x2, mask2)])
+    features = keras.layers.Concatenate(name="pair_features")(
+        [pooling(x1, mask1), pooling(x2, mask2)]
+    )
     hidden = keras.layers.Dropout(dropout, name="fc_dropout_1")(features)
     hidden = keras.layers.Dense(fc_units, activation=activation, name="fc_hidden")(hidden)
     hidden = keras.layers.Dropout(dropout, name="fc_dropout_2")(hidden)
@@ -240,15 +259,19 @@ def build_fitn(
 
 # ------------------------------------------------------------------------------ model spec
 def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
-    return build_fitn(vocab_sizes["word_ids"], vocab_sizes.get("char_ids"), num_classes,
-                      embeddings=embeddings, **hparams)
+    return build_fitn(
+        vocab_sizes["word_ids"],
+        vocab_sizes.get("char_ids"),
+        num_classes,
+        embeddings=embeddings,
+        **hparams,
+    )
 
 
 _HPARAM_HELP = {
     "embedding_dim": "Word embedding width when no --embeddings are given (with vectors, "
-                     "their width).",
-    "trainable_embedding": "Fine-tune the word embedding (the paper initialises it with "
-                           "fastText).",
+    "their width).",
+    "trainable_embedding": "Fine-tune the word embedding (the paper initialises it with fastText).",
     "char_cnn": "Use the character CNN (Eq. 1).",
     "char_embedding_dim": "Character embedding width (paper: 25).",
     "char_filters": "Character CNN output width (paper: 50).",
@@ -256,30 +279,40 @@ _HPARAM_HELP = {
     "rounds": "Inference rounds N (1-10; paper 3, Figure 4 varies 1-5).",
     "hidden_size": "LSTM units per direction (d_h = 2 x this).",
     "memory_size": "Global interaction matrix width d_m (not in the paper).",
-    "attention": "mem (Mem-Att), inter (Inter-Att), dot (Dot-Att) or wdot (wDot-Att): "
-                 "Table 2.",
+    "attention": "mem (Mem-Att), inter (Inter-Att), dot (Dot-Att) or wdot (wDot-Att): Table 2.",
     "connection": "oa_mixed (Eq. 14-15), direct, dense or residual: Table 3.",
     "activation": "The nonlinearity f of Eq. 7, 8, 12 and the FFN (not named in the paper).",
     "fc_units": "Hidden units of the two-layer FFN.",
     "dropout": "Dropout drop rate on embeddings and before each FFN layer (not in the paper).",
 }
-_CHOICES = {"attention": FITN_ATTENTIONS, "connection": FITN_CONNECTIONS,
-            "activation": FITN_ACTIVATIONS}
+_CHOICES = {
+    "attention": FITN_ATTENTIONS,
+    "connection": FITN_CONNECTIONS,
+    "activation": FITN_ACTIVATIONS,
+}
 
 #: FITN on the shared path (the paper's Sec. 3.1).
-SPEC = register(ModelSpec(
-    name="fitn",
-    build=_build_from_spec,
-    hparams={name: HParam(FITN_DEFAULTS[name], help_text, _CHOICES.get(name))
-             for name, help_text in _HPARAM_HELP.items()},
-    features={"word_ids": {}, "char_ids": {"max_word_length": 16}},
-    presets={
-        "quora": dict(max_len=40),
-        "snli": dict(max_len=40),
-    },
-    training={"optimizer": "adam", "lr_schedule": "constant", "lr": 1e-3,
-              "long_pairs": "truncate"},
-    export_backend="keras",
-    benchmark={"FITN": {"hparams": {}}},
-    reference="Qi et al., Findings of NAACL 2022 (no public code)",
-))
+SPEC = register(
+    ModelSpec(
+        name="fitn",
+        build=_build_from_spec,
+        hparams={
+            name: HParam(FITN_DEFAULTS[name], help_text, _CHOICES.get(name))
+            for name, help_text in _HPARAM_HELP.items()
+        },
+        features={"word_ids": {}, "char_ids": {"max_word_length": 16}},
+        presets={
+            "quora": dict(max_len=40),
+            "snli": dict(max_len=40),
+        },
+        training={
+            "optimizer": "adam",
+            "lr_schedule": "constant",
+            "lr": 1e-3,
+            "long_pairs": "truncate",
+        },
+        export_backend="keras",
+        benchmark={"FITN": {"hparams": {}}},
+        reference="Qi et al., Findings of NAACL 2022 (no public code)",
+    )
+)

@@ -140,8 +140,9 @@ def build_match_srnn(
     mask1, mask2 = padding_mask(inputs["text1"]), padding_mask(inputs["text2"])
 
     # === Word embedding ===
-    embedding = keras.layers.Embedding(vocab_size, embedding_dim,
-                                       trainable=trainable_embedding, name="embedding")
+    embedding = keras.layers.Embedding(
+        vocab_size, embedding_dim, trainable=trainable_embedding, name="embedding"
+    )
     embedding_dropout = keras.layers.Dropout(dropout, name="embedding_dropout")
     u = embedding_dropout(embedding(inputs["text1"]))
     v = embedding_dropout(embedding(inputs["text2"]))
@@ -152,8 +153,9 @@ def build_match_srnn(
     # === Spatial GRU (Sec. 4.2, Eq. 3-4); Bi-Match-SRNN (Sec. 6.1) ===
     h = SpatialGRU(hidden_size, name="spatial_gru")(s, mask1, mask2)
     if bidirectional:
-        h_backward = SpatialGRU(hidden_size, go_backwards=True,
-                                name="spatial_gru_backward")(s, mask1, mask2)
+        h_backward = SpatialGRU(hidden_size, go_backwards=True, name="spatial_gru_backward")(
+            s, mask1, mask2
+        )
         h = keras.layers.Concatenate(name="corner_states")([h, h_backward])
 
     # === Linear scoring function (Sec. 4.3, Eq. 5) ===
@@ -168,10 +170,17 @@ def build_match_srnn(
 
 
 # ------------------------------------------------------------------------------ benchmark
-def benchmark_spatial_gru_scans(batch=8, batches=100, warmup=10, sizes=(20, 40),
-                                units=MATCH_SRNN_DEFAULTS["hidden_size"],
-                                channels=MATCH_SRNN_DEFAULTS["slices"], seed=0,
-                                train_batch=128, train_batches=10):
+def benchmark_spatial_gru_scans(
+    batch=8,
+    batches=100,
+    warmup=10,
+    sizes=(20, 40),
+    units=MATCH_SRNN_DEFAULTS["hidden_size"],
+    channels=MATCH_SRNN_DEFAULTS["slices"],
+    seed=0,
+    train_batch=128,
+    train_batches=10,
+):
     """Time :class:`re2_tf.layers.SpatialGRU`'s wavefront scan against
     :func:`re2_tf.layers.cell_by_cell_spatial_gru` with the same weights, as ``tf.function``
     graphs and XLA-compiled, on ``batch`` random ``s`` grids of each size ``n x n`` (no
@@ -193,8 +202,11 @@ def benchmark_spatial_gru_scans(batch=8, batches=100, warmup=10, sizes=(20, 40),
     rng = np.random.default_rng(seed)
     layer = SpatialGRU(units)
     layer.build((None, None, None, channels))
-    lines = ["| grid | batch | mode | wavefront ms | cell-by-cell ms | speed-up |",
-             "|---|---:|---|---:|---:|---:|"]
+    lines = [
+        "| grid | batch | mode | wavefront ms | cell-by-cell ms | speed-up |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
+
     def median_ms(fn, s, calls):
         for _ in range(warmup):
             tf.nest.map_structure(lambda t: t.numpy(), fn(s))
@@ -211,6 +223,7 @@ def benchmark_spatial_gru_scans(batch=8, batches=100, warmup=10, sizes=(20, 40),
                 tape.watch(x)
                 loss = tf.reduce_sum(scan(x) ** 2)
             return tape.gradient(loss, [x] + layer.trainable_weights)
+
         return tf.function(run)
 
     rows = []
@@ -220,26 +233,35 @@ def benchmark_spatial_gru_scans(batch=8, batches=100, warmup=10, sizes=(20, 40),
             wave = tf.function(lambda x: layer(x), jit_compile=jit)
             cell = tf.function(lambda x: cell_by_cell_spatial_gru(layer, x), jit_compile=jit)
             np.testing.assert_allclose(wave(s).numpy(), cell(s).numpy(), atol=1e-4)
-            rows.append((size, batch, mode, median_ms(wave, s, batches),
-                         median_ms(cell, s, batches)))
+            rows.append(
+                (size, batch, mode, median_ms(wave, s, batches), median_ms(cell, s, batches))
+            )
     size = sizes[0]
     s = tf.constant(rng.normal(size=(train_batch, size, size, channels)).astype("float32"))
     wave = with_gradients(lambda x: layer(x))
     cell = with_gradients(lambda x: cell_by_cell_spatial_gru(layer, x))
     for g_wave, g_cell in zip(wave(s), cell(s)):
         np.testing.assert_allclose(g_wave.numpy(), g_cell.numpy(), rtol=1e-3, atol=1e-3)
-    rows.append((size, train_batch, "graph, forward + backward", median_ms(wave, s, train_batches),
-                 median_ms(cell, s, train_batches)))
+    rows.append(
+        (
+            size,
+            train_batch,
+            "graph, forward + backward",
+            median_ms(wave, s, train_batches),
+            median_ms(cell, s, train_batches),
+        )
+    )
     for size, rows_batch, mode, wave_ms, cell_ms in rows:
-        lines.append(f"| {size}×{size} | {rows_batch} | {mode} | {wave_ms:.2f} | {cell_ms:.2f} | "
-                     f"{cell_ms / wave_ms:.1f}× |")
+        lines.append(
+            f"| {size}×{size} | {rows_batch} | {mode} | {wave_ms:.2f} | {cell_ms:.2f} | "
+            f"{cell_ms / wave_ms:.1f}× |"
+        )
     return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------ model spec
 def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
-    return build_match_srnn(vocab_sizes["word_ids"], num_classes, embeddings=embeddings,
-                            **hparams)
+    return build_match_srnn(vocab_sizes["word_ids"], num_classes, embeddings=embeddings, **hparams)
 
 
 _HPARAM_HELP = {
@@ -249,31 +271,45 @@ _HPARAM_HELP = {
     "hidden_size": "Spatial GRU hidden size (paper: 10).",
     "bidirectional": "Bi-Match-SRNN: add a scan from the bottom-right corner (Sec. 6.1).",
     "loss": "Task loss: softmax_cross_entropy (class logits), pairwise_hinge (ranking, one "
-            "score) or squared_error (regression, one score); Sec. 4.4.",
+    "score) or squared_error (regression, one score); Sec. 4.4.",
     "dropout": "Dropout drop rate on the word embedding (not in the paper).",
 }
 
 #: Match-SRNN on the shared path (the paper's Sec. 4.4 and 6.1).
-SPEC = register(ModelSpec(
-    name="match_srnn",
-    build=_build_from_spec,
-    hparams={name: HParam(MATCH_SRNN_DEFAULTS[name], help_text,
-                          MATCH_SRNN_LOSSES if name == "loss" else None)
-             for name, help_text in _HPARAM_HELP.items()},
-    features={"word_ids": {}},
-    presets={
-        "wikiqa": dict(loss="pairwise_hinge", max_len=50),
-        "trecqa": dict(loss="pairwise_hinge", max_len=50),
-        "snli": dict(max_len=50),
-        "quora": dict(max_len=50),
-    },
-    training={"optimizer": "adagrad", "lr_schedule": "constant", "lr": 0.05,
-              "long_pairs": "truncate"},
-    task_loss="hparam:loss",
-    export_backend="keras",
-    benchmark={"Match-SRNN": {"hparams": {}},
-               "Bi-Match-SRNN": {"hparams": {"bidirectional": True}}},
-    component_benchmarks={"Spatial GRU: wavefront vs cell-by-cell scan (same weights)":
-                          benchmark_spatial_gru_scans},
-    reference="Wan et al., IJCAI 2016",
-))
+SPEC = register(
+    ModelSpec(
+        name="match_srnn",
+        build=_build_from_spec,
+        hparams={
+            name: HParam(
+                MATCH_SRNN_DEFAULTS[name], help_text, MATCH_SRNN_LOSSES if name == "loss" else None
+            )
+            for name, help_text in _HPARAM_HELP.items()
+        },
+        features={"word_ids": {}},
+        presets={
+            "wikiqa": dict(loss="pairwise_hinge", max_len=50),
+            "trecqa": dict(loss="pairwise_hinge", max_len=50),
+            "snli": dict(max_len=50),
+            "quora": dict(max_len=50),
+        },
+        training={
+            "optimizer": "adagrad",
+            "lr_schedule": "constant",
+            "lr": 0.05,
+            "long_pairs": "truncate",
+        },
+        task_loss="hparam:loss",
+        export_backend="keras",
+        benchmark={
+            "Match-SRNN": {"hparams": {}},
+            "Bi-Match-SRNN": {"hparams": {"bidirectional": True}},
+        },
+        component_benchmarks={
+            "Spatial GRU: wavefront vs cell-by-cell scan (same weights)": (
+                benchmark_spatial_gru_scans
+            )
+        },
+        reference="Wan et al., IJCAI 2016",
+    )
+)

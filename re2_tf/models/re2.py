@@ -27,24 +27,29 @@ from re2_tf.models.spec import HParam, ModelSpec, register
 #: stated: the release's ``src/args``-level defaults. Per-dataset values are the spec's
 #: presets (the release's ``configs/data/*.json5``).
 RE2_HPARAMS = {
-    "embedding_dim": HParam(300, "Embedding width when no --embeddings are given (with "
-                                 "vectors, their width)."),
+    "embedding_dim": HParam(
+        300, "Embedding width when no --embeddings are given (with vectors, their width)."
+    ),
     "hidden_size": HParam(150, "Hidden size of every layer."),
     "dropout_rate": HParam(0.2, "Dropout drop probability (the release's keep 0.8)."),
     "blocks": HParam(2, "Number of stacked blocks (1-5)."),
     "enc_layers": HParam(2, "Convolutional layers per encoder (1-5)."),
     "kernel_size": HParam(3, "Encoder convolution width."),
-    "encoder_activation": HParam("relu", "Encoder convolution activation: relu = the "
-                                 "authors' TensorFlow release, gelu = their PyTorch port.",
-                                 ("relu", "gelu")),
+    "encoder_activation": HParam(
+        "relu",
+        "Encoder convolution activation: relu = the "
+        "authors' TensorFlow release, gelu = their PyTorch port.",
+        ("relu", "gelu"),
+    ),
     "alignment": HParam("linear", "Alignment projection F (Eq. 2).", ("linear", "identity")),
     "fusion": HParam("full", "Fusion layer (Eq. 4 or simple).", ("full", "simple")),
-    "connection": HParam("aug", "Connection between blocks (augmented residual, Eq. 1, or "
-                         "residual).", ("aug", "residual")),
-    "prediction": HParam("full", "Prediction layer (Eq. 5/6/7).",
-                         ("full", "symmetric", "simple")),
-    "enc_in": HParam(True, "Feed [x; encoder(x)] to alignment (False = ablation "
-                           "'w/o enc-in')."),
+    "connection": HParam(
+        "aug",
+        "Connection between blocks (augmented residual, Eq. 1, or residual).",
+        ("aug", "residual"),
+    ),
+    "prediction": HParam("full", "Prediction layer (Eq. 5/6/7).", ("full", "symmetric", "simple")),
+    "enc_in": HParam(True, "Feed [x; encoder(x)] to alignment (False = ablation 'w/o enc-in')."),
     "parallel_blocks": HParam(False, "Ablation 'parallel blocks'."),
 }
 
@@ -178,7 +183,11 @@ def build_re2(
             a, b = link(a, res_a), link(b, res_b)
             res_a, res_b = a, b
         encoder = ConvEncoder(
-            hidden_size, enc_layers, kernel_size, dropout_rate, encoder_activation,
+            hidden_size,
+            enc_layers,
+            kernel_size,
+            dropout_rate,
+            encoder_activation,
             name=f"block{i}_encoder",
         )
         enc_a, enc_b = encoder(a, mask1), encoder(b, mask2)
@@ -227,38 +236,100 @@ _TABLE5 = dict(embedding_dim=300, enc_layers=3, hidden_size=150)
 
 #: RE2 on the shared path. Presets are the release's ``configs/data/*.json5`` settings (the
 #: ``sample`` preset is this project's quick CPU run on the bundled SNLI sample).
-SPEC = register(ModelSpec(
-    name="re2",
-    build=_build_from_spec,
-    hparams=RE2_HPARAMS,
-    features={"word_ids": {}},
-    presets={
-        "sample": dict(embedding_dim=100, hidden_size=100, blocks=2, enc_layers=2,
-                       batch_size=64, epochs=8, lr=2e-3, min_lr=1e-4, lr_decay_rate=0.94,
-                       lr_decay_samples=16000, eval_per_samples=4096,
-                       tolerance_samples=100000, min_df=2, log_per_samples=1024),
-        "snli": dict(blocks=3, enc_layers=2, hidden_size=150, batch_size=512, epochs=30,
-                     lr=0.002, min_lr=0.0001, lr_decay_rate=0.94, lr_decay_samples=256000,
-                     lr_warmup_samples=2048000, eval_per_samples=12800,
-                     eval_warmup_samples=5120000, eval_per_samples_warmup=512000,
-                     min_samples=5120000, tolerance_samples=2560000),
-        "scitail": dict(blocks=2, enc_layers=3, hidden_size=200, alignment="identity",
-                        batch_size=128, epochs=80, lr=0.001, lr_decay_rate=1.0,
-                        eval_per_samples=6400, tolerance_samples=400000,
-                        log_per_samples=1280),
-        "quora": dict(blocks=2, enc_layers=2, hidden_size=200, prediction="symmetric",
-                      max_len=100, batch_size=512, epochs=30, lr=0.0012, min_lr=0.00006,
-                      lr_decay_rate=0.95, lr_decay_samples=256000, eval_per_samples=12800,
-                      eval_warmup_samples=3584000, eval_per_samples_warmup=512000,
-                      min_samples=5120000, tolerance_samples=2560000),
-        "wikiqa": dict(blocks=2, enc_layers=3, hidden_size=200, prediction="simple",
-                       batch_size=128, epochs=30, lr=0.001, lr_decay_rate=1.0,
-                       eval_per_samples=1280, eval_epoch=False, tolerance_samples=256000,
-                       log_per_samples=256),
-    },
-    export_backend="re2_folded",
-    benchmark={f"RE2 {n} block{'s' * (n > 1)}": {"hparams": dict(_TABLE5, blocks=n),
-                                                 "paper_seconds": s}
-               for n, s in ((1, 0.03), (2, 0.04), (3, 0.05))},
-    reference="Yang et al., ACL 2019; the authors' TensorFlow release",
-))
+SPEC = register(
+    ModelSpec(
+        name="re2",
+        build=_build_from_spec,
+        hparams=RE2_HPARAMS,
+        features={"word_ids": {}},
+        presets={
+            "sample": dict(
+                embedding_dim=100,
+                hidden_size=100,
+                blocks=2,
+                enc_layers=2,
+                batch_size=64,
+                epochs=8,
+                lr=2e-3,
+                min_lr=1e-4,
+                lr_decay_rate=0.94,
+                lr_decay_samples=16000,
+                eval_per_samples=4096,
+                tolerance_samples=100000,
+                min_df=2,
+                log_per_samples=1024,
+            ),
+            "snli": dict(
+                blocks=3,
+                enc_layers=2,
+                hidden_size=150,
+                batch_size=512,
+                epochs=30,
+                lr=0.002,
+                min_lr=0.0001,
+                lr_decay_rate=0.94,
+                lr_decay_samples=256000,
+                lr_warmup_samples=2048000,
+                eval_per_samples=12800,
+                eval_warmup_samples=5120000,
+                eval_per_samples_warmup=512000,
+                min_samples=5120000,
+                tolerance_samples=2560000,
+            ),
+            "scitail": dict(
+                blocks=2,
+                enc_layers=3,
+                hidden_size=200,
+                alignment="identity",
+                batch_size=128,
+                epochs=80,
+                lr=0.001,
+                lr_decay_rate=1.0,
+                eval_per_samples=6400,
+                tolerance_samples=400000,
+                log_per_samples=1280,
+            ),
+            "quora": dict(
+                blocks=2,
+                enc_layers=2,
+                hidden_size=200,
+                prediction="symmetric",
+                max_len=100,
+                batch_size=512,
+                epochs=30,
+                lr=0.0012,
+                min_lr=0.00006,
+                lr_decay_rate=0.95,
+                lr_decay_samples=256000,
+                eval_per_samples=12800,
+                eval_warmup_samples=3584000,
+                eval_per_samples_warmup=512000,
+                min_samples=5120000,
+                tolerance_samples=2560000,
+            ),
+            "wikiqa": dict(
+                blocks=2,
+                enc_layers=3,
+                hidden_size=200,
+                prediction="simple",
+                batch_size=128,
+                epochs=30,
+                lr=0.001,
+                lr_decay_rate=1.0,
+                eval_per_samples=1280,
+                eval_epoch=False,
+                tolerance_samples=256000,
+                log_per_samples=256,
+            ),
+        },
+        export_backend="re2_folded",
+        benchmark={
+            f"RE2 {n} block{'s' * (n > 1)}": {
+                "hparams": dict(_TABLE5, blocks=n),
+                "paper_seconds": s,
+            }
+            for n, s in ((1, 0.03), (2, 0.04), (3, 0.05))
+        },
+        reference="Yang et al., ACL 2019; the authors' TensorFlow release",
+    )
+)

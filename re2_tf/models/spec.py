@@ -12,7 +12,8 @@ A spec holds
   and ``embeddings`` is a float32 ``[vocab_sizes["word_ids"], dim]`` matrix of pretrained word
   vectors or ``None``;
 - ``hparams``: the architecture's hyper-parameters (:class:`HParam`: its default -- the
-  paper's where it states one -- help text, choices), which become command-line flags of ``re2-train`` (:mod:`re2_tf.cli.train`)
+  paper's where it states one -- help text, choices), which become command-line flags of
+  ``re2-train`` (:mod:`re2_tf.cli.train`)
   under their own names (``--blocks=3``), defined only for the selected ``--model``;
 - ``presets``: per-dataset settings (``{dataset: {flag: value}}``) that replace flag defaults
   when ``--dataset`` names that dataset (``--preset=none`` switches them off). They may set
@@ -36,10 +37,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-__all__ = ["HParam", "ModelSpec", "MODEL_SPECS", "WORD_EMBEDDING_WEIGHTS", "check_embeddings",
-           "count_parameters", "register", "get_spec"]
+__all__ = [
+    "HParam",
+    "ModelSpec",
+    "MODEL_SPECS",
+    "WORD_EMBEDDING_WEIGHTS",
+    "check_embeddings",
+    "count_parameters",
+    "register",
+    "get_spec",
+]
 
 #: Paths of the weights that :func:`count_parameters` leaves out: the word embedding of the
 #: word-based models (``Embedding`` layer ``embedding``) and BERT's word-piece (token)
@@ -77,8 +87,9 @@ def check_embeddings(embeddings, vocab_size):
 
     embeddings = np.asarray(embeddings, dtype="float32")
     if embeddings.ndim != 2 or embeddings.shape[0] != vocab_size:
-        raise ValueError(f"embeddings must have shape [vocab_size={vocab_size}, dim], "
-                         f"got {embeddings.shape}")
+        raise ValueError(
+            f"embeddings must have shape [vocab_size={vocab_size}, dim], got {embeddings.shape}"
+        )
     return embeddings
 
 
@@ -131,8 +142,7 @@ class ModelSpec:
     task_loss: str = "softmax_cross_entropy"
     export_backend: str = "keras"
     benchmark: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-    component_benchmarks: Mapping[str, Callable[..., str]] = dataclasses.field(
-        default_factory=dict)
+    component_benchmarks: Mapping[str, Callable[..., str]] = dataclasses.field(default_factory=dict)
     reference: str = ""
 
     def defaults(self) -> dict:
@@ -155,12 +165,14 @@ class ModelSpec:
     def feature_options(self, hparams: Mapping[str, Any]) -> dict:
         """``features`` with ``"hparam:<name>"`` values (at any depth of the options)
         resolved from ``hparams``."""
+
         def resolve(value):
             if isinstance(value, Mapping):
                 return {k: resolve(v) for k, v in value.items()}
             if isinstance(value, str) and value.startswith("hparam:"):
                 return hparams[value.split(":", 1)[1]]
             return value
+
         return {kind: resolve(options) for kind, options in self.features.items()}
 
 

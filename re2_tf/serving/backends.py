@@ -32,8 +32,11 @@ def _to_mixed_bfloat16(config):
     count = 0
     if isinstance(config, dict):
         for key, value in config.items():
-            if (key == "dtype" and isinstance(value, dict)
-                    and value.get("class_name") == "DTypePolicy"):
+            if (
+                key == "dtype"
+                and isinstance(value, dict)
+                and value.get("class_name") == "DTypePolicy"
+            ):
                 if value.get("config", {}).get("name") == "float32":
                     value["config"]["name"] = "mixed_bfloat16"
                     count += 1
@@ -92,8 +95,10 @@ class KerasBackend(tf.Module):
     def __init__(self, model, precision="fp32"):
         super().__init__(name="keras_backend")
         if precision not in self.precisions:
-            raise ValueError(f"precision {precision!r} needs a backend that supports it; the "
-                             f"Keras backend serves {self.precisions}")
+            raise ValueError(
+                f"precision {precision!r} needs a backend that supports it; the "
+                f"Keras backend serves {self.precisions}"
+            )
         self.model = bfloat16_copy(model) if precision == "bf16" else model
 
     def __call__(self, features):
@@ -119,15 +124,18 @@ class FoldedRE2Backend(tf.Module):
         self._joint = bool(joint)
         params = folded_lib.fold_re2(model)
         self._structure = folded_lib.structure_of(params)
-        self.weights = {k.replace("/", "."): tf.Variable(tf.cast(v, self._dtype), trainable=False,
-                                                         name=k)
-                        for k, v in params.items() if k not in self._structure}
+        self.weights = {
+            k.replace("/", "."): tf.Variable(tf.cast(v, self._dtype), trainable=False, name=k)
+            for k, v in params.items()
+            if k not in self._structure
+        }
 
     def __call__(self, features):
         params = dict(self._structure)
         params.update({k.replace(".", "/"): v for k, v in self.weights.items()})
-        return folded_lib.re2_forward(params, features["text1"], features["text2"],
-                                      dtype=self._dtype, joint=self._joint)
+        return folded_lib.re2_forward(
+            params, features["text1"], features["text2"], dtype=self._dtype, joint=self._joint
+        )
 
 
 BACKENDS = {"keras": KerasBackend, "re2_folded": FoldedRE2Backend}

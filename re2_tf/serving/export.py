@@ -71,12 +71,37 @@ from absl import logging
 from re2_tf.data.features import TRUNCATED_KEY
 from re2_tf.serving import text as text_lib
 
-__all__ = ["ServingModule", "export_run", "export_model", "DEFAULT_LENGTH_BUCKETS",
-           "EXPORT_CONFIG_FILE", "TFLITE_FILE"]
+__all__ = [
+    "ServingModule",
+    "export_run",
+    "export_model",
+    "DEFAULT_LENGTH_BUCKETS",
+    "EXPORT_CONFIG_FILE",
+    "TFLITE_FILE",
+]
 
 DEFAULT_MAX_LENGTH = 512
-DEFAULT_LENGTH_BUCKETS = (8, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256, 320,
-                          384, 448, 512)
+DEFAULT_LENGTH_BUCKETS = (
+    8,
+    12,
+    16,
+    20,
+    24,
+    32,
+    40,
+    48,
+    64,
+    80,
+    96,
+    128,
+    160,
+    192,
+    256,
+    320,
+    384,
+    448,
+    512,
+)
 EXPORT_CONFIG_FILE = "export_config.json"
 TFLITE_FILE = "model.tflite"
 BATCH_MISMATCH = "text1 and text2 must have the same batch size"
@@ -114,9 +139,21 @@ class ServingModule(tf.Module):
         extra_assets: ``{name: path}`` more files to carry as assets (``flags.txt``, ...).
     """
 
-    def __init__(self, backend, featurizers, feature_dir, label_names, *, output="logits",
-                 tokenizer="whitespace", lower=True, max_length=DEFAULT_MAX_LENGTH,
-                 length_buckets=DEFAULT_LENGTH_BUCKETS, xla=True, extra_assets=None):
+    def __init__(
+        self,
+        backend,
+        featurizers,
+        feature_dir,
+        label_names,
+        *,
+        output="logits",
+        tokenizer="whitespace",
+        lower=True,
+        max_length=DEFAULT_MAX_LENGTH,
+        length_buckets=DEFAULT_LENGTH_BUCKETS,
+        xla=True,
+        extra_assets=None,
+    ):
         super().__init__(name="re2_tf_serving")
         if tokenizer not in text_lib.IN_GRAPH_TOKENIZERS:
             raise ValueError(f"no in-graph tokenizer {tokenizer!r}")
@@ -132,28 +169,38 @@ class ServingModule(tf.Module):
         self.backend = backend
         self.featurizers = [f.graph(feature_dir) for f in featurizers]
         self._specs = [s for f in featurizers for s in f.specs()]
-        self._vocab_sizes = {s.name: f.vocab_size for f in featurizers for s in f.specs()
-                             if f.vocab_size is not None}
-        self.extra_assets = {k: tf.saved_model.Asset(str(v)) for k, v in (extra_assets or {}).items()}
+        self._vocab_sizes = {
+            s.name: f.vocab_size for f in featurizers for s in f.specs() if f.vocab_size is not None
+        }
+        self.extra_assets = {
+            k: tf.saved_model.Asset(str(v)) for k, v in (extra_assets or {}).items()
+        }
         word_ids = [f.vocab_size for f in featurizers if f.kind == "word_ids"]
-        self.vocab_size = tf.Variable(word_ids[0] if word_ids else 0, dtype=tf.int64,
-                                      trainable=False, name="vocab_size")
-        self.num_classes = tf.Variable(len(self._label_list), dtype=tf.int64, trainable=False,
-                                       name="num_classes")
-        self.label_names = tf.Variable(self._label_list, dtype=tf.string, trainable=False,
-                                       name="label_names")
-        self.max_length = tf.Variable(int(max_length), dtype=tf.int32, trainable=False,
-                                      name="max_length")
+        self.vocab_size = tf.Variable(
+            word_ids[0] if word_ids else 0, dtype=tf.int64, trainable=False, name="vocab_size"
+        )
+        self.num_classes = tf.Variable(
+            len(self._label_list), dtype=tf.int64, trainable=False, name="num_classes"
+        )
+        self.label_names = tf.Variable(
+            self._label_list, dtype=tf.string, trainable=False, name="label_names"
+        )
+        self.max_length = tf.Variable(
+            int(max_length), dtype=tf.int32, trainable=False, name="max_length"
+        )
         self._max_length = int(max_length)
         self._buckets = _buckets_for(int(max_length), length_buckets)
         self._core = tf.function(self._outputs, jit_compile=self._xla, reduce_retracing=True)
         self.serve_features = tf.function(self._serve_features).get_concrete_function(
-            **self.feature_signature())
+            **self.feature_signature()
+        )
 
     def feature_signature(self):
         """``{input name: tf.TensorSpec [None, None, *inner]}`` of the model's features."""
-        return {s.name: tf.TensorSpec([None, None, *s.inner_shape], s.dtype, name=s.name)
-                for s in self._specs}
+        return {
+            s.name: tf.TensorSpec([None, None, *s.inner_shape], s.dtype, name=s.name)
+            for s in self._specs
+        }
 
     # ---------------------------------------------------------------- model function (XLA)
     def _outputs(self, features):
@@ -182,15 +229,23 @@ class ServingModule(tf.Module):
             length = tf.maximum(tf.shape(features[spec.name])[1], 1)
             lengths[spec.side] = tf.maximum(lengths.get(spec.side, 1), length)
         if self._xla:  # pad to buckets so XLA compiles a bounded number of shapes
-            rows = tf.maximum(rows, tf.cast(2 ** tf.math.ceil(
-                tf.math.log(tf.cast(rows, tf.float32)) / np.log(2.0) - 1e-6), tf.int32))
+            rows = tf.maximum(
+                rows,
+                tf.cast(
+                    2 ** tf.math.ceil(tf.math.log(tf.cast(rows, tf.float32)) / np.log(2.0) - 1e-6),
+                    tf.int32,
+                ),
+            )
             lengths = {side: self._bucket(n) for side, n in lengths.items()}
         padded = {}
         for spec in self._specs:
             x = features[spec.name]
             pads = [[0, rows - batch], [0, lengths[spec.side] - tf.shape(x)[1]]]
-            padded[spec.name] = tf.pad(x, pads + [[0, 0]] * len(spec.inner_shape),
-                                       constant_values=tf.cast(spec.pad_value, x.dtype))
+            padded[spec.name] = tf.pad(
+                x,
+                pads + [[0, 0]] * len(spec.inner_shape),
+                constant_values=tf.cast(spec.pad_value, x.dtype),
+            )
         outputs = self._core(padded)[:batch]
         probabilities = self._probabilities(outputs)
         labels = tf.gather(tf.constant(self._label_list), tf.argmax(probabilities, -1))
@@ -220,20 +275,29 @@ class ServingModule(tf.Module):
             inputs: ``{name: tensor}``.
             specs: ``{name: (rank, message)}``.
         """
-        checks = [tf.debugging.assert_equal(
-            tf.shape(tf.where(tf.shape(x) >= 0), out_type=tf.int32)[0], specs[name][0],
-            message=f"{name} {specs[name][1]}") for name, x in inputs.items()]
+        checks = [
+            tf.debugging.assert_equal(
+                tf.shape(tf.where(tf.shape(x) >= 0), out_type=tf.int32)[0],
+                specs[name][0],
+                message=f"{name} {specs[name][1]}",
+            )
+            for name, x in inputs.items()
+        ]
         with tf.control_dependencies(checks):
             inputs = {name: tf.identity(x) for name, x in inputs.items()}
         batches = [tf.shape(x)[0] for x in inputs.values()]
-        with tf.control_dependencies([tf.debugging.assert_equal(b, batches[0],
-                                                                message=BATCH_MISMATCH)
-                                      for b in batches[1:]]):
+        with tf.control_dependencies(
+            [tf.debugging.assert_equal(b, batches[0], message=BATCH_MISMATCH) for b in batches[1:]]
+        ):
             return {name: tf.identity(x) for name, x in inputs.items()}
 
     # ------------------------------------------------------------------------- signatures
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text1"),
-                                  tf.TensorSpec([None], tf.string, name="text2")])
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="text1"),
+            tf.TensorSpec([None], tf.string, name="text2"),
+        ]
+    )
     def serve_text(self, text1, text2):
         """Raw sentences -> probabilities/label/truncated (module docstring: the contract).
 
@@ -250,8 +314,9 @@ class ServingModule(tf.Module):
             InvalidArgumentError: ``text1 and text2 must have the same batch size``;
                 ``text1 must be tf.string [batch]`` (or ``text2``) for another rank.
         """
-        texts = self._checked({"text1": text1, "text2": text2},
-                              {"text1": (1, TEXT_SHAPE), "text2": (1, TEXT_SHAPE)})
+        texts = self._checked(
+            {"text1": text1, "text2": text2}, {"text1": (1, TEXT_SHAPE), "text2": (1, TEXT_SHAPE)}
+        )
         tokens, truncated = [], 0
         for text in texts.values():
             ragged = text_lib.tokenize(self._tokenizer_name, text, lower=self._lower)
@@ -262,28 +327,37 @@ class ServingModule(tf.Module):
         features = {}
         for featurizer in self.featurizers:
             out = dict(featurizer(*tokens))
-            truncated += out.pop(TRUNCATED_KEY, 0)   # e.g. word pieces cut by packing
+            truncated += out.pop(TRUNCATED_KEY, 0)  # e.g. word pieces cut by packing
             features.update(out)
         return self._predict(features, truncated)
 
     def _serve_features(self, **features):
         """The model's input features -> probabilities/label/truncated (``serving_ids``)."""
-        features = self._checked(features, {s.name: (2 + len(s.inner_shape), _feature_shape(s))
-                                            for s in self._specs})
+        features = self._checked(
+            features, {s.name: (2 + len(s.inner_shape), _feature_shape(s)) for s in self._specs}
+        )
         checks, truncated, counted = [], 0, set()
         for spec in self._specs:
             x = features[spec.name]
             if spec.name in self._vocab_sizes and spec.dtype.startswith("int"):
                 checks.append(tf.debugging.assert_non_negative(x, message=ID_RANGE))
-                checks.append(tf.debugging.assert_less(
-                    x, tf.constant(self._vocab_sizes[spec.name], x.dtype), message=ID_RANGE))
+                checks.append(
+                    tf.debugging.assert_less(
+                        x, tf.constant(self._vocab_sizes[spec.name], x.dtype), message=ID_RANGE
+                    )
+                )
             if spec.side != "pair" and spec.side not in counted and not spec.inner_shape:
-                counted.add(spec.side)   # tokens beyond max_length, counted once per text
-                truncated += tf.reduce_sum(tf.cast(x[:, self._max_length:] != 0, tf.int32), 1)
+                counted.add(spec.side)  # tokens beyond max_length, counted once per text
+                truncated += tf.reduce_sum(tf.cast(x[:, self._max_length :] != 0, tf.int32), 1)
         with tf.control_dependencies(checks):
-            features = {s.name: tf.identity(features[s.name][:, : self._max_length]
-                                            if s.side != "pair" else features[s.name])
-                        for s in self._specs}
+            features = {
+                s.name: tf.identity(
+                    features[s.name][:, : self._max_length]
+                    if s.side != "pair"
+                    else features[s.name]
+                )
+                for s in self._specs
+            }
         truncated += tf.zeros(tf.shape(features[self._specs[0].name])[:1], tf.int32)
         return self._predict(features, truncated)
 
@@ -299,17 +373,33 @@ class _TFLiteModule(tf.Module):
         super().__init__()
         self.serving = serving
         self.serve_features = tf.function(self._serve).get_concrete_function(
-            **serving.feature_signature())
+            **serving.feature_signature()
+        )
 
     def _serve(self, **features):
         s = self.serving
         return {"probabilities": s._probabilities(s._outputs(features))}
 
 
-def export_model(model, export_dir, *, featurizers, label_names, backend="keras",
-                 output="logits", tokenizer="whitespace", lower=True, flags_text="",
-                 max_length=DEFAULT_MAX_LENGTH, length_buckets=DEFAULT_LENGTH_BUCKETS, xla=True,
-                 fmt="savedmodel", precision="fp32", python_tokenizer=None, extra_config=None):
+def export_model(
+    model,
+    export_dir,
+    *,
+    featurizers,
+    label_names,
+    backend="keras",
+    output="logits",
+    tokenizer="whitespace",
+    lower=True,
+    flags_text="",
+    max_length=DEFAULT_MAX_LENGTH,
+    length_buckets=DEFAULT_LENGTH_BUCKETS,
+    xla=True,
+    fmt="savedmodel",
+    precision="fp32",
+    python_tokenizer=None,
+    extra_config=None,
+):
     """Write ``model`` as a SavedModel (``fmt="savedmodel"``) or TFLite file to ``export_dir``.
 
     Args:
@@ -329,8 +419,8 @@ def export_model(model, export_dir, *, featurizers, label_names, backend="keras"
             the other models a copy under Keras's ``mixed_bfloat16`` policy,
             ``re2_tf.serving.backends.bfloat16_copy``) or ``int8`` (TFLite dynamic-range
             quantisation: int8 weights, float activations).
-        python_tokenizer: tokeniser :class:`re2_tf.serving.predictor.Predictor` should use when the in-graph one is
-            only an approximation (recorded in ``export_config.json``).
+        python_tokenizer: tokeniser :class:`re2_tf.serving.predictor.Predictor` should use
+            when the in-graph one is only an approximation (recorded in ``export_config.json``).
         extra_config: more entries for ``export_config.json``.
 
     Returns:
@@ -346,54 +436,82 @@ def export_model(model, export_dir, *, featurizers, label_names, backend="keras"
         raise ValueError(f"format must be savedmodel or tflite, got {fmt!r}")
     allowed = {"savedmodel": ("fp32", "bf16"), "tflite": ("fp32", "int8")}[fmt]
     if precision not in allowed:
-        raise ValueError(f"--precision={precision} is not supported with --format={fmt} "
-                         f"(choose from {allowed})")
+        raise ValueError(
+            f"--precision={precision} is not supported with --format={fmt} (choose from {allowed})"
+        )
     export_dir = Path(export_dir)
     specs = [s for f in featurizers for s in f.specs()]
     config = {
-        "format": fmt, "precision": precision, "tokenizer": tokenizer, "lower": bool(lower),
+        "format": fmt,
+        "precision": precision,
+        "tokenizer": tokenizer,
+        "lower": bool(lower),
         "in_graph_tokenizer_exact": tokenizer in text_lib.EXACT,
-        "python_tokenizer": python_tokenizer or tokenizer, "max_length": int(max_length),
-        "length_buckets": [int(b) for b in length_buckets], "xla": bool(xla),
-        "label_names": list(label_names), "output": output, "backend": backend,
+        "python_tokenizer": python_tokenizer or tokenizer,
+        "max_length": int(max_length),
+        "length_buckets": [int(b) for b in length_buckets],
+        "xla": bool(xla),
+        "label_names": list(label_names),
+        "output": output,
+        "backend": backend,
         "features": {f.kind: f.get_config() for f in featurizers},
         "vocab_sizes": {f.kind: f.vocab_size for f in featurizers if f.vocab_size is not None},
         "signatures": {
-            "serving_default": {"inputs": "text1, text2: string [batch]",
-                                "outputs": "probabilities, label, truncated"
-                                           + (", score" if output == "score" else "")},
-            "serving_ids": {"inputs": {s.name: f"{s.dtype} [batch, length"
-                                       + "".join(f", {d}" for d in s.inner_shape) + "]"
-                                       for s in specs},
-                            "outputs": "probabilities, label, truncated"
-                                       + (", score" if output == "score" else "")}},
+            "serving_default": {
+                "inputs": "text1, text2: string [batch]",
+                "outputs": "probabilities, label, truncated"
+                + (", score" if output == "score" else ""),
+            },
+            "serving_ids": {
+                "inputs": {
+                    s.name: f"{s.dtype} [batch, length"
+                    + "".join(f", {d}" for d in s.inner_shape)
+                    + "]"
+                    for s in specs
+                },
+                "outputs": "probabilities, label, truncated"
+                + (", score" if output == "score" else ""),
+            },
+        },
         **(extra_config or {}),
     }
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         files = [name for f in featurizers for name in f.save(tmp)]
-        (tmp / "label_names.txt").write_text("".join(f"{n}\n" for n in label_names),
-                                             encoding="utf-8")
+        (tmp / "label_names.txt").write_text(
+            "".join(f"{n}\n" for n in label_names), encoding="utf-8"
+        )
         (tmp / "flags.txt").write_text(flags_text, encoding="utf-8")
         (tmp / EXPORT_CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
         extra = {name: tmp / name for name in ("label_names.txt", "flags.txt", EXPORT_CONFIG_FILE)}
         module = ServingModule(
             make_backend(backend, model, precision if fmt == "savedmodel" else "fp32"),
-            featurizers, tmp, label_names, output=output, tokenizer=tokenizer, lower=lower,
-            max_length=max_length, length_buckets=length_buckets,
-            xla=xla and fmt == "savedmodel", extra_assets=extra)
+            featurizers,
+            tmp,
+            label_names,
+            output=output,
+            tokenizer=tokenizer,
+            lower=lower,
+            max_length=max_length,
+            length_buckets=length_buckets,
+            xla=xla and fmt == "savedmodel",
+            extra_assets=extra,
+        )
         if export_dir.exists():
             shutil.rmtree(export_dir)
         if fmt == "savedmodel":
-            signatures = {"serving_default": module.serve_text,
-                          "serving_ids": module.serve_features}
+            signatures = {
+                "serving_default": module.serve_text,
+                "serving_ids": module.serve_features,
+            }
             tf.saved_model.save(module, str(export_dir), signatures=signatures)
         else:
             staging = tmp / "tflite_savedmodel"
             lite = _TFLiteModule(module)
             tf.saved_model.save(lite, str(staging), signatures={"serving_ids": lite.serve_features})
-            converter = tf.lite.TFLiteConverter.from_saved_model(str(staging),
-                                                                 signature_keys=["serving_ids"])
+            converter = tf.lite.TFLiteConverter.from_saved_model(
+                str(staging), signature_keys=["serving_ids"]
+            )
             if precision == "int8":
                 converter.optimizations = [tf.lite.Optimize.DEFAULT]
             try:
@@ -401,11 +519,16 @@ def export_model(model, export_dir, *, featurizers, label_names, backend="keras"
             except Exception as error:  # the converter raises its own ConverterError
                 text = str(error)
                 found = re.search(r"'(tf\.\w+)' op ([^\n]*)", text)
-                reason = (f"'{found.group(1)}' op {found.group(2).strip()}" if found
-                          else (text.strip().splitlines() or ["unknown error"])[0][:300])
-                raise ValueError(f"--format=tflite: the TFLite converter cannot convert "
-                                 f"{model.name}: {reason} -- export a SavedModel "
-                                 "instead") from error
+                reason = (
+                    f"'{found.group(1)}' op {found.group(2).strip()}"
+                    if found
+                    else (text.strip().splitlines() or ["unknown error"])[0][:300]
+                )
+                raise ValueError(
+                    f"--format=tflite: the TFLite converter cannot convert "
+                    f"{model.name}: {reason} -- export a SavedModel "
+                    "instead"
+                ) from error
             export_dir.mkdir(parents=True)
             (export_dir / TFLITE_FILE).write_bytes(flatbuffer)
             (export_dir / "assets").mkdir()
@@ -419,8 +542,8 @@ def export_run(run_dir, export_dir, **kwargs):
     """Export a run directory (``re2_tf.runs`` layout). ``kwargs`` go to :func:`export_model`.
 
     The model's spec (``config.json``'s ``model``) gives the serving backend and output kind;
-    ``tokenizer`` defaults to the run's; the Python tokeniser recorded for :class:`~re2_tf.serving.predictor.Predictor`
-    is always the run's.
+    ``tokenizer`` defaults to the run's; the Python tokeniser recorded for
+    :class:`~re2_tf.serving.predictor.Predictor` is always the run's.
     """
     from re2_tf import runs
     from re2_tf.models import get_spec
@@ -431,10 +554,20 @@ def export_run(run_dir, export_dir, **kwargs):
     flags_text = flags_path.read_text() if flags_path.exists() else ""
     kwargs.setdefault("tokenizer", config.tokenizer)
     return export_model(
-        runs.load_best_model(run_dir), export_dir, featurizers=runs.load_featurizers(run_dir),
-        label_names=config.label_names, backend=spec.export_backend, output=config.output,
-        lower=config.lower, flags_text=flags_text, python_tokenizer=config.tokenizer,
-        extra_config={"dataset": config.dataset, "model": config.model,
-                      "model_kwargs": config.model_kwargs, "run_dir": os.fspath(run_dir)},
-        **kwargs)
-
+        runs.load_best_model(run_dir),
+        export_dir,
+        featurizers=runs.load_featurizers(run_dir),
+        label_names=config.label_names,
+        backend=spec.export_backend,
+        output=config.output,
+        lower=config.lower,
+        flags_text=flags_text,
+        python_tokenizer=config.tokenizer,
+        extra_config={
+            "dataset": config.dataset,
+            "model": config.model,
+            "model_kwargs": config.model_kwargs,
+            "run_dir": os.fspath(run_dir),
+        },
+        **kwargs,
+    )

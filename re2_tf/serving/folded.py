@@ -32,15 +32,30 @@ import tensorflow as tf
 __all__ = ["fold_re2", "re2_forward", "is_re2"]
 
 #: Config keys of the folded parameters (everything else in the dict is an array).
-_STRUCTURE_KEYS = ("blocks", "alignment", "fusion", "connection", "prediction", "enc_in",
-                   "parallel_blocks", "enc_layers", "encoder_activation")
+_STRUCTURE_KEYS = (
+    "blocks",
+    "alignment",
+    "fusion",
+    "connection",
+    "prediction",
+    "enc_in",
+    "parallel_blocks",
+    "enc_layers",
+    "encoder_activation",
+)
 
 
 def is_re2(model) -> bool:
     """True if ``model`` has the layer names ``build_re2`` gives (so :func:`fold_re2` applies)."""
     names = {layer.name for layer in model.layers}
-    return {"embedding", "block0_encoder", "block0_alignment", "block0_fusion", "pooling",
-            "prediction"} <= names
+    return {
+        "embedding",
+        "block0_encoder",
+        "block0_alignment",
+        "block0_fusion",
+        "pooling",
+        "prediction",
+    } <= names
 
 
 def _np(x):
@@ -82,11 +97,14 @@ def fold_re2(model) -> dict:
         "embedding": _np(layers["embedding"].embeddings),
     }
     if blocks > 1 and "block1_connection" in layers:
-        p["connection"] = ("aug" if type(layers["block1_connection"]).__name__
-                           == "AugmentedResidualConnection" else "residual")
+        p["connection"] = (
+            "aug"
+            if type(layers["block1_connection"]).__name__ == "AugmentedResidualConnection"
+            else "residual"
+        )
 
     def dense(prefix, layer):
-        p[f"{prefix}/kernel"] = _np(layer.kernel)          # W = V / max(||V||, 1e-7) * g
+        p[f"{prefix}/kernel"] = _np(layer.kernel)  # W = V / max(||V||, 1e-7) * g
         p[f"{prefix}/bias"] = _np(layer.bias)
 
     for i in range(blocks):
@@ -104,7 +122,9 @@ def fold_re2(model) -> dict:
             d = w1.shape[0] // 2
             # [x; x'] @ [[W1x, W2x + W2d], [W1x', -W2d]] == [G1([x;x']), G2([x; x-x'])] pre-act.
             p[f"block{i}/fusion/k12"] = np.block([[w1[:d], w2[:d] + w2[d:]], [w1[d:], -w2[d:]]])
-            p[f"block{i}/fusion/b12"] = np.concatenate([_np(fusion.orig.bias), _np(fusion.sub.bias)])
+            p[f"block{i}/fusion/b12"] = np.concatenate(
+                [_np(fusion.orig.bias), _np(fusion.sub.bias)]
+            )
             p[f"block{i}/fusion/k3"] = w3
             p[f"block{i}/fusion/b3"] = _np(fusion.mul.bias)
             dense(f"block{i}/fusion/proj", fusion.proj)
@@ -190,8 +210,8 @@ def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
             fa, fb = a, b
         scores = tf.matmul(fa, fb, transpose_b=True) * P[f"block{i}/align/temperature"]
         pair = tf.matmul(mask_a, mask_b, transpose_b=True) > 0
-        attention_a = _masked_softmax(scores, pair, axis=1)   # over positions of a
-        attention_b = _masked_softmax(scores, pair, axis=2)   # over positions of b
+        attention_a = _masked_softmax(scores, pair, axis=1)  # over positions of a
+        attention_b = _masked_softmax(scores, pair, axis=2)  # over positions of b
         aligned_a = tf.matmul(attention_b, b)
         aligned_b = tf.matmul(attention_a, a, transpose_a=True)
         return aligned_a, aligned_b
@@ -215,11 +235,11 @@ def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
         return (x + res) * math.sqrt(0.5)
 
     if joint and not P["parallel_blocks"]:
-        a, b, mask1, mask2 = _joint_blocks(P, ids1, ids2, mask_of, dense, encoder, align, fuse,
-                                           connect)
+        a, b, mask1, mask2 = _joint_blocks(
+            P, ids1, ids2, mask_of, dense, encoder, align, fuse, connect
+        )
     else:
-        a, b, mask1, mask2 = _separate_blocks(P, ids1, ids2, mask_of, encoder, align, fuse,
-                                              connect)
+        a, b, mask1, mask2 = _separate_blocks(P, ids1, ids2, mask_of, encoder, align, fuse, connect)
 
     pooled_a, pooled_b = _masked_max(a, mask1), _masked_max(b, mask2)
     # Prediction, Eq. 5-7 (pair_features order of the release).
@@ -227,7 +247,8 @@ def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
         features = tf.concat([pooled_a, pooled_b, pooled_a * pooled_b, pooled_a - pooled_b], -1)
     elif P["prediction"] == "symmetric":
         features = tf.concat(
-            [pooled_a, pooled_b, pooled_a * pooled_b, tf.abs(pooled_a - pooled_b)], -1)
+            [pooled_a, pooled_b, pooled_a * pooled_b, tf.abs(pooled_a - pooled_b)], -1
+        )
     else:
         features = tf.concat([pooled_a, pooled_b], -1)
     hidden = dense(features, "pred/dense_1", _gelu)
@@ -276,7 +297,7 @@ def _joint_blocks(P, ids1, ids2, mask_of, dense, encoder, align, fuse, connect):
     batch = tf.shape(ids1)[0]
     ids = tf.concat([ids1, tf.zeros([batch, gap], ids1.dtype), ids2], axis=1)
     mask = mask_of(ids)
-    mask1, mask2 = mask[:, :len1], mask[:, len1 + gap:]
+    mask1, mask2 = mask[:, :len1], mask[:, len1 + gap :]
     x = tf.gather(P["embedding"], ids)
     res = x
     for i in range(P["blocks"]):
@@ -289,12 +310,13 @@ def _joint_blocks(P, ids1, ids2, mask_of, dense, encoder, align, fuse, connect):
             projected = dense(x, f"block{i}/align", _gelu)
         else:
             projected = x
-        a, b = x[:, :len1], x[:, len1 + gap:]
-        align_a, align_b = align(a, b, mask1, mask2, i,
-                                 projected=(projected[:, :len1], projected[:, len1 + gap:]))
+        a, b = x[:, :len1], x[:, len1 + gap :]
+        align_a, align_b = align(
+            a, b, mask1, mask2, i, projected=(projected[:, :len1], projected[:, len1 + gap :])
+        )
         aligned = tf.concat([align_a, tf.zeros_like(x[:, :gap]), align_b], axis=1)
         x = fuse(x, aligned, i)
-    return x[:, :len1], x[:, len1 + gap:], mask1, mask2
+    return x[:, :len1], x[:, len1 + gap :], mask1, mask2
 
 
 def structure_of(params) -> dict:

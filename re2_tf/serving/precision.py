@@ -24,14 +24,20 @@ __all__ = ["EXPORTS", "compare_precisions", "default_files", "parse_files"]
 
 REPO = Path(__file__).resolve().parents[2]
 #: Export name -> (format, precision) of :func:`re2_tf.serving.export.export_model`.
-EXPORTS = {"savedmodel_fp32": ("savedmodel", "fp32"), "savedmodel_bf16": ("savedmodel", "bf16"),
-           "tflite_fp32": ("tflite", "fp32"), "tflite_int8": ("tflite", "int8")}
+EXPORTS = {
+    "savedmodel_fp32": ("savedmodel", "fp32"),
+    "savedmodel_bf16": ("savedmodel", "bf16"),
+    "tflite_fp32": ("tflite", "fp32"),
+    "tflite_int8": ("tflite", "int8"),
+}
 
 
 def default_files():
     """``{name: path}`` of the default dev files (the second may be absent: it is skipped)."""
-    return {"sample dev": REPO / "data/sample/dev.txt",
-            "SNLI dev": REPO.parent / "shared/data/snli/re2_processed/dev.txt"}
+    return {
+        "sample dev": REPO / "data/sample/dev.txt",
+        "SNLI dev": REPO.parent / "shared/data/snli/re2_processed/dev.txt",
+    }
 
 
 def parse_files(entries):
@@ -57,8 +63,10 @@ def _ranking_scores(dataset, examples, probabilities, prefix=""):
 
     logits = np.log(np.clip(probabilities, 1e-30, None))  # softmax(log p) = p: same ranking
     result = score(dataset, examples, logits)
-    return {f"{prefix}map": round(float(result["map"]), 4),
-            f"{prefix}mrr": round(float(result["mrr"]), 4)}
+    return {
+        f"{prefix}map": round(float(result["map"]), 4),
+        f"{prefix}mrr": round(float(result["mrr"]), 4),
+    }
 
 
 def compare_precisions(run_dir, files=None, exports=tuple(EXPORTS), out=None):
@@ -97,11 +105,19 @@ def compare_precisions(run_dir, files=None, exports=tuple(EXPORTS), out=None):
     out = Path(out or tempfile.mkdtemp())
     # The processed files are whitespace-tokenised, so the exports use the whitespace
     # tokeniser and the Predictor feeds them features (serving_ids), as the pipeline does.
-    common = dict(featurizers=featurizers, label_names=config.label_names, tokenizer="whitespace",
-                  backend=get_spec(config.model).export_backend, output=config.output)
-    written = {name.replace("_", " "): export_model(model, out / name, fmt=EXPORTS[name][0],
-                                                    precision=EXPORTS[name][1], **common)
-               for name in exports}
+    common = dict(
+        featurizers=featurizers,
+        label_names=config.label_names,
+        tokenizer="whitespace",
+        backend=get_spec(config.model).export_backend,
+        output=config.output,
+    )
+    written = {
+        name.replace("_", " "): export_model(
+            model, out / name, fmt=EXPORTS[name][0], precision=EXPORTS[name][1], **common
+        )
+        for name in exports
+    }
     predictors = {k: Predictor(p, tokenize="python") for k, p in written.items()}
     dataset = get_dataset(config.dataset)
     report = {}
@@ -110,8 +126,7 @@ def compare_precisions(run_dir, files=None, exports=tuple(EXPORTS), out=None):
         if not path.exists():
             continue
         ranking = dataset.ranking and path.with_suffix(".ids").exists()
-        examples = (load_split(dataset.name, path.parent, path.stem) if ranking
-                    else load_file(path))
+        examples = load_split(dataset.name, path.parent, path.stem) if ranking else load_file(path)
         encoded = encode_examples(examples, featurizers)
         dy = encoded.labels
         ref = predict_probabilities(model, inference_dataset(encoded))
@@ -119,13 +134,15 @@ def compare_precisions(run_dir, files=None, exports=tuple(EXPORTS), out=None):
         if ranking:
             report[fname].update(_ranking_scores(dataset, examples, ref, "keras "))
         for k, predictor in predictors.items():
-            p = predictor.probabilities([ex.text1 for ex in examples],
-                                        [ex.text2 for ex in examples])
+            p = predictor.probabilities(
+                [ex.text1 for ex in examples], [ex.text2 for ex in examples]
+            )
             report[fname][k] = {
                 "acc": round(float((p.argmax(1) == dy).mean()), 4),
                 "same label as keras": round(float((p.argmax(1) == ref.argmax(1)).mean()), 4),
                 "max |p - p_keras|": float(np.abs(p - ref).max()),
-                "finite": bool(np.isfinite(p).all())}
+                "finite": bool(np.isfinite(p).all()),
+            }
             if ranking:
                 report[fname][k].update(_ranking_scores(dataset, examples, p))
     return report

@@ -56,13 +56,18 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["InputError", "MissingOpError", "OUTPUT_FIELDS", "Predictor", "load_saved_model",
-           "read_pairs"]
+__all__ = [
+    "InputError",
+    "MissingOpError",
+    "OUTPUT_FIELDS",
+    "Predictor",
+    "load_saved_model",
+    "read_pairs",
+]
 
 
 class InputError(ValueError):
@@ -123,20 +128,25 @@ def read_pairs(lines, source="<stdin>", fmt="auto"):
             if error:
                 raise InputError(f"{where}: invalid JSON ({error})")
             if not isinstance(record, dict) or not all(
-                    isinstance(record.get(k), str) for k in ("text1", "text2")):
-                raise InputError(f"{where}: expected an object with string fields "
-                                 "'text1' and 'text2'")
+                isinstance(record.get(k), str) for k in ("text1", "text2")
+            ):
+                raise InputError(
+                    f"{where}: expected an object with string fields 'text1' and 'text2'"
+                )
             try:
                 record["text1"].encode("utf-8"), record["text2"].encode("utf-8")
             except UnicodeEncodeError:
-                raise InputError(f"{where}: text1/text2 hold an unpaired surrogate "
-                                 "escape (not valid Unicode)") from None
+                raise InputError(
+                    f"{where}: text1/text2 hold an unpaired surrogate escape (not valid Unicode)"
+                ) from None
             pairs.append(record)
         else:
             fields = line.split("\t")
             if len(fields) < 2:
-                raise InputError(f"{where}: expected text1<TAB>text2, found no tab" + (
-                    f" (nor a JSON object: {error})" if error else ""))
+                raise InputError(
+                    f"{where}: expected text1<TAB>text2, found no tab"
+                    + (f" (nor a JSON object: {error})" if error else "")
+                )
             pairs.append({"text1": fields[0], "text2": fields[1]})
     return pairs
 
@@ -157,6 +167,7 @@ def load_saved_model(path):
 
     try:
         import tensorflow_text  # noqa: F401  (registers NormalizeUTF8, FastWordpiece..., ...)
+
         text_installed = True
     except ImportError:
         text_installed = False
@@ -166,13 +177,17 @@ def load_saved_model(path):
         match = re.search(r"Op type not registered '([^']+)'", str(e))
         if match is None:
             raise
-        fix = (f"tensorflow-text is installed but does not register it: install the "
-               f"tensorflow-text release matching TensorFlow {tf.__version__}"
-               if text_installed else "pip install tensorflow-text (or pip install -e "
-               "'.[bert]')")
-        raise MissingOpError(f"{path}: the SavedModel needs the op '{match.group(1)}', which "
-                           f"this TensorFlow does not have (TensorFlow Text ops, used by BERT "
-                           f"exports): {fix}") from e
+        fix = (
+            f"tensorflow-text is installed but does not register it: install the "
+            f"tensorflow-text release matching TensorFlow {tf.__version__}"
+            if text_installed
+            else "pip install tensorflow-text (or pip install -e '.[bert]')"
+        )
+        raise MissingOpError(
+            f"{path}: the SavedModel needs the op '{match.group(1)}', which "
+            f"this TensorFlow does not have (TensorFlow Text ops, used by BERT "
+            f"exports): {fix}"
+        ) from e
 
 
 class Predictor:
@@ -206,8 +221,9 @@ class Predictor:
         self.batch_size = int(batch_size)
         tflite = (self.export_dir / TFLITE_FILE).exists()
         if tokenize == "auto":
-            tokenize = "graph" if self.config["in_graph_tokenizer_exact"] and not tflite \
-                else "python"
+            tokenize = (
+                "graph" if self.config["in_graph_tokenizer_exact"] and not tflite else "python"
+            )
         if tokenize == "graph" and tflite:
             raise ValueError("TFLite exports take ids: use --tokenize=python")
         self.tokenize = tokenize
@@ -216,25 +232,35 @@ class Predictor:
                 from ai_edge_litert.interpreter import Interpreter
             except ImportError:
                 Interpreter = tf.lite.Interpreter
-            runner = Interpreter(model_path=str(self.export_dir / TFLITE_FILE)) \
-                .get_signature_runner("serving_ids")
+            runner = Interpreter(
+                model_path=str(self.export_dir / TFLITE_FILE)
+            ).get_signature_runner("serving_ids")
             self._features_fn = lambda features: runner(**features)
         else:
             loaded = load_saved_model(self.export_dir)
             self._loaded = loaded
             text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["serving_ids"]
-            self._text_fn = lambda a, b: {k: v.numpy() for k, v in text_fn(
-                text1=tf.constant(a, tf.string), text2=tf.constant(b, tf.string)).items()}
-            self._features_fn = lambda features: {k: v.numpy() for k, v in ids_fn(
-                **{k: tf.constant(v) for k, v in features.items()}).items()}
+            self._text_fn = lambda a, b: {
+                k: v.numpy()
+                for k, v in text_fn(
+                    text1=tf.constant(a, tf.string), text2=tf.constant(b, tf.string)
+                ).items()
+            }
+            self._features_fn = lambda features: {
+                k: v.numpy()
+                for k, v in ids_fn(**{k: tf.constant(v) for k, v in features.items()}).items()
+            }
         if tokenize == "python":
             from re2_tf.data.features import load_featurizer
             from re2_tf.data.tokenization import get_tokenizer
 
-            self._tokenizer = get_tokenizer(self.config["python_tokenizer"],
-                                            lower=self.config["lower"])
-            self._featurizers = [load_featurizer(self.export_dir / "assets", kind, options)
-                                 for kind, options in self.config["features"].items()]
+            self._tokenizer = get_tokenizer(
+                self.config["python_tokenizer"], lower=self.config["lower"]
+            )
+            self._featurizers = [
+                load_featurizer(self.export_dir / "assets", kind, options)
+                for kind, options in self.config["features"].items()
+            ]
 
     def _features(self, texts1, texts2):
         """The model's padded input features for ``n`` pairs (Python tokeniser and
@@ -251,8 +277,12 @@ class Predictor:
                 pair.update(featurizer.python(*(t[:max_length] for t in tokens)))
             rows.append(pair)
         specs = {s.name: s for f in self._featurizers for s in f.specs()}
-        features = {name: pack_ragged([row[name] for row in rows], spec.dtype, spec.inner_shape)
-                    .to_tensor(spec.pad_value).numpy() for name, spec in specs.items()}
+        features = {
+            name: pack_ragged([row[name] for row in rows], spec.dtype, spec.inner_shape)
+            .to_tensor(spec.pad_value)
+            .numpy()
+            for name, spec in specs.items()
+        }
         return features, np.asarray(cut)
 
     def _outputs(self, texts1, texts2):
@@ -260,10 +290,13 @@ class Predictor:
         float32 ``[n]`` when the export serves one, for ``n`` pairs of raw texts."""
         if len(texts1) != len(texts2):
             raise ValueError(f"{len(texts1)} text1 but {len(texts2)} text2")
-        parts = {"probabilities": [np.zeros((0, len(self.label_names)), np.float32)],
-                 "truncated": [np.zeros(0, int)], "score": [np.zeros(0, np.float32)]}
+        parts = {
+            "probabilities": [np.zeros((0, len(self.label_names)), np.float32)],
+            "truncated": [np.zeros(0, int)],
+            "score": [np.zeros(0, np.float32)],
+        }
         for start in range(0, len(texts1), self.batch_size):
-            a, b = texts1[start:start + self.batch_size], texts2[start:start + self.batch_size]
+            a, b = texts1[start : start + self.batch_size], texts2[start : start + self.batch_size]
             if self.tokenize == "graph":
                 out = self._text_fn(a, b)
             else:
@@ -273,8 +306,11 @@ class Predictor:
                 if name in out:
                     parts[name].append(np.asarray(out[name]))
         batches = -(-len(texts1) // self.batch_size)
-        return {name: np.concatenate(arrays) for name, arrays in parts.items()
-                if len(arrays) == batches + 1}
+        return {
+            name: np.concatenate(arrays)
+            for name, arrays in parts.items()
+            if len(arrays) == batches + 1
+        }
 
     def run(self, texts1, texts2):
         """Probabilities float32 ``[n, num_classes]`` and tokens cut by truncation int
@@ -318,16 +354,22 @@ class Predictor:
         names = list(self.label_names)
         if positive is None:
             if len(names) != 2:
-                raise ValueError(f"{self.export_dir} has {len(names)} classes {names}: pass "
-                                 "positive=<label name> to rank by that class's probability")
+                raise ValueError(
+                    f"{self.export_dir} has {len(names)} classes {names}: pass "
+                    "positive=<label name> to rank by that class's probability"
+                )
             return 1
         if isinstance(positive, str):
             if positive not in names:
-                raise ValueError(f"positive={positive!r} is not a label of {self.export_dir} "
-                                 f"({names})")
+                raise ValueError(
+                    f"positive={positive!r} is not a label of {self.export_dir} ({names})"
+                )
             return names.index(positive)
-        if isinstance(positive, (int, np.integer)) and not isinstance(positive, bool) \
-                and -len(names) <= positive < len(names):
+        if (
+            isinstance(positive, (int, np.integer))
+            and not isinstance(positive, bool)
+            and -len(names) <= positive < len(names)
+        ):
             return int(positive) % len(names)
         raise ValueError(f"positive must be a label name or index of {names}, got {positive!r}")
 
@@ -359,10 +401,10 @@ class Predictor:
             raise ValueError("candidates is empty: give at least one text to rank")
         for i, candidate in enumerate(candidates):
             if not isinstance(candidate, str):
-                raise ValueError(f"candidates[{i}] must be a str, got "
-                                 f"{type(candidate).__name__}")
-        if top_k is not None and (isinstance(top_k, bool) or not isinstance(
-                top_k, (int, np.integer)) or top_k < 1):
+                raise ValueError(f"candidates[{i}] must be a str, got {type(candidate).__name__}")
+        if top_k is not None and (
+            isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1
+        ):
             raise ValueError(f"top_k must be an int >= 1 or None, got {top_k!r}")
         scores = self.scores([query] * len(candidates), candidates, positive=positive)
         order = sorted(range(len(candidates)), key=lambda i: -float(scores[i]))
@@ -389,9 +431,10 @@ class Predictor:
         probs, cut = self.run([p["text1"] for p in pairs], [p["text2"] for p in pairs])
         records = []
         for pair, row in zip(pairs, probs):
-            record = {"label": self.label_names[int(np.argmax(row))],
-                      "probabilities": {n: round(float(p), 6)
-                                        for n, p in zip(self.label_names, row)}}
+            record = {
+                "label": self.label_names[int(np.argmax(row))],
+                "probabilities": {n: round(float(p), 6) for n, p in zip(self.label_names, row)},
+            }
             for key, value in pair.items():
                 if key not in ("text1", "text2"):
                     name = key
@@ -400,4 +443,3 @@ class Predictor:
                     record[name] = value
             records.append(record)
         return records, int(np.count_nonzero(cut))
-

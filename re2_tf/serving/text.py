@@ -65,8 +65,11 @@ _SNLI_RULES = (
     # the abbreviations of re2_tf.data.tokenization when more text follows.
     (r"([^\s.])\.(\s|$)", r"\1 . \2"),
     (r"""([^.\s])\.([\])}>"']*)\s*$""", r"\1 . \2 "),
-    (r"(?i)(^|\s)(mr|mrs|ms|dr|st|ft|mt|rt|jr|sr|vs|etc|no|e\.g|i\.e|a\.m|p\.m|u\.s|u\.k|jan|feb"
-     r"|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec) \. (\s*\S)", r"\1\2. \3"),
+    (
+        r"(?i)(^|\s)(mr|mrs|ms|dr|st|ft|mt|rt|jr|sr|vs|etc|no|e\.g|i\.e|a\.m|p\.m|u\.s|u\.k|jan|feb"
+        r"|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec) \. (\s*\S)",
+        r"\1\2. \3",
+    ),
     # punctuation that NLTK always separates.
     (r"([;@#$%&?!\[\](){}<>*+=|~^])", r" \1 "),
     # comma / colon not followed by a digit.
@@ -94,17 +97,24 @@ def snli_tokenize(text, lower=True):
     return tf.ragged.boolean_mask(tokens, keep)
 
 
-_HTML_ENTITIES = (("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"),
-                  ("&#39;", "'"), ("&apos;", "'"), ("&nbsp;", " "))
+_HTML_ENTITIES = (
+    ("&quot;", '"'),
+    ("&amp;", "&"),
+    ("&lt;", "<"),
+    ("&gt;", ">"),
+    ("&#39;", "'"),
+    ("&apos;", "'"),
+    ("&nbsp;", " "),
+)
 
 
 def scitail_tokenize(text, lower=True):
     """``tf.string [batch]`` -> ragged tokens approximating ``tokenization.scitail_tokenize``."""
-    for entity, char in _HTML_ENTITIES:                              # TweetTokenizer
+    for entity, char in _HTML_ENTITIES:  # TweetTokenizer
         text = tf.strings.regex_replace(text, entity, char)
     text = tf.strings.regex_replace(text, _WHITESPACE, " ")
-    text = tf.strings.regex_replace(text, r'[-.#"/]', " ")           # release rule 1
-    text = tf.strings.regex_replace(text, r"([^\w\s'])", r" \1 ")    # TweetTokenizer: punct
+    text = tf.strings.regex_replace(text, r'[-.#"/]', " ")  # release rule 1
+    text = tf.strings.regex_replace(text, r"([^\w\s'])", r" \1 ")  # TweetTokenizer: punct
     text = tf.strings.join([" ", text, " "])
     # TweetTokenizer: a word of >= 3 letters is cut before a digit ("epsilon4" -> epsilon 4).
     text = tf.strings.regex_replace(text, r"(\s\pL{3,})(\d)", r"\1 \2")

@@ -43,9 +43,12 @@ def make_inputs(spec, batch, rng):
             words = np.asarray(s["words"], dtype=object)
             length = shape[1] if len(shape) > 1 else 20
             out[name] = np.asarray(
-                [" ".join(rng.choice(words, size=length)) for _ in range(batch)], dtype=object)
+                [" ".join(rng.choice(words, size=length)) for _ in range(batch)], dtype=object
+            )
         else:
-            out[name] = rng.integers(s.get("low", 0), s.get("high", 2), size=shape).astype(s["dtype"])
+            out[name] = rng.integers(s.get("low", 0), s.get("high", 2), size=shape).astype(
+                s["dtype"]
+            )
     return out
 
 
@@ -58,9 +61,11 @@ def main(request):
     if path.endswith(".tflite"):
         try:
             from ai_edge_litert.interpreter import Interpreter
+
             interpreter_name = "ai_edge_litert"
         except ImportError:  # fall back to TensorFlow's copy
             import tensorflow as tf
+
             Interpreter = tf.lite.Interpreter
             interpreter_name = "tf.lite"
         interpreter = Interpreter(model_path=path, num_threads=intra or None)
@@ -70,6 +75,7 @@ def main(request):
             return runner(**inputs)
     else:
         import tensorflow as tf
+
         if intra:
             tf.config.threading.set_intra_op_parallelism_threads(intra)
         if inter:
@@ -80,6 +86,7 @@ def main(request):
             if "Op type not registered" not in str(error):
                 raise
             import tensorflow_text  # noqa: F401
+
             loaded = tf.saved_model.load(path)
         fn = loaded.signatures[request["signature"]]
         interpreter_name = "tf.saved_model.load"
@@ -112,9 +119,18 @@ def main(request):
         for _ in range(n):
             call(big_inputs)
         throughput = n * big / (time.perf_counter() - start)
-    print(json.dumps({"first_call_s": first, "times_s": times,
-                      "throughput_pairs_per_s": throughput, "interpreter": interpreter_name,
-                      "loaded_rss_mib": loaded_rss, "peak_rss_mib": peak_rss_mib()}))
+    print(
+        json.dumps(
+            {
+                "first_call_s": first,
+                "times_s": times,
+                "throughput_pairs_per_s": throughput,
+                "interpreter": interpreter_name,
+                "loaded_rss_mib": loaded_rss,
+                "peak_rss_mib": peak_rss_mib(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,14 @@ from re2_tf.training.sampling import pairwise_triples
 from re2_tf.training.schedule import WarmupExponentialDecay, WarmupLinearDecay
 from re2_tf.training.trainer import MatchingTrainer
 
-__all__ = ["MatchingTrainer", "OptimizerRecipe", "PlateauDecay", "TASK_LOSSES",
-           "WarmupExponentialDecay", "WarmupLinearDecay", "build_optimizer", "get_task_loss",
-           "pairwise_triples"]
+__all__ = [
+    "MatchingTrainer",
+    "OptimizerRecipe",
+    "PlateauDecay",
+    "TASK_LOSSES",
+    "WarmupExponentialDecay",
+    "WarmupLinearDecay",
+    "build_optimizer",
+    "get_task_loss",
+    "pairwise_triples",
+]

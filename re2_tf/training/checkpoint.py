@@ -32,9 +32,12 @@ def _layers(model):
 
 def frozen_embedding_variables(network):
     """Variables of non-trainable ``keras.layers.Embedding`` layers (fixed pretrained vectors)."""
-    return [v for layer in _layers(network)
-            if isinstance(layer, keras.layers.Embedding) and not layer.trainable
-            for v in layer.weights]
+    return [
+        v
+        for layer in _layers(network)
+        if isinstance(layer, keras.layers.Embedding) and not layer.trainable
+        for v in layer.weights
+    ]
 
 
 class TrainingBackup(keras.callbacks.Callback):
@@ -84,8 +87,10 @@ class TrainingBackup(keras.callbacks.Callback):
         with np.load(self.path) as saved:
             paths = json.loads(str(saved["paths"]))
             if paths != [v.path for v in variables]:
-                raise ValueError(f"{self.path} was written for other variables than this "
-                                 "model and optimizer have; use --overwrite to start again.")
+                raise ValueError(
+                    f"{self.path} was written for other variables than this "
+                    "model and optimizer have; use --overwrite to start again."
+                )
             for i, variable in enumerate(variables):
                 variable.assign(saved[f"v{i}"])
         return int(self.optimizer.iterations.numpy())

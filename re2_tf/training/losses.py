@@ -30,8 +30,9 @@ def _scores(output):
     if rank == 2 and shape[-1] == 1:
         output = output[:, 0]
     elif rank != 1:
-        raise ValueError(f"a score loss needs network outputs of shape [batch] or [batch, 1], "
-                         f"got {shape}")
+        raise ValueError(
+            f"a score loss needs network outputs of shape [batch] or [batch, 1], got {shape}"
+        )
     return tf.cast(output, "float32")
 
 
@@ -63,7 +64,8 @@ class SoftmaxCrossEntropy:
         y = tf.cast(y, "int32")
         logits = network(x, training=training)
         loss = tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+        )
         correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type="int32"), y), "float32")
         return loss, {"acc": tf.reduce_mean(correct)}
 
@@ -100,12 +102,15 @@ class PairwiseHinge:
     def __call__(self, network, x, y, training):
         if not isinstance(x, dict) or set(x) != {"positive", "negative"}:
             got = sorted(x) if isinstance(x, dict) else type(x).__name__
-            raise ValueError("pairwise_hinge needs x = {'positive': features, 'negative': "
-                             f"features}}, got {got}")
+            raise ValueError(
+                "pairwise_hinge needs x = {'positive': features, 'negative': "
+                f"features}}, got {got}"
+            )
         positive, negative = x["positive"], x["negative"]
         if set(positive) != set(negative):
-            raise ValueError(f"positive and negative features differ: {sorted(positive)} vs "
-                             f"{sorted(negative)}")
+            raise ValueError(
+                f"positive and negative features differ: {sorted(positive)} vs {sorted(negative)}"
+            )
         both = {key: _pad_and_concat(positive[key], negative[key]) for key in positive}
         scores = _scores(network(both, training=training))
         b = tf.shape(scores)[0] // 2
@@ -131,8 +136,7 @@ class SquaredError:
         return tf.reduce_mean(tf.square(error)), {"mae": tf.reduce_mean(tf.abs(error))}
 
 
-TASK_LOSSES = {loss.name: loss
-               for loss in (SoftmaxCrossEntropy(), PairwiseHinge(), SquaredError())}
+TASK_LOSSES = {loss.name: loss for loss in (SoftmaxCrossEntropy(), PairwiseHinge(), SquaredError())}
 
 
 def resolve_task_loss(spec, hparams=None):
@@ -146,8 +150,9 @@ def resolve_task_loss(spec, hparams=None):
     """
     name = spec.task_loss_name(hparams)
     if name not in TASK_LOSSES:
-        raise ValueError(f"model {spec.name!r} names an unknown task loss {name!r}; known: "
-                         f"{sorted(TASK_LOSSES)}")
+        raise ValueError(
+            f"model {spec.name!r} names an unknown task loss {name!r}; known: {sorted(TASK_LOSSES)}"
+        )
     return TASK_LOSSES[name]
 
 

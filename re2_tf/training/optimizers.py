@@ -110,7 +110,7 @@ class PlateauDecay:
     @property
     def lr(self):
         """float, the current rate ``initial_lr * factor ** decays``."""
-        return self.initial_lr * self.factor ** self.decays
+        return self.initial_lr * self.factor**self.decays
 
     def _assign(self):
         self.optimizer.learning_rate = self.lr
@@ -125,8 +125,12 @@ class PlateauDecay:
 
     def get_state(self):
         """JSON-serialisable ``{"initial_lr", "factor", "decays", "lr"}``."""
-        return {"initial_lr": self.initial_lr, "factor": self.factor, "decays": self.decays,
-                "lr": self.lr}
+        return {
+            "initial_lr": self.initial_lr,
+            "factor": self.factor,
+            "decays": self.decays,
+            "lr": self.lr,
+        }
 
     def set_state(self, state):
         """Restore ``get_state()``'s output and assign its rate to the optimiser.
@@ -136,8 +140,10 @@ class PlateauDecay:
         """
         saved = (state["initial_lr"], state["factor"])
         if not all(math.isclose(a, b) for a, b in zip(saved, (self.initial_lr, self.factor))):
-            raise ValueError(f"plateau state was saved with initial_lr, factor = {saved}, "
-                             f"not {(self.initial_lr, self.factor)}")
+            raise ValueError(
+                f"plateau state was saved with initial_lr, factor = {saved}, "
+                f"not {(self.initial_lr, self.factor)}"
+            )
         self.decays = int(state["decays"])
         self._assign()
 
@@ -163,12 +169,15 @@ def build_optimizer(recipe):
     if not recipe.lr >= 0:  # 0 is allowed: a frozen run (tests of the routine use it)
         raise ValueError(f"lr must be >= 0, got {recipe.lr}")
     if recipe.weight_decay and recipe.name != "adamw":
-        raise ValueError(f"weight_decay={recipe.weight_decay} needs the adamw optimizer, not "
-                         f"{recipe.name} (use a kernel regulariser for L2)")
+        raise ValueError(
+            f"weight_decay={recipe.weight_decay} needs the adamw optimizer, not "
+            f"{recipe.name} (use a kernel regulariser for L2)"
+        )
     lr = float(recipe.lr)
     if recipe.schedule == "release":
-        lr = WarmupExponentialDecay(lr, recipe.min_lr, recipe.warmup_steps, recipe.decay_rate,
-                                    recipe.decay_steps)
+        lr = WarmupExponentialDecay(
+            lr, recipe.min_lr, recipe.warmup_steps, recipe.decay_rate, recipe.decay_steps
+        )
     elif recipe.schedule == "linear":
         lr = WarmupLinearDecay(lr, recipe.total_steps, recipe.warmup_steps)
     kwargs = {"learning_rate": lr}

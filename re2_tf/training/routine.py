@@ -67,10 +67,30 @@ class ReleaseRoutine(keras.callbacks.Callback):
     included).
     """
 
-    def __init__(self, network, run_dir, spec, dev_examples, dev_encoded, metric, total_steps,
-                 steps_per_data_epoch, eval_steps, eval_steps_warmup, eval_warmup_steps,
-                 min_steps, early_stopping_steps, log_steps, eval_epoch, max_loss, batch_size,
-                 logger, progress=True, eval_batch_size=256, lr_controller=None):
+    def __init__(
+        self,
+        network,
+        run_dir,
+        spec,
+        dev_examples,
+        dev_encoded,
+        metric,
+        total_steps,
+        steps_per_data_epoch,
+        eval_steps,
+        eval_steps_warmup,
+        eval_warmup_steps,
+        min_steps,
+        early_stopping_steps,
+        log_steps,
+        eval_epoch,
+        max_loss,
+        batch_size,
+        logger,
+        progress=True,
+        eval_batch_size=256,
+        lr_controller=None,
+    ):
         super().__init__()
         self.network = network
         self.run_dir = Path(run_dir)
@@ -92,8 +112,14 @@ class ReleaseRoutine(keras.callbacks.Callback):
         self.batch_size = batch_size
         self.logger = logger
         self.progress = progress
-        self.state = {"best_score": -np.inf, "best_step": 0, "best_metrics": None,
-                      "evaluations": 0, "finished": False, "stop_reason": None}
+        self.state = {
+            "best_score": -np.inf,
+            "best_step": 0,
+            "best_metrics": None,
+            "evaluations": 0,
+            "finished": False,
+            "stop_reason": None,
+        }
         self.writer = tf.summary.create_file_writer(str(self.run_dir / runs.TENSORBOARD_DIR))
         self._window = []
 
@@ -129,16 +155,21 @@ class ReleaseRoutine(keras.callbacks.Callback):
     def save_snapshot(self, step):
         backup = self.run_dir / runs.BACKUP_DIR
         backup.mkdir(parents=True, exist_ok=True)
-        snapshot = {"step": step, "routine": self._json_state(),
-                    "seed_states": [v.numpy().tolist() for v in self._seed_states()],
-                    "lr_controller": (self.lr_controller.get_state()
-                                      if self.lr_controller is not None else None)}
+        snapshot = {
+            "step": step,
+            "routine": self._json_state(),
+            "seed_states": [v.numpy().tolist() for v in self._seed_states()],
+            "lr_controller": (
+                self.lr_controller.get_state() if self.lr_controller is not None else None
+            ),
+        }
         path = backup / SNAPSHOT_PATTERN.format(step=step)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(snapshot))
         os.replace(tmp, path)
-        old = sorted(backup.glob(SNAPSHOT_PATTERN.format(step="*")),
-                     key=lambda p: int(p.stem.split("-")[1]))
+        old = sorted(
+            backup.glob(SNAPSHOT_PATTERN.format(step="*")), key=lambda p: int(p.stem.split("-")[1])
+        )
         for stale in old[:-SNAPSHOTS_KEPT]:
             stale.unlink()
 
@@ -164,8 +195,11 @@ class ReleaseRoutine(keras.callbacks.Callback):
         self._clock = time.perf_counter()
         self._trained_seconds = 0.0
         self._bar = (
-            keras.utils.Progbar(self.total_steps, stateful_metrics=["lr", "dev"], unit_name="update")
-            if self.progress else None
+            keras.utils.Progbar(
+                self.total_steps, stateful_metrics=["lr", "dev"], unit_name="update"
+            )
+            if self.progress
+            else None
         )
         if self._bar is not None and self._step0:
             self._bar.update(self._step0)
@@ -179,20 +213,27 @@ class ReleaseRoutine(keras.callbacks.Callback):
         logs = logs or {}
         step = int(self.model.optimizer.iterations.numpy())
         if float(logs.get("nonfinite", 0.0)):
-            self._stop(f"[Loss is not finite ({float(logs.get('loss', np.nan)):.4g}) at update "
-                       f"{step + 1}: that update was not applied and training is stopped. "
-                       "Check the data (empty texts are handled) and lower --lr.]")
+            self._stop(
+                f"[Loss is not finite ({float(logs.get('loss', np.nan)):.4g}) at update "
+                f"{step + 1}: that update was not applied and training is stopped. "
+                "Check the data (empty texts are handled) and lower --lr.]"
+            )
             return
         loss = float(logs.get("loss", np.nan))
         self._window.append({k: float(v) for k, v in logs.items() if k != "nonfinite"})
         if step % self.log_steps == 0:
             self._write_train_summaries(step)
         if self._bar is not None:
-            self._bar.update(step, [("loss", loss), ("lr", float(logs.get("lr", 0.0)))]
-                             + [(k, logs[k]) for k in ("acc",) if k in logs])
+            self._bar.update(
+                step,
+                [("loss", loss), ("lr", float(logs.get("lr", 0.0)))]
+                + [(k, logs[k]) for k in ("acc",) if k in logs],
+            )
         if loss > self.max_loss:
-            self._stop(f"[Loss {loss:.4g} exceeds max_loss {self.max_loss}: unstable training "
-                       f"stopped at update {step}.]")
+            self._stop(
+                f"[Loss {loss:.4g} exceeds max_loss {self.max_loss}: unstable training "
+                f"stopped at update {step}.]"
+            )
             return
         interval = self.eval_steps if step > self.eval_warmup_steps else self.eval_steps_warmup
         epoch_end = self.eval_epoch and step % self.steps_per_data_epoch == 0
@@ -228,7 +269,9 @@ class ReleaseRoutine(keras.callbacks.Callback):
     def _evaluate(self, step):
         now = time.perf_counter()
         self._trained_seconds += now - self._clock
-        result = score(self.spec, self.dev_examples, predict_outputs(self.network, self.dev_dataset))
+        result = score(
+            self.spec, self.dev_examples, predict_outputs(self.network, self.dev_dataset)
+        )
         value = result[self.metric]
         improved = value > self.state["best_score"]
         if improved:
@@ -251,8 +294,7 @@ class ReleaseRoutine(keras.callbacks.Callback):
             for key, val in result.items():
                 tf.summary.scalar(f"dev/{key}", float(val))
             tf.summary.scalar("train/pairs_per_second", speed)
-        if (step - self.state["best_step"] > self.early_stopping_steps
-                and step > self.min_steps):
+        if step - self.state["best_step"] > self.early_stopping_steps and step > self.min_steps:
             self._stop("[Tolerance reached. Training is stopped early.]")
         self.save_state()
         self._clock = time.perf_counter()

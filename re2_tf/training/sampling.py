@@ -45,8 +45,15 @@ def pairwise_triples(qids, labels, max_negatives=None, seed=0):
         groups.setdefault(qid, ([], []))[1 - int(label)].append(index)
     rng = np.random.default_rng(seed)
     positive, negative = [], []
-    stats = dict(questions=len(groups), questions_used=0, questions_without_positive=0,
-                 questions_without_negative=0, pairs_skipped=0, triples=0, triples_capped=0)
+    stats = dict(
+        questions=len(groups),
+        questions_used=0,
+        questions_without_positive=0,
+        questions_without_negative=0,
+        pairs_skipped=0,
+        triples=0,
+        triples_capped=0,
+    )
     for pos, neg in groups.values():
         if not pos or not neg:
             stats["questions_without_positive" if not pos else "questions_without_negative"] += 1

@@ -80,8 +80,10 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def __init__(self, lr, total_steps, warmup_steps=0):
         if int(total_steps) < 1 or not 0 <= int(warmup_steps) <= int(total_steps):
-            raise ValueError(f"need total_steps >= 1 and 0 <= warmup_steps <= total_steps, got "
-                             f"total_steps={total_steps}, warmup_steps={warmup_steps}")
+            raise ValueError(
+                f"need total_steps >= 1 and 0 <= warmup_steps <= total_steps, got "
+                f"total_steps={total_steps}, warmup_steps={warmup_steps}"
+            )
         self.lr = float(lr)
         self.total_steps = int(total_steps)
         self.warmup_steps = int(warmup_steps)

@@ -22,8 +22,9 @@ def model_loss_terms(network):
     ``network`` is called as the outermost layer, so they belong to that call.
     """
     terms = {"loss_regularization": tf.zeros([], "float32")}
-    regularization = [v.regularizer(v) for v in network.trainable_weights
-                      if v.regularizer is not None]
+    regularization = [
+        v.regularizer(v) for v in network.trainable_weights if v.regularizer is not None
+    ]
     if regularization:
         terms["loss_regularization"] = tf.cast(tf.add_n(regularization), "float32")
     for layer in all_sublayers(network, include_self=True):
@@ -73,8 +74,14 @@ class MatchingTrainer(keras.Model):
     Reference: RE2 paper §3.2 (Adam, gradient clipping at 5); release's ``Model.update``.
     """
 
-    def __init__(self, network, grad_clipping=5.0, task_loss="softmax_cross_entropy",
-                 accumulation_steps=1, **kwargs):
+    def __init__(
+        self,
+        network,
+        grad_clipping=5.0,
+        task_loss="softmax_cross_entropy",
+        accumulation_steps=1,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if int(accumulation_steps) < 1:
             raise ValueError(f"accumulation_steps must be >= 1, got {accumulation_steps!r}")
@@ -93,8 +100,10 @@ class MatchingTrainer(keras.Model):
             terms = model_loss_terms(self.network)
             loss = tf.add_n([task, *terms.values()])
         grads = tape.gradient(loss, variables)
-        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-                 for g, v in zip(grads, variables)]
+        grads = [
+            tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+            for g, v in zip(grads, variables)
+        ]
         return {"loss": loss, "loss_task": task, **terms, **metrics}, grads
 
     def _accumulated(self, x, y, variables):
@@ -105,28 +114,35 @@ class MatchingTrainer(keras.Model):
         size = (rows + k - 1) // k
 
         def part(tensor, i):
-            return tensor[i * size:tf.minimum((i + 1) * size, rows)]
+            return tensor[i * size : tf.minimum((i + 1) * size, rows)]
 
         def micro(i):
             xi = tf.nest.map_structure(lambda t: part(t, i), x)
             yi = None if y is None else tf.nest.map_structure(lambda t: part(t, i), y)
             logs, grads = self._loss_and_gradients(xi, yi, variables)
             weight = tf.cast(tf.shape(tf.nest.flatten(xi)[0])[0], "float32") / tf.cast(
-                rows, "float32")
-            return ({name: value * weight for name, value in logs.items()},
-                    [g * tf.cast(weight, g.dtype) for g in grads])
+                rows, "float32"
+            )
+            return (
+                {name: value * weight for name, value in logs.items()},
+                [g * tf.cast(weight, g.dtype) for g in grads],
+            )
 
         # The first micro-batch fixes the structure (and the set of loss terms) of the sums.
         logs, grads = micro(0)
 
         def body(i, logs, grads):
             more_logs, more_grads = micro(i)
-            return (i + 1, {n: logs[n] + more_logs[n] for n in logs},
-                    [a + b for a, b in zip(grads, more_grads)])
+            return (
+                i + 1,
+                {n: logs[n] + more_logs[n] for n in logs},
+                [a + b for a, b in zip(grads, more_grads)],
+            )
 
         steps = tf.minimum(k, (rows + size - 1) // size)  # a small last batch has fewer parts
-        _, logs, grads = tf.while_loop(lambda i, *_: i < steps, body,
-                                       (tf.constant(1), logs, grads), maximum_iterations=k - 1)
+        _, logs, grads = tf.while_loop(
+            lambda i, *_: i < steps, body, (tf.constant(1), logs, grads), maximum_iterations=k - 1
+        )
         return logs, grads
 
     def train_step(self, data):
@@ -143,5 +159,4 @@ class MatchingTrainer(keras.Model):
             self.optimizer.build(variables)
         finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(norm))
         tf.cond(finite, lambda: self.optimizer.apply(grads, variables), lambda: None)
-        return {**logs, "grad_norm": norm, "lr": lr,
-                "nonfinite": 1.0 - tf.cast(finite, "float32")}
+        return {**logs, "grad_norm": norm, "lr": lr, "nonfinite": 1.0 - tf.cast(finite, "float32")}
