@@ -57,6 +57,7 @@ Attributes of the loaded object: ``vocab_size``, ``num_classes`` (int64 variable
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -111,17 +112,340 @@ IDS_SHAPE = "must be int32 [batch, length]"
 
 
 def _buckets_for(max_length, length_buckets):
+    """int32 ``[n]`` sorted length buckets: those in ``(0, max_length)``, then ``max_length``."""
     buckets = sorted({int(b) for b in length_buckets if 0 < int(b) < max_length} | {max_length})
     return tf.constant(buckets, tf.int32)
 
 
 def _feature_shape(spec):
+    """The rank error's text for a feature input: ``"must be <dtype> [batch, length, ...]"``."""
     inner = "".join(f", {d}" for d in spec.inner_shape)
     return f"must be {spec.dtype} [batch, length{inner}]"
 
 
+# ------------------------------------------------------------------- shared helpers
+def _model_outputs(backend, output, features):
+    """The model function (saved with ``jit_compile`` when ``xla``).
+
+    Args:
+        backend: the serving backend (feature dict in, logits or scores out).
+        output: ``logits`` or ``score``.
+        features: ``{name: tensor [batch, length, *inner]}``, padded.
+
+    Returns:
+        float32 logits ``[batch, classes]``, or scores ``[batch]`` when ``output="score"``.
+    """
+    out = tf.cast(backend(features), tf.float32)
+    return tf.reshape(out, [-1]) if output == "score" else out
+
+
+def _probabilities(outputs, output):
+    """float32 ``[batch, classes]`` probabilities of :func:`_model_outputs`' ``outputs``.
+
+    Softmax of logits; a score ``s`` (``output="score"``, ``[batch]``) gives
+    ``[1 - sigmoid(s), sigmoid(s)]``, as :func:`re2_tf.evaluation.to_probabilities`.
+    """
+    if output == "score":
+        positive = tf.sigmoid(outputs)
+        return tf.stack([1.0 - positive, positive], axis=-1)
+    return tf.nn.softmax(outputs, axis=-1)
+
+
+def _bucket(buckets, n):
+    """The smallest length bucket >= ``n``; ``n`` itself past the largest (a packed pair
+    of two texts can be longer than ``max_length``, the limit per text).
+
+    Args:
+        buckets: int32 ``[k]`` sorted buckets (:func:`_buckets_for`).
+        n: int32 scalar length.
+
+    Returns:
+        int32 scalar.
+    """
+    index = tf.searchsorted(buckets, [n])[0]
+    last = tf.size(buckets) - 1
+    return tf.where(index <= last, tf.gather(buckets, tf.minimum(index, last)), n)
+
+
+def _batch_bucket(rows):
+    """int32 scalar: the smallest power of two >= ``rows`` (int32 scalar >= 1)."""
+    return tf.maximum(
+        rows,
+        tf.cast(
+            2 ** tf.math.ceil(tf.math.log(tf.cast(rows, tf.float32)) / np.log(2.0) - 1e-6),
+            tf.int32,
+        ),
+    )
+
+
+def _padded(features, specs, buckets):
+    """Every feature padded (with its spec's ``pad_value``) to a common batch and, per side,
+    a common length.
+
+    At least one row and one position are always kept (padding), because a zero-sized
+    batch or text fails inside the kernels without XLA. With ``buckets`` (XLA), the batch
+    is padded to a power of two and each side's length to a bucket (:func:`_bucket`), so
+    XLA compiles a bounded number of shapes.
+
+    Args:
+        features: ``{name: tensor [batch, length, *inner]}``, one per spec.
+        specs: the features' specs (``name``, ``side``, ``inner_shape``, ``pad_value``).
+        buckets: int32 ``[k]`` length buckets, or ``None`` (no bucketing).
+
+    Returns:
+        ``{name: tensor [rows, side length, *inner]}``, same dtypes; rows >= batch.
+    """
+    batch = tf.shape(features[specs[0].name])[0]
+    rows = tf.maximum(batch, 1)
+    lengths = {}
+    for spec in specs:
+        length = tf.maximum(tf.shape(features[spec.name])[1], 1)
+        lengths[spec.side] = tf.maximum(lengths.get(spec.side, 1), length)
+    if buckets is not None:
+        rows = _batch_bucket(rows)
+        lengths = {side: _bucket(buckets, n) for side, n in lengths.items()}
+    padded = {}
+    for spec in specs:
+        x = features[spec.name]
+        pads = [[0, rows - batch], [0, lengths[spec.side] - tf.shape(x)[1]]]
+        padded[spec.name] = tf.pad(
+            x,
+            pads + [[0, 0]] * len(spec.inner_shape),
+            constant_values=tf.cast(spec.pad_value, x.dtype),
+        )
+    return padded
+
+
+def _predict(module, features, truncated):
+    """Bucket-pad every feature, run the model; probabilities, label names, truncation.
+
+    Args:
+        module: the :class:`ServingModule` (its specs, buckets, model function, labels).
+        features: ``{name: tensor [batch, length, *inner]}`` (the model's features, at most
+            ``max_length`` positions per text).
+        truncated: int32 ``[batch]`` tokens cut per pair.
+
+    Returns:
+        ``{"probabilities": float32 [batch, num_classes], "label": string [batch],
+        "truncated": int32 [batch]}``, plus ``"score"`` float32 ``[batch]`` for score models.
+    """
+    batch = tf.shape(features[module._specs[0].name])[0]
+    buckets = module._buckets if module._xla else None
+    outputs = module._core(_padded(features, module._specs, buckets))[:batch]
+    probabilities = _probabilities(outputs, module._output)
+    labels = tf.gather(tf.constant(module._label_list), tf.argmax(probabilities, -1))
+    result = {"probabilities": probabilities, "label": labels, "truncated": truncated}
+    if module._output == "score":
+        result["score"] = outputs
+    return result
+
+
+def _checked(inputs, specs):
+    """``inputs`` after run-time checks of each one's rank, then of their batch sizes.
+
+    ``tf.rank``/``tf.debugging.assert_rank`` cannot do the rank check: the signature's
+    static shape makes them constants, while a loaded signature (and TF Serving) feeds a
+    tensor of any rank. The rank is counted at run time as the size of
+    ``tf.where(tf.shape(x) >= 0)``, whose size graph optimisers cannot infer, so a wrong
+    rank stops here with ``"<name> must be ..."`` instead of deep in a kernel.
+
+    Args:
+        inputs: ``{name: tensor}``.
+        specs: ``{name: (rank, message)}``.
+
+    Returns:
+        ``{name: tensor}``, the same values behind the checks.
+
+    Raises:
+        InvalidArgumentError (at run time): ``"<name> <message>"`` for a wrong rank;
+            :data:`BATCH_MISMATCH` for different batch sizes.
+    """
+    checks = [
+        tf.debugging.assert_equal(
+            tf.shape(tf.where(tf.shape(x) >= 0), out_type=tf.int32)[0],
+            specs[name][0],
+            message=f"{name} {specs[name][1]}",
+        )
+        for name, x in inputs.items()
+    ]
+    with tf.control_dependencies(checks):
+        inputs = {name: tf.identity(x) for name, x in inputs.items()}
+    batches = [tf.shape(x)[0] for x in inputs.values()]
+    with tf.control_dependencies(
+        [tf.debugging.assert_equal(b, batches[0], message=BATCH_MISMATCH) for b in batches[1:]]
+    ):
+        return {name: tf.identity(x) for name, x in inputs.items()}
+
+
+# --------------------------------------------------------------- raw-text signature
+def _tokens(text, tokenizer, lower, max_length):
+    """Tokenise one batch of texts and truncate it.
+
+    Args:
+        text: ``tf.string [batch]``.
+        tokenizer: in-graph tokeniser name; lower: lower-case while tokenising.
+        max_length: tokens kept per text.
+
+    Returns:
+        ``(tokens, cut)``: ``tf.string`` ragged ``[batch, (<= max_length)]`` (a text with no
+        token has no row entries) and int32 ``[batch]`` tokens cut beyond ``max_length``.
+    """
+    ragged = text_lib.tokenize(tokenizer, text, lower=lower)
+    # tf.strings.split gives [""] for a text with no token: drop it (no token = empty)
+    ragged = tf.ragged.boolean_mask(ragged, tf.strings.length(ragged) > 0)
+    cut = tf.maximum(tf.cast(ragged.row_lengths(), tf.int32) - max_length, 0)
+    return ragged[:, :max_length], cut
+
+
+def _featurized(featurizers, tokens):
+    """The model's features of the token batches, and what the featurisers cut.
+
+    Args:
+        featurizers: in-graph featurisers (``Featurizer.graph``).
+        tokens: ragged ``tf.string [batch, (length)]`` per text (``text1``, ``text2``).
+
+    Returns:
+        ``(features, cut)``: ``{name: tensor [batch, length, *inner]}`` and int32 ``[batch]``
+        (or ``0``) positions a featuriser cut (e.g. BERT's word pieces beyond packing).
+    """
+    features, cut = {}, 0
+    for featurizer in featurizers:
+        out = dict(featurizer(*tokens))
+        cut += out.pop(TRUNCATED_KEY, 0)  # e.g. word pieces cut by packing
+        features.update(out)
+    return features, cut
+
+
+def _text_signature(module):
+    """``serving_default``: a ``tf.function`` over two ``tf.string [None]`` inputs.
+
+    Tokenise, truncate and count, featurise, predict (:func:`_predict`) with ``module``'s
+    tokeniser, featurisers and model function.
+    """
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="text1"),
+            tf.TensorSpec([None], tf.string, name="text2"),
+        ]
+    )
+    def serve_text(text1, text2):
+        """Raw sentences -> probabilities/label/truncated (module docstring: the contract).
+
+        Args:
+            text1, text2: ``tf.string [batch]`` UTF-8 sentences (same batch size); a text
+                with no token is an empty (all-padding) text, as in training.
+
+        Returns:
+            ``{"probabilities": float32 [batch, num_classes], "label": string [batch],
+            "truncated": int32 [batch]}`` (tokens cut beyond ``max_length``, both texts;
+            plus ``score`` float32 ``[batch]`` for score models).
+
+        Raises:
+            InvalidArgumentError: ``text1 and text2 must have the same batch size``;
+                ``text1 must be tf.string [batch]`` (or ``text2``) for another rank.
+        """
+        texts = _checked(
+            {"text1": text1, "text2": text2}, {"text1": (1, TEXT_SHAPE), "text2": (1, TEXT_SHAPE)}
+        )
+        tokens, truncated = [], 0
+        for text in texts.values():
+            ragged, cut = _tokens(text, module._tokenizer_name, module._lower, module._max_length)
+            truncated += cut
+            tokens.append(ragged)
+        features, cut = _featurized(module.featurizers, tokens)
+        return _predict(module, features, truncated + cut)
+
+    return serve_text
+
+
+# --------------------------------------------------------------- features signature
+def _checked_ids(features, specs, vocab_sizes):
+    """``features`` behind run-time range checks of their token ids.
+
+    Args:
+        features: ``{name: tensor [batch, length, *inner]}``.
+        specs: the features' specs; vocab_sizes: ``{name: vocabulary size}`` of id features.
+
+    Returns:
+        ``{name: tensor}``, the same values.
+
+    Raises:
+        InvalidArgumentError (at run time): :data:`ID_RANGE` for an integer id feature with
+            a value outside ``[0, vocab_size)``.
+    """
+    checks = []
+    for spec in specs:
+        x = features[spec.name]
+        if spec.name in vocab_sizes and spec.dtype.startswith("int"):
+            checks.append(tf.debugging.assert_non_negative(x, message=ID_RANGE))
+            checks.append(
+                tf.debugging.assert_less(
+                    x, tf.constant(vocab_sizes[spec.name], x.dtype), message=ID_RANGE
+                )
+            )
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(x) for name, x in features.items()}
+
+
+def _truncated_ids(features, specs, max_length):
+    """Features cut to ``max_length`` positions per text, and the ids cut.
+
+    Args:
+        features: ``{name: tensor [batch, length, *inner]}``.
+        specs: the features' specs; ``side == "pair"`` features (packed pairs) are kept
+            whole; the non-padding (``!= 0``) ids beyond ``max_length`` of the first plain
+            ``[batch, length]`` feature of each text are counted.
+        max_length: positions kept per text.
+
+    Returns:
+        ``(features, truncated)``: same names and dtypes; int32 ``[batch]``.
+    """
+    truncated, counted = 0, set()
+    for spec in specs:
+        x = features[spec.name]
+        if spec.side != "pair" and spec.side not in counted and not spec.inner_shape:
+            counted.add(spec.side)  # tokens beyond max_length, counted once per text
+            truncated += tf.reduce_sum(tf.cast(x[:, max_length:] != 0, tf.int32), 1)
+    features = {
+        s.name: features[s.name][:, :max_length] if s.side != "pair" else features[s.name]
+        for s in specs
+    }
+    truncated += tf.zeros(tf.shape(features[specs[0].name])[:1], tf.int32)
+    return features, truncated
+
+
+def _features_signature(module):
+    """``serving_ids``: a concrete function over ``module``'s feature inputs
+    (:meth:`ServingModule.feature_signature`).
+
+    Check shapes and ids, truncate and count, predict (:func:`_predict`).
+    """
+    specs = module._specs
+
+    def _serve_features(**features):
+        """The model's input features -> probabilities/label/truncated (``serving_ids``).
+
+        Raises:
+            InvalidArgumentError: ``<name> must be <dtype> [batch, length, ...]`` for
+                another rank; :data:`BATCH_MISMATCH`; :data:`ID_RANGE`.
+        """
+        features = _checked(
+            features, {s.name: (2 + len(s.inner_shape), _feature_shape(s)) for s in specs}
+        )
+        features = _checked_ids(features, specs, module._vocab_sizes)
+        features, truncated = _truncated_ids(features, specs, module._max_length)
+        return _predict(module, features, truncated)
+
+    return tf.function(_serve_features).get_concrete_function(**module.feature_signature())
+
+
 class ServingModule(tf.Module):
     """The exported object: backend weights, in-graph featurisers, metadata, two signatures.
+
+    The state lives here; the signatures are built by :func:`_text_signature`
+    (``serve_text``, ``serving_default``) and :func:`_features_signature`
+    (``serve_features``, ``serving_ids``).
 
     Args:
         backend: a serving backend (:mod:`re2_tf.serving.backends`) of the trained model:
@@ -137,6 +461,9 @@ class ServingModule(tf.Module):
         length_buckets: lengths inputs are padded to when ``xla``.
         xla: save the model function with ``jit_compile=True``.
         extra_assets: ``{name: path}`` more files to carry as assets (``flags.txt``, ...).
+
+    Raises:
+        ValueError: an unknown ``tokenizer`` or ``output``, or ``max_length < 1``.
     """
 
     def __init__(
@@ -190,10 +517,13 @@ class ServingModule(tf.Module):
         )
         self._max_length = int(max_length)
         self._buckets = _buckets_for(int(max_length), length_buckets)
-        self._core = tf.function(self._outputs, jit_compile=self._xla, reduce_retracing=True)
-        self.serve_features = tf.function(self._serve_features).get_concrete_function(
-            **self.feature_signature()
+        self._core = tf.function(
+            functools.partial(_model_outputs, backend, output),
+            jit_compile=self._xla,
+            reduce_retracing=True,
         )
+        self.serve_features = _features_signature(self)
+        self.serve_text = _text_signature(self)
 
     def feature_signature(self):
         """``{input name: tf.TensorSpec [None, None, *inner]}`` of the model's features."""
@@ -201,165 +531,6 @@ class ServingModule(tf.Module):
             s.name: tf.TensorSpec([None, None, *s.inner_shape], s.dtype, name=s.name)
             for s in self._specs
         }
-
-    # ---------------------------------------------------------------- model function (XLA)
-    def _outputs(self, features):
-        """float32 logits ``[batch, classes]`` or scores ``[batch]`` of padded features."""
-        out = tf.cast(self.backend(features), tf.float32)
-        return tf.reshape(out, [-1]) if self._output == "score" else out
-
-    def _probabilities(self, outputs):
-        if self._output == "score":
-            positive = tf.sigmoid(outputs)
-            return tf.stack([1.0 - positive, positive], axis=-1)
-        return tf.nn.softmax(outputs, axis=-1)
-
-    # ------------------------------------------------------------------ shared post-lookup
-    def _predict(self, features, truncated):
-        """Bucket-pad every feature, run the model; probabilities, label names, truncation.
-
-        At least one row and one position are always run (padding; sliced off again),
-        because a zero-sized batch or text fails inside the kernels without XLA.
-        """
-        first = features[self._specs[0].name]
-        batch = tf.shape(first)[0]
-        rows = tf.maximum(batch, 1)
-        lengths = {}
-        for spec in self._specs:
-            length = tf.maximum(tf.shape(features[spec.name])[1], 1)
-            lengths[spec.side] = tf.maximum(lengths.get(spec.side, 1), length)
-        if self._xla:  # pad to buckets so XLA compiles a bounded number of shapes
-            rows = tf.maximum(
-                rows,
-                tf.cast(
-                    2 ** tf.math.ceil(tf.math.log(tf.cast(rows, tf.float32)) / np.log(2.0) - 1e-6),
-                    tf.int32,
-                ),
-            )
-            lengths = {side: self._bucket(n) for side, n in lengths.items()}
-        padded = {}
-        for spec in self._specs:
-            x = features[spec.name]
-            pads = [[0, rows - batch], [0, lengths[spec.side] - tf.shape(x)[1]]]
-            padded[spec.name] = tf.pad(
-                x,
-                pads + [[0, 0]] * len(spec.inner_shape),
-                constant_values=tf.cast(spec.pad_value, x.dtype),
-            )
-        outputs = self._core(padded)[:batch]
-        probabilities = self._probabilities(outputs)
-        labels = tf.gather(tf.constant(self._label_list), tf.argmax(probabilities, -1))
-        result = {"probabilities": probabilities, "label": labels, "truncated": truncated}
-        if self._output == "score":
-            result["score"] = outputs
-        return result
-
-    def _bucket(self, n):
-        """The smallest length bucket >= ``n``; ``n`` itself past the largest (a packed pair
-        of two texts can be longer than ``max_length``, the limit per text)."""
-        index = tf.searchsorted(self._buckets, [n])[0]
-        last = tf.size(self._buckets) - 1
-        return tf.where(index <= last, tf.gather(self._buckets, tf.minimum(index, last)), n)
-
-    @staticmethod
-    def _checked(inputs, specs):
-        """``inputs`` after run-time checks of each one's rank, then of their batch sizes.
-
-        ``tf.rank``/``tf.debugging.assert_rank`` cannot do the rank check: the signature's
-        static shape makes them constants, while a loaded signature (and TF Serving) feeds a
-        tensor of any rank. The rank is counted at run time as the size of
-        ``tf.where(tf.shape(x) >= 0)``, whose size graph optimisers cannot infer, so a wrong
-        rank stops here with ``"<name> must be ..."`` instead of deep in a kernel.
-
-        Args:
-            inputs: ``{name: tensor}``.
-            specs: ``{name: (rank, message)}``.
-        """
-        checks = [
-            tf.debugging.assert_equal(
-                tf.shape(tf.where(tf.shape(x) >= 0), out_type=tf.int32)[0],
-                specs[name][0],
-                message=f"{name} {specs[name][1]}",
-            )
-            for name, x in inputs.items()
-        ]
-        with tf.control_dependencies(checks):
-            inputs = {name: tf.identity(x) for name, x in inputs.items()}
-        batches = [tf.shape(x)[0] for x in inputs.values()]
-        with tf.control_dependencies(
-            [tf.debugging.assert_equal(b, batches[0], message=BATCH_MISMATCH) for b in batches[1:]]
-        ):
-            return {name: tf.identity(x) for name, x in inputs.items()}
-
-    # ------------------------------------------------------------------------- signatures
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None], tf.string, name="text1"),
-            tf.TensorSpec([None], tf.string, name="text2"),
-        ]
-    )
-    def serve_text(self, text1, text2):
-        """Raw sentences -> probabilities/label/truncated (module docstring: the contract).
-
-        Args:
-            text1, text2: ``tf.string [batch]`` UTF-8 sentences (same batch size); a text
-                with no token is an empty (all-padding) text, as in training.
-
-        Returns:
-            ``{"probabilities": float32 [batch, num_classes], "label": string [batch],
-            "truncated": int32 [batch]}`` (tokens cut beyond ``max_length``, both texts;
-            plus ``score`` float32 ``[batch]`` for score models).
-
-        Raises:
-            InvalidArgumentError: ``text1 and text2 must have the same batch size``;
-                ``text1 must be tf.string [batch]`` (or ``text2``) for another rank.
-        """
-        texts = self._checked(
-            {"text1": text1, "text2": text2}, {"text1": (1, TEXT_SHAPE), "text2": (1, TEXT_SHAPE)}
-        )
-        tokens, truncated = [], 0
-        for text in texts.values():
-            ragged = text_lib.tokenize(self._tokenizer_name, text, lower=self._lower)
-            # tf.strings.split gives [""] for a text with no token: drop it (no token = empty)
-            ragged = tf.ragged.boolean_mask(ragged, tf.strings.length(ragged) > 0)
-            truncated += tf.maximum(tf.cast(ragged.row_lengths(), tf.int32) - self._max_length, 0)
-            tokens.append(ragged[:, : self._max_length])
-        features = {}
-        for featurizer in self.featurizers:
-            out = dict(featurizer(*tokens))
-            truncated += out.pop(TRUNCATED_KEY, 0)  # e.g. word pieces cut by packing
-            features.update(out)
-        return self._predict(features, truncated)
-
-    def _serve_features(self, **features):
-        """The model's input features -> probabilities/label/truncated (``serving_ids``)."""
-        features = self._checked(
-            features, {s.name: (2 + len(s.inner_shape), _feature_shape(s)) for s in self._specs}
-        )
-        checks, truncated, counted = [], 0, set()
-        for spec in self._specs:
-            x = features[spec.name]
-            if spec.name in self._vocab_sizes and spec.dtype.startswith("int"):
-                checks.append(tf.debugging.assert_non_negative(x, message=ID_RANGE))
-                checks.append(
-                    tf.debugging.assert_less(
-                        x, tf.constant(self._vocab_sizes[spec.name], x.dtype), message=ID_RANGE
-                    )
-                )
-            if spec.side != "pair" and spec.side not in counted and not spec.inner_shape:
-                counted.add(spec.side)  # tokens beyond max_length, counted once per text
-                truncated += tf.reduce_sum(tf.cast(x[:, self._max_length :] != 0, tf.int32), 1)
-        with tf.control_dependencies(checks):
-            features = {
-                s.name: tf.identity(
-                    features[s.name][:, : self._max_length]
-                    if s.side != "pair"
-                    else features[s.name]
-                )
-                for s in self._specs
-            }
-        truncated += tf.zeros(tf.shape(features[self._specs[0].name])[:1], tf.int32)
-        return self._predict(features, truncated)
 
 
 class _TFLiteModule(tf.Module):
@@ -378,7 +549,11 @@ class _TFLiteModule(tf.Module):
 
     def _serve(self, **features):
         s = self.serving
-        return {"probabilities": s._probabilities(s._outputs(features))}
+        return {
+            "probabilities": _probabilities(
+                _model_outputs(s.backend, s._output, features), s._output
+            )
+        }
 
 
 def export_model(
