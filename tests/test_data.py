@@ -737,8 +737,9 @@ def test_prepare_trecqa(tmp_path, as_zip):
         prepare("trecqa", tmp_path / "TrecQA", tmp_path / "out2")
 
 
-# pairs (shared/data/README.md) and questions (the brief's clean counts; train/raw derived
-# from numrels.txt / boundary.txt in the test) per castorini split -> prepared split name.
+# pairs (as distributed: the castorini TrecQA files' line counts) and questions (the clean
+# sets of Rao et al., 2016: 65 dev and 68 test questions; train/raw derived from numrels.txt /
+# boundary.txt in the test) per castorini split -> prepared split name.
 TRECQA_SHARED = {
     "train": ("train", 4718, None),
     "clean-dev": ("dev", 1117, 65),
