@@ -128,3 +128,30 @@ def test_evaluation_scores_the_filtered_question_set(shared_data, split):
     outputs = [[0.0, 0.0]] * len(examples)
     result = score(get_dataset("wikiqa"), examples, outputs)
     assert result["questions"] == _filtered_question_count(shared_data, split)
+
+
+def test_readme_sample_run_is_its_record():
+    """The quick start's row: dev and test accuracy of `docs/runs/re2-sample/results.json`."""
+    (record,) = runs.load_results(RUNS / "re2-sample")
+    row = next(r for r in _table_after("**Training runs.**") if r[0].startswith("bundled sample"))
+    assert f"dev acc **{record['splits']['dev']['acc']:.4f}**" in row[2]
+    assert f"test acc **{record['splits']['test']['acc']:.4f}**" in row[2]
+
+
+def _minutes(seconds):
+    """``332.75`` -> ``"5 min 32 s"`` (whole seconds, as pytest's ``0:05:32``)."""
+    return f"{int(seconds) // 60} min {int(seconds) % 60} s"
+
+
+def test_readme_test_tier_times_are_the_recorded_ci_run():
+    """The Tests section's counts and times: those of `docs/runs/test-tiers/ci-run.txt`."""
+    log = (RUNS / "test-tiers" / "ci-run.txt").read_text(encoding="utf-8")
+    tiers = re.findall(r"= (\d+) passed(?:, (\d+) skipped)?.*? in ([\d.]+)s", log)
+    (passed, skipped, seconds), (slow_passed, _, slow_seconds) = tiers
+    real = re.search(r"real\s+(\d+)m([\d.]+)s", log)
+    section = README.read_text(encoding="utf-8").split("## Tests", 1)[1].split("\n## ", 1)[0]
+    flat = " ".join(section.split())
+    assert f"({passed} tests on two pytest-xdist workers, {skipped} skipped" in flat
+    assert f"**{_minutes(float(seconds))}**" in flat
+    assert f"{slow_passed} tests, **{_minutes(float(slow_seconds))}**" in flat
+    assert f"{int(real.group(1))} min {int(float(real.group(2)))} s in all" in flat
