@@ -1,4 +1,4 @@
-"""The only place re2_tf reaches into private Keras and keras-hub internals.
+"""The only place re2_tf reaches into private Keras, keras-hub and TensorFlow internals.
 
 Each function here wraps one private attribute for which neither Keras 3 nor keras-hub has a
 public equivalent; everything else in re2_tf uses public API only. ``tests/test_compat.py``
@@ -10,8 +10,10 @@ instead of somewhere downstream. Written against Keras 3.15 and keras-hub 0.32.
 from __future__ import annotations
 
 import contextlib
+import uuid
 
 import keras
+import tensorflow as tf
 
 #: The global-state keys of Keras' object-sharing scope (``keras.saving.load_model`` opens it;
 #: ``keras/src/saving/serialization_lib.py`` ``ObjectSharingScope``).
@@ -98,3 +100,27 @@ def transformer_intermediate_dense(encoder) -> keras.layers.Dense:
             f"{type(dense).__name__}, not a keras.layers.Dense"
         )
     return dense
+
+
+class UniqueTextFileInitializer(tf.lookup.TextFileInitializer):
+    """A ``tf.lookup.TextFileInitializer`` whose table gets a globally unique shared name.
+
+    A non-anonymous ``tf.lookup.StaticHashTable`` takes its ``shared_name`` from the
+    initializer's private ``_shared_name`` property, which for a text file is built from the
+    filename argument; for an ``Asset`` that is the object's repr (its address), so a table
+    created later at a reused address would silently share the first table's contents.
+    Anonymous tables (``experimental_is_anonymous=True``) avoid that but cannot be run by the
+    TF1 session loader (``saved_model_cli run``, TensorFlow Serving): their initialiser is not
+    in the SavedModel's main op, and lookups fail with ``Table not initialized``. This
+    subclass appends a UUID to the private ``_shared_name``, so the table is a named one
+    (initialised by the main op) that never collides. Same arguments as
+    ``tf.lookup.TextFileInitializer``.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._unique_suffix = uuid.uuid4().hex
+
+    @property
+    def _shared_name(self):
+        return f"{super()._shared_name}_{self._unique_suffix}"

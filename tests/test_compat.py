@@ -187,3 +187,31 @@ def test_tests_sharing_a_module_fixture_are_grouped(request, module_resource):
 
 def test_tests_without_a_module_fixture_are_not_grouped(request, function_resource):
     assert request.node.get_closest_marker("xdist_group") is None
+
+
+# --------------------------------------------------------------------------- tensorflow
+def test_unique_text_file_initializer_gives_named_tables_that_never_share(tmp_path):
+    """``UniqueTextFileInitializer`` overrides the private ``_shared_name`` that a named
+    ``StaticHashTable`` reads: the table must be named (not anonymous: the TF1 session loader
+    cannot initialise those), and two tables over files at the same path with different
+    contents (the same ``Asset`` address can recur too) must not share their contents."""
+    path = tmp_path / "vocab.txt"
+    lookups = []
+    for words in (["<PAD>", "<UNK>", "cat"], ["<PAD>", "<UNK>", "dog", "cat"]):
+        path.write_text("".join(f"{w}\n" for w in words))
+        init = _compat.UniqueTextFileInitializer(
+            str(path),
+            tf.string,
+            tf.lookup.TextFileIndex.WHOLE_LINE,
+            tf.int64,
+            tf.lookup.TextFileIndex.LINE_NUMBER,
+        )
+        table = tf.lookup.StaticHashTable(init, default_value=1)
+        assert not table._is_anonymous, moved("StaticHashTable._is_anonymous")
+        assert table._shared_name == init._shared_name, moved("StaticHashTable._shared_name")
+        assert init._shared_name.startswith(f"hash_table_{path}"), moved(
+            "TextFileInitializer._shared_name"
+        )
+        lookups.append(table.lookup(tf.constant(["cat", "dog"])).numpy().tolist())
+        del table, init
+    assert lookups == [[2, 1], [3, 2]]

@@ -171,9 +171,15 @@ def test_every_registered_model_is_covered():
     assert real <= set(TINY), f"add {sorted(real - set(TINY))} to TINY"
 
 
+#: Runs in a fresh process that cannot import re2_tf. For every export directory: both
+#: signatures through ``tf.saved_model.load`` (TF2) and through the TF1 session loader
+#: (``tf.compat.v1.saved_model.loader.load`` in a ``tf.compat.v1.Session``: the loader of
+#: ``saved_model_cli run`` and of TensorFlow Serving, which runs the SavedModel's main op to
+#: initialise tables and restores variables through its saver).
 FRESH_PROCESS = r"""
 import json, os, sys
-repo = os.path.realpath(sys.argv[3])
+import numpy as np
+repo = os.path.realpath(sys.argv[2])
 sys.meta_path = [f for f in sys.meta_path if "editable" not in getattr(f, "__module__", "")
                  and "editable" not in repr(f)]
 sys.path = [p for p in sys.path if p not in ("", ".") and os.path.realpath(p) != repo]
@@ -188,41 +194,130 @@ try:
     import tensorflow_text  # registers the WordPiece ops (NormalizeUTF8, ...) BERT's export uses
 except ImportError:
     pass
-loaded = tf.saved_model.load(sys.argv[1])
-args = json.loads(sys.argv[2])
-out = loaded.signatures["serving_default"](
-    text1=tf.constant(args["t1"]), text2=tf.constant(args["t2"]))
+args = json.loads(sys.argv[1])
+ids = dict(np.load(args["ids"]))
+feeds = {"serving_default": {"text1": np.array(args["t1"], object),
+                             "text2": np.array(args["t2"], object)},
+         "serving_ids": ids}
+results = {}
+
+def keep(prefix, outputs):
+    for key, value in outputs.items():
+        value = np.asarray(value)
+        results[f"{prefix}/{key}"] = (
+            value.astype(str) if value.dtype == object else value)
+
+for i, export_dir in enumerate(args["exports"]):
+    loaded = tf.saved_model.load(export_dir)
+    for name, feed in feeds.items():
+        out = loaded.signatures[name](**{k: tf.constant(v) for k, v in feed.items()})
+        keep(f"{i}/{name}/tf2", {k: v.numpy() for k, v in out.items()})
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], export_dir)
+        for name, feed in feeds.items():
+            sig = meta.signature_def[name]
+            keep(f"{i}/{name}/session", session.run(
+                {k: t.name for k, t in sig.outputs.items()},
+                {sig.inputs[k].name: v for k, v in feed.items()}))
 assert "re2_tf" not in sys.modules
-print(json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
-                  "label": [s.decode() for s in out["label"].numpy()]}))
+np.savez(args["out"], **results)
 """
 
+#: Eight pairs for the loaders: mixed case, unknown words, an empty and a whitespace-only text,
+#: a text longer than MAX_LENGTH (cut, counted), non-ASCII.
+LOADER_PAIRS = (
+    [
+        "A man plays the GUITAR",
+        "two dogs run",
+        "unseen zyzzyva words",
+        "",
+        "children play in the park " * 3,
+        "a woman is reading a book",
+        "Ünïcödé ÇAFÉ 東京",
+        "   ",
+    ],
+    [
+        "a man plays music",
+        "the animals",
+        "Unseen words ZYZZYVA here",
+        "a dog",
+        "kids are playing outside",
+        "",
+        "café",
+        "nobody is reading",
+    ],
+)
 
-def test_fresh_process_serves_raw_text_as_keras_on_python_features(exported):
-    _, model, featurizers, _, export_dir = exported
-    t1 = ["A man plays the GUITAR", "two dogs run", "unseen zyzzyva words"]
-    t2 = ["a man plays music", "the animals", "Unseen words ZYZZYVA here"]
+
+def _export_variants(name, model, featurizers, export_dir, tmp_path):
+    """``{variant: export dir}``: the default export, ``--xla=false``, and (for RE2's folded
+    backend and one Keras-backend model) ``--precision=bf16``."""
+    run_dir = json.loads((Path(export_dir) / "assets" / "export_config.json").read_text())[
+        "run_dir"
+    ]
+    variants = {"default": Path(export_dir)}
+    options = dict(max_length=MAX_LENGTH, length_buckets=[MAX_LENGTH])
+    variants["no_xla"] = export_run(run_dir, tmp_path / "no_xla", xla=False, **options)
+    if name in ("re2", "match_srnn"):
+        variants["bf16"] = export_run(run_dir, tmp_path / "bf16", precision="bf16", **options)
+    return variants
+
+
+def test_both_loaders_serve_every_variant_as_keras_without_re2_tf(exported, tmp_path):
+    """Each export variant, in a fresh process that cannot import re2_tf: the TF1 session
+    loader (TF Serving's) gives the TF2 loader's outputs to 1e-6 on both signatures, and the
+    default export's probabilities are the Keras model's on the Python pipeline's features."""
+    name, model, featurizers, _, export_dir = exported
+    variants = _export_variants(name, model, featurizers, export_dir, tmp_path)
+    t1, t2 = LOADER_PAIRS
+    # serving_default cuts each text to MAX_LENGTH words: the reference (and the ids fed to
+    # serving_ids) are the Python features of the cut texts
+    cut1, cut2 = ([" ".join(t.split()[:MAX_LENGTH]) for t in ts] for ts in (t1, t2))
+    features = _python_features(featurizers, cut1, cut2)
+    np.savez(tmp_path / "ids.npz", **{k: v.numpy() for k, v in features.items()})
+    args = {
+        "exports": [str(d) for d in variants.values()],
+        "t1": t1,
+        "t2": t2,
+        "ids": str(tmp_path / "ids.npz"),
+        "out": str(tmp_path / "out.npz"),
+    }
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            FRESH_PROCESS,
-            str(export_dir),
-            json.dumps({"t1": t1, "t2": t2}),
-            str(REPO),
-        ],
+        [sys.executable, "-c", FRESH_PROCESS, json.dumps(args), str(REPO)],
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=600,
         cwd="/",
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    expected = _keras_probs(model, _python_features(featurizers, t1, t2))
-    np.testing.assert_allclose(out["probabilities"], expected, atol=1e-5)
-    assert out["label"] == [labels_of(model)[i] for i in expected.argmax(1)]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = dict(np.load(tmp_path / "out.npz"))
+    outputs = {"probabilities", "label", "truncated"} | (
+        {"score"} if model.output.shape[-1] == 1 else set()
+    )
+    for i, variant in enumerate(variants):
+        for signature in ("serving_default", "serving_ids"):
+            for key in outputs:
+                tf2 = out[f"{i}/{signature}/tf2/{key}"]
+                session = out[f"{i}/{signature}/session/{key}"]
+                where = f"{name} {variant} {signature} {key}"
+                assert tf2.shape[0] == len(t1), where
+                if key in ("probabilities", "score"):
+                    np.testing.assert_allclose(session, tf2, atol=1e-6, rtol=0, err_msg=where)
+                else:
+                    np.testing.assert_array_equal(session, tf2, err_msg=where)
+    expected = _keras_probs(model, features)
+    for signature in ("serving_default", "serving_ids"):
+        np.testing.assert_allclose(
+            out[f"0/{signature}/tf2/probabilities"], expected, atol=1e-5, err_msg=signature
+        )
+        assert out[f"0/{signature}/tf2/label"].tolist() == [
+            labels_of(model)[i] for i in expected.argmax(1)
+        ]
+    truncated = out["0/serving_default/tf2/truncated"].tolist()
+    words = len(t1[4].split())
+    assert truncated[4] == words - MAX_LENGTH + _python_cuts(featurizers, cut1[4:5], cut2[4:5])[0]
 
 
 def test_texts_without_tokens_are_empty_texts_as_in_training(exported):

@@ -117,13 +117,16 @@ class FeatureSpec:
 def _lookup_table(path: str | os.PathLike):
     """Asset + ``StaticHashTable`` of a ``Vocab.save`` file (line number = id, missing -> 1).
 
-    The table is anonymous: a named one takes its shared name from the initializer's
-    filename argument, which for an ``Asset`` is the object's repr (its address), so a table
-    created later at a reused address would silently share the first table's contents.
+    The table is a named one with a UUID in its shared name
+    (:class:`re2_tf._compat.UniqueTextFileInitializer`): both SavedModel loaders initialise it
+    (``tf.saved_model.load`` and the TF1 session loader of ``saved_model_cli run`` and
+    TensorFlow Serving, which runs the SavedModel's main op), and no two tables share contents.
     """
+    from re2_tf._compat import UniqueTextFileInitializer
+
     asset = tf.saved_model.Asset(str(path))
     table = tf.lookup.StaticHashTable(
-        tf.lookup.TextFileInitializer(
+        UniqueTextFileInitializer(
             asset,
             tf.string,
             tf.lookup.TextFileIndex.WHOLE_LINE,
@@ -131,7 +134,6 @@ def _lookup_table(path: str | os.PathLike):
             tf.lookup.TextFileIndex.LINE_NUMBER,
         ),
         default_value=UNK_ID,
-        experimental_is_anonymous=True,
     )
     return asset, table
 

@@ -99,7 +99,13 @@ class KerasBackend(tf.Module):
                 f"precision {precision!r} needs a backend that supports it; the "
                 f"Keras backend serves {self.precisions}"
             )
-        self.model = bfloat16_copy(model) if precision == "bf16" else model
+        model = bfloat16_copy(model) if precision == "bf16" else model
+        # The model is held untracked and its tf.Variables tracked directly (as
+        # ``keras.export.ExportArchive`` does): a tracked Keras variable is exported as a
+        # second tf.Variable that the TF1 session loader restores while the functions read the
+        # first, so serving_ids failed there with "Could not find variable ...".
+        object.__setattr__(self, "model", model)
+        self.model_variables = [v.value for v in model.variables]
 
     def __call__(self, features):
         return tf.cast(self.model(features, training=False), tf.float32)

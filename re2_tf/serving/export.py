@@ -41,8 +41,15 @@ checked at run time because loaded signatures and TF Serving do not enforce the 
 rank. A wrong dtype is rejected by the signature itself (``TypeError``/``ValueError`` from
 ``tf.saved_model.load``'d functions).
 
-TF Serving runs ``jit_compile`` functions on CPU only behind an experimental flag: export
-for TF Serving with ``--xla=false`` (same outputs, tested like the default).
+Loaders: every export (default, ``--xla=false``, ``--precision=bf16``) runs under both
+``tf.saved_model.load`` and the TF1 session loader (``saved_model_cli run``;
+``tf.compat.v1.saved_model.loader.load`` in a ``tf.compat.v1.Session``), the loader of
+TensorFlow Serving: lookup tables are named and initialised by the SavedModel's main op, and
+the model's variables are tracked as the tf.Variables its functions read
+(``tests/test_export_models.py`` compares the two loaders on both signatures). TensorFlow
+Serving's model server itself is not tested here. It disables XLA on CPU unless started with
+its experimental ``--xla_cpu_compilation_enabled=true``; without that flag, serve the
+``--xla=false`` export (same outputs).
 
 Speed (``--xla``, default on): weight normalisation is folded into plain kernels and the
 fusion layer's G1/G2 are one matmul (:mod:`re2_tf.serving.folded`); the model function is
@@ -680,6 +687,12 @@ def export_model(
                 "serving_ids": module.serve_features,
             }
             tf.saved_model.save(module, str(export_dir), signatures=signatures)
+            if module._xla:
+                logging.info(
+                    "XLA export: TensorFlow Serving's model server runs it only when started "
+                    "with --xla_cpu_compilation_enabled=true; export with --xla=false to serve "
+                    "it there without that flag"
+                )
         else:
             staging = tmp / "tflite_savedmodel"
             lite = _TFLiteModule(module)
