@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from re2_tf import runs
 from re2_tf.evaluation import format_metrics, inference_dataset, predict_outputs, score
+from re2_tf.training.progress import ProgressLog
 
 STATE_FILE = "state.json"
 SNAPSHOT_PATTERN = "snapshot-{step}.json"
@@ -55,7 +56,11 @@ class ReleaseRoutine(keras.callbacks.Callback):
         max_loss: float, stop if a batch loss exceeds it.
         batch_size: pairs per update (for throughput).
         logger: ``logging.Logger`` for the run log.
-        progress: bool, show a Keras progress bar over all updates.
+        progress: bool, show a Keras progress bar over all updates; when false (stdout is
+            not a terminal), log a :class:`re2_tf.training.progress.ProgressLog` line
+            (update count, pairs/s, loss, time to the next evaluation) at the end of the
+            first update at least ``progress_interval`` seconds after the previous line.
+        progress_interval: float seconds >= 0 between those lines (default 30).
         lr_controller: optional learning-rate controller told after every evaluation whether
             the dev score improved (``on_evaluation(improved)``, ``get_state``/``set_state``;
             DRCN's "multiply by 0.85 when dev accuracy does not improve").
@@ -90,6 +95,7 @@ class ReleaseRoutine(keras.callbacks.Callback):
         progress=True,
         eval_batch_size=256,
         lr_controller=None,
+        progress_interval=30.0,
     ):
         super().__init__()
         self.network = network
@@ -112,6 +118,9 @@ class ReleaseRoutine(keras.callbacks.Callback):
         self.batch_size = batch_size
         self.logger = logger
         self.progress = progress
+        self.progress_log = (
+            None if progress else ProgressLog(logger, total_steps, batch_size, progress_interval)
+        )
         self.state = {
             "best_score": -np.inf,
             "best_step": 0,
@@ -203,6 +212,8 @@ class ReleaseRoutine(keras.callbacks.Callback):
         )
         if self._bar is not None and self._step0:
             self._bar.update(self._step0)
+        if self.progress_log is not None:
+            self.progress_log.start(self._step0)
 
     def _stop(self, reason):
         self.state["stop_reason"] = reason
@@ -243,6 +254,8 @@ class ReleaseRoutine(keras.callbacks.Callback):
             return
         if step >= self.total_steps:
             self._stop(f"Training complete after {step} updates.")
+        elif self.progress_log is not None:
+            self.progress_log.update(step, loss, self.next_evaluation(step))
 
     def on_epoch_end(self, epoch, logs=None):
         self.save_snapshot(int(self.model.optimizer.iterations.numpy()))
@@ -253,6 +266,23 @@ class ReleaseRoutine(keras.callbacks.Callback):
             print()
 
     # ------------------------------------------------------------------ helpers
+    def next_evaluation(self, step):
+        """The first update after ``step`` at which the schedule evaluates on dev (see the
+        class docstring), or ``None`` when there is none up to ``total_steps``."""
+
+        def next_multiple(n, after):
+            return (after // n + 1) * n
+
+        candidates = [next_multiple(self.eval_steps, max(step, self.eval_warmup_steps))]
+        if step < self.eval_warmup_steps:
+            warmup = next_multiple(self.eval_steps_warmup, step)
+            if warmup <= self.eval_warmup_steps:
+                candidates.append(warmup)
+        if self.eval_epoch:
+            candidates.append(next_multiple(self.steps_per_data_epoch, step))
+        first = min(candidates)
+        return first if first <= self.total_steps else None
+
     #: TensorBoard names of the trainer's step logs (others are written as ``train/<name>``).
     SUMMARY_NAMES = {"acc": "accuracy", "grad_norm": "gradient_norm", "lr": "learning_rate"}
 
@@ -298,3 +328,5 @@ class ReleaseRoutine(keras.callbacks.Callback):
             self._stop("[Tolerance reached. Training is stopped early.]")
         self.save_state()
         self._clock = time.perf_counter()
+        if self.progress_log is not None:
+            self.progress_log.exclude(self._clock - now)

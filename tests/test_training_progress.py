@@ -1,0 +1,143 @@
+"""Progress lines of a training run whose stdout is not a terminal
+(re2_tf.training.progress through ReleaseRoutine), driven by real Keras ``fit`` on a tiny RE2."""
+
+import logging
+import re
+import time
+from pathlib import Path
+
+import keras
+import pytest
+
+from re2_tf.data import datasets
+from re2_tf.data.features import WordIds
+from re2_tf.data.pipeline import encode_examples, make_dataset
+from re2_tf.data.vocab import Vocab
+from re2_tf.models import build_re2
+from re2_tf.training import MatchingTrainer
+from re2_tf.training.progress import ProgressLog, format_duration
+from re2_tf.training.routine import ReleaseRoutine
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
+BATCH = 4
+LINE = re.compile(
+    r"^update (\d+)/(\d+) \| (\d+) pairs/s \| loss (\d+\.\d{4}) \| "
+    r"(next evaluation|training ends) at update (\d+) in (.+)$"
+)
+
+
+class Lines(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def train(tmp_path, **routine_kwargs):
+    """14 updates of batch 4 over 24 sample pairs (6 per pass), evaluated on 8 dev pairs at
+    updates 3 (warm-up interval 3 up to update 3), 4, 8, 12 (interval 4) and 6, 12 (pass
+    ends). Returns the logged lines, the per-batch losses Keras reported and fit's seconds."""
+    keras.utils.set_random_seed(0)
+    spec = datasets.get_dataset("sample")
+    train_pairs = datasets.load_split(spec, SAMPLE, "train")[:24]
+    dev = datasets.load_split(spec, SAMPLE, "dev")[:8]
+    vocab = Vocab(sorted({w for e in train_pairs + dev for w in (e.text1 + " " + e.text2).split()}))
+    featurizers = [WordIds(vocab)]
+    encoded = encode_examples(train_pairs, featurizers, training=True)
+    network = build_re2(
+        len(vocab), spec.num_classes, embedding_dim=4, hidden_size=4, blocks=1, enc_layers=1
+    )
+    trainer = MatchingTrainer(network)
+    trainer.compile(optimizer=keras.optimizers.Adam(1e-3))
+    handler = Lines()
+    logger = logging.getLogger(f"test_training_progress.{tmp_path}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    routine = ReleaseRoutine(
+        network,
+        tmp_path,
+        spec,
+        dev,
+        encode_examples(dev, featurizers),
+        spec.metric,
+        total_steps=14,
+        steps_per_data_epoch=6,
+        eval_steps=4,
+        eval_steps_warmup=3,
+        eval_warmup_steps=3,
+        min_steps=0,
+        early_stopping_steps=1000,
+        log_steps=1,
+        eval_epoch=True,
+        max_loss=1e9,
+        batch_size=BATCH,
+        logger=logger,
+        progress=False,
+        **routine_kwargs,
+    )
+    losses = []
+    recorder = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: losses.append(float(logs["loss"]))
+    )
+    data = make_dataset(encoded, batch_size=BATCH, training=True, seed=0).repeat()
+    started = time.perf_counter()
+    trainer.fit(
+        data, epochs=4, steps_per_epoch=4, callbacks=[routine, recorder], verbose=0, shuffle=False
+    )
+    return handler.lines, losses, time.perf_counter() - started
+
+
+def seconds(duration):
+    """Parse format_duration's output; returns (seconds, rounding half-width)."""
+    if duration.endswith(" s"):
+        return float(duration[:-2]), 0.05
+    h, m, s = (int(part) for part in duration.split(":"))
+    return h * 3600 + m * 60 + s, 0.5
+
+
+def test_format_duration():
+    assert format_duration(0.04) == "0.0 s"
+    assert format_duration(12.34) == "12.3 s"
+    assert format_duration(59.96) == "0:01:00"
+    assert format_duration(3723.4) == "1:02:03"
+    assert format_duration(90061) == "25:01:01"
+    assert format_duration(float("inf")) == "?"
+    with pytest.raises(ValueError, match="progress interval must be >= 0 seconds, got -1"):
+        ProgressLog(logging.getLogger("x"), 10, 4, interval=-1)
+
+
+def test_interval_zero_logs_every_update_with_consistent_numbers(tmp_path):
+    lines, losses, fit_seconds = train(tmp_path, progress_interval=0)
+    evaluated = [int(m) for m in re.findall(r"^update (\d+) \(epoch", "\n".join(lines), re.M)]
+    assert evaluated == [3, 4, 6, 8, 12]
+    assert lines[-1] == "Training complete after 14 updates."
+    progress = [LINE.match(line) for line in lines if LINE.match(line)]
+    # one line per update but the last, which ends training instead
+    assert [int(m[1]) for m in progress] == list(range(1, 14))
+    assert {int(m[2]) for m in progress} == {14}
+    assert len(losses) == 14
+    assert [m[4] for m in progress] == [f"{loss:.4f}" for loss in losses[:13]]
+    assert [(m[5], int(m[6])) for m in progress] == [
+        ("next evaluation", min(e for e in evaluated if e > int(m[1]))) for m in progress[:11]
+    ] + [("training ends", 14)] * 2
+    trained = 0.0
+    for m in progress:
+        speed = int(m[3])
+        # the printed speed is rounded to a whole pair/s; the ETA to 0.1 s (or 1 s)
+        remaining_pairs = (int(m[6]) - int(m[1])) * BATCH
+        eta, rounding = seconds(m[7])
+        assert remaining_pairs / (speed + 0.5) - rounding <= eta
+        assert eta <= remaining_pairs / max(speed - 0.5, 1e-9) + rounding
+        trained += BATCH / (speed + 0.5)  # at most the seconds this update took
+    # the updates' time (evaluations excluded) fits in fit's wall time
+    assert trained <= fit_seconds
+
+
+def test_default_interval_logs_at_most_one_line_per_30_seconds(tmp_path):
+    lines, losses, fit_seconds = train(tmp_path)
+    progress = [line for line in lines if LINE.match(line)]
+    assert len(progress) <= fit_seconds // 30  # none for a run shorter than 30 s
+    assert len(losses) == 14 and lines[-1] == "Training complete after 14 updates."
