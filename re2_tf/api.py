@@ -23,7 +23,7 @@ from re2_tf import runs
 from re2_tf.config import CONTROL_FIELDS, TrainConfig
 from re2_tf.errors import ConfigError
 
-__all__ = ["RunResult", "fit", "run_config", "flags_file_lines"]
+__all__ = ["RunResult", "fit", "run_config", "flags_file_lines", "preset_line"]
 
 #: Settings written to no run's ``flags.txt`` (they would delete or fork the run when it is
 #: rerun); ``--run_dir`` and ``--seed`` are written with the run's own values.
@@ -250,6 +250,29 @@ def _result_from_record(run_dir, config, results, state, wall_time):
     )
 
 
+def preset_line(config: TrainConfig) -> str:
+    """The training log's line naming the preset applied to ``config`` and its settings:
+    ``preset: sample (blocks=2, ...)``, or ``preset: none (...)`` saying why none was
+    (``preset="none"``, or the model has no preset for the dataset: its presets are listed).
+    Settings the caller gave explicitly win over the preset's (the line says which)."""
+    spec = config.spec
+    preset = config.dataset if config.preset is None else config.preset
+    if preset == "none":
+        return "preset: none (preset=none)"
+    applied = spec.presets.get(preset)
+    if applied is None:
+        return (
+            f"preset: none ({spec.name} has no preset for {preset}; its presets: "
+            f"{', '.join(sorted(spec.presets)) or '(none)'})"
+        )
+    overridden = sorted(
+        name for name in applied if name in config.explicit or f"hparams.{name}" in config.explicit
+    )
+    return f"preset: {preset} ({', '.join(f'{k}={v}' for k, v in applied.items())})" + (
+        f"; overridden by the caller: {', '.join(overridden)}" if overridden else ""
+    )
+
+
 # ------------------------------------------------------------------------------ one run
 def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     """Train (or resume, or report) one run; see :func:`fit`."""
@@ -281,28 +304,32 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     if config.overwrite and run_dir.exists():
         shutil.rmtree(run_dir)  # before the vocabulary cache is read from it
     _create_run_dir(run_dir)
+    # The word vocabulary (and its embedding matrix) exists only for models that take word
+    # ids; the others (BERT+MatchLSTM: word pieces) neither build, cache nor log one.
     uses_words = "word_ids" in spec.feature_options(hparams)
-    vocab_settings = {
-        "min_df": config.min_df,
-        "lower": config.lower_case,
-        "train": _file_signature(data_dir / "train.txt"),
-        "embeddings": (_file_signature(config.embeddings) if config.embeddings else None),
-    }
-    try:
-        cached = runs.load_vocab_cache(run_dir, vocab_settings)
-    except ValueError as error:
-        raise ConfigError(str(error), field="run_dir") from None
-    vocab, vectors = cached or vocab_and_embeddings(
-        (tok for ex in train for text in (ex.text1, ex.text2) for tok in text.split()),
-        embeddings_path=(config.embeddings or None) if uses_words else None,
-        min_df=config.min_df,
-        lower=config.lower_case,
-    )
+    vocab = vectors = cached = None
+    if uses_words:
+        vocab_settings = {
+            "min_df": config.min_df,
+            "lower": config.lower_case,
+            "train": _file_signature(data_dir / "train.txt"),
+            "embeddings": (_file_signature(config.embeddings) if config.embeddings else None),
+        }
+        try:
+            cached = runs.load_vocab_cache(run_dir, vocab_settings)
+        except ValueError as error:
+            raise ConfigError(str(error), field="run_dir") from None
+        vocab, vectors = cached or vocab_and_embeddings(
+            (tok for ex in train for text in (ex.text1, ex.text2) for tok in text.split()),
+            embeddings_path=config.embeddings or None,
+            min_df=config.min_df,
+            lower=config.lower_case,
+        )
     if vectors is not None and "embedding_dim" in hparams:
         hparams["embedding_dim"] = int(vectors.shape[1])
     record = run_config(config, hparams)
     resuming = _prepare_run_dir(run_dir, config, record)
-    if cached is None:
+    if uses_words and cached is None:
         runs.save_vocab_cache(run_dir, vocab, vectors, vocab_settings)
     logger = _make_logger(run_dir)
     state_path = run_dir / "state.json"
@@ -329,22 +356,18 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     keras.utils.set_random_seed(seed)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
-    preset = config.dataset if config.preset is None else config.preset
-    applied = spec.presets.get(preset) if preset != "none" else None
     logger.info(
         f"{'Resuming' if resuming else 'Starting'} {spec.name} run {run_dir} "
         f"(seed {seed}); train ({len(train)}) | {config.eval_split} ({len(dev)}) "
         f"from {data_dir}"
     )
-    logger.info(
-        f"preset: {preset if applied else 'none'}"
-        + (f" ({', '.join(f'{k}={v}' for k, v in applied.items())})" if applied else "")
-    )
+    logger.info(preset_line(config))
     if not resuming:
         _write_hparams_summary(run_dir, config)
     if not uses_words:
         logger.info(
-            f"{spec.name} takes no word ids: the word vocabulary and embeddings are not used."
+            f"{spec.name} takes no word ids: no word vocabulary is built"
+            + (f" and --embeddings={config.embeddings} is not read." if config.embeddings else ".")
         )
     elif vectors is None:
         logger.info("No embeddings file: word embeddings are random and trainable.")
@@ -398,7 +421,9 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
         units = len(encoded)
     limit = config.max_len or "unlimited"
     logger.info(
-        f"#classes {dataset.num_classes}; #vocab {len(vocab)}; {encoded.dropped} "
+        f"#classes {dataset.num_classes}; "
+        + (f"#vocab {len(vocab)}; " if vocab is not None else "")
+        + f"{encoded.dropped} "
         f"training pairs longer than max_len={limit} dropped, {encoded.truncated} "
         f"truncated; training on {len(encoded)}"
     )
@@ -413,6 +438,13 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
 
     steps_per_data_epoch = config.steps(units)
     total_steps = config.epochs * steps_per_data_epoch
+    if config.max_samples and config.steps(config.max_samples) < total_steps:
+        total_steps = config.steps(config.max_samples)
+        logger.info(
+            f"max_samples={config.max_samples}: training stops after {total_steps} updates "
+            f"({total_steps / steps_per_data_epoch:.2f} of {config.epochs} passes over "
+            f"{units} {'triples' if task_loss.triples else 'pairs'})"
+        )
     eval_steps = config.steps(config.eval_per_samples)
     optimizer, lr_controller = build_optimizer(
         OptimizerRecipe(

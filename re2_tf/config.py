@@ -32,10 +32,10 @@ Fields, by group (:data:`GROUPS`):
   ``dataset="custom"`` ``labels``, ``metric``, ``tokenizer``;
 - **model**: ``hparams`` (the model's hyper-parameters, ``{name: value}``; every name the
   model has, resolved);
-- **optimisation**: ``epochs``, ``batch_size``, ``optimizer``, ``lr_schedule``, ``lr``,
-  ``min_lr``, ``lr_decay_rate``, ``lr_decay_samples``, ``lr_warmup_samples``,
-  ``warmup_ratio``, ``plateau_factor``, ``weight_decay``, ``beta1``, ``beta2``,
-  ``grad_clipping``, ``accumulation_steps``, ``max_loss``, ``group_by_length``,
+- **optimisation**: ``epochs``, ``max_samples``, ``batch_size``, ``optimizer``,
+  ``lr_schedule``, ``lr``, ``min_lr``, ``lr_decay_rate``, ``lr_decay_samples``,
+  ``lr_warmup_samples``, ``warmup_ratio``, ``plateau_factor``, ``weight_decay``, ``beta1``,
+  ``beta2``, ``grad_clipping``, ``accumulation_steps``, ``max_loss``, ``group_by_length``,
   ``max_negatives``;
 - **evaluation routine**: ``eval_per_samples``, ``eval_per_samples_warmup``,
   ``eval_warmup_samples``, ``eval_epoch``, ``min_samples``, ``tolerance_samples``,
@@ -166,6 +166,12 @@ class TrainConfig:
     hparams: Mapping[str, Any] = _field(None, "model", "The model's hyper-parameters.")
     # optimisation ----------------------------------------------------------------------
     epochs: int = _field(30, "optimisation", "Passes over the training data.")
+    max_samples: int = _field(
+        0,
+        "optimisation",
+        "Stop after this many training samples (pairs, or ranking triples), even within a "
+        "pass; 0 = no limit (epochs passes). Schedules and warm-up follow the shorter run.",
+    )
     batch_size: int = _field(128, "optimisation", "Pairs (or ranking triples) per update.")
     optimizer: str = _field("adam", "optimisation", "Optimiser.")
     lr_schedule: str = _field(
@@ -661,6 +667,7 @@ def _validate(config):
         at_least(name, 1)
     for name in (
         "max_len",
+        "max_samples",
         "lr_decay_samples",
         "lr_warmup_samples",
         "group_by_length",

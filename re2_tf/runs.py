@@ -8,9 +8,11 @@ A run directory ``checkpoints/<name>/`` holds:
 ``config.json``        every resolved setting that changes results: model name and
                        hyper-parameters, features, dataset, label names, tokeniser, metric,
                        data and vectors files (path, size, mtime), training settings, seed
-``vocab.txt``          the word vocabulary, one token per line, line number = token id
+``vocab.txt``          the word vocabulary, one token per line, line number = token id (only
+                       models that take word ids; not BERT+MatchLSTM)
 ``embeddings.npy``     cached embedding matrix (only with ``--embeddings``)
-``vocab_cache.json``   the settings the vocabulary / embedding cache was built with
+``vocab_cache.json``   the settings the vocabulary / embedding cache was built with (with
+                       ``vocab.txt``)
 ``chars.txt`` ...      other featurisers' vocabularies (see ``re2_tf.data.features``)
 ``best.keras``         the best checkpoint by the dataset's metric (a full Keras model)
 ``backup/``            training state at the last evaluation point (weights but not a frozen
@@ -238,7 +240,9 @@ def load_featurizers(run_dir):
     from re2_tf.data import features as features_lib
 
     config = load_config(run_dir)
-    vocab = load_vocab(run_dir)
+    # Only the word-id featuriser reads the word vocabulary; runs of models without word ids
+    # (BERT+MatchLSTM) have none.
+    vocab = load_vocab(run_dir) if "word_ids" in config.features else None
     out = []
     for kind, options in config.features.items():
         cls = features_lib.FEATURIZERS[kind]
