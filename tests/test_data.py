@@ -359,12 +359,15 @@ def test_registry():
         "quora": (("not_duplicate", "duplicate"), "acc", "whitespace"),
         "wikiqa": (("incorrect", "correct"), "mrr", "whitespace"),
         "sample": (("entailment", "neutral", "contradiction"), "acc", "snli"),
+        "sample_ranking": (("incorrect", "correct"), "mrr", "snli"),
     }
     for name, (labels, metric, tokenizer) in expected.items():
         spec = datasets.get_dataset(name)
         assert (spec.label_names, spec.metric, spec.tokenizer) == (labels, metric, tokenizer)
         assert tokenizer in tokenization.TOKENIZERS
     assert datasets.get_dataset("wikiqa").ranking
+    assert datasets.get_dataset("sample_ranking").ranking
+    assert datasets.get_dataset("sample_ranking").watch_metrics == ("map",)
     with pytest.raises(KeyError):
         datasets.get_dataset("mnli")
 
@@ -384,6 +387,117 @@ def test_bundled_sample():
     }
     readme = (sample / "README.md").read_text()
     assert "CC BY-SA 4.0" in readme and "Bowman" in readme
+
+
+SAMPLE_RANKING = REPO / "data" / "sample_ranking"
+
+
+def test_sample_ranking_is_regenerated_byte_for_byte(tmp_path):
+    """data/sample_ranking is exactly what its generator writes from data/sample."""
+    counts = prepare("sample_ranking", REPO / "data" / "sample", tmp_path)
+    written = sorted(p.name for p in tmp_path.iterdir())
+    bundled = sorted(p.name for p in SAMPLE_RANKING.iterdir() if p.name != "README.md")
+    assert written == bundled
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (SAMPLE_RANKING / name).read_bytes(), name
+    # data/sample_ranking/README.md's table.
+    assert {s: (c["questions"], c["pairs"], c["correct"]) for s, c in counts.items()} == {
+        "train": (2506, 9967, 2717),
+        "dev": (569, 2279, 612),
+        "test": (626, 2489, 690),
+    }
+    assert {s: (c["dropped_questions"], c["dropped_pairs"]) for s, c in counts.items()} == {
+        "train": (198, 539),
+        "dev": (47, 132),
+        "test": (50, 137),
+    }
+
+
+def _expected_random(labels):
+    """Expected RR and AP of a uniformly random order of one question's 0/1 ``labels``:
+    P(first correct at k) = C(n-k, r-1) / C(n, r); E[AP] = (1/n) sum_k (1 + (k-1)(r-1)/(n-1))/k
+    (the k-th position is relevant with probability r/n, and then r-1 of the other n-1
+    candidates are relevant at random)."""
+    from math import comb
+
+    n, r = len(labels), sum(labels)
+    rr = sum(comb(n - k, r - 1) / comb(n, r) / k for k in range(1, n + 1))
+    ap = sum((1 + (k - 1) * (r - 1) / (n - 1)) / k for k in range(1, n + 1)) / n
+    return rr, ap
+
+
+def test_bundled_sample_ranking():
+    """The loaded splits against data/sample_ranking/README.md: questions, candidates per
+    question, correct per question, every question scored, the .ref files, and the
+    expected scores of a random order."""
+    from collections import Counter
+
+    readme = (SAMPLE_RANKING / "README.md").read_text()
+    assert "CC BY-SA 4.0" in readme and "Bowman" in readme
+    expected = {
+        "train": ({2: 5, 3: 72, 4: 2420, 6: 2, 7: 7}, {1: 2302, 2: 197, 3: 7}),
+        "dev": ({3: 13, 4: 550, 6: 2, 7: 4}, {1: 526, 2: 43}),
+        "test": ({2: 1, 3: 22, 4: 600, 7: 3}, {1: 565, 2: 58, 3: 3}),
+    }
+    snli = {s: datasets.load_split("sample", REPO / "data" / "sample", s) for s in datasets.SPLITS}
+    for split in datasets.SPLITS:
+        examples = datasets.load_split("sample_ranking", SAMPLE_RANKING, split)
+        groups = {}
+        for ex in examples:
+            groups.setdefault(ex.qid, []).append(ex)
+        sizes = Counter(len(g) for g in groups.values())
+        correct = Counter(sum(ex.label for ex in g) for g in groups.values())
+        assert (dict(sizes), dict(correct)) == expected[split], split
+        # Every entailed SNLI pair is a correct candidate of its premise's question.
+        assert sorted((e.text1, e.text2) for e in examples if e.label == 1) == sorted(
+            (e.text1, e.text2) for e in snli[split] if e.label == 0
+        )
+        labels = [ex.label for ex in examples]
+        qids = [ex.qid for ex in examples]
+        docids = [ex.docid for ex in examples]
+        oracle = metrics_lib.ranking_metrics(qids, docids, labels, [float(y) for y in labels])
+        assert oracle == {"map": 1.0, "mrr": 1.0, "num_questions": len(groups)}
+        if split != "train":
+            ref = metrics_lib.read_trec_ref(SAMPLE_RANKING / f"{split}.ref")
+            assert {q: dict(d) for q, d in ref.items()} == {
+                q: {ex.docid: ex.label for ex in g} for q, g in groups.items()
+            }
+            rr, ap = zip(*(_expected_random([ex.label for ex in g]) for g in groups.values()))
+            figures = f"MRR {sum(rr) / len(rr):.4f} / MAP {sum(ap) / len(ap):.4f} on {split}"
+            assert figures in " ".join(readme.split()), figures
+
+
+def test_build_sample_ranking_hand_worked():
+    from re2_tf.data.prepare import build_sample_ranking
+
+    P = readers.PairExample
+    pairs = [
+        P("p1", "a", 0),
+        P("p1", "b", 2),
+        P("p2", "c", 1),  # no entailed hypothesis: dropped
+        P("p3", "d", 1),
+        P("p3", "e", 0),
+        P("p4", "f", 0),
+        P("p4", "a", 2),
+    ]
+    built, counts = build_sample_ranking(pairs)
+    assert counts == {"questions": 3, "correct": 3, "dropped_questions": 1, "dropped_pairs": 1}
+    # Kept groups p1, p3, p4 (Q = 3); question i's distractor is hypothesis i mod n_j of
+    # group j = (i + 1) mod 3: Q1 (p1) <- p3[0] "d"; Q2 (p3) <- p4[1] "a"; Q3 (p4) <- p1[0]
+    # "a" is one of its own, so the next group: p3[0] "d".
+    assert [(e.qid, e.docid, e.text1, e.text2, e.label) for e in built] == [
+        ("Q1", "Q1-0", "p1", "a", 1),
+        ("Q1", "Q1-1", "p1", "b", 0),
+        ("Q1", "Q1-2", "p1", "d", 0),
+        ("Q2", "Q2-0", "p3", "d", 0),
+        ("Q2", "Q2-1", "p3", "e", 1),
+        ("Q2", "Q2-2", "p3", "a", 0),
+        ("Q3", "Q3-0", "p4", "f", 1),
+        ("Q3", "Q3-1", "p4", "a", 0),
+        ("Q3", "Q3-2", "p4", "d", 0),
+    ]
+    with pytest.raises(ValueError, match="need >= 2 premises"):
+        build_sample_ranking(pairs[:2])
 
 
 WIKIQA_PREPARED = (

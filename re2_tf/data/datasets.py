@@ -16,6 +16,10 @@ with :func:`re2_tf.metrics.ranking_metrics`. The ``.ids`` files are required: qu
 never regrouped from the prepared text, which is lower-cased, so two adjacent questions that
 differ only in case would merge into one.
 
+The bundled ranking sample (``sample_ranking``, ``data/sample_ranking``; built from the
+SNLI sample by :func:`re2_tf.data.prepare.prepare`, see ``data/sample_ranking/README.md``)
+has the same ``.ids`` and ``.ref`` files.
+
 TrecQA (``trecqa``) has the same ``.ids`` files (``qid`` = the corpus' ``id.txt`` value,
 ``docid`` = 0-based candidate index within the question; see
 :func:`re2_tf.data.readers.read_trecqa_dir`) and no ``.ref``; ``dev``/``test`` are the clean
@@ -119,6 +123,18 @@ DATASETS: dict[str, DatasetSpec] = {
             watch_metrics=("mrr",),
         ),
         DatasetSpec("sample", _NLI3, "acc", "snli"),
+        # Our ranking sample (data/sample_ranking, generated from the SNLI sample by
+        # ``re2-prepare --dataset=sample_ranking``): each premise is a question, its
+        # entailed hypotheses are the correct candidates. MRR selects, MAP is watched (as
+        # for WikiQA).
+        DatasetSpec(
+            "sample_ranking",
+            ("incorrect", "correct"),
+            "mrr",
+            "snli",
+            ranking=True,
+            watch_metrics=("map",),
+        ),
     )
 }
 

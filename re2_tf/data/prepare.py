@@ -7,7 +7,8 @@ WikiQA also gets ``{train,dev,test}.ids`` (``qid<TAB>docid``) and the filtered r
 ``{dev,test}.ref``. TrecQA (castorini layout) gets ``train`` (``train/``), ``dev``
 (``clean-dev/``), ``test`` (``clean-test/``) and, when present, ``raw_dev``/``raw_test``
 (``raw-dev/``, ``raw-test/``), each with its ``.ids``. ``--dataset=sample`` cuts the
-bundled SNLI sample (see ``data/sample/README.md``).
+bundled SNLI sample (see ``data/sample/README.md``); ``--dataset=sample_ranking`` builds the
+bundled ranking sample from it (:func:`build_sample_ranking`, ``data/sample_ranking/README.md``).
 
 Library: :func:`prepare`. Command line (:mod:`re2_tf.cli.prepare`; see data/README.md for
 downloads)::
@@ -18,6 +19,7 @@ downloads)::
     re2-prepare --dataset=wikiqa  --input=WikiQACorpus.zip
     re2-prepare --dataset=trecqa  --input=<dir holding train/ clean-dev/ ...>
     re2-prepare --dataset=sample  --input=<dir with SNLI re2_processed dev.txt, test.txt>
+    re2-prepare --dataset=sample_ranking --input=data/sample --output=data/sample_ranking
 
 The input is the downloaded ``.zip`` or the directory it was extracted to; files are found
 by name anywhere below it (``__MACOSX`` entries are ignored).
@@ -26,6 +28,7 @@ by name anywhere below it (``__MACOSX`` entries are ignored).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import shutil
 import tempfile
@@ -38,7 +41,7 @@ from re2_tf.data import readers
 from re2_tf.data.datasets import DATASETS, get_dataset
 from re2_tf.data.tokenization import get_tokenizer
 
-__all__ = ["PREPARABLE", "RAW_FILES", "TRECQA_SPLITS", "prepare"]
+__all__ = ["PREPARABLE", "RAW_FILES", "TRECQA_SPLITS", "build_sample_ranking", "prepare"]
 
 # Relative path endings of the raw files, per dataset and split (first match wins).
 RAW_FILES = {
@@ -52,7 +55,8 @@ RAW_FILES = {
     },
     "wikiqa": {s: [f"WikiQA-{s}.txt"] for s in ("train", "dev", "test")},
 }
-#: Datasets :func:`prepare` knows (``sample``: the bundled SNLI cut).
+#: Datasets :func:`prepare` knows (``sample``: the bundled SNLI cut; ``sample_ranking``: the
+#: ranking sample built from it).
 PREPARABLE = tuple(sorted(DATASETS))
 # TrecQA: output split -> castorini split directory; the raw sets are optional.
 TRECQA_SPLITS = {
@@ -155,7 +159,8 @@ def prepare(
     Returns:
       ``{split: {"pairs": n, "empty_text_pairs": k}}``: pairs written, and how many of them
       have a text with no token after tokenisation (kept, and logged with their lines);
-      TrecQA splits also report ``"questions"``.
+      TrecQA splits also report ``"questions"``, ``sample_ranking`` splits the counts of
+      :func:`build_sample_ranking`.
 
     Raises:
       FileNotFoundError: a required raw file is missing. ValueError: malformed raw data.
@@ -164,6 +169,8 @@ def prepare(
     output.mkdir(parents=True, exist_ok=True)
     if dataset == "sample":
         return _prepare_sample(input_path, output, sample_train, sample_test)
+    if dataset == "sample_ranking":
+        return _prepare_sample_ranking(input_path, output)
     if dataset == "trecqa":
         return _prepare_trecqa(input_path, output, lower)
     spec = get_dataset(dataset)
@@ -247,3 +254,91 @@ def _prepare_sample(input_dir: Path, output: Path, n_train: int, n_test: int) ->
     return {
         split: _write_split(output, "sample", split, examples) for split, examples in splits.items()
     }
+
+
+def build_sample_ranking(examples) -> tuple[list, dict]:
+    """A ranking split built from SNLI pairs (our construction, for the bundled ranking
+    sample ``data/sample_ranking``): each premise is a question and its hypotheses are the
+    candidates, the entailed ones correct.
+
+    1. Consecutive pairs with the same premise (``text1``) form one group (SNLI lists a
+       premise's hypotheses on consecutive lines).
+    2. A group with no entailed hypothesis (label 0) has no correct candidate: it is
+       dropped and counted (``dropped_questions``, ``dropped_pairs``).
+    3. Each kept group ``i`` of the ``Q`` kept groups becomes question ``Q{i+1}``: its own
+       hypotheses in file order (label 1 = correct for entailment, 0 for neutral and
+       contradiction), then one distractor, the hypothesis ``i mod n_j`` of group
+       ``j = (i + Q // 2) mod Q`` (``n_j`` its size), labelled 0; if that text is one of
+       question ``i``'s own hypotheses, the next group is used (``j + 1``, ...). No random
+       number generator is involved, so the output depends only on the input.
+
+    Every question therefore has at least one correct and one incorrect candidate, the
+    question set that :func:`re2_tf.metrics.ranking_metrics` scores.
+
+    Args:
+      examples: ``PairExample`` s with labels 0 entailment, 1 neutral, 2 contradiction (the
+        SNLI sample's ``read_processed`` output).
+
+    Returns:
+      ``(pairs, counts)``: ``PairExample`` s with ``qid`` ``Q<n>``, ``docid`` ``Q<n>-<k>``
+      (``k`` = 0-based candidate index) and labels 0/1; counts ``questions``,
+      ``correct`` (pairs labelled 1), ``dropped_questions``, ``dropped_pairs``.
+
+    Raises:
+      ValueError: fewer than two groups with an entailed hypothesis.
+    """
+    groups = [list(g) for _, g in itertools.groupby(examples, key=lambda ex: ex.text1)]
+    kept = [g for g in groups if any(ex.label == 0 for ex in g)]
+    if len(kept) < 2:
+        raise ValueError(f"need >= 2 premises with an entailed hypothesis, got {len(kept)}")
+    size = len(kept)
+    pairs = []
+    for i, group in enumerate(kept):
+        own = {ex.text2 for ex in group}
+        j = (i + size // 2) % size
+        while j == i or kept[j][i % len(kept[j])].text2 in own:
+            j = (j + 1) % size
+        candidates = [(ex.text2, int(ex.label == 0)) for ex in group]
+        candidates.append((kept[j][i % len(kept[j])].text2, 0))
+        qid = f"Q{i + 1}"
+        pairs += [
+            readers.PairExample(group[0].text1, text, label, qid=qid, docid=f"{qid}-{k}")
+            for k, (text, label) in enumerate(candidates)
+        ]
+    counts = {
+        "questions": size,
+        "correct": sum(ex.label for ex in pairs),
+        "dropped_questions": len(groups) - size,
+        "dropped_pairs": len(examples) - sum(len(g) for g in kept),
+    }
+    return pairs, counts
+
+
+def _prepare_sample_ranking(input_dir: Path, output: Path) -> dict:
+    """``data/sample_ranking`` from the SNLI sample's ``{train,dev,test}.txt`` in
+    ``input_dir`` (:func:`build_sample_ranking` per split): ``<split>.txt``,
+    ``<split>.ids`` and, for dev and test, ``<split>.ref`` (TREC qrels ``qid 0 docid rel``,
+    every candidate judged, as WikiQA's filtered ``.ref`` files)."""
+    counts = {}
+    for split in ("train", "dev", "test"):
+        path = input_dir / f"{split}.txt"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found (the SNLI sample, data/sample)")
+        pairs, built = build_sample_ranking(readers.read_processed(path, num_classes=3))
+        readers.write_ids(output / f"{split}.ids", pairs)
+        counts[split] = _write_split(output, "sample_ranking", split, pairs)
+        counts[split].update(built)
+        logging.info(
+            "sample_ranking %s: %d questions; dropped %d premises (%d pairs) without an "
+            "entailed hypothesis",
+            split,
+            built["questions"],
+            built["dropped_questions"],
+            built["dropped_pairs"],
+        )
+        if split != "train":
+            with open(output / f"{split}.ref", "w", encoding="utf-8", newline="\n") as f:
+                for ex in pairs:
+                    f.write(f"{ex.qid} 0 {ex.docid} {ex.label}\n")
+    logging.info("wrote %s to %s", counts, output)
+    return counts
