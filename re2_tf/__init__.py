@@ -16,7 +16,9 @@ with Keras (``keras.saving.register_keras_serializable``), so ``keras.saving.loa
 any re2_tf ``.keras`` file works in a process that has imported ``re2_tf``. Imported as a
 library, re2_tf does not touch the process's stderr: TensorFlow's start-up notices are its
 own. The command-line entry points are in :mod:`re2_tf.cli`; only in a process started as
-one of them is TensorFlow's import kept quiet (:mod:`re2_tf.cli.startup`).
+one of them is TensorFlow's import kept quiet (:mod:`re2_tf.cli.startup`), and in a process
+started as ``re2-predict``, which serves exports only, ``import re2_tf`` imports neither Keras
+nor the layers and models (``re2_tf.layers`` and ``re2_tf.models`` import them on first use).
 """
 
 import importlib
@@ -26,10 +28,14 @@ __version__ = "0.2.0"
 
 from re2_tf.cli import startup as _startup  # noqa: E402  (imports no TensorFlow)
 
-if _startup.started_as_command() and "--verbose" not in sys.argv:
-    _startup.quiet_tensorflow_import()
+if _startup.started_as_command():
+    _startup.import_tensorflow(quiet="--verbose" not in sys.argv, keras=not _startup.exports_only())
 
-from re2_tf import layers, models  # noqa: E402,F401  (registers the custom Keras objects)
+if not _startup.exports_only():
+    from re2_tf import layers, models  # noqa: E402,F401  (registers the custom Keras objects)
+
+#: Subpackages imported on first use where ``import re2_tf`` has not imported them.
+_SUBMODULES = ("layers", "models")
 
 #: Public names resolved on first use (PEP 562), so ``import re2_tf`` stays light.
 _LAZY = {
@@ -50,6 +56,8 @@ _RENAMED = {"evaluate": "evaluate_run"}
 
 
 def __getattr__(name):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"re2_tf.{name}")
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), _RENAMED.get(name, name))
         globals()[name] = value

@@ -413,3 +413,99 @@ def test_predict_function_takes_tuples_dicts_an_export_or_a_predictor(setup):
         predict(predictor, pairs, batch_size=2)
     with pytest.raises(FileNotFoundError, match="is not a re2_tf export"):
         predict(setup[3] / "nowhere", pairs)
+
+
+# ------------------------------------------------------------------ time to first answer
+FRESH_PREDICT = """
+import json, runpy, sys
+sys.argv = ["re2-predict", *sys.argv[1:]]  # as the console script starts it
+try:
+    runpy.run_module("re2_tf.cli.predict", run_name="__main__")
+except SystemExit as exit:
+    code = exit.code
+heavy = ("keras", "keras_hub", "tensorflow_text", "re2_tf.layers", "re2_tf.models")
+loaded = [name for name in heavy if name in sys.modules]
+import re2_tf  # the models are still there, imported on first use
+import keras
+from re2_tf.models import build_re2
+model = re2_tf.models.build_re2(5, 3, embedding_dim=2, hidden_size=2, blocks=1, enc_layers=1)
+print(json.dumps({"exit": code, "loaded": loaded, "params": model.count_params(),
+                  "same": build_re2 is re2_tf.models.build_re2,
+                  "keras_layer": type(keras.layers.Dense(2)).__name__}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("tokenizer", ["whitespace", "snli"])
+def test_cli_serves_a_savedmodel_without_keras(setup, tmp_path, tokenizer):
+    """re2-predict imports neither Keras nor keras-hub, TF Text or re2_tf's models (issue 24:
+    time to first answer); its answers are the library Predictor's; Keras and the models
+    still import on first use in that process."""
+    _, _, exports, _ = setup
+    pairs = [("a man is sleeping", "a woman"), ("two dogs", "")]
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{a}\t{b}\n" for a, b in pairs), encoding="utf-8")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            FRESH_PREDICT,
+            f"--export_dir={exports[tokenizer]}",
+            f"--input={tsv}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert report["exit"] == 0, proc.stderr[-2000:]
+    assert report["loaded"] == []
+    assert report["same"] is True and report["keras_layer"] == "Dense"
+    assert (
+        report["params"]
+        == build_re2(5, 3, embedding_dim=2, hidden_size=2, blocks=1, enc_layers=1).count_params()
+    )
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    expected = Predictor(exports[tokenizer]).predict([{"text1": a, "text2": b} for a, b in pairs])
+    assert [line["label"] for line in lines] == [r["label"] for r in expected[0]]
+    for line, record in zip(lines, expected[0]):
+        assert list(line["probabilities"]) == LABELS
+        np.testing.assert_allclose(
+            list(line["probabilities"].values()),
+            list(record["probabilities"].values()),
+            atol=2e-6,
+        )
+
+
+TEXT_OP_LOAD = """
+import json, sys
+path, sys.argv = sys.argv[1], ["re2-predict"]  # a library process imports keras-hub and TF Text
+from re2_tf.serving.predictor import load_saved_model
+before = "tensorflow_text" in sys.modules
+loaded = load_saved_model(path)
+out = loaded(__import__("tensorflow").constant(["Ａ", "ｃａｔ"]))
+print(json.dumps({"before": before, "after": "tensorflow_text" in sys.modules,
+                  "out": [t.decode() for t in out.numpy()]}))
+"""
+
+
+def test_tensorflow_text_is_imported_only_for_a_savedmodel_that_needs_its_ops(tmp_path):
+    tensorflow_text = pytest.importorskip("tensorflow_text")
+
+    class Normalize(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def __call__(self, text):
+            return tensorflow_text.normalize_utf8(text, "NFKC")  # op NormalizeUTF8
+
+    tf.saved_model.save(Normalize(), str(tmp_path / "saved"))
+    proc = subprocess.run(
+        [sys.executable, "-c", TEXT_OP_LOAD, str(tmp_path / "saved")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {
+        "before": False,
+        "after": True,
+        "out": ["A", "cat"],
+    }

@@ -47,9 +47,10 @@ training and evaluation; the model's output for them is defined (see
 ``max_length`` tokens are truncated; :meth:`Predictor.predict` returns how many pairs were.
 
 SavedModels of BERT models (``packed_pair`` with the ``wordpiece`` tokenizer) use TensorFlow
-Text ops (``NormalizeUTF8``, ``FastWordpieceTokenizeWithOffsets``, ...): ``tensorflow_text``
-is imported, when installed, before the SavedModel is loaded; without it loading stops with
-:class:`MissingOpError` saying ``pip install tensorflow-text``.
+Text ops (``NormalizeUTF8``, ``FastWordpieceTokenizeWithOffsets``, ...): when loading meets
+one that is not registered, ``tensorflow_text`` is imported (it registers them) and loading
+is tried again; without it loading stops with :class:`MissingOpError` saying ``pip install
+tensorflow-text``.
 """
 
 from __future__ import annotations
@@ -151,43 +152,59 @@ def read_pairs(lines, source="<stdin>", fmt="auto"):
     return pairs
 
 
+def _missing_op(error):
+    """The op name of TensorFlow's "Op type not registered '<op>'" in ``error``, or ``None``."""
+    match = re.search(r"Op type not registered '([^']+)'", str(error))
+    return None if match is None else match.group(1)
+
+
 def load_saved_model(path):
-    """``tf.saved_model.load(path)``, with TensorFlow Text's ops registered if it is installed.
+    """``tf.saved_model.load(path)``, with TensorFlow Text's ops registered when it needs them.
 
     TensorFlow Text's ops (used by keras-hub's WordPiece tokenizer in BERT exports) are
-    registered only by ``import tensorflow_text``; the import is skipped when the package is
-    absent.
+    registered only by ``import tensorflow_text`` (about 0.3 s, and it imports Keras), so it
+    is imported only when loading fails with "Op type not registered", and loading is tried
+    again; the import is skipped when the package is absent.
 
     Raises:
         MissingOpError: ``<path>: the SavedModel needs the op '<op>' ...`` naming the fix
             (``pip install tensorflow-text``) when loading fails with "Op type not
-            registered"; other loading errors propagate unchanged.
+            registered" with TensorFlow Text imported, or absent; other loading errors
+            propagate unchanged.
     """
     import tensorflow as tf
 
+    errors = (RuntimeError, tf.errors.NotFoundError)
+    try:
+        return tf.saved_model.load(str(path))
+    except errors as e:
+        if _missing_op(e) is None:
+            raise
+        error = e
     try:
         import tensorflow_text  # noqa: F401  (registers NormalizeUTF8, FastWordpiece..., ...)
 
         text_installed = True
     except ImportError:
         text_installed = False
-    try:
-        return tf.saved_model.load(str(path))
-    except (RuntimeError, tf.errors.NotFoundError) as e:
-        match = re.search(r"Op type not registered '([^']+)'", str(e))
-        if match is None:
-            raise
-        fix = (
-            f"tensorflow-text is installed but does not register it: install the "
-            f"tensorflow-text release matching TensorFlow {tf.__version__}"
-            if text_installed
-            else "pip install tensorflow-text (or pip install -e '.[bert]')"
-        )
-        raise MissingOpError(
-            f"{path}: the SavedModel needs the op '{match.group(1)}', which "
-            f"this TensorFlow does not have (TensorFlow Text ops, used by BERT "
-            f"exports): {fix}"
-        ) from e
+    if text_installed:
+        try:
+            return tf.saved_model.load(str(path))
+        except errors as e:
+            if _missing_op(e) is None:
+                raise
+            error = e
+    fix = (
+        f"tensorflow-text is installed but does not register it: install the "
+        f"tensorflow-text release matching TensorFlow {tf.__version__}"
+        if text_installed
+        else "pip install tensorflow-text (or pip install -e '.[bert]')"
+    )
+    raise MissingOpError(
+        f"{path}: the SavedModel needs the op '{_missing_op(error)}', which "
+        f"this TensorFlow does not have (TensorFlow Text ops, used by BERT "
+        f"exports): {fix}"
+    ) from error
 
 
 class Predictor:
@@ -264,18 +281,22 @@ class Predictor:
 
     def _features(self, texts1, texts2):
         """The model's padded input features for ``n`` pairs (Python tokeniser and
-        featurisers: the training path) and int ``[n]`` tokens cut beyond ``max_length``."""
+        featurisers: the training path) and int ``[n]`` tokens cut: beyond ``max_length``
+        per text, plus what a featuriser cut after that (BERT: word pieces beyond packing,
+        its ``truncated_tokens`` statistic), counted as ``serving_default`` counts them."""
         from re2_tf.data.pipeline import pack_ragged
 
         max_length = self.config["max_length"]
         rows, cut = [], []
         for a, b in zip(texts1, texts2):
             tokens = [self._tokenizer(a), self._tokenizer(b)]
-            cut.append(sum(max(len(t) - max_length, 0) for t in tokens))
+            packed_before = sum(f.stats["truncated_tokens"] for f in self._featurizers)
             pair = {}
             for featurizer in self._featurizers:
                 pair.update(featurizer.python(*(t[:max_length] for t in tokens)))
             rows.append(pair)
+            packed = sum(f.stats["truncated_tokens"] for f in self._featurizers) - packed_before
+            cut.append(sum(max(len(t) - max_length, 0) for t in tokens) + packed)
         specs = {s.name: s for f in self._featurizers for s in f.specs()}
         features = {
             name: pack_ragged([row[name] for row in rows], spec.dtype, spec.inner_shape)
