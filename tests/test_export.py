@@ -519,3 +519,21 @@ def test_a_model_the_tflite_converter_refuses_is_a_clear_error(tmp_path):
             length_buckets=[12],
         )
     assert not (tmp_path / "lite").exists()
+
+
+def test_invalid_utf8_is_rejected_naming_the_input_and_rows(loaded):
+    """serving_default rejects text that is not valid UTF-8, as the predict CLI does; valid
+    non-ASCII text, U+FFFD itself included, is served."""
+    fn = loaded.signatures["serving_default"]
+    good = ["a man", "caf\u00e9 \ufffd \u6771\u4eac \U0001f600"]
+    out = fn(text1=tf.constant(good), text2=tf.constant(good[::-1]))
+    assert np.isfinite(out["probabilities"].numpy()).all()
+    for bad in (b"\xff\xfe a man", b"caf\xc3", b"\xc0\xaf overlong", b"\xed\xa0\x80 surrogate"):
+        for name in ("text1", "text2"):
+            texts = {"text1": [b"a man", b"a dog"], "text2": [b"a man", b"a dog"]}
+            texts[name] = [b"a dog", bad]
+            with pytest.raises(
+                tf.errors.InvalidArgumentError, match=re.escape(f"{name} must be valid UTF-8")
+            ) as error:
+                fn(**{k: tf.constant(v) for k, v in texts.items()})
+            assert "rows:" in str(error.value) and "[1]" in str(error.value), bad

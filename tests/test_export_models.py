@@ -468,3 +468,78 @@ def test_bf16_export_serves_the_bfloat16_copy(exported, tmp_path):
     # the same bfloat16 computation; the export pads to its length bucket, and padding
     # positions only enter masked sums, so the results differ by bfloat16 rounding at most
     np.testing.assert_allclose(served, expected, atol=1e-2)
+
+
+# ------------------------------------------------------------------- limits and attributes
+#: Lines of the vocabulary asset that ids of each model's first input index.
+FIRST_INPUT_VOCAB = {"bert_matchlstm": "wordpiece_vocab.txt"}
+#: Word pieces of MiniLM-L6's (= BERT-base uncased) WordPiece vocabulary, as published.
+WORDPIECE_SIZE = 30522
+
+
+def test_attributes_and_config_state_the_real_limits(exported):
+    name, _, featurizers, loaded, export_dir = exported
+    assets = Path(export_dir) / "assets"
+    vocab_file = assets / FIRST_INPUT_VOCAB.get(name, "vocab.txt")
+    lines = len(vocab_file.read_text(encoding="utf-8").splitlines())
+    assert int(loaded.vocab_size.numpy()) == lines > 0
+    if name == "bert_matchlstm":
+        assert lines == WORDPIECE_SIZE
+    packed = TINY.get(name, {}).get("max_length", 0)  # TINY BERT packs 12 pieces per pair
+    assert int(loaded.max_length.numpy()) == MAX_LENGTH
+    assert int(loaded.max_pair_length.numpy()) == packed
+    config = json.loads((assets / "export_config.json").read_text())
+    assert config["max_pair_length"] == packed
+    assert config["truncation"] == f"max_length={MAX_LENGTH} tokens per text" + (
+        f", then {packed} word pieces per packed pair (special tokens included)" if packed else ""
+    )
+
+
+def test_serving_ids_cuts_every_input_to_its_limit_and_counts_the_cut(exported):
+    """Inputs 600 positions wide (past BERT's 512 position embeddings): each side is cut to
+    its limit (MAX_LENGTH per text, max_pair_length per packed pair), the non-padding
+    positions beyond it are counted, and the result is the model's on the cut inputs."""
+    name, model, featurizers, loaded, _ = exported
+    features = {k: v.numpy() for k, v in _python_features(featurizers, *TEXTS).items()}
+    specs = {s.name: s for f in featurizers for s in f.specs()}
+    limits = {"text1": MAX_LENGTH, "text2": MAX_LENGTH, "pair": TINY[name].get("max_length")}
+    width = 600
+    wide, expected_cut, counted = {}, np.zeros(len(TEXTS[0]), int), set()
+    for key, x in features.items():
+        spec = specs[key]
+        extra = np.ones((x.shape[0], width - x.shape[1], *x.shape[2:]), x.dtype)  # not padding
+        wide[key] = np.concatenate([x, extra], axis=1)
+        if spec.side not in counted and not spec.inner_shape:
+            counted.add(spec.side)
+            beyond = wide[key][:, limits[spec.side] :] != spec.pad_value
+            expected_cut += beyond.sum(1)
+    assert expected_cut.min() > width - 2 * MAX_LENGTH - max(limits["pair"] or 0, MAX_LENGTH)
+    out = loaded.signatures["serving_ids"](**{k: tf.constant(v) for k, v in wide.items()})
+    assert out["truncated"].numpy().tolist() == expected_cut.tolist()
+    cut = {k: v[:, : limits[specs[k].side]] for k, v in wide.items()}
+    np.testing.assert_allclose(
+        out["probabilities"].numpy(), _keras_probs(model, cut), atol=1e-5, err_msg=name
+    )
+
+
+def test_both_tokenisation_paths_count_the_same_truncation(exported):
+    """A pair of 102 + 80 words through the Predictor's in-graph (serving_default) and Python
+    (serving_ids) paths: the same probabilities and the same count of cut tokens (words
+    beyond MAX_LENGTH per text plus, for BERT, word pieces cut by packing)."""
+    from re2_tf.serving.predictor import Predictor
+
+    name, model, featurizers, _, export_dir = exported
+    words = "the man plays a guitar on stage while two dogs run".split()
+    a = " ".join(words[i % len(words)] for i in range(102))
+    b = " ".join(words[(3 * i) % len(words)] for i in range(80))
+    kept = [" ".join(t.split()[:MAX_LENGTH]) for t in (a, b)]
+    packing = _python_cuts(featurizers, [kept[0]], [kept[1]])[0]
+    if name == "bert_matchlstm":
+        assert packing > 0  # 2 x 8 words > 12 - 3 pieces
+    expected = (102 - MAX_LENGTH) + (80 - MAX_LENGTH) + packing
+    results = {}
+    for tokenize in ("graph", "python"):
+        probabilities, truncated = Predictor(export_dir, tokenize=tokenize).run([a], [b])
+        results[tokenize] = probabilities
+        assert truncated.tolist() == [expected], tokenize
+    np.testing.assert_allclose(results["graph"], results["python"], atol=1e-5)

@@ -190,6 +190,10 @@ class Featurizer(abc.ABC):
         """Names of the files :meth:`save` writes (none by default)."""
         return []
 
+    #: Positions kept per packed pair (``side == "pair"`` features), ``None`` for featurisers
+    #: without packed pairs.
+    pair_max_length: int | None = None
+
     @property
     def vocab_size(self) -> int | None:
         """Ids this featuriser can emit (its vocabulary size; ``None`` without a vocabulary)."""
@@ -649,6 +653,11 @@ class PackedPair(Featurizer):
             raise ValueError(f"packed_pair: max_length must be >= 3, got {max_length}")
         self.tokenizer, self.max_length = tokenizer, max_length
         self._packer = None
+
+    @property
+    def pair_max_length(self):
+        """Word pieces kept per packed pair, the 3 special tokens included."""
+        return self.max_length
 
     @property
     def packer(self):

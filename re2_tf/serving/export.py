@@ -27,14 +27,18 @@ Signatures (batch dimension first, TF Serving conventions):
     (masked max pooling and attention over an empty text give 0).
 ``serving_ids``
     inputs ``text1``, ``text2``: int32 ``[batch, length]`` token ids (0 = padding, the two
-    lengths independent); same outputs. All-padding rows and zero-length inputs are empty
-    texts (as above); columns beyond ``max_length`` are dropped, and ``truncated`` counts the
-    non-padding ids among them.
+    lengths independent), or the model's other features (BERT: ``token_ids``,
+    ``segment_ids``, ``padding_mask`` ``[batch, length]`` packed pairs); same outputs.
+    All-padding rows and zero-length inputs are empty texts (as above); columns beyond
+    ``max_length`` (packed pairs: beyond ``max_pair_length``) are dropped, and ``truncated``
+    counts the non-padding ids among them.
 
 An empty batch gives ``probabilities [0, num_classes]``, ``label [0]``, ``truncated [0]``.
 
 Errors (``InvalidArgumentError`` from a loaded signature, ``INVALID_ARGUMENT`` in TF
-Serving): ``text1 and text2 must have the same batch size`` for mismatched batches; ``token
+Serving): ``text1 and text2 must have the same batch size`` for mismatched batches; ``text1
+must be valid UTF-8; rows: [...]`` (or ``text2``) for a text that is not valid UTF-8 (the
+predict CLI rejects such a line too, naming file and line); ``token
 ids must be in [0, vocab_size)`` for out-of-range ids; ``text1 must be tf.string [batch]`` /
 ``text1 must be int32 [batch, length]`` (or ``text2 ...``) for an input of the wrong rank,
 checked at run time because loaded signatures and TF Serving do not enforce the signature's
@@ -57,9 +61,13 @@ saved with ``jit_compile=True``. XLA compiles once per input shape, so inputs ar
 (with 0 = padding; the model is padding-invariant) to a length bucket (``--length_buckets``)
 and the batch to a power of two; the first call per bucket shape costs ~1-2 s.
 
-Attributes of the loaded object: ``vocab_size``, ``num_classes`` (int64 variables),
-``label_names`` (string variable), ``max_length``; assets ``vocab.txt``, ``label_names.txt``,
-``flags.txt`` (the run's training flags) and ``export_config.json``.
+Attributes of the loaded object: ``vocab_size`` (int64: token ids -- word ids, or BERT's
+word pieces; not characters -- are in ``[0, vocab_size)``), ``num_classes`` (int64),
+``label_names`` (string), ``max_length`` (int32: tokens kept per text) and
+``max_pair_length`` (int32: positions kept per packed pair, the special tokens included; 0
+for models without packed pairs); assets ``vocab.txt`` (BERT: its WordPiece vocabulary),
+``label_names.txt``, ``flags.txt`` (the run's training flags) and ``export_config.json``
+(which also states the limits in words: its ``truncation`` entry).
 """
 
 from __future__ import annotations
@@ -116,6 +124,7 @@ BATCH_MISMATCH = "text1 and text2 must have the same batch size"
 ID_RANGE = "token ids must be in [0, vocab_size)"
 TEXT_SHAPE = "must be tf.string [batch]"  # after the input name: "text1 must be ..."
 IDS_SHAPE = "must be int32 [batch, length]"
+UTF8 = "must be valid UTF-8"  # after the input name: "text1 must be valid UTF-8"
 
 
 def _buckets_for(max_length, length_buckets):
@@ -285,6 +294,39 @@ def _checked(inputs, specs):
 
 
 # --------------------------------------------------------------- raw-text signature
+def _checked_utf8(texts):
+    """``texts`` behind a run-time check that every text is valid UTF-8.
+
+    A text is valid when transcoding it from UTF-8 to UTF-8 with replacement of malformed
+    sequences leaves it unchanged. The predict CLI rejects invalid UTF-8 too (naming file
+    and line), so the graph and the CLI have one behaviour: reject, never guess.
+
+    Args:
+        texts: ``{name: tf.string [batch]}``.
+
+    Returns:
+        ``{name: tf.string [batch]}``, the same values.
+
+    Raises:
+        InvalidArgumentError (at run time): ``"<name> must be valid UTF-8"`` followed by the
+            indices of the offending rows.
+    """
+    checks = []
+    for name, text in texts.items():
+        repaired = tf.strings.unicode_transcode(
+            text, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+        )
+        valid = tf.equal(repaired, text)
+        checks.append(
+            tf.debugging.Assert(
+                tf.reduce_all(valid),
+                [f"{name} {UTF8}; rows:", tf.where(tf.logical_not(valid))[:, 0]],
+            )
+        )
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(x) for name, x in texts.items()}
+
+
 def _tokens(text, tokenizer, lower, max_length):
     """Tokenise one batch of texts and truncate it.
 
@@ -350,11 +392,13 @@ def _text_signature(module):
 
         Raises:
             InvalidArgumentError: ``text1 and text2 must have the same batch size``;
-                ``text1 must be tf.string [batch]`` (or ``text2``) for another rank.
+                ``text1 must be tf.string [batch]`` (or ``text2``) for another rank;
+                ``text1 must be valid UTF-8; rows: ...`` (or ``text2``).
         """
         texts = _checked(
             {"text1": text1, "text2": text2}, {"text1": (1, TEXT_SHAPE), "text2": (1, TEXT_SHAPE)}
         )
+        texts = _checked_utf8(texts)
         tokens, truncated = [], 0
         for text in texts.values():
             ragged, cut = _tokens(text, module._tokenizer_name, module._lower, module._max_length)
@@ -395,15 +439,16 @@ def _checked_ids(features, specs, vocab_sizes):
         return {name: tf.identity(x) for name, x in features.items()}
 
 
-def _truncated_ids(features, specs, max_length):
-    """Features cut to ``max_length`` positions per text, and the ids cut.
+def _truncated_ids(features, specs, limits):
+    """Features cut to their side's limit, and the positions cut.
 
     Args:
         features: ``{name: tensor [batch, length, *inner]}``.
-        specs: the features' specs; ``side == "pair"`` features (packed pairs) are kept
-            whole; the non-padding (``!= 0``) ids beyond ``max_length`` of the first plain
-            ``[batch, length]`` feature of each text are counted.
-        max_length: positions kept per text.
+        specs: the features' specs. Per side (``text1``, ``text2``, ``pair``), the positions
+            of the first plain ``[batch, length]`` feature beyond the limit that are not
+            padding (``!= pad_value``) are counted.
+        limits: ``{side: positions kept}``: ``max_length`` per text, ``pair_max_length`` for
+            packed pairs (BERT: word pieces per pair, specials included).
 
     Returns:
         ``(features, truncated)``: same names and dtypes; int32 ``[batch]``.
@@ -411,13 +456,11 @@ def _truncated_ids(features, specs, max_length):
     truncated, counted = 0, set()
     for spec in specs:
         x = features[spec.name]
-        if spec.side != "pair" and spec.side not in counted and not spec.inner_shape:
-            counted.add(spec.side)  # tokens beyond max_length, counted once per text
-            truncated += tf.reduce_sum(tf.cast(x[:, max_length:] != 0, tf.int32), 1)
-    features = {
-        s.name: features[s.name][:, :max_length] if s.side != "pair" else features[s.name]
-        for s in specs
-    }
+        if spec.side not in counted and not spec.inner_shape:
+            counted.add(spec.side)  # positions beyond the limit, counted once per side
+            beyond = x[:, limits[spec.side] :] != tf.cast(spec.pad_value, x.dtype)
+            truncated += tf.reduce_sum(tf.cast(beyond, tf.int32), 1)
+    features = {s.name: features[s.name][:, : limits[s.side]] for s in specs}
     truncated += tf.zeros(tf.shape(features[specs[0].name])[:1], tf.int32)
     return features, truncated
 
@@ -441,7 +484,7 @@ def _features_signature(module):
             features, {s.name: (2 + len(s.inner_shape), _feature_shape(s)) for s in specs}
         )
         features = _checked_ids(features, specs, module._vocab_sizes)
-        features, truncated = _truncated_ids(features, specs, module._max_length)
+        features, truncated = _truncated_ids(features, specs, module._limits)
         return _predict(module, features, truncated)
 
     return tf.function(_serve_features).get_concrete_function(**module.feature_signature())
@@ -509,9 +552,23 @@ class ServingModule(tf.Module):
         self.extra_assets = {
             k: tf.saved_model.Asset(str(v)) for k, v in (extra_assets or {}).items()
         }
-        word_ids = [f.vocab_size for f in featurizers if f.kind == "word_ids"]
+        # token ids (word ids, or BERT's word pieces: the first plain integer input with a
+        # vocabulary, not characters) are in [0, vocab_size)
+        token_vocab = [
+            f.vocab_size
+            for f in featurizers
+            for s in f.specs()
+            if f.vocab_size and s.dtype.startswith("int") and not s.inner_shape
+        ]
         self.vocab_size = tf.Variable(
-            word_ids[0] if word_ids else 0, dtype=tf.int64, trainable=False, name="vocab_size"
+            token_vocab[0] if token_vocab else 0, dtype=tf.int64, trainable=False, name="vocab_size"
+        )
+        pair_lengths = [f.pair_max_length for f in featurizers if f.pair_max_length]
+        self._limits = {"text1": int(max_length), "text2": int(max_length)}
+        if pair_lengths:
+            self._limits["pair"] = int(pair_lengths[0])
+        self.max_pair_length = tf.Variable(
+            self._limits.get("pair", 0), dtype=tf.int32, trainable=False, name="max_pair_length"
         )
         self.num_classes = tf.Variable(
             len(self._label_list), dtype=tf.int64, trainable=False, name="num_classes"
@@ -623,6 +680,12 @@ def export_model(
         )
     export_dir = Path(export_dir)
     specs = [s for f in featurizers for s in f.specs()]
+    pair_max_length = next((f.pair_max_length for f in featurizers if f.pair_max_length), 0)
+    truncation = f"max_length={int(max_length)} tokens per text" + (
+        f", then {pair_max_length} word pieces per packed pair (special tokens included)"
+        if pair_max_length
+        else ""
+    )
     config = {
         "format": fmt,
         "precision": precision,
@@ -631,6 +694,8 @@ def export_model(
         "in_graph_tokenizer_exact": tokenizer in text_lib.EXACT,
         "python_tokenizer": python_tokenizer or tokenizer,
         "max_length": int(max_length),
+        "max_pair_length": pair_max_length,
+        "truncation": truncation,
         "length_buckets": [int(b) for b in length_buckets],
         "xla": bool(xla),
         "label_names": list(label_names),
