@@ -306,19 +306,88 @@ def test_flags_file_rebuilds_the_same_config(tmp_path):
     assert dict(rebuilt.hparams) == dict(config.hparams)
 
 
-@pytest.mark.parametrize(
-    "flagfile", sorted(p.relative_to(REPO).as_posix() for p in (REPO / "configs").glob("*/*.flags"))
-)
-def test_every_flagfile_parses_to_a_valid_config_of_its_model(flagfile):
+#: Every flagfile under configs/, at any depth.
+FLAGFILES = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "configs").rglob("*.flags"))
+
+
+def _parse_flagfile(path):
+    """``path`` through re2-train's own flag parsing (a fresh FlagValues) -> TrainConfig."""
     from absl import flags
 
     from re2_tf.cli import train as train_cli
 
     values = flags.FlagValues()
     train_cli.define_flags(values)
-    train_cli.parse_flags(["re2-train", f"--flagfile={REPO / flagfile}"], values)
-    config = TrainConfig.from_flags(values)
-    assert config.model == Path(flagfile).parent.name
+    train_cli.parse_flags(["re2-train", f"--flagfile={path}"], values)
+    return TrainConfig.from_flags(values)
+
+
+def test_flagfiles_are_found():
+    from re2_tf.models import MODEL_SPECS
+
+    # configs/<model>/ for the five models, and each has its bundled-sample quick start.
+    assert sorted({Path(f).parts[1] for f in FLAGFILES}) == sorted(MODEL_SPECS)
+    for model in MODEL_SPECS:
+        assert f"configs/{model}/sample.flags" in FLAGFILES
+
+
+@pytest.mark.parametrize("flagfile", FLAGFILES)
+def test_every_flagfile_parses_to_a_valid_config_of_its_model(flagfile, monkeypatch):
+    """Parsed as re2-train parses it (an unknown or misspelt flag, a bad value, an unknown
+    model, dataset or preset fails here). configs/<model>/<name>.flags trains <model>; a
+    file named after a dataset trains that dataset; a bundled dataset's files exist."""
+    from re2_tf.data import datasets
+
+    config = _parse_flagfile(REPO / flagfile)
+    path = Path(flagfile)
+    assert config.model == path.parent.name
+    if path.stem in datasets.DATASETS:
+        assert config.dataset == path.stem
+    if config.dataset.startswith("sample"):
+        monkeypatch.chdir(REPO)  # the flagfiles' paths are relative to the repository
+        config.check_files()
+        assert config.data_dir == f"data/{config.dataset}"
+
+
+def test_a_misspelt_flag_in_a_flagfile_fails_to_parse(tmp_path):
+    from absl import flags
+
+    text = (REPO / "configs/re2/sample.flags").read_text()
+    bad = tmp_path / "bad.flags"
+    bad.write_text(text.replace("--data_dir=", "--datadir="))
+    with pytest.raises(flags.UnrecognizedFlagError, match="datadir"):
+        _parse_flagfile(bad)
+    bad.write_text(text + "--blocks=two\n")
+    with pytest.raises(flags.IllegalFlagValueError, match="blocks"):
+        _parse_flagfile(bad)
+
+
+def test_sample_presets_apply_and_are_logged():
+    """--dataset=sample / sample_ranking applies each model's own preset; the training log's
+    preset line names it with its settings, or says why there is none."""
+    from re2_tf.api import preset_line
+    from re2_tf.models import MODEL_SPECS
+
+    for name, spec in MODEL_SPECS.items():
+        for dataset in ("sample", "sample_ranking"):
+            preset = spec.presets[dataset]
+            config = TrainConfig(model=name, dataset=dataset)
+            for key, value in preset.items():
+                resolved = config.hparams[key] if key in spec.hparams else getattr(config, key)
+                assert resolved == value, (name, dataset, key)
+            line = preset_line(config)
+            assert line.startswith(f"preset: {dataset} (") and "overridden" not in line
+            for key, value in preset.items():
+                assert f"{key}={value}" in line
+    config = TrainConfig(model="re2", dataset="sample", hparams={"blocks": 1}, epochs=1)
+    assert preset_line(config).endswith("; overridden by the caller: blocks, epochs")
+    assert preset_line(TrainConfig(model="drcn", dataset="wikiqa")) == (
+        "preset: none (drcn has no preset for wikiqa; its presets: quora, sample, "
+        "sample_ranking, snli, trecqa)"
+    )
+    assert preset_line(TrainConfig(dataset="sample", preset="none")) == (
+        "preset: none (preset=none)"
+    )
 
 
 # ------------------------------------------------------------------------ one-line mistakes

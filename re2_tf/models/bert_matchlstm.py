@@ -248,6 +248,9 @@ _HPARAM_HELP = {
     "paper: BERT's usual fine-tuning length).",
 }
 
+#: Our quick-run settings shared by the ``sample`` and ``sample_ranking`` presets.
+_SAMPLE = dict(max_length=64, lr=5e-5, max_samples=2048, eval_per_samples=2048)
+
 #: BERT + MatchLSTM on the shared path (Shao et al. 2019, Sec. 4.2; BERT's fine-tuning recipe).
 SPEC = register(
     ModelSpec(
@@ -266,6 +269,15 @@ SPEC = register(
                 "tokenizer": {"kind": "wordpiece", "config": {"source": "hparam:bert_preset"}},
                 "max_length": "hparam:max_length",
             }
+        },
+        # Ours (not the paper's): quick CPU runs on the bundled samples
+        # (configs/bert_matchlstm/sample*.flags): the recipe below for a fixed budget of
+        # 2,048 training pairs (64 updates) at 5e-5, the top of BERT's fine-tuning range
+        # (Devlin et al. 2019, App. A.3: 5e-5, 3e-5, 2e-5), packed pairs cut at 64 word
+        # pieces (SNLI pairs are short; cut pairs are counted), one evaluation at the end.
+        presets={
+            "sample": dict(_SAMPLE),
+            "sample_ranking": dict(_SAMPLE),
         },
         # BERT's fine-tuning recipe for every dataset: warm-up over the first 10% of updates
         # (BERT's warmup_proportion 0.1, int(0.1 * updates)), no word-level length limit (the

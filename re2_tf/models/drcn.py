@@ -435,6 +435,22 @@ _CHOICES = {
     "autoencoder_activation": ("relu", "tanh", "sigmoid", "linear"),
 }
 
+#: Our quick-run settings shared by the ``sample`` and ``sample_ranking`` presets.
+_SAMPLE = dict(
+    embedding_dim=100,
+    num_layers=3,
+    hidden_size=50,
+    autoencoder_layers="3",
+    autoencoder_units=100,
+    fc_units=200,
+    batch_norm=True,
+    max_len=35,
+    batch_size=64,
+    min_df=2,
+    eval_per_samples=4096,
+    log_per_samples=1024,
+)
+
 #: DRCN on the shared path (the paper's "Implementation Details").
 SPEC = register(
     ModelSpec(
@@ -446,6 +462,12 @@ SPEC = register(
         },
         features={"word_ids": {}, "char_ids": {"max_word_length": 16}, "exact_match": {}},
         presets={
+            # Ours (not the paper's): a narrower, shallower DRCN for a quick CPU run on the
+            # bundled samples (configs/drcn/sample*.flags): 3 layers of 50 units per
+            # direction, one autoencoder (after layer 3), FC 200 x 2, 100-d embeddings,
+            # texts cut at 35 words (SNLI's length), 3 passes (2 over the larger ranking sample).
+            "sample": dict(_SAMPLE, epochs=3),
+            "sample_ranking": dict(_SAMPLE, epochs=2),
             "snli": dict(max_len=35, batch_norm=True),
             "quora": dict(max_len=25, batch_norm=False),
             "trecqa": dict(max_len=50, batch_norm=True),

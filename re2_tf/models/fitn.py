@@ -291,6 +291,20 @@ _CHOICES = {
     "activation": FITN_ACTIVATIONS,
 }
 
+#: Our quick-run settings shared by the ``sample`` and ``sample_ranking`` presets.
+_SAMPLE = dict(
+    embedding_dim=100,
+    rounds=2,
+    hidden_size=50,
+    memory_size=50,
+    fc_units=200,
+    max_len=40,
+    batch_size=64,
+    min_df=2,
+    eval_per_samples=4096,
+    log_per_samples=1024,
+)
+
 #: FITN on the shared path (the paper's Sec. 3.1).
 SPEC = register(
     ModelSpec(
@@ -302,6 +316,11 @@ SPEC = register(
         },
         features={"word_ids": {}, "char_ids": {"max_word_length": 16}},
         presets={
+            # Ours (not the paper's): a narrower FITN for a quick CPU run on the bundled
+            # samples (configs/fitn/sample*.flags): 2 rounds, hidden and memory size 50, FC
+            # 200, 100-d embeddings, texts cut at 40 words, 3 passes (2 over the ranking sample).
+            "sample": dict(_SAMPLE, epochs=3),
+            "sample_ranking": dict(_SAMPLE, epochs=2),
             "quora": dict(max_len=40),
             "snli": dict(max_len=40),
         },

@@ -275,6 +275,9 @@ _HPARAM_HELP = {
     "dropout": "Dropout drop rate on the word embedding (not in the paper).",
 }
 
+#: Our quick-run settings shared by the ``sample`` and ``sample_ranking`` presets.
+_SAMPLE = dict(max_len=20, batch_size=64, min_df=2, eval_per_samples=4096, log_per_samples=1024)
+
 #: Match-SRNN on the shared path (the paper's Sec. 4.4 and 6.1).
 SPEC = register(
     ModelSpec(
@@ -288,6 +291,12 @@ SPEC = register(
         },
         features={"word_ids": {}},
         presets={
+            # Ours (not the paper's): quick CPU runs on the bundled samples
+            # (configs/match_srnn/sample*.flags): the paper's widths, texts cut at 20 words
+            # (the spatial GRU's sequential steps grow with m + n); 6 passes over the SNLI
+            # sample, 3 over the ranking sample's triples (pairwise hinge, as for WikiQA).
+            "sample": dict(_SAMPLE, epochs=6),
+            "sample_ranking": dict(_SAMPLE, loss="pairwise_hinge", epochs=3),
             "wikiqa": dict(loss="pairwise_hinge", max_len=50),
             "trecqa": dict(loss="pairwise_hinge", max_len=50),
             "snli": dict(max_len=50),
