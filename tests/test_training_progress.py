@@ -24,6 +24,10 @@ LINE = re.compile(
     r"^update (\d+)/(\d+) \| (\d+) pairs/s \| loss (\d+\.\d{4}) \| "
     r"(next evaluation|training ends) at update (\d+) in (.+)$"
 )
+FIRST = re.compile(
+    r"^update 1/(\d+) \| first update took (.+) \(tracing, compiling\) \| loss (\d+\.\d{4}) \| "
+    r"next evaluation at update (\d+)$"
+)
 
 
 class Lines(logging.Handler):
@@ -114,16 +118,21 @@ def test_interval_zero_logs_every_update_with_consistent_numbers(tmp_path):
     evaluated = [int(m) for m in re.findall(r"^update (\d+) \(epoch", "\n".join(lines), re.M)]
     assert evaluated == [3, 4, 6, 8, 12]
     assert lines[-1] == "Training complete after 14 updates."
-    progress = [LINE.match(line) for line in lines if LINE.match(line)]
-    # one line per update but the last, which ends training instead
-    assert [int(m[1]) for m in progress] == list(range(1, 14))
-    assert {int(m[2]) for m in progress} == {14}
+    # the first update (tracing) is timed on its own
+    first = FIRST.match(lines[0])
+    assert first, lines[0]
     assert len(losses) == 14
-    assert [m[4] for m in progress] == [f"{loss:.4f}" for loss in losses[:13]]
+    assert (first[1], first[3], first[4]) == ("14", f"{losses[0]:.4f}", "3")
+    progress = [LINE.match(line) for line in lines if LINE.match(line)]
+    # one line per update but the first and the last, which ends training instead
+    assert [int(m[1]) for m in progress] == list(range(2, 14))
+    assert {int(m[2]) for m in progress} == {14}
+    assert [m[4] for m in progress] == [f"{loss:.4f}" for loss in losses[1:13]]
     assert [(m[5], int(m[6])) for m in progress] == [
-        ("next evaluation", min(e for e in evaluated if e > int(m[1]))) for m in progress[:11]
+        ("next evaluation", min(e for e in evaluated if e > int(m[1]))) for m in progress[:10]
     ] + [("training ends", 14)] * 2
-    trained = 0.0
+    took, rounding = seconds(first[2])
+    trained = took - rounding
     for m in progress:
         speed = int(m[3])
         # the printed speed is rounded to a whole pair/s; the ETA to 0.1 s (or 1 s)

@@ -4,8 +4,9 @@ CI), where a Keras progress bar shows nothing useful.
 :class:`ProgressLog` is driven from a Keras callback's hooks (``on_train_begin`` and
 ``on_train_batch_end`` of :class:`re2_tf.training.routine.ReleaseRoutine`); it uses no thread,
 so a line can only come at the end of a batch (a first step that traces and compiles for a
-minute, or a long dev evaluation, delays the next line by that long). A line looks like::
+minute, or a long dev evaluation, delays the next line by that long). Lines look like::
 
+    update 1/1000 | first update took 0:01:02 (tracing, compiling) | loss 1.0986 | next ...
     update 640/1000 | 305 pairs/s | loss 0.8123 | next evaluation at update 704 in 13.4 s
 """
 
@@ -38,6 +39,10 @@ class ProgressLog:
     line (with ``interval=0``: the loss Keras reported for that step), and the time to the
     next dev evaluation (or to the end of training when none is left) at that throughput.
 
+    The first update after :meth:`start` (where Keras traces and compiles the step) is timed
+    on its own: it is reported as ``first update took <duration> (tracing, compiling)``
+    when it took ``interval`` or more, and the throughput of the next line starts after it.
+
     Args:
         logger: ``logging.Logger`` the lines go to (``info``).
         total_steps: int, updates in the whole run.
@@ -63,6 +68,7 @@ class ProgressLog:
         self._last_step = int(step)
         self._excluded = 0.0
         self._losses = []
+        self._first = True
 
     def exclude(self, seconds):
         """Leave ``seconds`` (float, e.g. a dev evaluation) out of the next throughput."""
@@ -83,21 +89,33 @@ class ProgressLog:
         """
         self._losses.append(float(loss))
         now = time.perf_counter()
-        if now - self._last_time < self.interval:
-            return None
+        due = now - self._last_time >= self.interval
         seconds = max(now - self._last_time - self._excluded, 1e-9)
-        speed = (step - self._last_step) * self.batch_size / seconds
         target, what = (
             (self.total_steps, "training ends")
             if next_evaluation is None
             else (next_evaluation, "next evaluation")
         )
-        eta = (target - step) * self.batch_size / speed if speed > 0 else math.inf
-        line = (
-            f"update {step}/{self.total_steps} | {speed:.0f} pairs/s | "
-            f"loss {sum(self._losses) / len(self._losses):.4f} | "
-            f"{what} at update {target} in {format_duration(eta)}"
-        )
-        self.logger.info(line)
+        line = None
+        if self._first:
+            self._first = False
+            if due:
+                line = (
+                    f"update {step}/{self.total_steps} | first update took "
+                    f"{format_duration(seconds)} (tracing, compiling) | loss {float(loss):.4f} | "
+                    f"{what} at update {target}"
+                )
+        elif due:
+            speed = (step - self._last_step) * self.batch_size / seconds
+            eta = (target - step) * self.batch_size / speed if speed > 0 else math.inf
+            line = (
+                f"update {step}/{self.total_steps} | {speed:.0f} pairs/s | "
+                f"loss {sum(self._losses) / len(self._losses):.4f} | "
+                f"{what} at update {target} in {format_duration(eta)}"
+            )
+        else:
+            return None
+        if line is not None:
+            self.logger.info(line)
         self._last_time, self._last_step, self._excluded, self._losses = now, step, 0.0, []
         return line
