@@ -525,8 +525,9 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
 
 
 def _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers, total_steps, logger):
-    """Mark the run finished, score the best checkpoint on the selection and test splits,
-    write ``results.json``; returns the results dict."""
+    """Mark the run finished, score the best checkpoint on the test splits (on the selection
+    split its scores are those it was selected on), write ``results.json``; returns the
+    results dict."""
     from re2_tf.data import datasets
     from re2_tf.evaluation import evaluate, format_metrics
 
@@ -543,7 +544,14 @@ def _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers, t
             f"{routine.state['best_step']}."
         )
         best = runs.load_best_model(run_dir)
+        selected = routine.state.get("best_metrics")
         for split in [config.eval_split] + [s for s in config.test_splits if s]:
+            if split == config.eval_split and selected:
+                # The scores the best checkpoint was selected on (the routine scored these
+                # examples with this network before saving it): not scored a second time.
+                results["splits"][split] = dict(selected)
+                logger.info(f"best checkpoint on {split}: {format_metrics(selected)}")
+                continue
             path = Path(data_dir) / f"{split}.txt"
             if not path.exists():
                 logger.info(f"No {path}: {split} not scored.")

@@ -527,6 +527,13 @@ def test_custom_four_label_task_trains_and_serves(tmp_path):
     assert TrainConfig.from_json(tmp_path / "run") == config.replace(data_dir=str(data.resolve()))
     # the run evaluates as trained, and serves raw text with its own labels
     assert re2_tf.evaluate(tmp_path / "run", "test") == result.scores["test"]
+    # the dev scores reported are the best checkpoint's at selection; scoring the saved
+    # checkpoint again gives them back
+    dev = re2_tf.evaluate(tmp_path / "run", "dev")
+    assert (
+        dev == pytest.approx(result.scores["dev"], abs=1e-6)
+        and dev.keys() == result.scores["dev"].keys()
+    )
     from re2_tf import runs
     from re2_tf.serving.export import export_run
 
