@@ -447,7 +447,7 @@ _SAMPLE = dict(
     max_len=35,
     batch_size=64,
     min_df=2,
-    eval_per_samples=4096,
+    eval_per_samples=8000,
     log_per_samples=1024,
 )
 
@@ -465,8 +465,9 @@ SPEC = register(
             # Ours (not the paper's): a narrower, shallower DRCN for a quick CPU run on the
             # bundled samples (configs/drcn/sample*.flags): 3 layers of 50 units per
             # direction, one autoencoder (after layer 3), FC 200 x 2, 100-d embeddings,
-            # texts cut at 35 words (SNLI's length), 3 passes (2 over the larger ranking sample).
-            "sample": dict(_SAMPLE, epochs=3),
+            # texts cut at 35 words (SNLI's length), 2 passes, evaluated at the end of each
+            # (eval_per_samples 8,000 = one pass of the SNLI sample): under 3 minutes on 2 cores.
+            "sample": dict(_SAMPLE, epochs=2),
             "sample_ranking": dict(_SAMPLE, epochs=2),
             "snli": dict(max_len=35, batch_norm=True),
             "quora": dict(max_len=25, batch_norm=False),
