@@ -320,6 +320,70 @@ def test_both_loaders_serve_every_variant_as_keras_without_re2_tf(exported, tmp_
     assert truncated[4] == words - MAX_LENGTH + _python_cuts(featurizers, cut1[4:5], cut2[4:5])[0]
 
 
+#: ``saved_model_cli`` as TensorFlow installs it (``tensorflow/python/tools/saved_model_cli``);
+#: for BERT+MatchLSTM the same ``main`` after importing TensorFlow Text, whose ops the
+#: WordPiece graph uses (the command has no option to load op libraries).
+SAVED_MODEL_CLI = (
+    "import sys\n"
+    "try:\n    import tensorflow_text\nexcept ImportError:\n    pass\n"
+    "from tensorflow.python.tools.saved_model_cli import main\n"
+    "sys.argv[0] = 'saved_model_cli'\nsys.exit(main())\n"
+)
+
+
+@pytest.mark.slow
+def test_saved_model_cli_run_serves_both_signatures_of_every_variant(exported, tmp_path):
+    """TensorFlow's own ``saved_model_cli run`` (the TF1 session loader, as TensorFlow
+    Serving's) on each export variant and both signatures, texts given as ``--input_exprs``
+    and ids as ``--inputs`` from an ``.npz``: the outputs it saves (``--outdir``) equal the
+    TF2 loader's to 1e-6 (probabilities) and exactly (labels, truncation counts)."""
+    name, model, featurizers, _, export_dir = exported
+    variants = _export_variants(name, model, featurizers, export_dir, tmp_path)
+    t1, t2 = LOADER_PAIRS
+    cut1, cut2 = ([" ".join(t.split()[:MAX_LENGTH]) for t in ts] for ts in (t1, t2))
+    features = {k: v.numpy() for k, v in _python_features(featurizers, cut1, cut2).items()}
+    np.savez(tmp_path / "ids.npz", **features)
+    inputs = {
+        "serving_default": ["--input_exprs", f"text1={t1!r};text2={t2!r}"],
+        "serving_ids": ["--inputs", ";".join(f"{k}={tmp_path / 'ids.npz'}[{k}]" for k in features)],
+    }
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    for variant, directory in variants.items():
+        loaded = tf.saved_model.load(str(directory))
+        for signature, feed in inputs.items():
+            outdir = tmp_path / f"{variant}-{signature}"
+            proc = subprocess.run(
+                [sys.executable, "-c", SAVED_MODEL_CLI, "run", f"--dir={directory}"]
+                + ["--tag_set=serve", f"--signature_def={signature}", f"--outdir={outdir}"]
+                + feed,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+                cwd="/",
+            )
+            where = f"{name} {variant} {signature}"
+            assert proc.returncode == 0, where + proc.stderr[-3000:]
+            if signature == "serving_default":
+                tf2 = loaded.signatures[signature](text1=tf.constant(t1), text2=tf.constant(t2))
+            else:
+                tf2 = loaded.signatures[signature](
+                    **{k: tf.constant(v) for k, v in features.items()}
+                )
+            assert sorted(p.stem for p in outdir.glob("*.npy")) == sorted(tf2), where
+            for key, value in tf2.items():
+                saved = np.load(outdir / f"{key}.npy", allow_pickle=True)
+                if key in ("probabilities", "score"):
+                    np.testing.assert_allclose(
+                        saved, value.numpy(), atol=1e-6, rtol=0, err_msg=where
+                    )
+                else:
+                    got = saved.astype(str) if saved.dtype == object else saved
+                    want = value.numpy()
+                    want = want.astype(str) if want.dtype == object else want
+                    np.testing.assert_array_equal(got, want, err_msg=f"{where} {key}")
+
+
 def test_texts_without_tokens_are_empty_texts_as_in_training(exported):
     _, model, featurizers, loaded, _ = exported
     other = ["a man plays", "two dogs", "the park"]
@@ -543,3 +607,18 @@ def test_both_tokenisation_paths_count_the_same_truncation(exported):
         results[tokenize] = probabilities
         assert truncated.tolist() == [expected], tokenize
     np.testing.assert_allclose(results["graph"], results["python"], atol=1e-5)
+
+    # re2-predict (default --tokenize=auto) counts the pair as truncated, naming the real limits.
+    packed = TINY.get(name, {}).get("max_length", 0)
+    limits = f"max_length={MAX_LENGTH} tokens per text" + (
+        f", then {packed} word pieces per packed pair (special tokens included)" if packed else ""
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "re2_tf.cli.predict", f"--export_dir={export_dir}", "--input=-"],
+        input=f"{a}\t{b}\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"<stdin>: 1 pairs predicted, 1 truncated to {limits}\n" in proc.stderr

@@ -17,7 +17,9 @@ Every input line yields one output line, or the command stops before predicting 
 with one line on stderr, ``re2-predict: error: <input>:<line>: <reason>``, exit status 1. A
 bad flag, a missing export or input file, an unwritable ``--output``, or an export that
 needs TensorFlow Text when it is not installed ends it the same way. The number of pairs
-truncated to the export's ``max_length`` is reported on stderr.
+truncated to the export's limits (``max_length`` tokens per text, and for BERT+MatchLSTM
+``max_pair_length`` word pieces per packed pair; the export's ``truncation`` entry) is
+reported on stderr.
 
 Start-up: the command imports TensorFlow without Keras and loads the export's SavedModel
 (:mod:`re2_tf.cli.startup`). An XLA export (the default of ``re2-export``) compiles once per
@@ -93,9 +95,13 @@ def main(argv):
     finally:
         if out is not sys.stdout:
             out.close()
+    # The export states its limits (re2_tf.serving.export writes "truncation"); exports made
+    # before it did have one limit, max_length tokens per text.
+    limits = predictor.config.get(
+        "truncation", f"max_length={predictor.config['max_length']} tokens per text"
+    )
     print(
-        f"{source}: {len(records)} pairs predicted, {truncated} truncated to "
-        f"max_length={predictor.config['max_length']} tokens per text",
+        f"{source}: {len(records)} pairs predicted, {truncated} truncated to {limits}",
         file=sys.stderr,
     )
     return 0
