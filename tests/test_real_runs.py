@@ -1,4 +1,6 @@
-"""Real training runs (minutes each). Marked `slow`: run with `python -m pytest -m slow`."""
+"""Real training runs on ../shared's data (minutes each). Marked `slow`: run with
+`python -m pytest -m slow`. The bundled-sample runs of the README's quick start are in
+tests/test_quick_start.py."""
 
 import json
 import subprocess
@@ -31,39 +33,6 @@ def train(*args):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
-
-
-def test_bundled_sample_run_beats_the_majority_class(tmp_path):
-    # The README's first command, into a temporary run directory.
-    train(
-        "--flagfile=configs/re2/sample.flags", f"--run_dir={tmp_path / 'run'}", "--progress=false"
-    )
-    results = json.loads((tmp_path / "run" / "results.json").read_text())["splits"]
-    majority = majority_share(REPO / "data" / "sample" / "test.txt")  # 0.345
-    assert results["test"]["acc"] > majority + 0.15
-    assert results["dev"]["acc"] > majority_share(REPO / "data" / "sample" / "dev.txt") + 0.15
-
-    # Exported variants agree with the Keras model on the sample dev file: fp32 to 1e-5,
-    # bf16 and int8 on >= 99% of the labels (issue: export and reduced precision).
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "re2_tf.cli.precision_check",
-            f"--run_dir={tmp_path / 'run'}",
-            f"--out={tmp_path / 'exports'}",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout[proc.stdout.index("{") :])["sample dev"]
-    for name in ("savedmodel fp32", "tflite fp32"):
-        assert report[name]["max |p - p_keras|"] <= 1e-5, name
-    for name in ("savedmodel bf16", "tflite int8"):
-        assert report[name]["same label as keras"] >= 0.99, name
 
 
 @pytest.mark.skipif(not (SHARED / "snli").exists(), reason="../shared/data is not present")

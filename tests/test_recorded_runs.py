@@ -131,11 +131,24 @@ def test_evaluation_scores_the_filtered_question_set(shared_data, split):
 
 
 def test_readme_sample_run_is_its_record():
-    """The quick start's row: dev and test accuracy of `docs/runs/re2-sample/results.json`."""
-    (record,) = runs.load_results(RUNS / "re2-sample")
+    """The first command's row and comment: dev and test accuracy of
+    `docs/runs/quick-start/re2-sample/results.json`, and its wall time (`time.txt`, the
+    command's `/usr/bin/time -v` report), to the minute in the comment of the first command."""
+    record_dir = RUNS / "quick-start" / "re2-sample"
+    (record,) = runs.load_results(record_dir)
     row = next(r for r in _table_after("**Training runs.**") if r[0].startswith("bundled sample"))
+    assert "docs/runs/quick-start/re2-sample/" in row[0]
     assert f"dev acc **{record['splits']['dev']['acc']:.4f}**" in row[2]
     assert f"test acc **{record['splits']['test']['acc']:.4f}**" in row[2]
+    wall = next(
+        line.rsplit(" ", 1)[1]
+        for line in (record_dir / "time.txt").read_text().splitlines()
+        if "Elapsed (wall clock)" in line
+    )
+    minutes, seconds = (float(x) for x in wall.split(":")[-2:])
+    assert f"({int(minutes)} min {int(seconds)} s on 2 " in row[1]
+    first = README.read_text(encoding="utf-8").split("```sh", 1)[1]
+    assert f"(~{round(minutes + seconds / 60)} min on 2 cores after install)" in first
 
 
 def _minutes(seconds):
