@@ -40,8 +40,10 @@ def mentions(text):
 
 
 def resolved_defaults(model):
-    """What a run of ``model`` uses when nothing is set: training fields and hyper-parameters."""
-    config = TrainConfig(model=model)
+    """What a run of ``model`` uses when nothing is set, without a dataset's preset (the
+    default dataset, the bundled sample, has our small ``sample`` preset for every model):
+    training fields and hyper-parameters."""
+    config = TrainConfig(model=model, preset="none")
     values = {
         name: getattr(config, name)
         for name in dir(config)
