@@ -234,6 +234,24 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
 #: 300-d GloVe vectors), with 1, 2 and 3 blocks.
 _TABLE5 = dict(embedding_dim=300, enc_layers=3, hidden_size=150)
 
+#: Our quick-run settings shared by the ``sample`` and ``sample_ranking`` presets: a smaller
+#: version of the release's SNLI architecture, random trainable embeddings.
+_SAMPLE = dict(
+    embedding_dim=100,
+    hidden_size=100,
+    blocks=2,
+    enc_layers=2,
+    batch_size=64,
+    lr=2e-3,
+    min_lr=1e-4,
+    lr_decay_rate=0.94,
+    lr_decay_samples=16000,
+    eval_per_samples=4096,
+    tolerance_samples=100000,
+    min_df=2,
+    log_per_samples=1024,
+)
+
 #: RE2 on the shared path. Presets are the release's ``configs/data/*.json5`` settings; the
 #: ``sample`` and ``sample_ranking`` presets are our choices (not the release's): quick CPU
 #: runs on the bundled samples (``configs/re2/sample*.flags``, a few minutes on 2 cores).
@@ -244,41 +262,10 @@ SPEC = register(
         hparams=RE2_HPARAMS,
         features={"word_ids": {}},
         presets={
-            "sample": dict(
-                embedding_dim=100,
-                hidden_size=100,
-                blocks=2,
-                enc_layers=2,
-                batch_size=64,
-                epochs=3,
-                lr=2e-3,
-                min_lr=1e-4,
-                lr_decay_rate=0.94,
-                lr_decay_samples=16000,
-                eval_per_samples=4096,
-                tolerance_samples=100000,
-                min_df=2,
-                log_per_samples=1024,
-            ),
+            "sample": dict(_SAMPLE, epochs=3),
             # Ours: the ``sample`` architecture with the release's WikiQA prediction layer
             # (simple), 2 passes over the ranking sample's ~10k pairs, selected by dev MRR.
-            "sample_ranking": dict(
-                embedding_dim=100,
-                hidden_size=100,
-                blocks=2,
-                enc_layers=2,
-                prediction="simple",
-                batch_size=64,
-                epochs=2,
-                lr=2e-3,
-                min_lr=1e-4,
-                lr_decay_rate=0.94,
-                lr_decay_samples=16000,
-                eval_per_samples=4096,
-                tolerance_samples=100000,
-                min_df=2,
-                log_per_samples=1024,
-            ),
+            "sample_ranking": dict(_SAMPLE, prediction="simple", epochs=2),
             "snli": dict(
                 blocks=3,
                 enc_layers=2,
