@@ -46,7 +46,22 @@ def _fixture_definitions(item):
         ) from error
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks
+def _tier_by_parameter(item):
+    """Mark one parametrisation of a test with its tier (``slow``, ``long``; none = the
+    default suite), from its module's ``TIERS = {test name: ({parameter id: tier or None},
+    tier of the other ids)}``: a heavy per-model check runs on RE2 in one tier and on the
+    other models in a later one."""
+    tiers = getattr(item.module, "TIERS", {})
+    callspec = getattr(item, "callspec", None)
+    if item.originalname not in tiers or callspec is None:
+        return
+    chosen, others = tiers[item.originalname]
+    tier = chosen.get(callspec.id, others)
+    if tier is not None:
+        item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist and -m read the marks
 def pytest_collection_modifyitems(config, items):
     """Keep the tests that share a module-scoped fixture (one export, one training run, one
     loaded backbone) on one pytest-xdist worker (``--dist loadgroup`` in pytest.ini).
@@ -58,6 +73,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if not isinstance(item, pytest.Function):
             continue  # e.g. doctest items: no fixtures of their own
+        _tier_by_parameter(item)
         definitions = _fixture_definitions(item)
         params = getattr(getattr(item, "callspec", None), "params", {})
         shared = sorted(

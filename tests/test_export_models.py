@@ -70,6 +70,13 @@ VARIANTS = {
     "match_srnn_ranking": ("match_srnn", dict(TINY["match_srnn"], loss="pairwise_hinge")),
 }
 ENTRIES = {**{name: (name, hparams) for name, hparams in TINY.items()}, **VARIANTS}
+#: The heaviest checks (a fresh process per export variant) run on RE2 in an earlier tier
+#: than on the other entries (tests/conftest.py reads this): {test: ({entry: tier}, others)}.
+TIERS = {
+    "test_both_loaders_serve_every_variant_as_keras_without_re2_tf": ({"re2": None}, "slow"),
+    "test_both_tokenisation_paths_count_the_same_truncation": ({"re2": None}, "slow"),
+    "test_saved_model_cli_run_serves_both_signatures_of_every_variant": ({"re2": "slow"}, "long"),
+}
 
 TRAIN_TEXT = [
     ("a man plays the guitar on stage", "a man plays music"),
@@ -331,7 +338,6 @@ SAVED_MODEL_CLI = (
 )
 
 
-@pytest.mark.slow
 def test_saved_model_cli_run_serves_both_signatures_of_every_variant(exported, tmp_path):
     """TensorFlow's own ``saved_model_cli run`` (the TF1 session loader, as TensorFlow
     Serving's) on each export variant and both signatures, texts given as ``--input_exprs``

@@ -130,7 +130,11 @@ def _chance(dataset, data_dir, split):
     return "acc", max(labels.values()) / len(rows)
 
 
-@pytest.mark.slow
+#: RE2's quick start (the README's first command) is in the slow tier, the others in the long
+#: one (tests/conftest.py reads this).
+TIERS = {"test_readme_quick_start_runs_end_to_end": ({"configs/re2/sample.flags": "slow"}, "long")}
+
+
 @pytest.mark.parametrize("command", readme_commands(), ids=_flagfile)
 def test_readme_quick_start_runs_end_to_end(command, tmp_path):
     from re2_tf import TrainConfig

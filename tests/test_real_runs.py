@@ -1,5 +1,5 @@
-"""Real training runs on ../shared's data (minutes each). Marked `slow`: run with
-`python -m pytest -m slow`. The bundled-sample runs of the README's quick start are in
+"""Real training runs on ../shared's data (tens of minutes each). Marked `long`: run with
+`python -m pytest -m long`. The bundled-sample runs of the README's quick start are in
 tests/test_quick_start.py."""
 
 import json
@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.long
 
 
 def majority_share(path):
