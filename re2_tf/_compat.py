@@ -124,3 +124,21 @@ class UniqueTextFileInitializer(tf.lookup.TextFileInitializer):
     @property
     def _shared_name(self):
         return f"{super()._shared_name}_{self._unique_suffix}"
+
+
+def gradients_already_summed(optimizer):
+    """Stop ``optimizer`` from summing gradients across replicas; returns it.
+
+    Keras 3's TensorFlow optimiser all-reduces (sums) the gradients it is given across the
+    replicas of a ``tf.distribute`` strategy inside ``apply``
+    (``keras/src/backend/tensorflow/optimizer.py``, ``TFOptimizer._all_reduce_sum_gradients``,
+    called from ``_backend_update_step``). :class:`re2_tf.training.trainer.MatchingTrainer`
+    sums them itself, before the release's global-norm clipping, so a second sum would
+    multiply the update by the number of replicas. The method is replaced on this instance
+    (and on the inner optimiser of a ``LossScaleOptimizer``) by the identity; with one
+    replica both are the identity anyway.
+    """
+    for target in (optimizer, getattr(optimizer, "inner_optimizer", None)):
+        if target is not None:
+            target._all_reduce_sum_gradients = list
+    return optimizer

@@ -16,6 +16,7 @@ import logging
 import math
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -286,6 +287,7 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     from re2_tf.models import count_parameters
     from re2_tf.training import MatchingTrainer
     from re2_tf.training.checkpoint import TrainingBackup
+    from re2_tf.training.distribution import broadcast_from_chief, make_strategy
     from re2_tf.training.losses import resolve_task_loss
     from re2_tf.training.optimizers import OptimizerRecipe, build_optimizer
     from re2_tf.training.routine import ReleaseRoutine
@@ -299,6 +301,22 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     task_loss = resolve_task_loss(spec, hparams)
     # Read and check everything before the run directory is touched.
     config.check_files()
+    if config.threads:
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(config.threads)
+        except RuntimeError:  # TensorFlow already started: its thread pool is fixed
+            pass
+    # Before TensorFlow's first op: the CPU split and multi-worker collectives are set then.
+    strategy, worker = make_strategy(config.distribution, config.devices, config.logical_cpus)
+    given_dir = run_dir
+    chief_dir = run_dir  # what this process reads a resumed or finished run from
+    if not worker.is_chief:
+        # TensorFlow's multi-worker convention: only the chief writes the run directory;
+        # this worker writes to its own temporary directory and reads the chief's backup
+        # (not with overwrite: the chief is deleting it).
+        run_dir = Path(tempfile.mkdtemp(prefix=f"re2_tf-{worker.task_type}{worker.task_id}-"))
+        if config.overwrite:
+            chief_dir = run_dir
     train = datasets.load_split(dataset, data_dir, "train", lower=config.lower_case)
     dev = datasets.load_split(dataset, data_dir, config.eval_split, lower=config.lower_case)
     if config.overwrite and run_dir.exists():
@@ -332,27 +350,22 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     if uses_words and cached is None:
         runs.save_vocab_cache(run_dir, vocab, vectors, vocab_settings)
     logger = _make_logger(run_dir)
-    state_path = run_dir / "state.json"
+    state_path = chief_dir / "state.json"
     if state_path.exists() and json.loads(state_path.read_text()).get("finished"):
         logger.info(f"{run_dir} is a finished run; its results (overwrite to retrain):")
-        results = json.loads((run_dir / runs.RESULTS_FILE).read_text())
+        results = json.loads((chief_dir / runs.RESULTS_FILE).read_text())
         from re2_tf.evaluation import format_metrics
 
         for split, result in results["splits"].items():
             logger.info(f"{split}: {format_metrics(result)}")
         return _result_from_record(
-            run_dir,
+            chief_dir,
             config,
             results,
             json.loads(state_path.read_text()),
             time.perf_counter() - started,
         )
 
-    if config.threads:
-        try:
-            tf.config.threading.set_intra_op_parallelism_threads(config.threads)
-        except RuntimeError:  # TensorFlow already started: its thread pool is fixed
-            pass
     keras.utils.set_random_seed(seed)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
@@ -362,6 +375,15 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
         f"from {data_dir}"
     )
     logger.info(preset_line(config))
+    if config.distribution != "none":
+        logger.info(
+            f"distribution={config.distribution}: {worker.replicas} replicas in sync "
+            f"({worker.num_workers} worker{'s' if worker.num_workers > 1 else ''}; this is "
+            f"{'the chief' if worker.is_chief else f'{worker.task_type} {worker.task_id}'}"
+            f"{'' if worker.is_chief else f', writing to {run_dir}'}); each computes "
+            f"{config.batch_size / worker.replicas:g} of the {config.batch_size} pairs "
+            "of a batch"
+        )
     if not resuming:
         _write_hparams_summary(run_dir, config)
     if not uses_words:
@@ -399,26 +421,37 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
             max_negatives=config.max_negatives or None,
             seed=seed,
         )
-        train_ds = make_triple_dataset(
-            encoded,
-            triples,
-            batch_size=bs,
-            seed=seed,
-            length_multiple=multiple,
-            group_by_length=config.group_by_length,
-        )
+
+        def training_batches():
+            return make_triple_dataset(
+                encoded,
+                triples,
+                batch_size=bs,
+                seed=seed,
+                length_multiple=multiple,
+                group_by_length=config.group_by_length,
+                endless=True,
+            )
+
         units = len(triples)
         logger.info(f"{units} ranking triples; {stats}")
     else:
-        train_ds = make_dataset(
-            encoded,
-            batch_size=bs,
-            training=True,
-            seed=seed,
-            length_multiple=multiple,
-            group_by_length=config.group_by_length,
-        )
+
+        def training_batches():
+            return make_dataset(
+                encoded,
+                batch_size=bs,
+                training=True,
+                seed=seed,
+                length_multiple=multiple,
+                group_by_length=config.group_by_length,
+                endless=True,
+            )
+
         units = len(encoded)
+    # An endless stream, each pass shuffled with seeds of its own: the same batches however
+    # often it is iterated (the batch that builds the network, a strategy's copies of it).
+    train_ds = training_batches()
     limit = config.max_len or "unlimited"
     logger.info(
         f"#classes {dataset.num_classes}; "
@@ -428,52 +461,55 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
         f"truncated; training on {len(encoded)}"
     )
 
-    network = spec.build(
-        dataset.num_classes, {f.kind: f.vocab_size for f in featurizers}, vectors, **hparams
-    )
-    logger.info(
-        f"trainable parameters {count_parameters(network, include_embedding=True):,d} "
-        f"({count_parameters(network):,d} outside the embedding)"
-    )
-
-    steps_per_data_epoch = config.steps(units)
-    total_steps = config.epochs * steps_per_data_epoch
-    if config.max_samples and config.steps(config.max_samples) < total_steps:
-        total_steps = config.steps(config.max_samples)
+    with strategy.scope():  # variables (network, optimizer) are created by the strategy
+        network = spec.build(
+            dataset.num_classes, {f.kind: f.vocab_size for f in featurizers}, vectors, **hparams
+        )
         logger.info(
-            f"max_samples={config.max_samples}: training stops after {total_steps} updates "
-            f"({total_steps / steps_per_data_epoch:.2f} of {config.epochs} passes over "
-            f"{units} {'triples' if task_loss.triples else 'pairs'})"
+            f"trainable parameters {count_parameters(network, include_embedding=True):,d} "
+            f"({count_parameters(network):,d} outside the embedding)"
         )
-    eval_steps = config.steps(config.eval_per_samples)
-    optimizer, lr_controller = build_optimizer(
-        OptimizerRecipe(
-            name=config.optimizer,
-            schedule=config.lr_schedule,
-            lr=config.lr,
-            min_lr=min(config.min_lr, config.lr),
-            warmup_steps=config.warmup_steps(total_steps),
-            decay_rate=config.lr_decay_rate,
-            decay_steps=config.steps(config.lr_decay_samples),
-            total_steps=total_steps,
-            plateau_factor=config.plateau_factor,
-            weight_decay=config.weight_decay,
-            beta1=config.beta1,
-            beta2=config.beta2,
-        )
-    )
-    trainer = MatchingTrainer(
-        network,
-        task_loss=task_loss,
-        grad_clipping=config.grad_clipping,
-        accumulation_steps=config.accumulation_steps,
-    )
-    trainer.compile(optimizer=optimizer, jit_compile=config.jit_compile)
-    sample, _ = next(iter(train_ds))
-    network(sample["positive"] if task_loss.triples else sample)
-    optimizer.build(network.trainable_variables)
 
-    backup = TrainingBackup(run_dir / runs.BACKUP_DIR, network, optimizer)
+        steps_per_data_epoch = config.steps(units)
+        total_steps = config.epochs * steps_per_data_epoch
+        if config.max_samples and config.steps(config.max_samples) < total_steps:
+            total_steps = config.steps(config.max_samples)
+            logger.info(
+                f"max_samples={config.max_samples}: training stops after {total_steps} updates "
+                f"({total_steps / steps_per_data_epoch:.2f} of {config.epochs} passes over "
+                f"{units} {'triples' if task_loss.triples else 'pairs'})"
+            )
+        eval_steps = config.steps(config.eval_per_samples)
+        optimizer, lr_controller = build_optimizer(
+            OptimizerRecipe(
+                name=config.optimizer,
+                schedule=config.lr_schedule,
+                lr=config.lr,
+                min_lr=min(config.min_lr, config.lr),
+                warmup_steps=config.warmup_steps(total_steps),
+                decay_rate=config.lr_decay_rate,
+                decay_steps=config.steps(config.lr_decay_samples),
+                total_steps=total_steps,
+                plateau_factor=config.plateau_factor,
+                weight_decay=config.weight_decay,
+                beta1=config.beta1,
+                beta2=config.beta2,
+            )
+        )
+        trainer = MatchingTrainer(
+            network,
+            task_loss=task_loss,
+            grad_clipping=config.grad_clipping,
+            accumulation_steps=config.accumulation_steps,
+        )
+        trainer.compile(optimizer=optimizer, jit_compile=config.jit_compile)
+        sample, _ = next(iter(train_ds))
+        network(sample["positive"] if task_loss.triples else sample)
+        optimizer.build(network.trainable_variables)
+
+    backup = TrainingBackup(
+        run_dir / runs.BACKUP_DIR, network, optimizer, restore_from=chief_dir / runs.BACKUP_DIR
+    )
     start_step = backup.restore()
     if start_step:
         logger.info(f"Restored training state at update {start_step} from {backup.path}")
@@ -499,13 +535,23 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
         logger=logger,
         lr_controller=lr_controller,
         progress=sys.stdout.isatty() if config.progress is None else config.progress,
+        strategy=strategy,
+        is_chief=worker.is_chief,
     )
-    if start_step and not routine.restore_snapshot(start_step):
+    if start_step and not routine.restore_snapshot(start_step, chief_dir / runs.BACKUP_DIR):
         logger.info(f"No routine snapshot for update {start_step}; continuing from state.json.")
     # One Keras "epoch" = one evaluation interval over an endless, seeded stream of batches,
     # so the backup saves the training state at every evaluation point and a resumed run
     # skips the stream to exactly where the restored state stopped.
-    stream = train_ds.repeat().skip(start_step)
+    stream = train_ds.skip(start_step)
+    if worker.num_workers > 1:
+        # Every worker reads the same seeded stream; the strategy splits each global batch
+        # into per-replica rows and gives each worker its own (sharding by data, not files).
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.DATA
+        )
+        stream = stream.with_options(options)
     if start_step < total_steps:
         trainer.fit(
             stream,
@@ -516,9 +562,31 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
             verbose=0,
             shuffle=False,
         )
+    if not worker.is_chief:
+        # The chief scores the best checkpoint and writes results.json; a worker waits for it
+        # (workers leaving first make the chief's collectives report them as crashed),
+        # returns the decisions it shared with the chief, and removes its temporary directory.
+        broadcast_from_chief(strategy, 0.0)
+        for handler in list(logger.handlers):
+            handler.close()
+            logger.removeHandler(handler)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        best = routine.state["best_score"]
+        return RunResult(
+            run_dir=given_dir,
+            config=config,
+            metric=dataset.metric,
+            best_score=float(best) if np.isfinite(best) else None,
+            best_step=int(routine.state["best_step"]),
+            scores={},
+            stop_reason=routine.state.get("stop_reason") or "",
+            wall_time=time.perf_counter() - started,
+            best_model=None,
+        )
     results = _finish_run(
         config, run_dir, routine, dataset, data_dir, dev, featurizers, total_steps, logger
     )
+    broadcast_from_chief(strategy, 0.0)  # the workers wait for results.json (no-op alone)
     return _result_from_record(
         run_dir, config, results, routine.state, time.perf_counter() - started
     )
@@ -577,6 +645,12 @@ def fit(config: TrainConfig | None = None, run_dir=None, **overrides) -> RunResu
         run_dir: run directory (default: ``config.run_dir``, else
             ``checkpoints/<dataset>-<model>``).
         **overrides: fields replaced in ``config`` first (``fit(config, seed=2)``).
+
+    With ``config.distribution`` ``mirrored`` or ``multi_worker`` the run trains under that
+    ``tf.distribute`` strategy (``docs/distributed.md``): in a multi-worker run every worker
+    makes this same call (``TF_CONFIG`` names the cluster), the chief writes ``run_dir``, and
+    another worker's result carries the shared decisions (best update and score, stop
+    reason) but no ``scores`` and no ``best_model``.
 
     Returns:
         :class:`RunResult`. With ``config.repeats = N > 1``, seeds ``seed .. seed+N-1`` are

@@ -41,7 +41,8 @@ Fields, by group (:data:`GROUPS`):
   ``eval_warmup_samples``, ``eval_epoch``, ``min_samples``, ``tolerance_samples``,
   ``log_per_samples``;
 - **run control**: ``run_dir``, ``seed``, ``repeats``, ``deterministic``, ``overwrite``,
-  ``progress``, ``threads``, ``jit_compile``, ``length_multiple``.
+  ``progress``, ``threads``, ``jit_compile``, ``distribution``, ``devices``,
+  ``logical_cpus``, ``length_multiple``.
 
 Counts given in samples are converted to updates as ``ceil(samples / batch_size)``, as the
 release does.
@@ -275,6 +276,24 @@ class TrainConfig:
     jit_compile: bool = _field(
         False, "control", "XLA-compile the training step (needs deterministic=False)."
     )
+    distribution: str = _field(
+        "none",
+        "control",
+        "none (one process), mirrored (tf.distribute.MirroredStrategy: every local GPU, "
+        "--devices, or --logical_cpus CPU devices) or multi_worker "
+        "(tf.distribute.MultiWorkerMirroredStrategy: one process per host of TF_CONFIG, "
+        'e.g. TF_CONFIG=\'{"cluster": {"worker": ["host1:2222", "host2:2222"]}, '
+        '"task": {"type": "worker", "index": 0}}\' with index 1 on host2; '
+        "the same command on every host). --batch_size is the global batch.",
+    )
+    devices: tuple = _field(
+        (), "control", "Devices of a mirrored run (e.g. /gpu:0,/gpu:1; default: every GPU)."
+    )
+    logical_cpus: int = _field(
+        0,
+        "control",
+        "Split the CPU into this many logical devices (mirrored replicas on a CPU-only host).",
+    )
     length_multiple: int | None = _field(
         None,
         "control",
@@ -382,7 +401,7 @@ class TrainConfig:
         data = record.get("data", {})
         if "train" in data:
             settings["data_dir"] = str(Path(data["train"]["path"]).parent)
-        for name in ("test_splits", "labels"):
+        for name in ("test_splits", "labels", "devices"):
             if name in settings and isinstance(settings[name], list):
                 settings[name] = tuple(settings[name])
         names = {f.name for f in _settings_fields()}
@@ -510,6 +529,9 @@ CONTROL_FIELDS = (
     "embeddings",
     "test_splits",
     "jit_compile",
+    "distribution",
+    "devices",
+    "logical_cpus",
     "length_multiple",
     "labels",
     "metric",
@@ -603,7 +625,7 @@ def _resolve(config):
             object.__setattr__(config, "warmup_ratio", 0.0)
         elif ratio_set:
             object.__setattr__(config, "lr_warmup_samples", 0)
-    for name in ("test_splits", "labels"):
+    for name in ("test_splits", "labels", "devices"):
         value = getattr(config, name)
         if isinstance(value, str):
             value = tuple(v for v in value.split(",") if v)
@@ -676,6 +698,7 @@ def _validate(config):
         "min_samples",
         "tolerance_samples",
         "threads",
+        "logical_cpus",
     ):
         integer(name)
         at_least(name, 0)
@@ -723,6 +746,18 @@ def _validate(config):
         "jit_compile",
         "needs deterministic=False (--nodeterministic): Keras silently trains without XLA "
         "while TensorFlow op determinism is enabled",
+    )
+    from re2_tf.training.distribution import STRATEGIES
+
+    _check(
+        config.distribution in STRATEGIES,
+        "distribution",
+        f"must be one of {', '.join(STRATEGIES)}, got {config.distribution!r}",
+    )
+    _check(
+        not config.devices or config.distribution == "mirrored",
+        "devices",
+        f"names the devices of distribution=mirrored, not of {config.distribution}",
     )
     _check(bool(config.eval_split), "eval_split", "must name a split")
     spec = _spec(config.model)

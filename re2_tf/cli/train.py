@@ -33,7 +33,7 @@ __all__ = ["define_flags", "parse_flags", "main", "run"]
 
 FLAGS = flags.FLAGS
 #: Flags that hold a list (comma-separated on the command line).
-_LIST_FIELDS = ("test_splits", "labels")
+_LIST_FIELDS = ("test_splits", "labels", "devices")
 _STRING_FIELDS = ("model", "dataset", "preset", "data_dir", "embeddings", "run_dir")
 _BOOL_FIELDS = ("progress",)
 _INT_FIELDS = ("length_multiple",)

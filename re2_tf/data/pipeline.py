@@ -180,12 +180,36 @@ def _index_batches(
     lengths: np.ndarray | None = None,
     group_by_length: int = 0,
     order: np.ndarray | None = None,
+    endless: bool = False,
 ):
     """A dataset of int64 index batches ``[<= batch_size]`` covering ``range(count)`` once:
     in ``order`` (default: input order), shuffled, or shuffled and grouped by ``lengths`` (see
-    the module docstring)."""
+    the module docstring). With ``endless`` (shuffled only): passes ``0, 1, 2, ...`` one after
+    another, pass ``p`` shuffled with the seed pair ``(seed, p)`` (see :func:`make_dataset`)."""
     if group_by_length < 0:
         raise ValueError(f"group_by_length must be >= 0, got {group_by_length}")
+    if group_by_length and (lengths is None or len(lengths) != count):
+        raise ValueError("group_by_length needs one length per element")
+    if endless:
+        if not shuffle:
+            raise ValueError("an endless stream is a training stream: it is shuffled")
+        if seed is None:
+            seed = int(np.random.default_rng().integers(2**31))
+
+        def one_pass(p):
+            # Seeds are tensors of this pass: every iterator (and every copy a tf.distribute
+            # strategy makes of the dataset) draws the same orders.
+            return _one_pass(
+                tf.data.Dataset.range(count),
+                count,
+                batch_size,
+                (tf.constant(seed, tf.int64), p),
+                lengths,
+                group_by_length,
+                reshuffle=False,
+            )
+
+        return tf.data.Dataset.range(2**62).flat_map(one_pass)
     if order is None:
         dataset = tf.data.Dataset.range(count)
     else:
@@ -193,12 +217,25 @@ def _index_batches(
         if not np.array_equal(np.sort(order), np.arange(count)):
             raise ValueError(f"order must be a permutation of range({count})")
         dataset = tf.data.Dataset.from_tensor_slices(order)
-    if shuffle:
-        dataset = dataset.shuffle(max(count, 1), seed=seed, reshuffle_each_iteration=True)
+    if not shuffle:
+        return dataset.batch(batch_size)
+    return _one_pass(dataset, count, batch_size, seed, lengths, group_by_length, reshuffle=True)
+
+
+def _one_pass(dataset, count, batch_size, seed, lengths, group_by_length, reshuffle):
+    """Shuffle ``dataset`` (``count`` indices), group by length, batch: one training pass.
+
+    ``seed``: an int or ``None`` (the index shuffle's seed; the batch shuffle of
+    ``group_by_length`` takes ``seed + 1``), or a pair of int64 scalar tensors ``(seed, p)``
+    for pass ``p`` of an endless stream (op seeds ``1_000_003 * seed + 2p`` and ``+ 1``)."""
+    if isinstance(seed, tuple):
+        base, p = seed
+        first, second = base * 1_000_003 + 2 * p, base * 1_000_003 + 2 * p + 1
+    else:
+        first, second = seed, None if seed is None else seed + 1
+    dataset = dataset.shuffle(max(count, 1), seed=first, reshuffle_each_iteration=reshuffle)
     if not group_by_length:
         return dataset.batch(batch_size)
-    if lengths is None or len(lengths) != count:
-        raise ValueError("group_by_length needs one length per element")
     table = tf.constant(lengths, tf.int64)
 
     def sort_window(indices):  # stable: equal lengths keep their shuffled order
@@ -206,11 +243,7 @@ def _index_batches(
 
     dataset = dataset.batch(batch_size * group_by_length).map(sort_window).unbatch()
     dataset = dataset.batch(batch_size)
-    if shuffle:
-        dataset = dataset.shuffle(
-            group_by_length, seed=None if seed is None else seed + 1, reshuffle_each_iteration=True
-        )
-    return dataset
+    return dataset.shuffle(group_by_length, seed=second, reshuffle_each_iteration=reshuffle)
 
 
 def make_dataset(
@@ -223,6 +256,7 @@ def make_dataset(
     length_multiple: int = 0,
     group_by_length: int = 0,
     order: np.ndarray | None = None,
+    endless: bool = False,
 ) -> tf.data.Dataset:
     """Padded batches of featurised pairs.
 
@@ -240,14 +274,22 @@ def make_dataset(
             plain shuffle.
         order: evaluation only: a permutation of the pairs' indices, the order to emit them
             in (e.g. by length, so that each batch pads little); default input order.
+        endless: training only: instead of one pass that reshuffles each time the dataset is
+            iterated, an endless stream of passes ``p = 0, 1, ...`` each shuffled with seeds
+            of its own (``seed``, ``p``). The stream is a function of ``seed`` alone: every
+            iterator of it, and every copy a ``tf.distribute`` strategy makes when it
+            distributes it, yields the same batches (a reshuffling dataset's order depends on
+            how often it was iterated, which a strategy does not promise). What training
+            and its resume (``skip(updates done)``) read.
 
     Returns:
         A dataset of ``{name: tensor [b, len_in_batch, *inner]}`` (and int32 ``[b]`` labels)
-        with known cardinality ``ceil(n / batch_size)``.
+        with known cardinality ``ceil(n / batch_size)`` (infinite with ``endless``).
 
     Raises:
-        ValueError: ``batch_size < 1``, ``length_multiple < 0``, ``group_by_length < 0``, or
-            ``order`` given for training or not a permutation.
+        ValueError: ``batch_size < 1``, ``length_multiple < 0``, ``group_by_length < 0``,
+            ``order`` given for training or not a permutation, or ``endless`` without
+            ``training``.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -271,9 +313,11 @@ def make_dataset(
         lengths=pair_lengths(encoded) if group else None,
         group_by_length=group,
         order=order,
+        endless=endless,
     )
     dataset = dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-count // batch_size)))
+    if not endless:
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-count // batch_size)))
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
@@ -285,6 +329,7 @@ def make_triple_dataset(
     seed: int | None = None,
     length_multiple: int = 0,
     group_by_length: int = 0,
+    endless: bool = False,
 ) -> tf.data.Dataset:
     """Shuffled batches of (query, positive, negative) triples for a pairwise ranking loss.
 
@@ -292,8 +337,8 @@ def make_triple_dataset(
         encoded: featurised pairs; a triple names two of them that share their query.
         triples: int ``[m, 2]`` (positive pair index, negative pair index) into ``encoded``
             (positions, not ``kept`` indices), e.g. from :mod:`re2_tf.training.sampling`.
-        batch_size, seed, length_multiple, group_by_length: as :func:`make_dataset` (always
-            shuffled, every pass; a triple's length is its two pairs' together).
+        batch_size, seed, length_multiple, group_by_length, endless: as :func:`make_dataset`
+            (always shuffled, every pass; a triple's length is its two pairs' together).
 
     Returns:
         A dataset of ``({"positive": features, "negative": features}, float32 zeros [b])``.
@@ -320,7 +365,11 @@ def make_triple_dataset(
         seed=seed,
         lengths=lengths,
         group_by_length=group_by_length,
+        endless=endless,
     )
     dataset = dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-len(triples) // batch_size)))
+    if not endless:
+        dataset = dataset.apply(
+            tf.data.experimental.assert_cardinality(-(-len(triples) // batch_size))
+        )
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from re2_tf.layers.masking import global_batch_mean
+
 
 @keras.saving.register_keras_serializable(package="re2_tf")
 class Autoencoder(keras.layers.Layer):
@@ -19,7 +21,9 @@ class Autoencoder(keras.layers.Layer):
 
     i.e. the mean squared error over every feature of every real (non-padding) position of
     both texts of the batch (0 when the batch has no real position). Padding positions do not
-    count, so appending padding to a text does not change the loss.
+    count, so appending padding to a text does not change the loss. Under ``tf.distribute``
+    the mean is over the global batch's positions
+    (:func:`re2_tf.layers.masking.global_batch_mean`).
 
     Readings chosen where the DRCN paper is silent (it gives "200 hidden units as encoded
     features of the autoencoder with a dropout rate of 0.2" and says the model minimises
@@ -121,7 +125,8 @@ class Autoencoder(keras.layers.Layer):
         code_a, error_a = self._squared_error(a, a_mask, training)
         code_b, error_b = self._squared_error(b, b_mask, training)
         count = (ops.sum(a_mask) + ops.sum(b_mask)) * ops.cast(a.shape[-1], a_mask.dtype)
-        loss = (error_a + error_b) / ops.maximum(count, ops.cast(1.0, count.dtype))
+        # Over the real positions of the whole batch, also when replicas share it.
+        loss = global_batch_mean(error_a + error_b, count, ops.shape(a)[0])
         self.add_loss(ops.cast(loss, "float32") * self.loss_weight)
         return code_a, code_b
 

@@ -24,7 +24,9 @@ class InteractionPrediction(keras.layers.Layer):
     fully-connected layers with a keep rate of 0.8") precedes each hidden FC layer, not the
     output layer; with ``batch_norm`` ("applied on the fully-connected layers, only for the
     one-way type datasets") each hidden FC layer is ``Dense -> BatchNormalization -> ReLU``
-    (Keras defaults: momentum 0.99, epsilon 1e-3; the dense bias is kept). L2
+    (Keras defaults: momentum 0.99, epsilon 1e-3; the dense bias is kept; batch statistics
+    over the global batch when training under ``tf.distribute``, ``synchronized=True``, so
+    replicas normalise as one process does). L2
     (``l2 * sum(W**2)``) applies to every kernel, not to biases or batch-norm parameters.
 
     Args:
@@ -94,7 +96,7 @@ class InteractionPrediction(keras.layers.Layer):
         self.norms = (
             [
                 keras.layers.BatchNormalization(
-                    dtype=self.dtype_policy, name=f"fc{k + 1}_batch_norm"
+                    synchronized=True, dtype=self.dtype_policy, name=f"fc{k + 1}_batch_norm"
                 )
                 for k in range(self.fc_layers)
             ]

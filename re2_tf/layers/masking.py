@@ -9,6 +9,7 @@ import warnings
 import keras
 import ml_dtypes
 import numpy as np
+import tensorflow as tf
 from keras import ops
 
 
@@ -113,3 +114,33 @@ class PaddingMask(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (1,)
+
+
+def global_batch_mean(total, count, rows):
+    """A mean over the units of the *global* batch (positions, tokens) as one replica's term.
+
+    The trainer weighs every replica's loss terms by its share of the batch's rows
+    (``rows / global rows``) and sums them, which is right for a mean over rows. A term that
+    is a mean over other units -- DRCN's reconstruction loss averages over the real positions
+    of the batch -- would then average per replica. This returns
+    ``total / global count * global rows / rows`` (counts summed across replicas, outside the
+    gradient), so the trainer's weighted sum is ``sum of totals / global count``: the term one
+    process computes on the whole batch. With one replica: ``total / max(count, 1)``.
+
+    Args:
+        total: float scalar tensor, this replica's sum (e.g. of squared errors).
+        count: float scalar tensor, this replica's number of units.
+        rows: int scalar tensor, this replica's rows (batch size).
+
+    Returns:
+        float scalar tensor (0 when the global batch has no unit).
+    """
+    count = tf.cast(count, total.dtype)
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return total / tf.maximum(count, 1.0)
+    rows = tf.cast(rows, total.dtype)
+    counts = tf.stop_gradient(
+        context.all_reduce(tf.distribute.ReduceOp.SUM, tf.stack([count, rows]))
+    )
+    return total / tf.maximum(counts[0], 1.0) * counts[1] / tf.maximum(rows, 1.0)

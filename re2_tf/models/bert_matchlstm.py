@@ -37,7 +37,7 @@ Readings chosen where the paper is silent, and why:
   ``cnn_windows="1,2,3"`` with ``cnn_filters=100`` ReLU filters each (the paper gives
   neither).
 - **Dropout** 0.5 on ``f`` (the paper's rate, Sec. 4.2; BERT's own dropout inside the
-  backbone is the checkpoint's, 0.1).
+  backbone, ``bert_dropout``, is BERT's and MiniLM's 0.1).
 - **Recipe** (:data:`SPEC`'s ``training``). The paper gives only batch 32 and an initial
   learning rate of 2e-5 (Sec. 4.2). The rest is BERT's fine-tuning recipe, as BERT's release
   runs it: ``optimizer="adamw"``, linear warm-up over the first ``warmup_ratio=0.1`` of the
@@ -81,6 +81,7 @@ BERT_MATCHLSTM_DEFAULTS = dict(
     cnn_filters=100,
     cnn_windows="1,2,3",
     dropout=0.5,
+    bert_dropout=0.1,
     max_length=128,
 )
 
@@ -109,6 +110,7 @@ def build_bert_matchlstm(
     cnn_filters=BERT_MATCHLSTM_DEFAULTS["cnn_filters"],
     cnn_windows=BERT_MATCHLSTM_DEFAULTS["cnn_windows"],
     dropout=BERT_MATCHLSTM_DEFAULTS["dropout"],
+    bert_dropout=BERT_MATCHLSTM_DEFAULTS["bert_dropout"],
     name="bert_matchlstm",
 ):
     """Build BERT + MatchLSTM (or one of its head variants) as a Keras functional model.
@@ -137,6 +139,9 @@ def build_bert_matchlstm(
         cnn_filters: int >= 1, filters per window of the ``cnn`` head.
         cnn_windows: comma-separated window sizes of the ``cnn`` head, e.g. ``"1,2,3"``.
         dropout: float in [0, 1), on ``f``.
+        bert_dropout: float in [0, 1), the backbone's own dropout (keras-hub ``BertBackbone``'s
+            ``dropout``; BERT's and MiniLM's checkpoints: 0.1); used only when ``backbone``
+            is None.
         name: model name.
 
     Returns:
@@ -164,13 +169,14 @@ def build_bert_matchlstm(
         raise ValueError(f"head must be one of {BERT_HEADS}, got {head!r}")
     if cls_output not in CLS_OUTPUTS:
         raise ValueError(f"cls_output must be one of {CLS_OUTPUTS}, got {cls_output!r}")
-    if not 0.0 <= float(dropout) < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+    for label, rate in (("dropout", dropout), ("bert_dropout", bert_dropout)):
+        if not 0.0 <= float(rate) < 1.0:
+            raise ValueError(f"{label} must be in [0, 1), got {rate!r}")
     windows = _windows(cnn_windows)
     if backbone is None:
         from re2_tf.layers.bert_backbone import load_bert_backbone
 
-        backbone = load_bert_backbone(bert_preset or None)
+        backbone = load_bert_backbone(bert_preset or None, dropout=float(bert_dropout))
 
     # === Inputs ===
     inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in FEATURE_NAMES}
@@ -219,7 +225,10 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, max_length=None,
             "bert_matchlstm takes no word vectors: run it with --embeddings= "
             "(its embeddings are the BERT checkpoint's)"
         )
-    backbone = load_bert_backbone(hparams.get("bert_preset") or None)
+    backbone = load_bert_backbone(
+        hparams.get("bert_preset") or None,
+        dropout=float(hparams.get("bert_dropout", BERT_MATCHLSTM_DEFAULTS["bert_dropout"])),
+    )
     pieces = vocab_sizes.get("packed_pair")
     if pieces is not None and pieces != backbone.vocabulary_size:
         raise ValueError(
@@ -244,6 +253,7 @@ _HPARAM_HELP = {
     "cnn_filters": "Filters per window size of the cnn head.",
     "cnn_windows": "Comma-separated window sizes of the cnn head.",
     "dropout": "Dropout drop rate on the feature vector f (paper Sec. 4.2: 0.5).",
+    "bert_dropout": "Dropout drop rate inside the BERT backbone (BERT's and MiniLM's: 0.1).",
     "max_length": "Longest packed input in word pieces, [CLS] and [SEP]s included (not in the "
     "paper: BERT's usual fine-tuning length).",
 }

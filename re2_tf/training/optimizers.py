@@ -180,7 +180,9 @@ def build_optimizer(recipe):
         )
     elif recipe.schedule == "linear":
         lr = WarmupLinearDecay(lr, recipe.total_steps, recipe.warmup_steps)
-    kwargs = {"learning_rate": lr}
+    # The name fixes the optimizer's variable paths (``adam/iteration``), which a resumed
+    # run's backup is checked against: Keras would number a second one ``adam_1``.
+    kwargs = {"learning_rate": lr, "name": recipe.name}
     if recipe.name in ("adam", "adamw"):
         kwargs.update(beta_1=recipe.beta1, beta_2=recipe.beta2)
     if recipe.name == "adamw":

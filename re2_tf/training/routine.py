@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from re2_tf import runs
 from re2_tf.evaluation import format_metrics, inference_dataset, predict_outputs, score
+from re2_tf.training.distribution import broadcast_from_chief
 from re2_tf.training.progress import ProgressLog
 
 STATE_FILE = "state.json"
@@ -61,6 +62,12 @@ class ReleaseRoutine(keras.callbacks.Callback):
             (update count, pairs/s, loss, time to the next evaluation) at the end of the
             first update at least ``progress_interval`` seconds after the previous line.
         progress_interval: float seconds >= 0 between those lines (default 30).
+        strategy: the run's ``tf.distribute`` strategy (default: none). With several
+            workers, only the chief (``is_chief``) scores dev and saves ``best.keras``; its
+            score reaches every worker (:func:`re2_tf.training.distribution.broadcast_from_chief`)
+            and each takes the same decisions (best update, early stopping, learning-rate
+            controller) from it.
+        is_chief: bool, this process is the chief (default True).
         lr_controller: optional learning-rate controller told after every evaluation whether
             the dev score improved (``on_evaluation(improved)``, ``get_state``/``set_state``;
             DRCN's "multiply by 0.85 when dev accuracy does not improve").
@@ -96,8 +103,12 @@ class ReleaseRoutine(keras.callbacks.Callback):
         eval_batch_size=256,
         lr_controller=None,
         progress_interval=30.0,
+        strategy=None,
+        is_chief=True,
     ):
         super().__init__()
+        self.strategy = strategy
+        self.is_chief = is_chief
         self.network = network
         self.run_dir = Path(run_dir)
         self.spec = spec
@@ -182,9 +193,11 @@ class ReleaseRoutine(keras.callbacks.Callback):
         for stale in old[:-SNAPSHOTS_KEPT]:
             stale.unlink()
 
-    def restore_snapshot(self, step):
-        """Restore the routine state and seed states saved at ``step``; False if none."""
-        path = self.run_dir / runs.BACKUP_DIR / SNAPSHOT_PATTERN.format(step=step)
+    def restore_snapshot(self, step, directory=None):
+        """Restore the routine state and seed states saved at ``step`` in ``directory``
+        (default: the run's ``backup/``); False if none."""
+        directory = Path(directory) if directory is not None else self.run_dir / runs.BACKUP_DIR
+        path = directory / SNAPSHOT_PATTERN.format(step=step)
         if not path.exists():
             return False
         snapshot = json.loads(path.read_text())
@@ -221,7 +234,8 @@ class ReleaseRoutine(keras.callbacks.Callback):
         self.logger.info(reason)
 
     def on_train_batch_end(self, batch, logs=None):
-        logs = logs or {}
+        # Scalars (a multi-worker step's logs arrive as vectors of one value).
+        logs = {k: float(np.reshape(v, -1)[0]) for k, v in (logs or {}).items()}
         step = int(self.model.optimizer.iterations.numpy())
         if float(logs.get("nonfinite", 0.0)):
             self._stop(
@@ -299,16 +313,24 @@ class ReleaseRoutine(keras.callbacks.Callback):
     def _evaluate(self, step):
         now = time.perf_counter()
         self._trained_seconds += now - self._clock
-        result = score(
-            self.spec, self.dev_examples, predict_outputs(self.network, self.dev_dataset)
-        )
-        value = result[self.metric]
+        if self.is_chief:
+            result = score(
+                self.spec, self.dev_examples, predict_outputs(self.network, self.dev_dataset)
+            )
+            value = result[self.metric]
+        else:
+            value = 0.0
+        if self.strategy is not None:
+            value = broadcast_from_chief(self.strategy, value)
+        if not self.is_chief:
+            result = {self.metric: value}  # the chief's score: the same decisions follow
         improved = value > self.state["best_score"]
         if improved:
             self.state.update(best_score=value, best_step=step, best_metrics=result)
-            tmp = self.run_dir / ("tmp-" + runs.BEST_MODEL_FILE)
-            self.network.save(tmp)
-            os.replace(tmp, self.run_dir / runs.BEST_MODEL_FILE)
+            if self.is_chief:
+                tmp = self.run_dir / ("tmp-" + runs.BEST_MODEL_FILE)
+                self.network.save(tmp)
+                os.replace(tmp, self.run_dir / runs.BEST_MODEL_FILE)
         self.state["evaluations"] += 1
         if self.lr_controller is not None:
             self.lr_controller.on_evaluation(improved)

@@ -5,7 +5,7 @@ terms, gradient norm, learning rate, task metrics) for logging."""
 import keras
 import tensorflow as tf
 
-from re2_tf._compat import all_sublayers, own_losses
+from re2_tf._compat import all_sublayers, gradients_already_summed, own_losses
 from re2_tf.training.losses import get_task_loss
 
 
@@ -63,6 +63,14 @@ class MatchingTrainer(keras.Model):
             batch's two sides are padded per micro-batch. Logged losses and metrics are the
             same row-weighted means. For users with less memory (BERT fine-tuning).
 
+    Under a ``tf.distribute`` strategy with ``n`` replicas each replica computes its rows'
+    loss terms, metrics and gradient; weighted by its share of the batch's rows they are
+    summed across replicas (:meth:`_replica_sum`, one all-reduce) *before* clipping and the
+    non-finite guard, so the update is the one a single process takes on the whole batch and
+    every replica applies or skips it alike; the optimiser's own cross-replica sum is
+    switched off (:func:`re2_tf._compat.gradients_already_summed`). See
+    ``docs/distributed.md``.
+
     Call arguments:
         inputs: the network's feature dict (e.g. int32 ``[batch, length]`` tensors).
 
@@ -89,6 +97,24 @@ class MatchingTrainer(keras.Model):
         self.grad_clipping = float(grad_clipping)
         self.task_loss = get_task_loss(task_loss)
         self.accumulation_steps = int(accumulation_steps)
+
+    def compile(self, optimizer="adam", **kwargs):
+        """``keras.Model.compile``; the optimiser is told that :meth:`train_step` sums the
+        gradients across replicas itself (:func:`re2_tf._compat.gradients_already_summed`)."""
+        if not isinstance(optimizer, str):
+            gradients_already_summed(optimizer)
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        """Keras' TensorFlow trainer (``keras/src/backend/tensorflow/trainer.py``), under a
+        ``tf.distribute`` strategy only, draws a batch from the training iterator and
+        all-reduces it (``MEAN``) to build the model before ``fit``; under
+        ``MultiWorkerMirroredStrategy`` that reduction fails on a batch of feature dicts.
+        Without a strategy Keras skips this step; so does this trainer once its network and
+        optimizer are built (``re2_tf.fit`` builds both before training)."""
+        if self.network.built and self.optimizer is not None and self.optimizer.built:
+            return
+        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def call(self, inputs, training=False):
         return self.network(inputs, training=training)
@@ -145,6 +171,62 @@ class MatchingTrainer(keras.Model):
         )
         return logs, grads
 
+    def _replica_sum(self, x, logs, grads):
+        """Across replicas: the row-weighted sum of every replica's logs and gradients.
+
+        Each replica's terms are means over its own rows; weighted by ``rows / global rows``
+        and summed (one all-reduce), they are the means over the global batch -- the loss, the
+        metrics and the gradient one process computes on the whole batch. A replica with no
+        rows (the last, short batch of a pass) contributes exact zeros
+        (``tf.math.multiply_no_nan``: its empty mean may be NaN). With one replica this
+        returns its arguments.
+        """
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync == 1:
+            return logs, grads
+        rows = tf.cast(tf.shape(tf.nest.flatten(x)[0])[0], "float32")
+        total = context.all_reduce(tf.distribute.ReduceOp.SUM, rows)
+        weight = rows / total
+        names = list(logs)
+        local = [tf.math.multiply_no_nan(logs[n], weight) for n in names] + [
+            tf.math.multiply_no_nan(g, tf.cast(weight, g.dtype)) for g in grads
+        ]
+        summed = context.all_reduce(tf.distribute.ReduceOp.SUM, local)
+        return dict(zip(names, summed[: len(names)])), list(summed[len(names) :])
+
+    def _apply_if(self, finite, grads, variables):
+        """Apply ``grads`` when ``finite`` (the same on every replica), else change nothing.
+
+        Under a strategy whose updates go through ``merge_call`` (``MirroredStrategy``), the
+        condition is taken in the cross-replica context, as Keras' ``LossScaleOptimizer``
+        does: a ``tf.cond`` in a replica context cannot hold a branch that calls
+        ``merge_call``.
+        """
+
+        def apply():
+            self.optimizer.apply(grads, variables)
+
+        context = tf.distribute.get_replica_context()
+        if (
+            context is None
+            or context.num_replicas_in_sync == 1
+            or tf.__internal__.distribute.strategy_supports_no_merge_call()
+        ):
+            tf.cond(finite, apply, lambda: None)
+            return
+
+        def cross_replica(distribution, finite, grads):
+            decided = distribution.experimental_local_results(finite)[0]
+
+            def apply_each():
+                distribution.extended.call_for_each_replica(
+                    lambda g: self.optimizer.apply(g, variables), args=(grads,)
+                )
+
+            tf.cond(decided, apply_each, lambda: None)
+
+        context.merge_call(cross_replica, args=(finite, grads))
+
     def train_step(self, data):
         x, y, _ = keras.utils.unpack_x_y_sample_weight(data)
         variables = self.network.trainable_variables
@@ -152,11 +234,18 @@ class MatchingTrainer(keras.Model):
             logs, grads = self._accumulated(x, y, variables)
         else:
             logs, grads = self._loss_and_gradients(x, y, variables)
+        logs, grads = self._replica_sum(x, logs, grads)
         loss = logs["loss"]
         grads, norm = tf.clip_by_global_norm(grads, self.grad_clipping)
         lr = tf.cast(self.optimizer.learning_rate, "float32")  # before this update's increment
         if not self.optimizer.built:  # create slots outside the conditional branch
             self.optimizer.build(variables)
         finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(norm))
-        tf.cond(finite, lambda: self.optimizer.apply(grads, variables), lambda: None)
-        return {**logs, "grad_norm": norm, "lr": lr, "nonfinite": 1.0 - tf.cast(finite, "float32")}
+        self._apply_if(finite, grads, variables)
+        logs = {**logs, "grad_norm": norm, "lr": lr, "nonfinite": 1.0 - tf.cast(finite, "float32")}
+        if isinstance(tf.distribute.get_strategy(), tf.distribute.MultiWorkerMirroredStrategy):
+            # Keras reduces a multi-worker step's logs with ``strategy.reduce(MEAN, axis=0)``,
+            # which needs an axis: each log is a vector of one value there (the same value
+            # on every replica, so the mean is that value).
+            logs = {name: tf.reshape(value, [1]) for name, value in logs.items()}
+        return logs

