@@ -421,37 +421,24 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
             max_negatives=config.max_negatives or None,
             seed=seed,
         )
-
-        def training_batches():
-            return make_triple_dataset(
-                encoded,
-                triples,
-                batch_size=bs,
-                seed=seed,
-                length_multiple=multiple,
-                group_by_length=config.group_by_length,
-                endless=True,
-            )
-
         units = len(triples)
         logger.info(f"{units} ranking triples; {stats}")
     else:
-
-        def training_batches():
-            return make_dataset(
-                encoded,
-                batch_size=bs,
-                training=True,
-                seed=seed,
-                length_multiple=multiple,
-                group_by_length=config.group_by_length,
-                endless=True,
-            )
-
-        units = len(encoded)
+        triples, units = None, len(encoded)
     # An endless stream, each pass shuffled with seeds of its own: the same batches however
     # often it is iterated (the batch that builds the network, a strategy's copies of it).
-    train_ds = training_batches()
+    stream_options = dict(
+        batch_size=bs,
+        seed=seed,
+        length_multiple=multiple,
+        group_by_length=config.group_by_length,
+        endless=True,
+    )
+    train_ds = (
+        make_dataset(encoded, training=True, **stream_options)
+        if triples is None
+        else make_triple_dataset(encoded, triples, **stream_options)
+    )
     limit = config.max_len or "unlimited"
     logger.info(
         f"#classes {dataset.num_classes}; "
