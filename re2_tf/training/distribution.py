@@ -47,6 +47,7 @@ from re2_tf.errors import ConfigError
 STRATEGIES = ("none", "mirrored", "multi_worker")
 
 _STRATEGY_CACHE: dict = {}
+_BROADCASTS: dict = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,15 +204,18 @@ def broadcast_from_chief(strategy, value: float) -> float:
     extended = strategy.extended
     if not getattr(extended, "_in_multi_worker_mode", lambda: False)():
         return float(value)
+    reduce = _BROADCASTS.get(id(strategy))
+    if reduce is None:  # traced once per strategy, not at every evaluation
 
-    @tf.function
-    def reduce(local):
-        def contribute():
-            context = tf.distribute.get_replica_context()
-            first = tf.equal(context.replica_id_in_sync_group, 0)
-            share = tf.where(first, local, tf.zeros_like(local))
-            return context.all_reduce(tf.distribute.ReduceOp.SUM, share)
+        @tf.function
+        def reduce(local):
+            def contribute():
+                context = tf.distribute.get_replica_context()
+                first = tf.equal(context.replica_id_in_sync_group, 0)
+                share = tf.where(first, local, tf.zeros_like(local))
+                return context.all_reduce(tf.distribute.ReduceOp.SUM, share)
 
-        return strategy.experimental_local_results(strategy.run(contribute))[0]
+            return strategy.experimental_local_results(strategy.run(contribute))[0]
 
+        _BROADCASTS[id(strategy)] = reduce
     return float(reduce(tf.constant(float(value), tf.float64)))
