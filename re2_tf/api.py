@@ -275,7 +275,7 @@ def preset_line(config: TrainConfig) -> str:
 
 
 # ------------------------------------------------------------------------------ one run
-def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
+def _train_one(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
     """Train (or resume, or report) one run; see :func:`fit`."""
     import keras
     import numpy as np
@@ -285,7 +285,7 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     from re2_tf.data.embeddings import vocab_and_embeddings
     from re2_tf.data.pipeline import encode_examples, make_dataset, make_triple_dataset
     from re2_tf.models import count_parameters
-    from re2_tf.training import MatchingTrainer
+    from re2_tf.training import MatchingTrainer, precision
     from re2_tf.training.checkpoint import TrainingBackup
     from re2_tf.training.distribution import broadcast_from_chief, make_strategy
     from re2_tf.training.losses import resolve_task_loss
@@ -449,9 +449,11 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
     )
 
     with strategy.scope():  # variables (network, optimizer) are created by the strategy
-        network = spec.build(
-            dataset.num_classes, {f.kind: f.vocab_size for f in featurizers}, vectors, **hparams
-        )
+        with precision.dtype_policy(config.mixed_precision):
+            network = spec.build(
+                dataset.num_classes, {f.kind: f.vocab_size for f in featurizers}, vectors, **hparams
+            )
+        network = precision.float32_outputs(network)
         logger.info(
             f"trainable parameters {count_parameters(network, include_embedding=True):,d} "
             f"({count_parameters(network):,d} outside the embedding)"
@@ -483,6 +485,7 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
                 beta2=config.beta2,
             )
         )
+        optimizer = precision.loss_scaled(optimizer, config.mixed_precision)
         trainer = MatchingTrainer(
             network,
             task_loss=task_loss,
@@ -545,7 +548,7 @@ def _train_one(config: TrainConfig, run_dir: Path) -> RunResult:
             epochs=math.ceil(total_steps / eval_steps),
             steps_per_epoch=eval_steps,
             initial_epoch=start_step // eval_steps,
-            callbacks=[routine, backup],
+            callbacks=[routine, backup, *callbacks],
             verbose=0,
             shuffle=False,
         )
@@ -623,7 +626,7 @@ def _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers, t
     return results
 
 
-def fit(config: TrainConfig | None = None, run_dir=None, **overrides) -> RunResult:
+def fit(config: TrainConfig | None = None, run_dir=None, callbacks=(), **overrides) -> RunResult:
     """Train the run ``config`` describes; resume it if its run directory holds an unfinished
     run with the same settings; report it if that run is finished.
 
@@ -631,6 +634,10 @@ def fit(config: TrainConfig | None = None, run_dir=None, **overrides) -> RunResu
         config: a :class:`~re2_tf.config.TrainConfig` (default: ``TrainConfig()``).
         run_dir: run directory (default: ``config.run_dir``, else
             ``checkpoints/<dataset>-<model>``).
+        callbacks: more ``keras.callbacks.Callback`` objects for the training loop, called
+            after the release routine's and the backup's (e.g.
+            :class:`re2_tf.training.throughput.UpdateTimer`); their ``model`` is the
+            :class:`~re2_tf.training.MatchingTrainer` (``model.network`` the network).
         **overrides: fields replaced in ``config`` first (``fit(config, seed=2)``).
 
     With ``config.distribution`` ``mirrored`` or ``multi_worker`` the run trains under that
@@ -657,10 +664,12 @@ def fit(config: TrainConfig | None = None, run_dir=None, **overrides) -> RunResu
         config = config.replace(**overrides)
     run_dir = Path(run_dir) if run_dir is not None else config.resolved_run_dir
     if config.repeats <= 1:
-        return _train_one(config, run_dir)
+        return _train_one(config, run_dir, callbacks)
     seeds = tuple(
         _train_one(
-            config.replace(seed=config.seed + k, repeats=1), run_dir / f"seed{config.seed + k}"
+            config.replace(seed=config.seed + k, repeats=1),
+            run_dir / f"seed{config.seed + k}",
+            callbacks,
         )
         for k in range(config.repeats)
     )

@@ -36,7 +36,7 @@ Fields, by group (:data:`GROUPS`):
   ``lr_schedule``, ``lr``, ``min_lr``, ``lr_decay_rate``, ``lr_decay_samples``,
   ``lr_warmup_samples``, ``warmup_ratio``, ``plateau_factor``, ``weight_decay``, ``beta1``,
   ``beta2``, ``grad_clipping``, ``accumulation_steps``, ``max_loss``, ``group_by_length``,
-  ``max_negatives``;
+  ``max_negatives``, ``mixed_precision``;
 - **evaluation routine**: ``eval_per_samples``, ``eval_per_samples_warmup``,
   ``eval_warmup_samples``, ``eval_epoch``, ``min_samples``, ``tolerance_samples``,
   ``log_per_samples``;
@@ -234,6 +234,13 @@ class TrainConfig:
         0,
         "optimisation",
         "Pairwise ranking losses: at most this many negatives per positive answer (0 = all).",
+    )
+    mixed_precision: str = _field(
+        "none",
+        "optimisation",
+        "none (float32), bf16 (Keras mixed_bfloat16) or fp16 (mixed_float16 with dynamic loss "
+        "scaling): layers compute in 16 bits, weights and outputs stay float32 "
+        "(re2_tf/training/precision.py).",
     )
     # evaluation routine ----------------------------------------------------------------
     eval_per_samples: int = _field(6400, "evaluation", "Evaluate every this many samples.")
@@ -748,6 +755,13 @@ def _validate(config):
         "while TensorFlow op determinism is enabled",
     )
     from re2_tf.training.distribution import STRATEGIES
+    from re2_tf.training.precision import POLICIES
+
+    _check(
+        config.mixed_precision in POLICIES,
+        "mixed_precision",
+        f"must be one of {', '.join(POLICIES)}, got {config.mixed_precision!r}",
+    )
 
     _check(
         config.distribution in STRATEGIES,

@@ -134,6 +134,7 @@ def test_replace_rederives_what_the_caller_did_not_set():
         (dict(dataset="custom", labels=("a",)), "labels", "at least two"),
         (dict(dataset="custom", labels=("a", "b", "c"), metric="f1"), "metric", "two labels"),
         (dict(labels=("a", "b")), "labels", "only for dataset=custom"),
+        (dict(mixed_precision="fp8"), "mixed_precision", "must be one of none, bf16, fp16"),
     ],
 )
 def test_each_invalid_setting_is_one_error_naming_it(kwargs, field, words):

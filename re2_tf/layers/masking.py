@@ -28,8 +28,10 @@ def fill_padding(x, mask, value):
 def masked_softmax(logits, mask, axis):
     """Softmax of ``logits`` along ``axis`` over the entries where ``mask`` is non-zero.
 
-    Masked entries are filled with the dtype minimum before the softmax (the release's
-    ``tf.float32.min``), then the weights are multiplied by the mask.
+    Masked entries are filled with float32's minimum before the softmax (the release's
+    ``tf.float32.min``), then the weights are multiplied by the mask. The softmax is computed
+    in float32 for any logits dtype (16-bit logits of mixed precision are cast up) and the
+    weights are returned in the logits' dtype.
 
     Args:
         logits: float tensor.
@@ -43,7 +45,11 @@ def masked_softmax(logits, mask, axis):
         values as the release). A slice with no kept entry (an empty text, or a padding
         position) is all zeros, not the release's uniform weights over padding.
     """
-    filled = fill_padding(logits, mask, dtype_min(logits.dtype))
+    dtype = logits.dtype
+    # Computed in float32 whatever the compute dtype (mixed precision keeps attention
+    # softmaxes in float32, re2_tf/training/precision.py); returned in the logits' dtype.
+    logits = ops.cast(logits, "float32")
+    filled = fill_padding(logits, mask, dtype_min("float32"))
     with warnings.catch_warnings():
         # A one-token text makes ``axis`` of size 1 in eager calls; its softmax is exactly 1,
         # which is right here, so Keras' "did you mean sigmoid" warning is only noise.
@@ -51,7 +57,7 @@ def masked_softmax(logits, mask, axis):
             "ignore", message="You are using a softmax over axis", category=UserWarning
         )
         weights = ops.softmax(filled, axis=axis)
-    return weights * ops.cast(ops.greater(mask, 0), weights.dtype)
+    return ops.cast(weights * ops.cast(ops.greater(mask, 0), weights.dtype), dtype)
 
 
 def two_way_attention(scores, a, b, a_mask, b_mask):

@@ -181,6 +181,9 @@ class MatchLSTM(keras.layers.Layer):
         bias_initializer="zeros",
         **kwargs,
     ):
+        # A float32 layer unless a dtype is given: under a mixed-precision policy the scan
+        # stays in float32 (re2_tf/training/precision.py).
+        kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         if int(units) < 1:
             raise ValueError(f"units must be >= 1, got {units!r}")
@@ -414,6 +417,9 @@ class BidirectionalMatchLSTM(keras.layers.Layer):
         bias_initializer="zeros",
         **kwargs,
     ):
+        # A float32 layer unless a dtype is given: under a mixed-precision policy the scan
+        # stays in float32 (re2_tf/training/precision.py).
+        kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         common = dict(
             units=units,

@@ -203,6 +203,9 @@ class SpatialGRU(keras.layers.Layer):
         bias_initializer="zeros",
         **kwargs,
     ):
+        # A float32 layer unless a dtype is given: under a mixed-precision policy the
+        # recurrence over m + n - 1 wavefronts stays in float32 (re2_tf/training/precision.py).
+        kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         if int(units) < 1:
             raise ValueError(f"units must be >= 1, got {units!r}")

@@ -58,12 +58,18 @@ class _WeightNormBase(keras.layers.Layer):
 
     def _make_weights(self, kernel_shape):
         fan_in = math.prod(kernel_shape[:-1])
+        # ``autocast=False``: under a mixed-precision policy ``V`` and ``g`` are read as
+        # float32, the norm is taken in float32 and only the effective kernel is cast to the
+        # compute dtype (:meth:`_compute_kernel`).
         self.kernel_v = self.add_weight(
             name="kernel_v",
             shape=kernel_shape,
             initializer=keras.initializers.RandomNormal(stddev=self.gain / math.sqrt(fan_in)),
+            autocast=False,
         )
-        self.kernel_g = self.add_weight(name="kernel_g", shape=(self.units,), initializer="ones")
+        self.kernel_g = self.add_weight(
+            name="kernel_g", shape=(self.units,), initializer="ones", autocast=False
+        )
         self.bias = (
             self.add_weight(name="bias", shape=(self.units,), initializer="zeros")
             if self.use_bias
@@ -75,6 +81,10 @@ class _WeightNormBase(keras.layers.Layer):
         """The effective kernel ``W = V / max(||V||, 1e-7) * g`` (same shape as ``V``)."""
         axes = tuple(range(len(self.kernel_v.shape) - 1))
         return weight_normalize(self.kernel_v, self.kernel_g, axes)
+
+    def _compute_kernel(self):
+        """:attr:`kernel`, computed in float32, in the layer's compute dtype."""
+        return ops.cast(self.kernel, self.compute_dtype)
 
     def _finish(self, y):
         if self.bias is not None:
@@ -122,7 +132,7 @@ class WeightNormDense(_WeightNormBase):
         self._make_weights((int(fan_in), self.units))
 
     def call(self, inputs):
-        return self._finish(ops.matmul(inputs, self.kernel))
+        return self._finish(ops.matmul(inputs, self._compute_kernel()))
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (self.units,)
@@ -173,7 +183,9 @@ class WeightNormConv1D(_WeightNormBase):
         self._make_weights((self.kernel_size, int(fan_in), self.units))
 
     def call(self, inputs):
-        y = ops.conv(inputs, self.kernel, strides=1, padding="same", data_format="channels_last")
+        y = ops.conv(
+            inputs, self._compute_kernel(), strides=1, padding="same", data_format="channels_last"
+        )
         return self._finish(y)
 
     def compute_output_shape(self, input_shape):

@@ -8,8 +8,10 @@ model's feature dict (``{input name: tensor [batch, length, ...]}``) returns flo
 when the export asks for it); no Keras and no ``re2_tf`` code is needed to serve them.
 
 ``keras``
-    The Keras model itself (``model(features, training=False)``). Any architecture. fp32, or
-    bf16: a copy of the model under Keras's ``mixed_bfloat16`` policy (:func:`bfloat16_copy`).
+    The Keras model itself (``model(features, training=False)``). Any architecture. fp32 (a
+    model trained with ``--mixed_precision`` is served from its float32 copy,
+    :func:`policy_copy`), or bf16: a copy of the model under Keras's ``mixed_bfloat16`` policy
+    (:func:`bfloat16_copy`).
 ``re2_folded``
     RE2 from folded weights (:mod:`re2_tf.serving.folded`: weight normalisation folded into
     plain kernels, fusion G1/G2 as one matmul, the two texts run as one sequence); fp32 or
@@ -22,12 +24,19 @@ import tensorflow as tf
 
 from re2_tf.serving import folded as folded_lib
 
-__all__ = ["BACKENDS", "KerasBackend", "FoldedRE2Backend", "bfloat16_copy", "make_backend"]
+__all__ = [
+    "BACKENDS",
+    "KerasBackend",
+    "FoldedRE2Backend",
+    "bfloat16_copy",
+    "make_backend",
+    "policy_copy",
+]
 
 
-def _to_mixed_bfloat16(config):
-    """Rewrite, in place, every ``float32`` dtype policy of a serialised Keras object (nested
-    layers and models included) to ``mixed_bfloat16``; returns how many were rewritten. Plain
+def _set_policies(config, name):
+    """Rewrite, in place, every dtype policy of a serialised Keras object (nested layers and
+    models included) that is not ``name`` to ``name``; returns how many were rewritten. Plain
     dtype strings (an input layer's tensor dtype) are left alone."""
     count = 0
     if isinstance(config, dict):
@@ -37,44 +46,60 @@ def _to_mixed_bfloat16(config):
                 and isinstance(value, dict)
                 and value.get("class_name") == "DTypePolicy"
             ):
-                if value.get("config", {}).get("name") == "float32":
-                    value["config"]["name"] = "mixed_bfloat16"
+                if value.get("config", {}).get("name") != name:
+                    value["config"]["name"] = name
                     count += 1
             else:
-                count += _to_mixed_bfloat16(value)
+                count += _set_policies(value, name)
     elif isinstance(config, list):
-        count += sum(_to_mixed_bfloat16(item) for item in config)
+        count += sum(_set_policies(item, name) for item in config)
     return count
 
 
-def bfloat16_copy(model):
-    """A copy of ``model`` whose layers compute in bfloat16 (Keras ``mixed_bfloat16``).
+def policy_copy(model, policy):
+    """A copy of ``model`` whose every layer (nested layers and models included) has the Keras
+    dtype policy ``policy`` (``"float32"``, ``"mixed_bfloat16"``, ...), with the same weights;
+    ``model`` itself when every layer has it already.
 
-    The model is serialised, every layer's ``float32`` dtype policy (nested layers and models
-    included) becomes ``mixed_bfloat16``, and the copy is rebuilt and given the same weights:
-    variables stay float32, each layer casts its inputs and weights to bfloat16 and computes
-    in bfloat16 (layers that Keras keeps in float32 for stability, such as normalisation
-    statistics and softmax, do so as usual). Outputs are bfloat16.
+    The model is serialised, its policies rewritten, and the copy rebuilt and given the same
+    weights (a mixed policy's variables are float32 too, so the weights carry over unchanged).
 
     Args:
         model: a serialisable Keras model (its custom classes registered with
             ``keras.saving.register_keras_serializable``, as re2_tf's are).
+        policy: a Keras dtype policy name.
 
     Returns:
-        The bfloat16 copy (a new ``keras.Model``).
-
-    Raises:
-        ValueError: the model has no float32 layer to rewrite.
+        ``keras.Model``.
     """
     import keras
 
     config = keras.saving.serialize_keras_object(model)
-    if not _to_mixed_bfloat16(config):
-        raise ValueError(f"{model.name}: no float32 dtype policy to make bfloat16")
+    if not _set_policies(config, policy):
+        return model
     # Every class of an re2_tf model is registered with Keras by ``import re2_tf`` (keras-hub's
     # by keras-hub), so the config names them all.
     copy = keras.saving.deserialize_keras_object(config)
     copy.set_weights(model.get_weights())
+    return copy
+
+
+def bfloat16_copy(model):
+    """A copy of ``model`` whose layers compute in bfloat16 (Keras ``mixed_bfloat16``,
+    :func:`policy_copy`).
+
+    Variables stay float32, each layer casts its inputs and weights to bfloat16 and computes
+    in bfloat16 (layers that Keras keeps in float32 for stability, such as normalisation
+    statistics and softmax, do so as usual). Outputs are bfloat16. A model trained with
+    ``--mixed_precision`` (whose float32 layers, :mod:`re2_tf.training.precision`, become
+    bfloat16 here too) is rewritten alike.
+
+    Raises:
+        ValueError: every layer of the model computes in bfloat16 already.
+    """
+    copy = policy_copy(model, "mixed_bfloat16")
+    if copy is model:
+        raise ValueError(f"{model.name}: every layer computes in bfloat16 already")
     return copy
 
 
@@ -83,7 +108,8 @@ class KerasBackend(tf.Module):
 
     Args:
         model: functional Keras model over the feature dict.
-        precision: ``fp32`` (the model itself) or ``bf16`` (:func:`bfloat16_copy`; logits
+        precision: ``fp32`` (the model itself, or its float32 copy when it was trained with
+            mixed precision) or ``bf16`` (:func:`bfloat16_copy`; logits
             cast back to float32).
 
     Raises:
@@ -99,7 +125,7 @@ class KerasBackend(tf.Module):
                 f"precision {precision!r} needs a backend that supports it; the "
                 f"Keras backend serves {self.precisions}"
             )
-        model = bfloat16_copy(model) if precision == "bf16" else model
+        model = bfloat16_copy(model) if precision == "bf16" else policy_copy(model, "float32")
         # The model is held untracked and its tf.Variables tracked directly (as
         # ``keras.export.ExportArchive`` does): a tracked Keras variable is exported as a
         # second tf.Variable that the TF1 session loader restores while the functions read the

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from re2_tf._compat import all_sublayers, gradients_already_summed, own_losses
 from re2_tf.training.losses import get_task_loss
+from re2_tf.training.precision import uses_loss_scaling
 
 
 def model_loss_terms(network):
@@ -71,6 +72,13 @@ class MatchingTrainer(keras.Model):
     switched off (:func:`re2_tf._compat.gradients_already_summed`). See
     ``docs/distributed.md``.
 
+    With a ``LossScaleOptimizer`` (``--mixed_precision=fp16``,
+    :mod:`re2_tf.training.precision`) the loss is scaled before differentiation, the gradient
+    is unscaled before clipping (so the norm, the clipping and the logged ``grad_norm`` are
+    those of the true gradient) and the optimiser skips an overflowing update and halves its
+    scale (:meth:`_apply_scaled`; logs ``loss_scale`` and ``overflow``) instead of the run
+    stopping.
+
     Call arguments:
         inputs: the network's feature dict (e.g. int32 ``[batch, length]`` tensors).
 
@@ -125,7 +133,9 @@ class MatchingTrainer(keras.Model):
             task, metrics = self.task_loss(self.network, x, y, training=True)
             terms = model_loss_terms(self.network)
             loss = tf.add_n([task, *terms.values()])
-        grads = tape.gradient(loss, variables)
+            # times the dynamic loss scale under fp16 (LossScaleOptimizer), else the loss
+            scaled = self.optimizer.scale_loss(loss)
+        grads = tape.gradient(scaled, variables)
         grads = [
             tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
             for g, v in zip(grads, variables)
@@ -227,6 +237,21 @@ class MatchingTrainer(keras.Model):
 
         context.merge_call(cross_replica, args=(finite, grads))
 
+    def _apply_scaled(self, loss, norm, scale, grads, variables):
+        """The update under dynamic loss scaling (``keras.optimizers.LossScaleOptimizer``).
+
+        The clipped gradient is scaled back and handed to the ``LossScaleOptimizer``, which
+        applies it (unscaled) when every entry is finite, and otherwise skips the update and
+        halves the scale. A loss that is not finite makes the gradient NaN, so it is skipped
+        too. A skipped update still advances ``optimizer.iterations`` (update ``n`` stays
+        batch ``n`` of the training stream). Returns the logs ``loss_scale`` (the scale this
+        update used) and ``overflow`` (1.0 when it was skipped)."""
+        factor = tf.where(tf.math.is_finite(loss), scale, float("nan"))
+        self.optimizer.apply([g * factor for g in grads], variables)
+        overflow = tf.logical_not(tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(norm)))
+        self.optimizer.iterations.assign_add(tf.cast(overflow, self.optimizer.iterations.dtype))
+        return {"loss_scale": scale, "overflow": tf.cast(overflow, "float32")}
+
     def train_step(self, data):
         x, y, _ = keras.utils.unpack_x_y_sample_weight(data)
         variables = self.network.trainable_variables
@@ -236,12 +261,19 @@ class MatchingTrainer(keras.Model):
             logs, grads = self._loss_and_gradients(x, y, variables)
         logs, grads = self._replica_sum(x, logs, grads)
         loss = logs["loss"]
-        grads, norm = tf.clip_by_global_norm(grads, self.grad_clipping)
-        lr = tf.cast(self.optimizer.learning_rate, "float32")  # before this update's increment
         if not self.optimizer.built:  # create slots outside the conditional branch
             self.optimizer.build(variables)
+        lr = tf.cast(self.optimizer.learning_rate, "float32")  # before this update's increment
+        if uses_loss_scaling(self.optimizer):
+            scale = tf.convert_to_tensor(self.optimizer.dynamic_scale)
+            grads = [g / scale for g in grads]  # clipped as the unscaled gradient
+        grads, norm = tf.clip_by_global_norm(grads, self.grad_clipping)
         finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(norm))
-        self._apply_if(finite, grads, variables)
+        if uses_loss_scaling(self.optimizer):
+            logs = {**logs, **self._apply_scaled(loss, norm, scale, grads, variables)}
+            finite = tf.math.is_finite(loss)  # an overflow is the scale's business, not a stop
+        else:
+            self._apply_if(finite, grads, variables)
         logs = {**logs, "grad_norm": norm, "lr": lr, "nonfinite": 1.0 - tf.cast(finite, "float32")}
         if isinstance(tf.distribute.get_strategy(), tf.distribute.MultiWorkerMirroredStrategy):
             # Keras reduces a multi-worker step's logs with ``strategy.reduce(MEAN, axis=0)``,
