@@ -69,6 +69,7 @@ def test_importing_every_cli_module_defines_no_flag():
         "predict",
         "prepare",
         "summarize",
+        "throughput",
     } | ({"train"} if (REPO / "re2_tf/cli/train.py").exists() else set())
     assert commands == expected
     assert report["new_flags"] == []

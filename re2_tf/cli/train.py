@@ -29,7 +29,7 @@ from absl import flags
 
 from re2_tf.cli.common import run_command
 
-__all__ = ["define_flags", "parse_flags", "main", "run"]
+__all__ = ["config_from_args", "define_flags", "parse_flags", "main", "run"]
 
 FLAGS = flags.FLAGS
 #: Flags that hold a list (comma-separated on the command line).
@@ -134,6 +134,22 @@ def parse_flags(argv, flag_values=FLAGS):
         raise _flagfile_hint(list(argv[1:])) or error from None
     _layer_defaults(args, flag_values)
     return flag_values(argv)
+
+
+def config_from_args(args):
+    """The :class:`re2_tf.TrainConfig` that ``re2-train <args>`` would train (``args`` the
+    command-line arguments after the program name, flagfiles included), parsed into fresh
+    flag values (the process's own flags are untouched).
+
+    Raises:
+        absl.flags.Error, re2_tf.errors.ConfigError: as :func:`parse_flags`.
+    """
+    from re2_tf.config import TrainConfig
+
+    values = flags.FlagValues()
+    define_flags(values)
+    parse_flags(["re2-train", *args], values)
+    return TrainConfig.from_flags(values)
 
 
 def _layer_defaults(args, flag_values):
