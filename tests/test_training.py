@@ -293,10 +293,12 @@ def test_jit_compile_with_op_determinism_is_refused_not_silently_ignored(tmp_pat
 
 
 @pytest.mark.slow
-def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("precision", ["none", "fp16"])
+def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path, precision):
     # 300 pairs, batch 10 -> 30 updates per pass, 4 passes; evaluation (= backup) every 5.
     # Batches grouped by length (windows of 3 batches): the resumed stream must repeat the
-    # grouped, twice-shuffled batches exactly too.
+    # grouped, twice-shuffled batches exactly too. In fp16 the loss scaler's state (scale,
+    # finite-step counter) is part of the backup and must come back too.
     data = make_data(tmp_path, 300)
     args = (
         "--batch_size=10",
@@ -304,6 +306,7 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
         "--eval_per_samples=50",
         "--seed=3",
         "--group_by_length=3",
+        f"--mixed_precision={precision}",
     )
     reference = tmp_path / "reference"
     run(train_command(data, reference, *args))
@@ -347,6 +350,8 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path):
         assert sorted(a.files) == sorted(b.files) and len(a.files) > 10
         for name in a.files:
             np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+        paths = json.loads(str(b["paths"]))
+    assert any(p.endswith("dynamic_scale") for p in paths) == (precision == "fp16")
     best = [keras.saving.load_model(d / "best.keras").get_weights() for d in (reference, killed)]
     for w_ref, w_killed in zip(*best):
         np.testing.assert_array_equal(w_ref, w_killed)
