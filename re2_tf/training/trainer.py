@@ -264,12 +264,13 @@ class MatchingTrainer(keras.Model):
         if not self.optimizer.built:  # create slots outside the conditional branch
             self.optimizer.build(variables)
         lr = tf.cast(self.optimizer.learning_rate, "float32")  # before this update's increment
-        if uses_loss_scaling(self.optimizer):
+        loss_scaling = uses_loss_scaling(self.optimizer)
+        if loss_scaling:
             scale = tf.convert_to_tensor(self.optimizer.dynamic_scale)
             grads = [g / scale for g in grads]  # clipped as the unscaled gradient
         grads, norm = tf.clip_by_global_norm(grads, self.grad_clipping)
         finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(norm))
-        if uses_loss_scaling(self.optimizer):
+        if loss_scaling:
             logs = {**logs, **self._apply_scaled(loss, norm, scale, grads, variables)}
             finite = tf.math.is_finite(loss)  # an overflow is the scale's business, not a stop
         else:
