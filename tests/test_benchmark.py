@@ -6,9 +6,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from re2_tf import benchmarking as benchmark
 
 
+@pytest.mark.slow
 def test_table5_driver_smoke(tmp_path):
     rows, table = benchmark.run_benchmark(
         "re2",
@@ -51,12 +54,11 @@ def test_table5_parameter_count():
 
 
 def test_unknown_variant_is_named():
-    import pytest
-
     with pytest.raises(KeyError, match="RE2 7 blocks"):
         benchmark.run_benchmark("re2", ["RE2 7 blocks"])
 
 
+@pytest.mark.slow
 def test_cli_times_an_existing_export_and_tflite(tmp_path):
     from re2_tf.models import get_spec
 

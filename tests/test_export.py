@@ -379,6 +379,7 @@ def test_wrong_dtypes_and_ids_are_rejected(run_and_export, loaded):
 
 
 # ------------------------------------------------------------------------ other formats
+@pytest.mark.slow
 def test_tflite_and_reduced_precision(run_and_export, tmp_path):
     _, _, model, vocab = run_and_export
     rows = _sample_lines("dev")[:200]

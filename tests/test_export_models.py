@@ -73,7 +73,7 @@ ENTRIES = {**{name: (name, hparams) for name, hparams in TINY.items()}, **VARIAN
 #: The heaviest checks (a fresh process per export variant) run on RE2 in an earlier tier
 #: than on the other entries (tests/conftest.py reads this): {test: ({entry: tier}, others)}.
 TIERS = {
-    "test_both_loaders_serve_every_variant_as_keras_without_re2_tf": ({"re2": None}, "slow"),
+    "test_both_loaders_serve_every_variant_as_keras_without_re2_tf": ({}, "slow"),
     "test_both_tokenisation_paths_count_the_same_truncation": ({"re2": None}, "slow"),
     "test_saved_model_cli_run_serves_both_signatures_of_every_variant": ({"re2": "slow"}, "long"),
 }

@@ -353,6 +353,7 @@ def test_spec_declares_the_paper_recipe_and_builds():
     assert model.output.shape == (None, 2)
 
 
+@pytest.mark.slow
 def test_a_few_updates_lower_the_loss_on_a_fixed_batch():
     keras.utils.set_random_seed(0)
     model = build_fitn(WORDS, CHARS, CLASSES, **{**TINY, "dropout": 0.0})

@@ -116,6 +116,7 @@ def test_a_ranking_spec_trains_on_triples_with_its_own_losses(ranker_run):
     assert results["splits"]["test"]["questions"] == 8
 
 
+@pytest.mark.slow
 def test_evaluate_and_export_serve_the_score(ranker_run, tmp_path):
     data, run_dir, _ = ranker_run
     out = _run(

@@ -89,6 +89,7 @@ def test_collect_reads_runs_repeats_and_files(tmp_path):
         collect([broken])
 
 
+@pytest.mark.slow
 def test_cli_prints_table_and_writes_json(tmp_path):
     _write(tmp_path / "a", _result(1, {"map": 0.70}))
     _write(tmp_path / "b", _result(2, {"map": 0.80}))

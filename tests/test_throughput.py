@@ -3,6 +3,8 @@
 docs/distributed.md's tables against the committed records (docs/runs/throughput/)."""
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -183,3 +185,12 @@ def test_docs_prose_figures_follow_from_the_records():
         "re2", 1, 10, throughput.gpu_step_time(one["re2"]["seconds_per_update"], flops)
     )[0]
     assert snli / gpu_pairs < 3600 and "under an hour on one GPU" in docs
+
+
+@pytest.mark.skipif(shutil.which("lscpu") is None, reason="lscpu is not installed")
+def test_cpu_features_are_lscpus_flags():
+    # lscpu reads the CPU's flags on its own (util-linux), not through re2_tf's parser
+    out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    (line,) = [line for line in out.splitlines() if line.startswith("Flags:")]
+    flags = line.split(":", 1)[1].split()
+    assert throughput.cpu_features() == [f for f in throughput.VECTOR_FEATURES if f in flags]

@@ -211,7 +211,7 @@ def test_run_writes_a_tensorboard_hparams_record(tmp_path):
 # ------------------------------------------------------------------------ fit and the CLI
 #: Models whose library-vs-CLI comparison runs in the default suite; the others (20-40 s
 #: each) in the `slow` tier, which CI runs too.
-FAST_MODELS = ("re2", "match_srnn")
+FAST_MODELS = ("re2",)
 
 
 @pytest.mark.parametrize(
@@ -257,6 +257,7 @@ def test_fit_from_python_equals_the_cli(model, tmp_path):
     assert library["splits"]["test"] == result.test_scores["test"]
 
 
+@pytest.mark.slow
 def test_repeats_train_each_seed_and_summarise(tmp_path):
     data = make_data(tmp_path)
     result = re2_tf.fit(

@@ -224,6 +224,7 @@ def test_long_training_pairs_are_dropped_and_counted(tmp_path):
     ) in log
 
 
+@pytest.mark.slow
 def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
     data = make_data(tmp_path, 16)
     run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"))
@@ -369,6 +370,7 @@ def _help(*args):
     return proc.stdout
 
 
+@pytest.mark.slow
 def test_helpfull_lists_the_models_hyper_parameters_with_preset_defaults():
     out = _help("--model=re2")
     for name in (
@@ -388,6 +390,7 @@ def test_helpfull_lists_the_models_hyper_parameters_with_preset_defaults():
     assert re.search(r"--blocks: Number of stacked blocks \(1-5\)\.\s+\(default: '2'\)", out)
 
 
+@pytest.mark.slow
 def test_frozen_embeddings_stay_out_of_the_backup_and_empty_texts_train_without_nan(tmp_path):
     data = make_data(tmp_path, 40)
     lines = (data / "train.txt").read_text().splitlines()

@@ -145,6 +145,7 @@ def test_interval_zero_logs_every_update_with_consistent_numbers(tmp_path):
     assert trained <= fit_seconds
 
 
+@pytest.mark.slow
 def test_default_interval_logs_at_most_one_line_per_30_seconds(tmp_path):
     lines, losses, fit_seconds = train(tmp_path)
     progress = [line for line in lines if LINE.match(line)]

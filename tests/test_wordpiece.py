@@ -402,6 +402,7 @@ def _missing_text_op(message):
     return match.group(1)
 
 
+@pytest.mark.slow
 def test_saved_model_in_a_fresh_process_needs_tensorflow_text(saved_model):
     packed, path = saved_model
     args = [sys.executable, "-c", LOAD_SCRIPT, str(path)]

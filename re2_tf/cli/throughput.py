@@ -66,7 +66,14 @@ def report(out, cpu_flops):
     from re2_tf.training import throughput
 
     records = throughput.load_records(out)
-    cpus = sorted({f"{r['cpu']} ({r['cpu_count']} cores)" for r in records})
+    cpus = sorted(
+        {
+            f"{r['cpu']} ({r['cpu_count']} cores"
+            + (f"; {', '.join(r['cpu_features'])}" if r.get("cpu_features") else "")
+            + ")"
+            for r in records
+        }
+    )
     text = "\n".join(
         [
             "# Training throughput",
@@ -118,7 +125,11 @@ def main(argv):
         machine.parent.mkdir(parents=True, exist_ok=True)
         machine.write_text(
             json.dumps(
-                {"cpu": throughput.cpu_name(), "matmul_flops": throughput.matmul_flops()},
+                {
+                    "cpu": throughput.cpu_name(),
+                    "cpu_features": throughput.cpu_features(),
+                    "matmul_flops": throughput.matmul_flops(),
+                },
                 indent=1,
             )
             + "\n"

@@ -128,6 +128,26 @@ def cpu_name():
     return platform.processor() or "unknown"
 
 
+#: The ``/proc/cpuinfo`` flags that decide float32 and bfloat16 speed (oneDNN's kernels).
+VECTOR_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+
+
+def cpu_features():
+    """Which of :data:`VECTOR_FEATURES` the CPU has (list of str, in that order; empty where
+    ``/proc/cpuinfo`` is unreadable). Two CPUs of one model name can differ here: on one
+    without ``avx512_bf16`` or ``amx_bf16``, bfloat16 matmuls are emulated and slower than
+    float32."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[1].split())
+    return [f for f in VECTOR_FEATURES if f in flags]
+
+
 def _child(spec):
     """In a measurement process: train ``spec["args"]`` with an :class:`UpdateTimer` and print
     one ``THROUGHPUT {json}`` line (the chief only)."""
@@ -244,7 +264,8 @@ def measure(
     Returns:
         list of every record in the file (dicts: ``model``, ``mode``, ``mixed_precision``,
         ``pairs_per_s``, ``seconds_per_update``, ``batch_size``, ``trainable_parameters``,
-        ``allreduce_bytes``, ``threads``, ``cpu``, ``cpu_count``, ``tensorflow``, ``date``, ...).
+        ``allreduce_bytes``, ``threads``, ``cpu``, ``cpu_features``, ``cpu_count``,
+        ``tensorflow``, ``date``, ...).
 
     Raises:
         ValueError: an unknown mode; RuntimeError: a measurement process failed (its stderr
@@ -294,6 +315,7 @@ def measure(
                     threads=mode.threads,
                     flagfile=str(flagfile.relative_to(REPO)),
                     cpu=cpu_name(),
+                    cpu_features=cpu_features(),
                     cpu_count=os.cpu_count(),
                     tensorflow=tf.__version__,
                     date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
