@@ -69,6 +69,7 @@ def test_importing_every_cli_module_defines_no_flag():
         "predict",
         "prepare",
         "summarize",
+        "sweep",
         "throughput",
     } | ({"train"} if (REPO / "re2_tf/cli/train.py").exists() else set())
     assert commands == expected
@@ -86,6 +87,7 @@ def test_console_scripts_point_at_the_run_of_each_cli_module():
         "re2-bench",
         "re2-prepare",
         "re2-summarize",
+        "re2-sweep",
     }
     for script, target in SCRIPTS.items():
         module, _, function = target.partition(":")
@@ -174,3 +176,21 @@ def test_the_library_imports_without_matplotlib_and_the_figure_says_what_to_inst
     assert proc.returncode == 0, proc.stderr[-3000:]
     message = proc.stdout.strip().splitlines()[-1]
     assert "matplotlib" in message and "pip install 're2_tf[plot]'" in message
+
+
+@pytest.mark.parametrize(
+    "argv, orig_argv, name",
+    [
+        (["/venv/bin/re2-train"], ["python", "/venv/bin/re2-train"], "train"),
+        (["x.py"], ["python", "-m", "re2_tf.cli.predict", "--input=-"], "predict"),
+        (["x.py"], ["python", "-m", "re2_tf.sweep", "--grid=blocks=1"], "sweep"),
+        (["x.py"], ["python", "-m", "re2_tf.train"], "train"),
+        (["x.py"], ["python", "-m", "re2_tf.api"], None),
+        (["x.py"], ["python", "-m", "other.cli.train"], None),
+        (["x.py"], ["python", "x.py"], None),
+    ],
+)
+def test_command_name_of_each_way_to_start_a_command(argv, orig_argv, name):
+    from re2_tf.cli.startup import command_name
+
+    assert command_name(argv, orig_argv) == name

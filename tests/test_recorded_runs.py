@@ -12,6 +12,7 @@ filtered reference files (`WikiQA-{dev,test}-filtered.ref`, counted by the test;
 splits.
 """
 
+import json
 import re
 import statistics
 from pathlib import Path
@@ -168,3 +169,45 @@ def test_readme_test_tier_times_are_the_recorded_ci_run():
     assert f"**{_minutes(float(seconds))}**" in flat
     assert f"{slow_passed} tests, **{_minutes(float(slow_seconds))}**" in flat
     assert f"{int(real.group(1))} min {int(float(real.group(2)))} s in all" in flat
+
+
+def _flags(run):
+    """``{flag: value}`` of a recorded run's ``flags.txt``."""
+    lines = (run / "flags.txt").read_text().splitlines()
+    return dict(line.split("=", 1) if "=" in line else (line, "") for line in lines)
+
+
+def test_readme_mixed_precision_rows_are_the_records():
+    """The bf16-against-float32 table: each row's accuracies are its run's `results.json`, its
+    pairs/s the one-process record of `throughput.jsonl` measured beside it, and the two runs of
+    a model differ in nothing but `--mixed_precision` (same seed, data, passes, settings)."""
+    experiment = RUNS / "mixed-precision"
+    heading = "**SNLI learning check in bf16 and in float32**"
+    rows = _table_after(heading)
+    assert {(_head_of(r[0]), r[1]) for r in rows} == {
+        (m, p) for m in ("re2", "drcn") for p in ("fp32", "bf16")
+    }
+    speed = {
+        (r["model"], r["mixed_precision"]): r
+        for line in (experiment / "throughput" / "throughput.jsonl").read_text().splitlines()
+        for r in [json.loads(line)]
+        if r["mode"] == "one_process"
+    }
+    for row in rows:
+        model, precision = _head_of(row[0]), row[1]
+        run = experiment / f"{model}-{precision}" / "seed1"
+        (result,) = runs.load_results(run.parent)
+        assert _plain(row[2]) == f"{result['splits']['dev']['acc']:.4f} ({result['best_step']})"
+        assert _plain(row[3]) == f"{result['splits']['test']['acc']:.4f}"
+        record = speed[(model, "bf16" if precision == "bf16" else "none")]
+        assert _plain(row[4]) == f"{record['pairs_per_s']:.1f}"
+        assert "avx512_bf16" in record["cpu_features"]
+        flags = _flags(run)
+        assert flags["--epochs"] == "3" and flags["--seed"] == "1"
+        assert flags["--mixed_precision"] == {"fp32": "none", "bf16": "bf16"}[precision]
+    for model in ("re2", "drcn"):
+        fp32, bf16 = (_flags(experiment / f"{model}-{p}" / "seed1") for p in ("fp32", "bf16"))
+        differing = {k for k in fp32.keys() | bf16.keys() if fp32.get(k) != bf16.get(k)}
+        assert differing == {"--mixed_precision", "--run_dir"}
+    intro = README.read_text(encoding="utf-8").split(heading, 1)[1].split("\n|", 1)[0]
+    assert "`avx512_bf16`" in intro and "3 passes" in intro

@@ -37,13 +37,17 @@ __all__ = [
 #: Commands (``re2-<name>``) that only load exports, never a Keras model.
 EXPORT_ONLY_COMMANDS = ("predict",)
 
+#: Commands that also run as ``python -m re2_tf.<name>`` (``re2_tf/train.py``, ``re2_tf/sweep.py``).
+ALIAS_MODULES = ("train", "sweep")
+
 #: The module TensorFlow's ``__init__`` imports to load Keras eagerly (TensorFlow 2.21).
 _KERAS_EAGER_IMPORT = "keras.src.optimizers"
 
 
 def command_name(argv=None, orig_argv=None) -> str | None:
     """The command this process was started as (``"predict"`` for ``re2-predict`` or
-    ``python -m re2_tf.cli.predict``), or ``None`` when it is not an re2_tf command."""
+    ``python -m re2_tf.cli.predict``; ``"sweep"`` for ``python -m re2_tf.sweep``), or ``None``
+    when it is not an re2_tf command."""
     argv = sys.argv if argv is None else argv
     orig_argv = getattr(sys, "orig_argv", []) if orig_argv is None else orig_argv
     if argv and os.path.basename(argv[0]).startswith("re2-"):
@@ -51,7 +55,10 @@ def command_name(argv=None, orig_argv=None) -> str | None:
     for i, arg in enumerate(orig_argv[:-1]):
         if arg == "-m":
             module = orig_argv[i + 1]
-            return module[len("re2_tf.cli.") :] if module.startswith("re2_tf.cli.") else None
+            if module.startswith("re2_tf.cli."):
+                return module[len("re2_tf.cli.") :]
+            alias = module[len("re2_tf.") :]
+            return alias if module.startswith("re2_tf.") and alias in ALIAS_MODULES else None
     return None
 
 

@@ -1,0 +1,318 @@
+"""Sweeps: a grid of settings x seeds, each cell and seed one ordinary ``re2-train`` run.
+
+A sweep is a plain process runner, not a search: every cell is trained to its end with the
+run's own evaluation and selection, in its own run directory (so a killed sweep resumes cell
+by cell -- each run resumes from its own backup -- and a finished run is never retrained), and
+the summary is mean ± sample std over seeds. KerasTuner and Optuna drive *searches* (a tuner
+that picks the next trial from the last ones, trials that live in the tuner's own directory
+and oracle state); a paper's ablation table is a fixed grid whose cells must be reproducible
+by one ``re2-train`` command each, which neither gives, so this module runs the grid itself
+(our choice) and leaves searches to those libraries.
+
+Grid syntax (``--grid``): ``name=v1,v2;name2=w1,w2`` is the product of the value lists (here
+four cells); ``|`` joins such products into one grid (a union, a cell listed twice counted
+once). RE2's Table 7 (blocks 1-5 at 2 encoder layers, encoder layers 1-5 at 2 blocks):
+``blocks=1,2,3,4,5;enc_layers=2 | blocks=2;enc_layers=1,2,3,4,5`` (nine cells). A name is any
+``re2-train`` flag (``--helpfull`` there lists them), a value its command-line spelling
+(``enc_in=false``).
+
+Files: ``<out>/<cell>/seed<k>/`` is run ``k`` of a cell (``<cell>`` = its settings,
+``blocks-2_enc_layers-3``); with ``records``, each finished run's ``results.json``,
+``train.log``, ``flags.txt`` and ``wall_time.json`` are copied to ``<records>/<cell>/seed<k>/``
+as it finishes, and a run whose record exists counts as finished even where its run
+directory is gone (a record is committed; a run directory is not).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "Cell",
+    "RECORD_FILES",
+    "parse_grid",
+    "plot_summary",
+    "run_sweep",
+    "summarize_sweep",
+]
+
+#: The files of a finished run that a record keeps (wall_time.json is the sweep's own).
+RECORD_FILES = ("results.json", "train.log", "flags.txt", "wall_time.json")
+WALL_TIME_FILE = "wall_time.json"
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One grid cell: its settings in grid order (``(("blocks", "2"), ("enc_layers", "3"))``)."""
+
+    settings: tuple
+
+    @property
+    def name(self) -> str:
+        """Directory name: ``blocks-2_enc_layers-3`` (``/`` and spaces become ``-``)."""
+        return "_".join(f"{k}-{re.sub(r'[^A-Za-z0-9.+-]', '-', v)}" for k, v in self.settings)
+
+    @property
+    def label(self) -> str:
+        """``blocks=2, enc_layers=3``: for tables and plots."""
+        return ", ".join(f"{k}={v}" for k, v in self.settings)
+
+    def args(self) -> list:
+        """``["--blocks=2", "--enc_layers=3"]``."""
+        return [f"--{k}={v}" for k, v in self.settings]
+
+
+def parse_grid(text: str) -> list:
+    """The cells of ``text`` (syntax in the module docstring), in order of first appearance.
+
+    Args:
+        text: str, e.g. ``"blocks=1,2;enc_layers=2 | blocks=2;enc_layers=1,3"``.
+
+    Returns:
+        list of :class:`Cell`; an empty ``text`` is one cell with no settings (the base run).
+
+    Raises:
+        ValueError: naming the part that is not ``name=v1,v2``, an empty value, or a name
+            given twice in one product.
+    """
+    cells = {}
+    for product in (text or "").split("|"):
+        axes = []
+        for part in filter(None, (p.strip() for p in product.split(";"))):
+            name, sep, values = part.partition("=")
+            name = name.strip().lstrip("-")
+            values = [v.strip() for v in values.split(",")]
+            if not sep or not _NAME.match(name) or "" in values:
+                raise ValueError(
+                    f"grid part {part!r} is not name=v1,v2,... (e.g. blocks=1,2,3); "
+                    f"products are joined by ';', alternatives by '|'"
+                )
+            if name in dict(axes):
+                raise ValueError(f"grid part {part!r}: {name} is given twice in one product")
+            axes.append((name, values))
+        for combo in itertools.product(*(values for _, values in axes)):
+            cell = Cell(tuple(zip((name for name, _ in axes), combo)))
+            cells.setdefault(cell, None)
+    return list(cells) or [Cell(())]
+
+
+def _finished(run_dir: Path, record_dir) -> bool:
+    return (run_dir / "results.json").exists() or bool(
+        record_dir and (record_dir / "results.json").exists()
+    )
+
+
+def _record(run_dir: Path, record_dir: Path):
+    record_dir.mkdir(parents=True, exist_ok=True)
+    for name in RECORD_FILES:
+        if (run_dir / name).exists():
+            shutil.copy2(run_dir / name, record_dir / name)
+
+
+def _add_wall_time(run_dir: Path, seconds: float):
+    path = run_dir / WALL_TIME_FILE
+    spans = json.loads(path.read_text())["spans"] if path.exists() else []
+    spans.append(round(seconds, 1))
+    path.write_text(json.dumps({"seconds": round(sum(spans), 1), "spans": spans}) + "\n")
+
+
+def run_sweep(
+    train_args,
+    cells,
+    seeds,
+    out,
+    *,
+    records=None,
+    jobs=1,
+    threads=0,
+    python=sys.executable,
+    log=print,
+):
+    """Train every cell x seed not yet finished, ``jobs`` ``re2-train`` processes at a time.
+
+    Args:
+        train_args: list of str, ``re2-train`` arguments common to every run (flagfiles
+            expanded or not; ``--seed`` and ``--run_dir`` are set per run, after them).
+        cells: list of :class:`Cell` (:func:`parse_grid`).
+        seeds: iterable of int seeds.
+        out: directory of the run directories (``<out>/<cell>/seed<k>``).
+        records: optional directory of the records (module docstring), None for none.
+        jobs: processes at a time (int >= 1).
+        threads: ``--threads`` given to each run (0: TensorFlow's default, or
+            ``cores // jobs`` when ``jobs > 1``); not set when ``train_args`` set it.
+        python: the interpreter to run ``re2_tf.cli.train`` with.
+        log: called with one line per started, finished or failed run.
+
+    Returns:
+        list of ``(cell, seed, status)``, status ``"done"`` (trained now), ``"kept"``
+        (finished before) or ``"failed: <last line of its stderr>"``.
+
+    A run that fails does not stop the others; its stderr is in ``<run>.stderr``. Each run's
+    wall time (seconds, summed over the times it was started) is in its ``wall_time.json``.
+    """
+    out, seeds = Path(out), list(seeds)
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if not threads and jobs > 1:
+        threads = max(1, (os.cpu_count() or 1) // jobs)
+    sets_threads = any(a.startswith("--threads=") for a in train_args)
+    todo, statuses = [], {}
+    for cell in cells:
+        for seed in seeds:
+            run_dir = out / cell.name / f"seed{seed}"
+            record_dir = Path(records) / cell.name / f"seed{seed}" if records else None
+            if _finished(run_dir, record_dir):
+                if record_dir and not (record_dir / "results.json").exists():
+                    _record(run_dir, record_dir)
+                statuses[(cell, seed)] = "kept"
+            else:
+                todo.append((cell, seed, run_dir, record_dir))
+
+    def train(job):
+        cell, seed, run_dir, record_dir = job
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        command = [python, "-m", "re2_tf.cli.train", *train_args, *cell.args()]
+        if threads and not sets_threads:
+            command.append(f"--threads={threads}")
+        command += [f"--seed={seed}", f"--run_dir={run_dir}", "--progress=false"]
+        log(f"start {cell.label or '(base)'} seed {seed}: {run_dir}")
+        started = time.perf_counter()
+        stderr = run_dir.parent / f"seed{seed}.stderr"
+        with open(stderr, "w") as err:
+            proc = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=err)
+        if run_dir.exists():
+            _add_wall_time(run_dir, time.perf_counter() - started)
+        if proc.returncode != 0 or not (run_dir / "results.json").exists():
+            lines = [line for line in stderr.read_text().splitlines() if line.strip()]
+            status = f"failed: {lines[-1] if lines else f'exit status {proc.returncode}'}"
+        else:
+            status = "done"
+            if record_dir:
+                _record(run_dir, record_dir)
+        log(f"{status} {cell.label or '(base)'} seed {seed}")
+        return (cell, seed), status
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        statuses.update(pool.map(train, todo))
+    return [(cell, seed, statuses[(cell, seed)]) for cell in cells for seed in seeds]
+
+
+def _load(run_dir: Path, record_dir):
+    for directory in filter(None, (record_dir, run_dir)):
+        if (directory / "results.json").exists():
+            result = json.loads((directory / "results.json").read_text())
+            wall = directory / WALL_TIME_FILE
+            seconds = json.loads(wall.read_text())["seconds"] if wall.exists() else None
+            return result, seconds
+    return None, None
+
+
+def summarize_sweep(cells, seeds, out, *, records=None):
+    """Mean ± sample std over seeds of every metric of every cell, from the finished runs.
+
+    Args:
+        cells, seeds, out, records: as :func:`run_sweep` (a record is read before a run
+            directory).
+
+    Returns:
+        ``(markdown, summary)``: a table with one row per cell (``| cell | runs |
+        <split>/<metric> ... | best update | wall time (min) |``, four decimals, ``mean ±
+        std`` with std the sample standard deviation over seeds (``ddof=1``), ``—`` where
+        fewer than two runs have the metric) and ``{"cells": [{"cell", "settings", "seeds",
+        "metrics": {"<split>/<metric>": {"mean", "std", "values"}}, "best_steps",
+        "wall_seconds"}]}`` (runs not finished are left out and counted in ``runs``).
+    """
+    from re2_tf import runs
+
+    seeds = list(seeds)
+    rows, keys = [], {}
+    for cell in cells:
+        found = []
+        for seed in seeds:
+            record_dir = Path(records) / cell.name / f"seed{seed}" if records else None
+            result, seconds = _load(Path(out) / cell.name / f"seed{seed}", record_dir)
+            if result is not None:
+                found.append((seed, result, seconds))
+        entry = {
+            "cell": cell.label,
+            "settings": dict(cell.settings),
+            "seeds": [seed for seed, _, _ in found],
+            "metrics": {},
+            "best_steps": [r.get("best_step") for _, r, _ in found],
+            "wall_seconds": [s for _, _, s in found],
+        }
+        if found:
+            _, summary = runs.summarize_results([r for _, r, _ in found])
+            for key, value in summary.items():
+                entry["metrics"][key] = {k: value[k] for k in ("mean", "std", "values")}
+                keys.setdefault(key, None)
+        rows.append(entry)
+    header = ["cell", "runs", *keys, "best update", "wall time (min)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for entry in rows:
+        cells_text = [entry["cell"] or "(base)", f"{len(entry['seeds'])}/{len(seeds)}"]
+        for key in keys:
+            metric = entry["metrics"].get(key)
+            if metric is None:
+                cells_text.append("")
+            elif metric["std"] is None:
+                cells_text.append(f"{metric['mean']:.4f} ± —")
+            else:
+                cells_text.append(f"{metric['mean']:.4f} ± {metric['std']:.4f}")
+        cells_text.append(", ".join(str(s) for s in entry["best_steps"]))
+        walls = [s for s in entry["wall_seconds"] if s is not None]
+        cells_text.append(f"{sum(walls) / len(walls) / 60:.1f}" if walls else "")
+        lines.append("| " + " | ".join(cells_text) + " |")
+    return "\n".join(lines), {"cells": rows}
+
+
+def plot_summary(summary, metric, path):
+    """A PNG of ``metric`` (``"test/acc"``) per cell: mean with error bars of one sample std
+    over seeds (matplotlib, the ``plot`` extra). Cells are on the x axis in grid order.
+
+    Raises:
+        ImportError: saying to install ``re2_tf[plot]`` when matplotlib is missing.
+        KeyError: when no cell has ``metric``.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise ImportError(
+            "the sweep's plot needs matplotlib: pip install 're2_tf[plot]'"
+        ) from error
+    points = [
+        (entry["cell"] or "(base)", entry["metrics"][metric])
+        for entry in summary["cells"]
+        if metric in entry["metrics"]
+    ]
+    if not points:
+        raise KeyError(f"no cell has the metric {metric!r}")
+    labels = [label for label, _ in points]
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(points) + 2), 3.6))
+    ax.errorbar(
+        range(len(points)),
+        [m["mean"] for _, m in points],
+        yerr=[m["std"] or 0.0 for _, m in points],
+        fmt="o",
+        capsize=4,
+    )
+    ax.set_xticks(range(len(points)), labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(f"{metric} (mean ± std over seeds)")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,188 @@
+"""The sweep runner (re2_tf/training/sweep.py, ``re2-sweep``): the grid syntax by hand-worked
+cells, the summary's mean ± std against hand arithmetic, and a tiny grid on the bundled sample
+that is killed and resumed without retraining a finished run (slow tier)."""
+
+import json
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from re2_tf.training.sweep import Cell, parse_grid, plot_summary, summarize_sweep
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample"
+
+
+def test_grid_is_the_union_of_products_in_order():
+    cells = parse_grid("blocks=1,2;enc_layers=2 | blocks=2;enc_layers=1,2")
+    assert [c.settings for c in cells] == [
+        (("blocks", "1"), ("enc_layers", "2")),
+        (("blocks", "2"), ("enc_layers", "2")),
+        (("blocks", "2"), ("enc_layers", "1")),
+    ]  # blocks=2, enc_layers=2 is in both products: once
+    assert cells[0].name == "blocks-1_enc_layers-2"
+    assert cells[0].args() == ["--blocks=1", "--enc_layers=2"]
+    assert cells[2].label == "blocks=2, enc_layers=1"
+    # RE2's Table 7: 5 + 5 cells sharing one
+    assert len(parse_grid("blocks=1,2,3,4,5;enc_layers=2 | blocks=2;enc_layers=1,2,3,4,5")) == 9
+    assert parse_grid("") == [Cell(())]
+    assert parse_grid("enc_in=true,false")[1].name == "enc_in-false"
+    assert parse_grid("embeddings=/a b/c.txt")[0].name == "embeddings--a-b-c.txt"
+
+
+@pytest.mark.parametrize(
+    "grid, message",
+    [
+        ("blocks", "is not name=v1,v2"),
+        ("blocks=", "is not name=v1,v2"),
+        ("blocks=1,,2", "is not name=v1,v2"),
+        ("=1", "is not name=v1,v2"),
+        ("blocks=1;blocks=2", "blocks is given twice"),
+    ],
+)
+def test_malformed_grid_names_the_part(grid, message):
+    with pytest.raises(ValueError, match=message):
+        parse_grid(grid)
+
+
+def _write(directory, **files):
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        (directory / name).write_text(json.dumps(content))
+
+
+def _result(seed, dev, test, step):
+    return {"seed": seed, "best_step": step, "splits": {"dev": {"acc": dev}, "test": {"acc": test}}}
+
+
+def test_summary_mean_and_sample_std_by_hand(tmp_path):
+    a, b = parse_grid("blocks=1,2")
+    out, records = tmp_path / "out", tmp_path / "records"
+    for seed, (dev, test, minutes) in enumerate([(0.5, 0.7, 1), (0.6, 0.8, 2), (0.7, 0.9, 3)], 1):
+        _write(
+            out / a.name / f"seed{seed}",
+            **{"results.json": _result(seed, dev, test, 10 * seed)},
+            **{"wall_time.json": {"seconds": 60 * minutes, "spans": [60 * minutes]}},
+        )
+    # b: seed 1 only in the records, and a stale run directory the record takes precedence over
+    _write(records / b.name / "seed1", **{"results.json": _result(1, 0.25, 0.5, 7)})
+    _write(out / b.name / "seed1", **{"results.json": _result(1, 0.0, 0.0, 1)})
+    table, summary = summarize_sweep([a, b], [1, 2, 3], out, records=records)
+    # by hand: mean 0.6, deviations -0.1, 0, 0.1 -> sum of squares 0.02 / (3 - 1) -> std 0.1
+    first, second = summary["cells"]
+    assert first["metrics"]["dev/acc"]["mean"] == pytest.approx(0.6)
+    assert first["metrics"]["dev/acc"]["std"] == pytest.approx(0.1)
+    assert first["metrics"]["test/acc"]["mean"] == pytest.approx(0.8)
+    assert first["best_steps"] == [10, 20, 30] and first["seeds"] == [1, 2, 3]
+    assert second["metrics"]["test/acc"] == {"mean": 0.5, "std": None, "values": [0.5]}
+    rows = table.splitlines()
+    assert rows[0] == "| cell | runs | dev/acc | test/acc | best update | wall time (min) |"
+    assert rows[2] == "| blocks=1 | 3/3 | 0.6000 ± 0.1000 | 0.8000 ± 0.1000 | 10, 20, 30 | 2.0 |"
+    assert rows[3] == "| blocks=2 | 1/3 | 0.2500 ± — | 0.5000 ± — | 7 |  |"
+
+
+def test_plot_is_a_png_per_cell_with_error_bars(tmp_path):
+    pytest.importorskip("matplotlib")
+    summary = {
+        "cells": [
+            {"cell": "blocks=1", "metrics": {"test/acc": {"mean": 0.6, "std": 0.1}}},
+            {"cell": "blocks=2", "metrics": {"test/acc": {"mean": 0.7, "std": None}}},
+        ]
+    }
+    plot_summary(summary, "test/acc", tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(KeyError, match="no cell has the metric 'dev/f1'"):
+        plot_summary(summary, "dev/f1", tmp_path / "q.png")
+
+
+def _sweep(*args, **kwargs):
+    return [sys.executable, "-m", "re2_tf.sweep", *args]
+
+
+def test_a_bad_grid_name_is_one_line_before_anything_trains(tmp_path):
+    proc = subprocess.run(
+        _sweep("--model=re2", "--dataset=sample", "--grid=blockz=1", f"--out={tmp_path / 'o'}"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("re2-sweep: error: cell blockz=1:") and "blockz" in line[30:]
+    assert not (tmp_path / "o").exists()
+
+
+def _tiny_data(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    train = (SAMPLE / "train.txt").read_text().splitlines()[:48]
+    dev = (SAMPLE / "dev.txt").read_text().splitlines()
+    (data / "train.txt").write_text("\n".join(train) + "\n")
+    (data / "dev.txt").write_text("\n".join(dev[:24]) + "\n")
+    (data / "test.txt").write_text("\n".join(dev[24:48]) + "\n")
+    return data
+
+
+@pytest.mark.slow
+def test_a_killed_sweep_resumes_without_retraining_a_finished_run(tmp_path):
+    data, out, records = _tiny_data(tmp_path), tmp_path / "out", tmp_path / "records"
+    command = _sweep(
+        "--model=re2",
+        "--dataset=sample",
+        f"--data_dir={data}",
+        "--embedding_dim=8",
+        "--blocks=1",
+        "--enc_layers=1",
+        "--min_df=1",
+        "--batch_size=8",
+        "--epochs=2",
+        "--grid=hidden_size=4,6",
+        "--seeds=2",
+        "--jobs=2",
+        f"--out={out}",
+        f"--records={records}",
+    )
+    first = subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    deadline = time.monotonic() + 600
+    while not list(records.glob("*/seed*/results.json")):
+        assert first.poll() is None and time.monotonic() < deadline, "no run finished"
+        time.sleep(0.5)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    finished = {
+        p.parent: p.parent.joinpath("train.log").read_text()
+        for p in records.glob("*/seed*/results.json")
+    }
+    assert 1 <= len(finished) < 4
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for record, log in finished.items():  # never retrained: not one line added to its log
+        assert (record / "train.log").read_text() == log
+    summary = json.loads((records / "summary.json").read_text())
+    assert [c["cell"] for c in summary["cells"]] == ["hidden_size=4", "hidden_size=6"]
+    for cell in summary["cells"]:
+        assert cell["seeds"] == [1, 2]
+        name = "hidden_size-" + cell["settings"]["hidden_size"]
+        tests = [
+            json.loads((records / name / f"seed{s}" / "results.json").read_text())["splits"][
+                "test"
+            ]["acc"]
+            for s in (1, 2)
+        ]
+        assert math.isclose(cell["metrics"]["test/acc"]["mean"], statistics.mean(tests))
+        assert math.isclose(cell["metrics"]["test/acc"]["std"], statistics.stdev(tests))
+        for s in (1, 2):
+            flags = (records / name / f"seed{s}" / "flags.txt").read_text().splitlines()
+            assert f"--hidden_size={cell['settings']['hidden_size']}" in flags
+            assert f"--seed={s}" in flags and "--threads=1" in flags
+    assert (records / "summary.png").exists() and (records / "summary.md").exists()
