@@ -186,3 +186,38 @@ def test_a_killed_sweep_resumes_without_retraining_a_finished_run(tmp_path):
             assert f"--hidden_size={cell['settings']['hidden_size']}" in flags
             assert f"--seed={s}" in flags and "--threads=1" in flags
     assert (records / "summary.png").exists() and (records / "summary.md").exists()
+
+
+#: Each sweep config and its cells, counted by hand from the paper's table it runs.
+SWEEP_CONFIGS = {
+    "configs/re2/table7.flags": 9,  # blocks 1-5 at 2 encoder layers, encoder layers 1-5 at 2
+    "configs/re2/table6.flags": 8,  # the full model and Table 6's seven changes
+    "configs/drcn/ablations.flags": 6,
+    "configs/fitn/table2.flags": 4,
+    "configs/fitn/table3.flags": 4,
+    "configs/bert_matchlstm/heads.flags": 5,
+}
+
+
+def test_every_sweep_config_is_listed_here():
+    found = {
+        str(p.relative_to(REPO))
+        for p in REPO.glob("configs/*/*.flags")
+        if "\n--grid=" in p.read_text()
+    }
+    assert found == set(SWEEP_CONFIGS)
+
+
+@pytest.mark.parametrize("config", sorted(SWEEP_CONFIGS))
+def test_sweep_config_cells_are_valid_runs(config):
+    from re2_tf.cli.train import config_from_args
+
+    lines = (REPO / config).read_text().splitlines()
+    (grid,) = [line.split("=", 1)[1] for line in lines if line.startswith("--grid=")]
+    base = [line for line in lines if line.startswith("--flagfile=")]
+    cells = parse_grid(grid)
+    assert len(cells) == SWEEP_CONFIGS[config]
+    for cell in cells:
+        trained = config_from_args([*base, "--epochs=5", *cell.args(), "--run_dir=unused"])
+        for name, value in cell.settings:
+            assert str(trained.hparams[name]).lower() == value.lower(), (cell, name)
