@@ -63,6 +63,7 @@ def test_importing_every_cli_module_defines_no_flag():
     commands = set(report["modules"]) - PLUMBING
     expected = {
         "benchmark",
+        "compare",
         "evaluate",
         "export",
         "precision_check",
@@ -88,6 +89,7 @@ def test_console_scripts_point_at_the_run_of_each_cli_module():
         "re2-prepare",
         "re2-summarize",
         "re2-sweep",
+        "re2-compare",
     }
     for script, target in SCRIPTS.items():
         module, _, function = target.partition(":")

@@ -38,7 +38,7 @@ __all__ = [
 EXPORT_ONLY_COMMANDS = ("predict",)
 
 #: Commands that also run as ``python -m re2_tf.<name>`` (``re2_tf/train.py``, ``re2_tf/sweep.py``).
-ALIAS_MODULES = ("train", "sweep")
+ALIAS_MODULES = ("train", "sweep", "compare")
 
 #: The module TensorFlow's ``__init__`` imports to load Keras eagerly (TensorFlow 2.21).
 _KERAS_EAGER_IMPORT = "keras.src.optimizers"

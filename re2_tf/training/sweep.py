@@ -54,14 +54,18 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 @dataclass(frozen=True)
 class Cell:
-    """One grid cell: its settings in grid order (``(("blocks", "2"), ("enc_layers", "3"))``)."""
+    """One grid cell: its settings in grid order (``(("blocks", "2"), ("enc_layers", "3"))``)
+    and ``base``, arguments put before the sweep's common ones (a comparison's per-model
+    flagfile, which the common ``--epochs`` then overrides); ``base`` is not in the name."""
 
     settings: tuple
+    base: tuple = ()
 
     @property
     def name(self) -> str:
-        """Directory name: ``blocks-2_enc_layers-3`` (``/`` and spaces become ``-``)."""
-        return "_".join(f"{k}-{re.sub(r'[^A-Za-z0-9.+-]', '-', v)}" for k, v in self.settings)
+        """Directory name: ``blocks-2_enc_layers-3`` (in values, what is not a letter, digit,
+        ``.``, ``_``, ``+`` or ``-`` becomes ``-``)."""
+        return "_".join(f"{k}-{re.sub(r'[^A-Za-z0-9._+-]', '-', v)}" for k, v in self.settings)
 
     @property
     def label(self) -> str:
@@ -182,7 +186,7 @@ def run_sweep(
     def train(job):
         cell, seed, run_dir, record_dir = job
         run_dir.parent.mkdir(parents=True, exist_ok=True)
-        command = [python, "-m", "re2_tf.cli.train", *train_args, *cell.args()]
+        command = [python, "-m", "re2_tf.cli.train", *cell.base, *train_args, *cell.args()]
         if threads and not sets_threads:
             command.append(f"--threads={threads}")
         command += [f"--seed={seed}", f"--run_dir={run_dir}", "--progress=false"]

@@ -1,0 +1,248 @@
+"""The five models on equal terms: a comparison is a sweep over ``--model``
+(:mod:`re2_tf.training.sweep`) with the same data, passes and selection rule for every model.
+
+Each model keeps its own recipe (optimiser, schedule, widths): its run starts from the
+model's flagfile for the task (``configs/<model>/<task flagfile>``) or, where the model has
+none, from its spec's preset for the task's dataset (``--model=<m> --dataset=<dataset>``).
+The common flags then set what must be equal: ``--data_dir``, ``--epochs`` (5 passes),
+``--eval_per_samples`` (one evaluation every 2,560 training samples: the learning checks'),
+and ``--embeddings=`` (random trainable word embeddings: no GloVe here). Every run selects its
+best checkpoint on the dev split and reports it on the test split (the trainer's own rule).
+
+Beside accuracy, per model (:func:`measure`): parameters without the word embedding, the
+Table 5 latency of its default SavedModel (``re2-bench``'s protocol: a fresh process, batch 8 x
+20, median ms; random weights of the model's first benchmark variant, whose speed does not
+depend on the weights), pairs/s served at batch 128, the serving process's peak memory, and
+training pairs/s at its SNLI learning-check settings (:mod:`re2_tf.training.throughput`, one
+process). Records: ``<records>/<task>/model-<m>/seed<k>/`` per run, ``<records>/serving.jsonl``,
+``<records>/training/throughput.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from re2_tf.training.sweep import Cell, summarize_sweep
+
+__all__ = ["MODELS", "TASKS", "Task", "cells", "common_args", "measure", "report"]
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = ("re2", "drcn", "fitn", "match_srnn", "bert_matchlstm")
+SERVING = "serving.jsonl"
+
+
+@dataclass(frozen=True)
+class Task:
+    """A comparison task: its dataset, the models' flagfile name, seeds, and the test metrics
+    reported (``<split>/<metric>``)."""
+
+    dataset: str
+    flagfile: str
+    seeds: int
+    metrics: tuple
+    title: str
+
+
+#: The comparison's tasks (issue: the SNLI and Quora learning checks, WikiQA, TrecQA clean).
+TASKS = {
+    "snli_check": Task(
+        "snli", "snli_learning_check.flags", 3, ("test/acc",), "SNLI learning check acc"
+    ),
+    "quora_check": Task(
+        "quora", "quora_learning_check.flags", 1, ("test/acc",), "Quora learning check acc"
+    ),
+    "wikiqa": Task("wikiqa", "wikiqa.flags", 3, ("test/map", "test/mrr"), "WikiQA MAP / MRR"),
+    "trecqa": Task("trecqa", "trecqa.flags", 1, ("test/map", "test/mrr"), "TrecQA clean MAP / MRR"),
+}
+
+
+def _task(name):
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; known: {', '.join(TASKS)}")
+    return TASKS[name]
+
+
+def cells(task, models=MODELS):
+    """One :class:`Cell` per model (setting ``model``), its base the model's flagfile for
+    ``task`` or ``--model=<m> --dataset=<dataset>``.
+
+    Raises:
+        ValueError: an unknown task or model.
+    """
+    from re2_tf.models import get_spec
+
+    spec = _task(task)
+    out = []
+    for model in models:
+        get_spec(model)  # KeyError -> below
+        flagfile = REPO / "configs" / model / spec.flagfile
+        base = (
+            (f"--flagfile={flagfile}",)
+            if flagfile.exists()
+            else (f"--model={model}", f"--dataset={spec.dataset}")
+        )
+        out.append(Cell((("model", model),), base=base))
+    return out
+
+
+def common_args(data_dir, *, epochs=5, eval_per_samples=2560):
+    """The flags every model's run shares (module docstring)."""
+    return [
+        f"--data_dir={data_dir}",
+        f"--epochs={epochs}",
+        f"--eval_per_samples={eval_per_samples}",
+        "--embeddings=",
+    ]
+
+
+def measure(models, records, snli_dir, *, log=print):
+    """Measure what :func:`report` needs beside accuracy, for each model not yet measured
+    (one JSON line per model appended to ``<records>/serving.jsonl`` as it finishes; training
+    speed in ``<records>/training/``, :func:`re2_tf.training.throughput.measure`).
+
+    Args:
+        models: model names.
+        records: the comparison's records directory.
+        snli_dir: the SNLI learning-check data directory (training speed is measured there).
+
+    Returns:
+        ``(serving, training)``: lists of the records.
+    """
+    from re2_tf import benchmarking
+    from re2_tf.models import get_spec
+    from re2_tf.training import throughput
+
+    records = Path(records)
+    records.mkdir(parents=True, exist_ok=True)
+    path = records / SERVING
+    done = {r["model"] for r in _jsonl(path)}
+    for model in models:
+        if model in done:
+            continue
+        variant = next(iter(get_spec(model).benchmark))
+        rows, _ = benchmarking.run_benchmark(model, [variant], throughput_batch=128)
+        (row,) = rows
+        row = {k: v for k, v in row.items() if k != "times_s"}
+        row.update(model=model, variant=variant, cpu=throughput.cpu_name())
+        row["cpu_features"] = throughput.cpu_features()
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        log(f"{model}: {row['median_ms']:.1f} ms per batch of 8 x 20")
+    training = throughput.measure(
+        list(models), snli_dir, records / "training", modes=["one_process"], log=log
+    )
+    return _jsonl(path), training
+
+
+def _jsonl(path):
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _cell(metric):
+    if metric is None:
+        return "—"
+    if metric["std"] is None:
+        return f"{metric['mean']:.4f}"
+    return f"{metric['mean']:.4f} ± {metric['std']:.4f}"
+
+
+def report(records, models=MODELS):
+    """The comparison's Markdown table and its summary, from the records alone.
+
+    Returns:
+        ``(markdown, summary)``: one row per model -- the test metrics of every task
+        recorded (mean ± sample std over seeds, the seeds counted), parameters without the
+        word embedding, median ms per batch of 8 x 20, served pairs/s at batch 128, peak
+        serving memory (MiB), training pairs/s; ``summary = {"tasks": {task: sweep summary},
+        "serving": [...], "training": [...]}``. A figure not recorded is ``—``.
+    """
+    from re2_tf.training import throughput
+
+    records = Path(records)
+    tasks = {}
+    for name, spec in TASKS.items():
+        if (records / name).exists():
+            seeds = range(1, spec.seeds + 1)
+            _, summary = summarize_sweep(
+                cells(name, models), seeds, records / name, records=records / name
+            )
+            tasks[name] = summary
+    serving = {r["model"]: r for r in _jsonl(records / SERVING)}
+    training = {
+        r["model"]: r
+        for r in throughput.load_records(records / "training")
+        if r["mode"] == "one_process" and r["mixed_precision"] == "none"
+    }
+    header = ["model"]
+    for name in tasks:
+        header.append(f"{TASKS[name].title} (seeds)")
+    header += [
+        "params (w/o emb.)",
+        "latency ms (8×20, median)",
+        "served pairs/s @ 128",
+        "peak serving MiB",
+        "training pairs/s",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for model in models:
+        row = [f"`{model}`"]
+        for name, summary in tasks.items():
+            (entry,) = [e for e in summary["cells"] if e["settings"] == {"model": model}]
+            figures = " / ".join(_cell(entry["metrics"].get(m)) for m in TASKS[name].metrics)
+            row.append(f"{figures} ({len(entry['seeds'])})" if entry["seeds"] else "—")
+        s, t = serving.get(model), training.get(model)
+        row += [
+            f"{s['params']:,}" if s and s.get("params") is not None else "—",
+            f"{s['median_ms']:.1f}" if s else "—",
+            f"{s['throughput_pairs_per_s']:,.0f}" if s and s.get("throughput_pairs_per_s") else "—",
+            f"{s['peak_rss_mib']:,.0f}" if s and s.get("peak_rss_mib") else "—",
+            f"{t['pairs_per_s']:.1f}" if t else "—",
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines), {
+        "tasks": tasks,
+        "serving": list(serving.values()),
+        "training": list(training.values()),
+    }
+
+
+def plot(summary, task, metric, path):
+    """PNG: ``metric`` of ``task`` (mean, error bars of one std over seeds) against the
+    Table 5 latency, one point per model (matplotlib, the ``plot`` extra).
+
+    Raises:
+        ImportError: saying to install ``re2_tf[plot]``; KeyError: nothing to plot.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise ImportError(
+            "the comparison's plot needs matplotlib: pip install 're2_tf[plot]'"
+        ) from error
+    latency = {r["model"]: r["median_ms"] for r in summary["serving"]}
+    points = []
+    for entry in summary["tasks"].get(task, {"cells": []})["cells"]:
+        model = entry["settings"]["model"]
+        if metric in entry["metrics"] and model in latency:
+            points.append((model, latency[model], entry["metrics"][metric]))
+    if not points:
+        raise KeyError(f"no model has both {task} {metric} and a latency record")
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for model, ms, m in points:
+        ax.errorbar([ms], [m["mean"]], yerr=[m["std"] or 0.0], fmt="o", capsize=4, label=model)
+        ax.annotate(model, (ms, m["mean"]), textcoords="offset points", xytext=(6, 4), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("latency, ms per batch of 8 x 20 (median, log scale)")
+    ax.set_ylabel(f"{task} {metric} (mean ± std over seeds)")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

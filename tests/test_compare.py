@@ -1,0 +1,136 @@
+"""The five-model comparison (re2_tf/training/compare.py, ``re2-compare``): each model's run
+keeps its recipe and takes the common budget, and the table is its records, checked against
+hand-made records with hand-computed figures."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from re2_tf.training import compare
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "sample"
+
+
+def test_each_model_starts_from_its_flagfile_or_its_preset():
+    snli = {c.settings: c.base for c in compare.cells("snli_check")}
+    assert snli[(("model", "drcn"),)] == (
+        f"--flagfile={REPO / 'configs/drcn/snli_learning_check.flags'}",
+    )
+    wikiqa = {c.settings: c.base for c in compare.cells("wikiqa")}
+    assert wikiqa[(("model", "drcn"),)] == ("--model=drcn", "--dataset=wikiqa")  # no config
+    assert wikiqa[(("model", "re2"),)] == (f"--flagfile={REPO / 'configs/re2/wikiqa.flags'}",)
+    assert [c.name for c in compare.cells("trecqa")] == [f"model-{m}" for m in compare.MODELS]
+    with pytest.raises(ValueError, match="unknown task 'snli'"):
+        compare.cells("snli")
+
+
+@pytest.mark.parametrize("task", sorted(compare.TASKS))
+def test_every_run_takes_the_common_budget_and_keeps_its_recipe(task):
+    from re2_tf.cli.train import config_from_args
+
+    optimizers = {}
+    for cell in compare.cells(task):
+        args = [*cell.base, *compare.common_args("/data"), *cell.args(), "--run_dir=unused"]
+        config = config_from_args(args)
+        model = dict(cell.settings)["model"]
+        assert (config.model, config.data_dir, config.epochs) == (model, "/data", 5)
+        assert config.eval_per_samples == 2560 and config.embeddings in ("", None)
+        assert config.dataset == compare.TASKS[task].dataset
+        optimizers[model] = config.optimizer
+    # the recipes stay the papers': DRCN's RMSProp, BERT's AdamW, RE2's Adam
+    assert optimizers["drcn"] == "rmsprop" and optimizers["re2"] == "adam"
+    assert optimizers["bert_matchlstm"] == "adamw"
+
+
+def _write(path, content):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+
+
+def _hand_made_records(records):
+    for seed, acc in ((1, 0.5), (2, 0.6), (3, 0.7)):
+        result = {"seed": seed, "best_step": 10, "splits": {"test": {"acc": acc}}}
+        _write(
+            records / "snli_check/model-re2" / f"seed{seed}" / "results.json", json.dumps(result)
+        )
+    result = {"seed": 1, "best_step": 20, "splits": {"test": {"acc": 0.25}}}
+    _write(records / "snli_check/model-drcn/seed1/results.json", json.dumps(result))
+    serving = {
+        "model": "re2",
+        "params": 1234567,
+        "median_ms": 12.34,
+        "throughput_pairs_per_s": 456.7,
+        "peak_rss_mib": 789.4,
+    }
+    _write(records / "serving.jsonl", json.dumps(serving) + "\n")
+    training = {"model": "re2", "mode": "one_process", "mixed_precision": "none"}
+    _write(
+        records / "training/throughput.jsonl", json.dumps(dict(training, pairs_per_s=53.21)) + "\n"
+    )
+
+
+def test_table_is_the_records_with_hand_computed_mean_and_std(tmp_path):
+    _hand_made_records(tmp_path)
+    table, summary = compare.report(tmp_path, ("re2", "drcn"))
+    header, _, re2, drcn = table.splitlines()
+    assert header.startswith("| model | SNLI learning check acc (seeds) | params (w/o emb.) |")
+    # mean 0.6; sample std sqrt((0.01 + 0 + 0.01) / 2) = 0.1
+    assert re2 == "| `re2` | 0.6000 ± 0.1000 (3) | 1,234,567 | 12.3 | 457 | 789 | 53.2 |"
+    assert drcn == "| `drcn` | 0.2500 (1) | — | — | — | — | — |"
+    assert list(summary["tasks"]) == ["snli_check"]
+
+
+def test_plot_is_accuracy_against_latency(tmp_path):
+    pytest.importorskip("matplotlib")
+    _hand_made_records(tmp_path)
+    _, summary = compare.report(tmp_path, ("re2", "drcn"))
+    compare.plot(summary, "snli_check", "test/acc", tmp_path / "c.png")
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(KeyError, match="no model has both wikiqa"):
+        compare.plot(summary, "wikiqa", "test/map", tmp_path / "d.png")
+
+
+@pytest.mark.slow
+def test_a_tiny_comparison_trains_each_model_once_and_resumes(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    train = (SAMPLE / "train.txt").read_text().splitlines()[:40]
+    dev = (SAMPLE / "dev.txt").read_text().splitlines()
+    (data / "train.txt").write_text("\n".join(train) + "\n")
+    (data / "dev.txt").write_text("\n".join(dev[:20]) + "\n")
+    (data / "test.txt").write_text("\n".join(dev[20:40]) + "\n")
+    records = tmp_path / "records"
+    command = [
+        sys.executable,
+        "-m",
+        "re2_tf.compare",
+        "--task=snli_check",
+        f"--data_dir={data}",
+        "--models=re2,match_srnn",
+        "--seeds=1",
+        "--epochs=1",
+        f"--out={tmp_path / 'out'}",
+        f"--records={records}",
+    ]
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    logs = {
+        m: (records / f"snli_check/model-{m}/seed1/train.log").read_text()
+        for m in ("re2", "match_srnn")
+    }
+    for model in logs:
+        flags = (records / f"snli_check/model-{model}/seed1/flags.txt").read_text().splitlines()
+        assert "--epochs=1" in flags and f"--model={model}" in flags and "--embeddings=" in flags
+    rows = (records / "comparison.md").read_text().splitlines()
+    for model in logs:
+        (row,) = [r for r in rows if r.startswith(f"| `{model}` |")]
+        acc = json.loads((records / f"snli_check/model-{model}/seed1/results.json").read_text())
+        assert row.split(" | ")[1] == f"{acc['splits']['test']['acc']:.4f} (1)"
+    again = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-2000:]
+    for model, log in logs.items():  # recorded runs are not retrained
+        assert (records / f"snli_check/model-{model}/seed1/train.log").read_text() == log
