@@ -209,5 +209,20 @@ def test_readme_mixed_precision_rows_are_the_records():
         fp32, bf16 = (_flags(experiment / f"{model}-{p}" / "seed1") for p in ("fp32", "bf16"))
         differing = {k for k in fp32.keys() | bf16.keys() if fp32.get(k) != bf16.get(k)}
         assert differing == {"--mixed_precision", "--run_dir"}
-    intro = README.read_text(encoding="utf-8").split(heading, 1)[1].split("\n|", 1)[0]
+    section = README.read_text(encoding="utf-8").split(heading, 1)[1]
+    intro, after = section.split("\n|", 1)[0], " ".join(section.split("\n\n", 2)[2].split())
     assert "`avx512_bf16`" in intro and "3 passes" in intro
+    # the prose under the table: the largest accuracy gap, the same best update, the speed-up
+    gaps, ratios = [], set()
+    for model in ("re2", "drcn"):
+        fp32, bf16 = (runs.load_results(experiment / f"{model}-{p}")[0] for p in ("fp32", "bf16"))
+        assert fp32["best_step"] == bf16["best_step"]
+        gaps += [abs(fp32["splits"][s]["acc"] - bf16["splits"][s]["acc"]) for s in ("dev", "test")]
+        ratios.add(
+            f"{speed[(model, 'bf16')]['pairs_per_s'] / speed[(model, 'none')]['pairs_per_s']:.1f}"
+        )
+    assert max(gaps) <= 0.005 and "(within 0.005 of float32 on both splits" in after
+    (ratio,) = ratios
+    assert f"the same best update) and {ratio}x faster on this CPU" in after
+    distributed = " ".join((ROOT / "docs" / "distributed.md").read_text().split())
+    assert f"bf16 trains RE2 and DRCN {ratio}x faster than float32" in distributed
