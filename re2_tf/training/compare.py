@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from re2_tf.training.sweep import Cell, summarize_sweep
+from re2_tf.training.sweep import Cell, pyplot, summarize_sweep
 
 __all__ = ["MODELS", "TASKS", "Task", "cells", "common_args", "measure", "report"]
 
@@ -218,15 +218,7 @@ def plot(summary, task, metric, path):
     Raises:
         ImportError: saying to install ``re2_tf[plot]``; KeyError: nothing to plot.
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as error:
-        raise ImportError(
-            "the comparison's plot needs matplotlib: pip install 're2_tf[plot]'"
-        ) from error
+    plt = pyplot("the comparison's plot")
     latency = {r["model"]: r["median_ms"] for r in summary["serving"]}
     points = []
     for entry in summary["tasks"].get(task, {"cells": []})["cells"]:

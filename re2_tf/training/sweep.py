@@ -281,6 +281,22 @@ def summarize_sweep(cells, seeds, out, *, records=None):
     return "\n".join(lines), {"cells": rows}
 
 
+def pyplot(what):
+    """``matplotlib.pyplot`` on the Agg backend (the ``plot`` extra).
+
+    Raises:
+        ImportError: ``"<what> needs matplotlib: pip install 're2_tf[plot]'"``.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise ImportError(f"{what} needs matplotlib: pip install 're2_tf[plot]'") from error
+    return plt
+
+
 def plot_summary(summary, metric, path):
     """A PNG of ``metric`` (``"test/acc"``) per cell: mean with error bars of one sample std
     over seeds (matplotlib, the ``plot`` extra). Cells are on the x axis in grid order.
@@ -289,15 +305,7 @@ def plot_summary(summary, metric, path):
         ImportError: saying to install ``re2_tf[plot]`` when matplotlib is missing.
         KeyError: when no cell has ``metric``.
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as error:
-        raise ImportError(
-            "the sweep's plot needs matplotlib: pip install 're2_tf[plot]'"
-        ) from error
+    plt = pyplot("the sweep's plot")
     points = [
         (entry["cell"] or "(base)", entry["metrics"][metric])
         for entry in summary["cells"]
