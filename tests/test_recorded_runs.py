@@ -1,7 +1,7 @@
-"""The README's BERT+MatchLSTM tables against the run records in `docs/runs/`.
+"""The tables of the README and of docs/<model>.md against the run records in `docs/runs/`.
 
-The README reports each finished run's figures by hand; `docs/runs/<experiment>/<head>/seed<k>/
-results.json` is what the run wrote. These tests re-read the README's table rows and check every
+The pages report each finished run's figures by hand; `docs/runs/<experiment>/<head>/seed<k>/
+results.json` is what the run wrote. These tests re-read the pages' table rows and check every
 figure against the records, and every "mean ± std" row against a re-computation with Python's
 `statistics` module (sample standard deviation), independent of `re2-summarize` (re2_tf.results). A
 transcription slip or a mean left stale after a new seed fails here.
@@ -23,6 +23,7 @@ from re2_tf import runs
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+BERT_PAGE = ROOT / "docs" / "bert_matchlstm.md"
 RUNS = ROOT / "docs" / "runs"
 WIKIQA_HEADS = ("matchlstm", "bert", "avg")
 COLUMNS = (("dev", "map"), ("dev", "mrr"), ("test", "map"), ("test", "mrr"))
@@ -33,9 +34,9 @@ def _records(experiment, head):
     return {r["seed"]: r for r in runs.load_results(RUNS / experiment / head)}
 
 
-def _table_after(heading):
-    """Rows (lists of stripped cells) of the first Markdown table after `heading` in the README."""
-    text = README.read_text(encoding="utf-8")
+def _table_after(heading, page=README):
+    """Rows (lists of stripped cells) of the first Markdown table after `heading` in `page`."""
+    text = page.read_text(encoding="utf-8")
     start = text.index(heading)
     rows = []
     for line in text[start:].splitlines():
@@ -57,7 +58,7 @@ def _head_of(cell):
 
 
 def _wikiqa_rows():
-    return _table_after("**WikiQA fine-tuning, per head and seed**")
+    return _table_after("**WikiQA fine-tuning, per head and seed**", BERT_PAGE)
 
 
 def test_every_recorded_wikiqa_seed_is_in_the_readme_with_its_figures():
@@ -92,7 +93,7 @@ def test_readme_mean_and_std_rows_match_a_recomputation():
 
 
 def test_readme_snli_check_rows_match_the_records():
-    rows = _table_after("**SNLI learning check**")
+    rows = _table_after("**SNLI learning check**", BERT_PAGE)
     for head in ("matchlstm", "bert"):
         (result,) = _records("bert_matchlstm-snli-check", head).values()
         (row,) = [r for r in rows if _head_of(r[0]) == head]
@@ -137,7 +138,8 @@ def test_readme_sample_run_is_its_record():
     command's `/usr/bin/time -v` report), to the minute in the comment of the first command."""
     record_dir = RUNS / "quick-start" / "re2-sample"
     (record,) = runs.load_results(record_dir)
-    row = next(r for r in _table_after("**Training runs.**") if r[0].startswith("bundled sample"))
+    rows = _table_after("**Training runs.**", ROOT / "docs" / "re2.md")
+    row = next(r for r in rows if r[0].startswith("bundled sample"))
     assert "docs/runs/quick-start/re2-sample/" in row[0]
     assert f"dev acc **{record['splits']['dev']['acc']:.4f}**" in row[2]
     assert f"test acc **{record['splits']['test']['acc']:.4f}**" in row[2]
