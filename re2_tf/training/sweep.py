@@ -163,7 +163,9 @@ def run_sweep(
         (finished before) or ``"failed: <last line of its stderr>"``.
 
     A run that fails does not stop the others; its stderr is in ``<run>.stderr``. Each run's
-    wall time (seconds, summed over the times it was started) is in its ``wall_time.json``.
+    wall time is in its ``wall_time.json``: seconds summed over the attempts this function saw
+    end (an attempt killed with the sweep is not counted, so a resumed run's time is a lower
+    bound).
     """
     out, seeds = Path(out), list(seeds)
     if jobs < 1:
