@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from re2_tf.training.sweep import Cell, pyplot, summarize_sweep
+from re2_tf.training.throughput import read_jsonl
 
 __all__ = ["MODELS", "TASKS", "Task", "cells", "common_args", "measure", "report"]
 
@@ -117,7 +118,7 @@ def measure(models, records, snli_dir, *, log=print):
     records = Path(records)
     records.mkdir(parents=True, exist_ok=True)
     path = records / SERVING
-    done = {r["model"] for r in _jsonl(path)}
+    done = {r["model"] for r in read_jsonl(path)}
     for model in models:
         if model in done:
             continue
@@ -133,14 +134,7 @@ def measure(models, records, snli_dir, *, log=print):
     training = throughput.measure(
         list(models), snli_dir, records / "training", modes=["one_process"], log=log
     )
-    return _jsonl(path), training
-
-
-def _jsonl(path):
-    path = Path(path)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl(path), training
 
 
 def _cell(metric):
@@ -172,7 +166,7 @@ def report(records, models=MODELS):
                 cells(name, models), seeds, records / name, records=records / name
             )
             tasks[name] = summary
-    serving = {r["model"]: r for r in _jsonl(records / SERVING)}
+    serving = {r["model"]: r for r in read_jsonl(records / SERVING)}
     training = {
         r["model"]: r
         for r in throughput.load_records(records / "training")

@@ -228,12 +228,18 @@ def _key(record):
     return (record["model"], record["mode"], record["mixed_precision"])
 
 
-def load_records(out):
-    """The records of ``<out>/throughput.jsonl`` (``[]`` when there is none)."""
-    path = Path(out) / RECORDS
+def read_jsonl(path):
+    """The JSON objects of a JSON-lines file, one per non-empty line (``[]`` when there is
+    no file)."""
+    path = Path(path)
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def load_records(out):
+    """The records of ``<out>/throughput.jsonl`` (``[]`` when there is none)."""
+    return read_jsonl(Path(out) / RECORDS)
 
 
 def measure(
