@@ -185,7 +185,8 @@ def test_readme_mixed_precision_rows_are_the_records():
     a model differ in nothing but `--mixed_precision` (same seed, data, passes, settings)."""
     experiment = RUNS / "mixed-precision"
     heading = "**SNLI learning check in bf16 and in float32**"
-    rows = _table_after(heading)
+    page = ROOT / "docs" / "distributed.md"
+    rows = _table_after(heading, page)
     assert {(_head_of(r[0]), r[1]) for r in rows} == {
         (m, p) for m in ("re2", "drcn") for p in ("fp32", "bf16")
     }
@@ -211,7 +212,7 @@ def test_readme_mixed_precision_rows_are_the_records():
         fp32, bf16 = (_flags(experiment / f"{model}-{p}" / "seed1") for p in ("fp32", "bf16"))
         differing = {k for k in fp32.keys() | bf16.keys() if fp32.get(k) != bf16.get(k)}
         assert differing == {"--mixed_precision", "--run_dir"}
-    section = README.read_text(encoding="utf-8").split(heading, 1)[1]
+    section = page.read_text(encoding="utf-8").split(heading, 1)[1]
     intro, after = section.split("\n|", 1)[0], " ".join(section.split("\n\n", 2)[2].split())
     assert "`avx512_bf16`" in intro and "3 passes" in intro
     # the prose under the table: the largest accuracy gap, the same best update, the speed-up
@@ -228,3 +229,74 @@ def test_readme_mixed_precision_rows_are_the_records():
     assert f"the same best update) and {ratio}x faster on this CPU" in after
     distributed = " ".join((ROOT / "docs" / "distributed.md").read_text().split())
     assert f"bf16 trains RE2 and DRCN {ratio}x faster than float32" in distributed
+
+
+def _pages():
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_every_generated_table_is_what_its_records_give_today():
+    """Each `<!-- generated: ... -->` block of the README and `docs/` is the table its command
+    writes from the committed records (none left stale after a new record)."""
+    from re2_tf import doc_tables
+
+    found = []
+    for page in _pages():
+        for spec, body in doc_tables.blocks(page.read_text(encoding="utf-8")):
+            assert body == doc_tables.generate(spec) + "\n", (page.name, spec)
+            found.append(spec)
+    assert "compare docs/runs/compare" in found
+
+
+def _generated_rows(spec, page=README):
+    text = page.read_text(encoding="utf-8")
+    body = text.split(f"<!-- generated: {spec} -->\n", 1)[1].split("<!-- end generated -->")[0]
+    lines = [line for line in body.splitlines() if line.startswith("|")]
+    split = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    return split[0], split[2:]
+
+
+def _mean_std(values):
+    """`mean ± std` (sample std, Python's statistics) or the one value, to 4 decimals."""
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def test_readme_comparison_figures_are_the_records():
+    """The comparison table's accuracy cells against a recomputation from the `results.json`
+    of every recorded run (`docs/runs/compare/<task>/model-<m>/seed<k>/`), and the runs'
+    shared budget from their `flags.txt`: 5 passes, one evaluation per 2,560 pairs, no
+    pretrained vectors, each seed of a model once."""
+    header, rows = _generated_rows("compare docs/runs/compare")
+    tasks = {
+        "SNLI learning check acc (seeds)": ("snli_check", ("acc",)),
+        "Quora learning check acc (seeds)": ("quora_check", ("acc",)),
+        "WikiQA MAP / MRR (seeds)": ("wikiqa", ("map", "mrr")),
+        "TrecQA clean MAP / MRR (seeds)": ("trecqa", ("map", "mrr")),
+    }
+    recorded = sorted(p.name for p in (RUNS / "compare").iterdir() if p.is_dir())
+    assert [tasks[h][0] for h in header if h in tasks] == [
+        t for t, _ in tasks.values() if t in recorded
+    ]
+    assert len(rows) == 5
+    for row in rows:
+        model = _head_of(row[0])
+        for column, cell in zip(header, row):
+            if column not in tasks:
+                continue
+            task, metrics = tasks[column]
+            runs_dir = RUNS / "compare" / task / f"model-{model}"
+            results = [r for r in runs.load_results(runs_dir)] if runs_dir.exists() else []
+            if not results:
+                assert cell == "—", (model, task)
+                continue
+            assert len({r["seed"] for r in results}) == len(results)
+            figures = " / ".join(
+                _mean_std([r["splits"]["test"][m] for r in results]) for m in metrics
+            )
+            assert cell == f"{figures} ({len(results)})", (model, task)
+            for seed_dir in runs_dir.iterdir():
+                flags = _flags(seed_dir)
+                assert flags["--epochs"] == "5" and flags["--eval_per_samples"] == "2560"
+                assert flags["--embeddings"] == "" and flags["--data_dir"]

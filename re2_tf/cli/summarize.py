@@ -5,6 +5,7 @@ thin layer over :func:`re2_tf.results.collect` and :func:`re2_tf.runs.summarize_
     re2-summarize runs/a/seed1 runs/b/seed2 runs/c/seed3  # runs trained apart
     re2-summarize docs/runs/bert_matchlstm-wikiqa/bert    # recorded results.json
     python -m re2_tf.cli.summarize ...                    # the same
+    re2-summarize --update_docs=README.md,docs/re2.md     # regenerate the pages' tables
 
 Each argument is a run directory (its ``results.json``), the directory of a ``--repeats``
 run (every ``seed<k>/results.json`` under it), or a file in ``results.json`` format. Prints
@@ -13,6 +14,10 @@ many runs have that metric) and, with ``--output``, writes the summary as JSON. 
 in separate processes, sessions or machines can so be reported together; a seed given twice
 is an error, since it would count one run twice. A missing result or a repeated seed ends the
 command with one line ``re2-summarize: error: <message>``, exit status 1.
+
+``--update_docs`` rewrites every table of the named Markdown files that is marked as
+generated from records (``<!-- generated: ... -->``, :mod:`re2_tf.doc_tables`), and prints how
+many changed.
 """
 
 from __future__ import annotations
@@ -32,6 +37,12 @@ FLAGS = flags.FLAGS
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
     flags.DEFINE_string("output", None, "Write the summary as JSON here.", flag_values=flag_values)
+    flags.DEFINE_list(
+        "update_docs",
+        [],
+        "Markdown files whose generated tables to rewrite from the records.",
+        flag_values=flag_values,
+    )
 
 
 def main(argv):
@@ -39,6 +50,14 @@ def main(argv):
     from re2_tf import runs
     from re2_tf.results import collect
 
+    if FLAGS.update_docs:
+        from re2_tf import doc_tables
+
+        for path in FLAGS.update_docs:
+            changed = doc_tables.update(path)
+            print(f"{path}: {changed} generated table{'s' if changed != 1 else ''} changed")
+        if len(argv) < 2:
+            return 0
     if len(argv) < 2:
         raise flags.Error("give run directories or results.json files")
     results = collect(argv[1:])

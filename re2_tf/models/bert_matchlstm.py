@@ -33,9 +33,12 @@ Readings chosen where the paper is silent, and why:
 - **MatchLSTM width** (not in the paper): ``match_units=300`` per direction (Wang & Jiang's
   MatchLSTM size), attention width the same. The split, the masked attention and the reading of
   ``s_|B|`` at each pair's true length are :class:`re2_tf.layers.BidirectionalMatchLSTM`'s.
-- **AVG** averages (Sec. 3.4.1's name) rather than sums (its text); **CNN** uses windows
-  ``cnn_windows="1,2,3"`` with ``cnn_filters=100`` ReLU filters each (the paper gives
-  neither).
+- **AVG** averages (Sec. 3.4.1's name) rather than sums (its text), over every true token
+  of the packed pair, ``[CLS]`` and ``[SEP]`` included ("all final hidden states"), and ``f``
+  is that mean alone, without ``h_0`` concatenated as the ``cnn`` and ``matchlstm`` heads do
+  (the paper calls the sum "the feature vector"; whether ``h_0`` joins it is not said: our
+  reading). **CNN** uses windows ``cnn_windows="1,2,3"`` with ``cnn_filters=100`` ReLU
+  filters each (the paper gives neither).
 - **Dropout** 0.5 on ``f`` (the paper's rate, Sec. 4.2; BERT's own dropout inside the
   backbone, ``bert_dropout``, is BERT's and MiniLM's 0.1).
 - **Recipe** (:data:`SPEC`'s ``training``). The paper gives only batch 32 and an initial

@@ -162,9 +162,7 @@ def report(records, models=MODELS):
     for name, spec in TASKS.items():
         if (records / name).exists():
             seeds = range(1, spec.seeds + 1)
-            _, summary = summarize_sweep(
-                cells(name, models), seeds, records / name, records=records / name
-            )
+            _, summary = summarize_sweep(cells(name, models), seeds, None, records=records / name)
             tasks[name] = summary
     serving = {r["model"]: r for r in read_jsonl(records / SERVING)}
     training = {

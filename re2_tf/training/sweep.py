@@ -215,7 +215,7 @@ def run_sweep(
 
 
 def _load(run_dir: Path, record_dir):
-    for directory in filter(None, (record_dir, run_dir)):
+    for directory in (d for d in (record_dir, run_dir) if d is not None):
         if (directory / "results.json").exists():
             result = json.loads((directory / "results.json").read_text())
             wall = directory / WALL_TIME_FILE
@@ -229,7 +229,7 @@ def summarize_sweep(cells, seeds, out, *, records=None):
 
     Args:
         cells, seeds, out, records: as :func:`run_sweep` (a record is read before a run
-            directory).
+            directory); ``out=None`` reads the records alone.
 
     Returns:
         ``(markdown, summary)``: a table with one row per cell (``| cell | runs |
@@ -247,7 +247,8 @@ def summarize_sweep(cells, seeds, out, *, records=None):
         found = []
         for seed in seeds:
             record_dir = Path(records) / cell.name / f"seed{seed}" if records else None
-            result, seconds = _load(Path(out) / cell.name / f"seed{seed}", record_dir)
+            run_dir = Path(out) / cell.name / f"seed{seed}" if out is not None else None
+            result, seconds = _load(run_dir, record_dir)
             if result is not None:
                 found.append((seed, result, seconds))
         entry = {
