@@ -261,6 +261,25 @@ def markdown_table(rows, batch, length, throughput_batch):
     return "\n".join(lines)
 
 
+def benchmark_record(rows, *, argv=(), settings=None):
+    """A latency measurement as a record (``re2-bench --json_out``): ``{"command": "re2-bench
+    <argv>", "settings": settings, "cpu": <model name>, "cpu_features": [<vector units>],
+    "date": <UTC ISO date>, "rows": rows without their per-batch times}``."""
+    import datetime
+
+    from re2_tf.training import throughput
+
+    return {
+        "command": " ".join(["re2-bench", *argv]),
+        "settings": dict(settings or {}),
+        "cpu": throughput.cpu_name(),
+        "cpu_features": throughput.cpu_features(),
+        "cores": os.cpu_count(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "rows": [{k: v for k, v in r.items() if k != "times_s"} for r in rows],
+    }
+
+
 def run_benchmark(
     model="re2",
     variants=None,

@@ -13,7 +13,13 @@ Kinds (paths relative to the repository root):
   :func:`re2_tf.training.compare.report` over ``<records>`` (``docs/runs/compare``);
 - ``sweep <flagfile>``: a sweep config's summary (``configs/re2/table7.flags``): its
   ``--grid``, ``--seeds`` and ``--records`` read from the flagfile, the table of
-  :func:`re2_tf.training.sweep.summarize_sweep` over the records alone.
+  :func:`re2_tf.training.sweep.summarize_sweep` over the records alone;
+- ``bench <record.json>``: one ``re2-bench --json_out`` record
+  (:func:`re2_tf.benchmarking.benchmark_record`) as ``re2-bench`` prints it (its component
+  timings included), then the CPU, the date and the command it was measured with;
+- ``table5 <record.json> ...``: several such records of one model's variants (RE2's 1, 2 and
+  3 blocks) side by side, one line per record (export format and options), median ms per
+  variant and the last variant's mean ± std, under the paper's own row.
 
 ``re2-summarize --update_docs README.md docs/*.md`` rewrites every block from the records, and
 ``tests/test_recorded_runs.py`` checks that each block in the README and ``docs/`` is what the
@@ -74,8 +80,13 @@ def generate(spec, root=REPO):
             sweep.parse_grid(grid), range(1, seeds + 1), None, records=root / records
         )
         return table
+    if kind == "bench" and len(args) == 1:
+        return _bench(_read(root / args[0]))
+    if kind == "table5" and args:
+        return _table5([_read(root / a) for a in args])
     raise ValueError(
-        f"unknown generated table {spec!r}: expected 'compare <records>' or 'sweep <flagfile>'"
+        f"unknown generated table {spec!r}: expected 'compare <records>', 'sweep <flagfile>', "
+        "'bench <json>' or 'table5 <json> ...'"
     )
 
 
@@ -104,3 +115,61 @@ def update(path, root=REPO):
     if new != text:
         path.write_text(new, encoding="utf-8")
     return changed
+
+
+def _read(path):
+    import json
+
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _machine(record):
+    features = ", ".join(record.get("cpu_features") or []) or "vector units unknown"
+    return (
+        f"{record.get('cores', '?')} cores of {record['cpu']} ({features}), {record['date']}: "
+        f"`{record['command']}`"
+    )
+
+
+def _bench(record):
+    from re2_tf.benchmarking import markdown_table
+
+    settings = record["settings"]
+    table = markdown_table(
+        record["rows"], settings["batch"], settings["length"], settings["throughput_batch"]
+    )
+    parts = [table]
+    parts += [f"{title}:\n\n{text}" for title, text in record.get("components", {}).items()]
+    return "\n\n".join(parts) + f"\n\nMeasured on {_machine(record)}."
+
+
+def _split_name(name):
+    """``"RE2 3 blocks (savedmodel, fp32, XLA)"`` -> ``("RE2 3 blocks", "savedmodel, fp32,
+    XLA")``."""
+    variant, _, rest = name.partition(" (")
+    return variant, rest[:-1] if rest.endswith(")") else rest
+
+
+def _table5(records):
+    variants, lines = [], {}
+    for record in records:
+        for row in record["rows"]:
+            variant, export = _split_name(row["model"])
+            if variant not in variants:
+                variants.append(variant)
+            lines.setdefault(export, {})[variant] = row
+    last = variants[-1]
+    header = ["export", *variants, f"{last}, mean ± std s/batch"]
+    out = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    paper = {v: r.get("paper") for rows in lines.values() for v, r in rows.items()}
+    if any(isinstance(p, (int, float)) for p in paper.values()):
+        cells = [f"{paper[v] * 1000:.0f} ms" if paper.get(v) else "" for v in variants]
+        out.append(f"| paper Table 5 (Core i7 laptop, TF1) | {' | '.join(cells)} | |")
+    for export, rows in lines.items():
+        cells = [f"{rows[v]['median_ms']:.1f} ms" if v in rows else "" for v in variants]
+        spread = rows.get(last)
+        tail = f"{spread['mean_s']:.4f} ± {spread['std_s']:.4f}" if spread else ""
+        out.append(f"| {export} | {' | '.join(cells)} | {tail} |")
+    machines = sorted({_machine(r).split(": `")[0] for r in records})
+    commands = "; ".join(f"`{r['command']}`" for r in records)
+    return "\n".join(out) + f"\n\nMeasured on {' and '.join(machines)}: {commands}."

@@ -2,6 +2,7 @@
 (no timing
 assertions)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -81,6 +82,7 @@ def test_cli_times_an_existing_export_and_tflite(tmp_path):
             "--batches=2",
             "--warmup=0",
             "--throughput_batch=0",
+            f"--json_out={tmp_path / 'record' / 'bench.json'}",
         ],
         capture_output=True,
         text=True,
@@ -89,6 +91,15 @@ def test_cli_times_an_existing_export_and_tflite(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "| model | params" in proc.stdout
+    # --json_out: the record the docs' latency tables are generated from (re2_tf.doc_tables)
+    record = json.loads((tmp_path / "record" / "bench.json").read_text())
+    assert record["command"].startswith(f"re2-bench --saved_model={path} ")
+    assert (
+        record["settings"]["batches"] == 2 and record["settings"]["signature"] == "serving_default"
+    )
+    assert record["cpu"] and record["date"] and record["cores"] == os.cpu_count()
+    ((row,),) = [record["rows"]]
+    assert row["model"] == str(path) and "times_s" not in row and row["median_ms"] > 0
     tflite, _, _ = benchmark.export_benchmark_model(
         get_spec("re2"), one_block, tmp_path / "t", vocab_size=40, fmt="tflite", precision="int8"
     )

@@ -65,9 +65,14 @@ def _hand_made_records(records):
         "median_ms": 12.34,
         "throughput_pairs_per_s": 456.7,
         "peak_rss_mib": 789.4,
+        "cpu": "CPU A",
+        "cpu_features": ["avx2"],
+        "cores": 2,
+        "date": "2026-01-02",
     }
     _write(records / "serving.jsonl", json.dumps(serving) + "\n")
-    training = {"model": "re2", "mode": "one_process", "mixed_precision": "none"}
+    training = {"model": "re2", "mode": "one_process", "mixed_precision": "none", "cpu": "CPU B"}
+    training.update(cpu_count=4, date="2026-01-03 10:00 UTC")
     _write(
         records / "training/throughput.jsonl", json.dumps(dict(training, pairs_per_s=53.21)) + "\n"
     )
@@ -76,12 +81,22 @@ def _hand_made_records(records):
 def test_table_is_the_records_with_hand_computed_mean_and_std(tmp_path):
     _hand_made_records(tmp_path)
     table, summary = compare.report(tmp_path, ("re2", "drcn"))
-    header, _, re2, drcn = table.splitlines()
-    assert header.startswith("| model | SNLI learning check acc (seeds) | params (w/o emb.) |")
-    # mean 0.6; sample std sqrt((0.01 + 0 + 0.01) / 2) = 0.1
-    assert re2 == "| `re2` | 0.6000 ± 0.1000 (3) | 1,234,567 | 12.3 | 457 | 789 | 53.2 |"
-    assert drcn == "| `drcn` | 0.2500 (1) | — | — | — | — | — |"
-    assert list(summary["tasks"]) == ["snli_check"]
+    header, _, re2, drcn, _, machine = table.splitlines()
+    assert header.startswith(
+        "| model | SNLI learning check acc (seeds) | Quora learning check acc (seeds) | "
+        "WikiQA MAP / MRR (seeds) | TrecQA clean MAP / MRR (seeds) | params (w/o emb.) |"
+    )
+    # mean 0.6; sample std sqrt((0.01 + 0 + 0.01) / 2) = 0.1; the tasks without records: —
+    assert re2 == (
+        "| `re2` | 0.6000 ± 0.1000 (3) | — | — | — | 1,234,567 | 12.3 | 457 | 789 | 53.2 |"
+    )
+    assert drcn == "| `drcn` | 0.2500 (1) | — | — | — | — | — | — | — | — |"
+    assert list(summary["tasks"]) == ["snli_check", "quora_check", "wikiqa", "trecqa"]
+    # the CPU of the speed columns, from both records (the throughput one writes cpu_count)
+    assert machine == (
+        "Latency, serving and training speed measured on 2 cores of CPU A (avx2), 2026-01-02; "
+        "4 cores of CPU B (vector units unknown), 2026-01-03."
+    )
 
 
 def test_plot_is_accuracy_against_latency(tmp_path):

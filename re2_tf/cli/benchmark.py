@@ -11,19 +11,29 @@ layer over :func:`re2_tf.benchmarking.run_benchmark` and
     python -m re2_tf.cli.benchmark ...                             # the same
 
 Prints one Markdown row per timed export (and the model's component timings unless
-``--components=false``); ``--json_out`` also writes the rows as JSON. An unknown model or
-variant, a malformed ``--input_spec`` or a missing ``--saved_model`` ends the command with one
-line ``re2-bench: error: <message>``, exit status 1.
+``--components=false``); ``--json_out`` also writes a record of the measurement as JSON
+(:func:`re2_tf.benchmarking.benchmark_record`: the rows, the settings, the command line, the
+CPU and the date, and the component timings as printed), from which the README's latency
+tables are generated (:mod:`re2_tf.doc_tables`). An unknown model or variant, a malformed
+``--input_spec`` or a missing ``--saved_model`` ends the command with one line
+``re2-bench: error: <message>``, exit status 1.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from absl import flags
 
-from re2_tf.benchmarking import ids_spec, markdown_table, run_benchmark, time_export
+from re2_tf.benchmarking import (
+    benchmark_record,
+    ids_spec,
+    markdown_table,
+    run_benchmark,
+    time_export,
+)
 from re2_tf.cli.common import run_command
 
 __all__ = ["define_flags", "main", "run"]
@@ -163,16 +173,28 @@ def main(argv):
         for r in rows:
             print(f"{r['model']}: {r['params']:,} parameters outside the embedding")
     print(table)
+    components = {}
     if FLAGS.components and not FLAGS.saved_model:
         from re2_tf.models import get_spec
 
         for title, component in get_spec(FLAGS.model).component_benchmarks.items():
             timings = component(batch=FLAGS.batch, batches=FLAGS.batches, warmup=FLAGS.warmup)
+            components[title] = str(timings)
             print(f"\n{title}\n{timings}")
     if FLAGS.json_out:
-        Path(FLAGS.json_out).write_text(
-            json.dumps([{k: v for k, v in r.items() if k != "times_s"} for r in rows], indent=2)
-        )
+        record = benchmark_record(rows, argv=sys.argv[1:], settings=_settings())
+        record["components"] = components
+        Path(FLAGS.json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(FLAGS.json_out).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def _settings():
+    names = (
+        "model", "variants", "batch", "length", "batches", "warmup", "vocab_size",
+        "throughput_batch", "format", "precision", "xla", "plain_export", "intra_op_threads",
+        "inter_op_threads", "saved_model", "signature",
+    )  # fmt: skip
+    return {name: FLAGS[name].value for name in names}
 
 
 def run(argv=None):

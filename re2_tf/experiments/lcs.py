@@ -33,7 +33,8 @@ mean), Adam at 0.02 fitted (0.0016 after 20 epochs), so Adam 0.02 is the default
 ``--optimizer=adagrad`` remains.
 
 It writes ``results.json``, ``figure4.png`` (the paper's three panels for ``ABCDE`` vs
-``FACGD``) and the trained ``lcs_model.keras`` to ``--output_dir``::
+``FACGD``), ``flags.txt`` (the run's flags) and the trained ``lcs_model.keras`` to
+``--output_dir``::
 
     python -m re2_tf.experiments.lcs --output_dir=checkpoints/lcs
 """
@@ -41,6 +42,7 @@ It writes ``results.json``, ``figure4.png`` (the paper's three panels for ``ABCD
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -421,6 +423,10 @@ def main(argv):
     FLAGS = flags.FLAGS
     if len(argv) > 1:
         raise SystemExit(f"Unexpected arguments: {argv[1:]}")
+    output_dir = Path(FLAGS.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    own = FLAGS.get_key_flags_for_module(sys.modules[__name__])
+    (output_dir / "flags.txt").write_text("".join(f.serialize() + "\n" for f in own))
     results = run(
         FLAGS.output_dir,
         FLAGS.train_pairs,
@@ -451,7 +457,7 @@ def main(argv):
     print("| measure | value |\n|---|---|")
     for name, value in rows:
         print(f"| {name} | {value} |")
-    print(f"wrote results.json, figure4.png and lcs_model.keras to {FLAGS.output_dir}")
+    print(f"wrote results.json, figure4.png, flags.txt and lcs_model.keras to {FLAGS.output_dir}")
 
 
 def define_flags():

@@ -12,12 +12,15 @@ TrecQA; for a classification dataset the cosine is read as the logit of class 1)
 
     python -m re2_tf.experiments.zero_shot --dataset=wikiqa --data_dir=<prepared wikiqa>
 
-Prints one line of metrics per split and writes them as JSON to ``--output`` if given.
+Prints one line of metrics per split and writes them as JSON to ``--output`` if given, with
+the run's flags in ``flags.txt`` beside it.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -106,8 +109,11 @@ def main(argv):
             f"{FLAGS.max_length} pieces): {format_metrics(results[split])}"
         )
     if FLAGS.output:
-        with open(FLAGS.output, "w") as f:
-            json.dump(results, f, indent=2)
+        output = Path(FLAGS.output)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(results, indent=2) + "\n")
+        own = FLAGS.get_key_flags_for_module(sys.modules[__name__])
+        (output.parent / "flags.txt").write_text("".join(f.serialize() + "\n" for f in own))
 
 
 def define_flags():

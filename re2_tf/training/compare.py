@@ -20,7 +20,9 @@ process). Records: ``<records>/<task>/model-<m>/seed<k>/`` per run, ``<records>/
 
 from __future__ import annotations
 
+import datetime
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,7 +129,8 @@ def measure(models, records, snli_dir, *, log=print):
         (row,) = rows
         row = {k: v for k, v in row.items() if k != "times_s"}
         row.update(model=model, variant=variant, cpu=throughput.cpu_name())
-        row["cpu_features"] = throughput.cpu_features()
+        row.update(cpu_features=throughput.cpu_features(), cores=os.cpu_count())
+        row["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
         with open(path, "a") as f:
             f.write(json.dumps(row) + "\n")
         log(f"{model}: {row['median_ms']:.1f} ms per batch of 8 x 20")
@@ -150,7 +153,8 @@ def report(records, models=MODELS):
 
     Returns:
         ``(markdown, summary)``: one row per model -- the test metrics of every task
-        recorded (mean ± sample std over seeds, the seeds counted), parameters without the
+        (mean ± sample std over the recorded seeds, their number in brackets; ``—`` for a task
+        with no record yet), parameters without the
         word embedding, median ms per batch of 8 x 20, served pairs/s at batch 128, peak
         serving memory (MiB), training pairs/s; ``summary = {"tasks": {task: sweep summary},
         "serving": [...], "training": [...]}``. A figure not recorded is ``—``.
@@ -160,10 +164,9 @@ def report(records, models=MODELS):
     records = Path(records)
     tasks = {}
     for name, spec in TASKS.items():
-        if (records / name).exists():
-            seeds = range(1, spec.seeds + 1)
-            _, summary = summarize_sweep(cells(name, models), seeds, None, records=records / name)
-            tasks[name] = summary
+        seeds = range(1, spec.seeds + 1)
+        _, summary = summarize_sweep(cells(name, models), seeds, None, records=records / name)
+        tasks[name] = summary
     serving = {r["model"]: r for r in read_jsonl(records / SERVING)}
     training = {
         r["model"]: r
@@ -196,6 +199,17 @@ def report(records, models=MODELS):
             f"{t['pairs_per_s']:.1f}" if t else "—",
         ]
         lines.append("| " + " | ".join(row) + " |")
+    machines = sorted(
+        {
+            f"{r.get('cores') or r.get('cpu_count') or '?'} cores of {r['cpu']} "
+            f"({', '.join(r.get('cpu_features') or []) or 'vector units unknown'})"
+            + (f", {r['date'][:10]}" if r.get("date") else "")
+            for r in [*serving.values(), *training.values()]
+            if r.get("cpu")
+        }
+    )
+    if machines:
+        lines += ["", f"Latency, serving and training speed measured on {'; '.join(machines)}."]
     return "\n".join(lines), {
         "tasks": tasks,
         "serving": list(serving.values()),

@@ -1,0 +1,108 @@
+"""re2_tf.doc_tables: the README's and docs' tables generated from records, checked on
+hand-written records whose tables are worked out here by hand."""
+
+import json
+
+import pytest
+
+from re2_tf import doc_tables
+
+
+def _row(name, median_ms, mean_s, std_s, paper):
+    return {
+        "model": name,
+        "params": 1000,
+        "mean_s": mean_s,
+        "std_s": std_s,
+        "median_ms": median_ms,
+        "p99_ms": median_ms + 2.0,
+        "first_call_s": 0.5,
+        "throughput_pairs_per_s": None,
+        "peak_rss_mib": None,
+        "paper": paper,
+    }
+
+
+def _record(export, medians, command):
+    rows = [
+        _row(f"RE2 {n} block{'s' * (n > 1)} ({export})", ms, ms / 1000 + 0.0001, 0.0002, s)
+        for n, ms, s in zip((1, 2, 3), medians, (0.03, 0.04, 0.05))
+    ]
+    return {
+        "command": command,
+        "settings": {"batch": 8, "length": 20, "throughput_batch": 0},
+        "cpu": "Test CPU",
+        "cpu_features": ["avx2"],
+        "cores": 2,
+        "date": "2026-01-02",
+        "rows": rows,
+    }
+
+
+@pytest.fixture
+def records(tmp_path):
+    (tmp_path / "a.json").write_text(
+        json.dumps(_record("savedmodel, fp32, XLA", (2.5, 5.1, 8.1), "re2-bench"))
+    )
+    (tmp_path / "b.json").write_text(
+        json.dumps(_record("tflite, int8", (1.3, 2.6, 4.1), "re2-bench --format=tflite"))
+    )
+    return tmp_path
+
+
+def test_table5_puts_each_record_on_a_line_under_the_paper(records):
+    table = doc_tables.generate("table5 a.json b.json", root=records)
+    lines = table.splitlines()
+    assert lines[0] == (
+        "| export | RE2 1 block | RE2 2 blocks | RE2 3 blocks | RE2 3 blocks, mean ± std s/batch |"
+    )
+    assert lines[2] == "| paper Table 5 (Core i7 laptop, TF1) | 30 ms | 40 ms | 50 ms | |"
+    assert lines[3] == "| savedmodel, fp32, XLA | 2.5 ms | 5.1 ms | 8.1 ms | 0.0082 ± 0.0002 |"
+    assert lines[4] == "| tflite, int8 | 1.3 ms | 2.6 ms | 4.1 ms | 0.0042 ± 0.0002 |"
+    assert lines[-1] == (
+        "Measured on 2 cores of Test CPU (avx2), 2026-01-02: `re2-bench`; "
+        "`re2-bench --format=tflite`."
+    )
+
+
+def test_bench_is_the_benchmark_table_then_the_machine(records):
+    text = doc_tables.generate("bench b.json", root=records)
+    lines = text.splitlines()
+    assert lines[0].startswith("| model | params (w/o emb.) | mean ± std s/batch (8×20) |")
+    assert lines[4] == (
+        "| RE2 3 blocks (tflite, int8) | 1,000 | 0.0042 ± 0.0002 | 4.1 | 6.1 | 0.50 | — | — "
+        "| 0.05 |"
+    )
+    assert lines[-1] == (
+        "Measured on 2 cores of Test CPU (avx2), 2026-01-02: `re2-bench --format=tflite`."
+    )
+
+
+def test_update_rewrites_each_block_once_and_leaves_the_rest(records):
+    page = records / "page.md"
+    page.write_text(
+        "intro\n<!-- generated: table5 a.json -->\nstale\n<!-- end generated -->\noutro\n"
+    )
+    assert doc_tables.update(page, root=records) == 1
+    text = page.read_text()
+    assert text.startswith("intro\n<!-- generated: table5 a.json -->\n| export |")
+    assert text.endswith("`re2-bench`.\n<!-- end generated -->\noutro\n")
+    assert "stale" not in text
+    assert doc_tables.update(page, root=records) == 0
+    ((spec, body),) = doc_tables.blocks(text)
+    assert spec == "table5 a.json" and body.startswith("| export |")
+
+
+def test_sweep_config_reads_grid_seeds_and_records(tmp_path):
+    (tmp_path / "s.flags").write_text(
+        "# comment\n--flagfile=x.flags\n--grid=a=1,2 | b=3\n--seeds=3\n--records=docs/runs/x\n"
+    )
+    assert doc_tables.sweep_config("s.flags", tmp_path) == ("a=1,2 | b=3", 3, "docs/runs/x")
+    (tmp_path / "t.flags").write_text("--seeds=3\n")
+    with pytest.raises(ValueError, match=r"t.flags: no --grid or --records line"):
+        doc_tables.sweep_config("t.flags", tmp_path)
+
+
+def test_an_unknown_kind_is_named():
+    with pytest.raises(ValueError, match="unknown generated table 'plot x'"):
+        doc_tables.generate("plot x")
