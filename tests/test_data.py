@@ -904,3 +904,31 @@ def test_trecqa_shared_split_sizes_and_prepared_reload(shared_data, tmp_path):
             if 0 < sum(e.label for e in group) < len(group)
             for e in group
         ] == read[clean]
+
+
+def test_learning_check_splits_dev_into_train_and_test_into_halves(tmp_path):
+    from re2_tf.data.prepare import learning_check
+
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    (prepared / "dev.txt").write_text("a\tb\t0\nc\td\t1\n")
+    (prepared / "test.txt").write_text("e\tf\t0\ng\th\t1\ni\tj\t2\n")  # 3 lines: 1 + 2
+    counts = learning_check(prepared, tmp_path / "check")
+    assert counts == {"train": {"pairs": 2}, "dev": {"pairs": 1}, "test": {"pairs": 2}}
+    assert (tmp_path / "check" / "train.txt").read_text() == "a\tb\t0\nc\td\t1\n"
+    assert (tmp_path / "check" / "dev.txt").read_text() == "e\tf\t0\n"
+    assert (tmp_path / "check" / "test.txt").read_text() == "g\th\t1\ni\tj\t2\n"
+    (prepared / "test.txt").write_text("e\tf\t0\n")
+    with pytest.raises(ValueError, match="test.txt has fewer than 2 lines"):
+        learning_check(prepared, tmp_path / "again")
+    (prepared / "dev.txt").unlink()
+    with pytest.raises(FileNotFoundError, match="learning check: no .*dev.txt"):
+        learning_check(prepared, tmp_path / "again")
+
+
+def test_snli_learning_check_has_the_documented_sizes(shared_data, tmp_path):
+    # 9,842 / 4,912 / 4,912 pairs (docstring of learning_check; the README's comparison)
+    from re2_tf.data.prepare import learning_check
+
+    counts = learning_check(shared_data / "snli" / "re2_processed", tmp_path)
+    assert [counts[s]["pairs"] for s in ("train", "dev", "test")] == [9842, 4912, 4912]

@@ -352,3 +352,16 @@ def test_re2_page_snli_check_row_is_its_record():
         f"{result['splits']['dev']['acc']:.4f} (best at update **{result['best_step']}** of "
         f"{int(total.group(1)):,})"
     )
+
+
+def test_bert_page_zero_shot_row_is_its_record():
+    """The WikiQA table's zero-shot row: `docs/runs/bert_matchlstm-zero-shot/results.json`
+    (the experiment's `--output`), run on WikiQA with the pretrained MiniLM."""
+    record_dir = RUNS / "bert_matchlstm-zero-shot"
+    result = json.loads((record_dir / "results.json").read_text())
+    flags = _flags(record_dir)
+    assert flags["--dataset"] == "wikiqa" and flags["--bert_preset"] == ""
+    (row,) = [r for r in _wikiqa_rows() if r[0].startswith("zero-shot MiniLM")]
+    for cell, (split, metric) in zip(row[3:7], COLUMNS):
+        assert _plain(cell) == f"{result[split][metric]:.4f}", (split, metric)
+    assert result["test"]["questions"] == 237 and result["dev"]["questions"] == 122

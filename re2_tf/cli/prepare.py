@@ -4,12 +4,16 @@ thin layer over :func:`re2_tf.data.prepare.prepare`, which describes the output)
     re2-prepare --dataset=snli    --input=downloads/snli_1.0.zip
     re2-prepare --dataset=wikiqa  --input=downloads/WikiQACorpus.zip --output=data/wikiqa
     re2-prepare --dataset=trecqa  --input=downloads/TrecQA   # dir holding train/ clean-dev/ ...
+    re2-prepare --dataset=snli --learning_check --input=data/snli --output=<snli check dir>
     python -m re2_tf.cli.prepare ...                          # the same
 
 ``--input`` is the downloaded ``.zip`` or the directory it was extracted to; ``--output``
-defaults to ``data/<dataset>`` of the repository. Prints the pairs written per split. A
-missing input or raw file, or malformed raw data, ends the command with one line
-``re2-prepare: error: <message>``, exit status 1.
+defaults to ``data/<dataset>`` of the repository. ``--learning_check`` instead splits an
+already prepared directory (``--input``) into a learning check: train on its dev file, select
+on the first half of its test file, score the second half
+(:func:`re2_tf.data.prepare.learning_check`; ``--output`` required). Prints the pairs
+written per split. A missing input or raw file, or malformed raw data, ends the command with
+one line ``re2-prepare: error: <message>``, exit status 1.
 """
 
 from __future__ import annotations
@@ -53,6 +57,13 @@ def define_flags(flag_values=FLAGS):
         lower_bound=1,
         flag_values=flag_values,
     )
+    flags.DEFINE_bool(
+        "learning_check",
+        False,
+        "Split the prepared --input into a learning check (train = its dev file, dev/test = "
+        "the halves of its test file).",
+        flag_values=flag_values,
+    )
     flags.mark_flags_as_required(["dataset", "input"], flag_values=flag_values)
 
 
@@ -67,6 +78,14 @@ def main(argv):
 
     if not Path(FLAGS.input).exists():
         raise FileNotFoundError(f"--input: no such file or directory {FLAGS.input}")
+    if FLAGS.learning_check:
+        from re2_tf.data.prepare import learning_check
+
+        if not FLAGS.output:
+            raise flags.Error("--output: where to write the learning check")
+        counts = learning_check(FLAGS.input, FLAGS.output)
+        print(f"{FLAGS.dataset} learning check: {counts} -> {FLAGS.output}")
+        return
     output = FLAGS.output or default_data_dir(FLAGS.dataset)
     counts = prepare(
         FLAGS.dataset,

@@ -20,9 +20,15 @@ downloads)::
     re2-prepare --dataset=trecqa  --input=<dir holding train/ clean-dev/ ...>
     re2-prepare --dataset=sample  --input=<dir with SNLI re2_processed dev.txt, test.txt>
     re2-prepare --dataset=sample_ranking --input=data/sample --output=data/sample_ranking
+    re2-prepare --dataset=snli --learning_check --input=data/snli --output=data/snli_check
 
 The input is the downloaded ``.zip`` or the directory it was extracted to; files are found
 by name anywhere below it (``__MACOSX`` entries are ignored).
+
+A *learning check* (:func:`learning_check`, ``--learning_check``) is the small split the
+comparison and the sweeps train on where a training set is too big for a CPU or not at hand:
+train on a prepared dataset's dev file, select on the first half of its test file, score the
+second half. Its input is a prepared directory (``dev.txt`` and ``test.txt``).
 """
 
 from __future__ import annotations
@@ -41,7 +47,14 @@ from re2_tf.data import readers
 from re2_tf.data.datasets import DATASETS, get_dataset
 from re2_tf.data.tokenization import get_tokenizer
 
-__all__ = ["PREPARABLE", "RAW_FILES", "TRECQA_SPLITS", "build_sample_ranking", "prepare"]
+__all__ = [
+    "PREPARABLE",
+    "RAW_FILES",
+    "TRECQA_SPLITS",
+    "build_sample_ranking",
+    "learning_check",
+    "prepare",
+]
 
 # Relative path endings of the raw files, per dataset and split (first match wins).
 RAW_FILES = {
@@ -203,6 +216,43 @@ def prepare(
                 ref, _ = _find(root, [f"WikiQA-{split}-filtered.ref"])
                 shutil.copyfile(ref, output / f"{split}.ref")
     logging.info("wrote %s to %s", counts, output)
+    return counts
+
+
+def learning_check(prepared, output) -> dict:
+    """The learning-check split of a prepared classification dataset (SNLI, Quora, SciTail):
+    ``train.txt`` = its ``dev.txt``, ``dev.txt`` = the first ``n // 2`` lines of its
+    ``test.txt``, ``test.txt`` = the other ``n - n // 2``; lines copied unchanged (our
+    construction, the one RE2's SNLI learning check in this project uses: 9,842 / 4,912 /
+    4,912 pairs for SNLI).
+
+    Args:
+        prepared: directory with ``dev.txt`` and ``test.txt`` in the prepared format.
+        output: directory to write ``{train,dev,test}.txt`` to (created).
+
+    Returns:
+        ``{split: {"pairs": n}}``.
+
+    Raises:
+        FileNotFoundError: naming the missing file. ValueError: a test file of fewer than 2
+        lines (nothing to split).
+    """
+    prepared, output = Path(prepared), Path(output)
+    lines = {}
+    for name in ("dev", "test"):
+        path = prepared / f"{name}.txt"
+        if not path.is_file():
+            raise FileNotFoundError(f"learning check: no {path}")
+        lines[name] = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    half = len(lines["test"]) // 2
+    if half < 1:
+        raise ValueError(f"learning check: {prepared / 'test.txt'} has fewer than 2 lines")
+    splits = {"train": lines["dev"], "dev": lines["test"][:half], "test": lines["test"][half:]}
+    output.mkdir(parents=True, exist_ok=True)
+    for split, chunk in splits.items():
+        (output / f"{split}.txt").write_text("".join(chunk), encoding="utf-8")
+    counts = {split: {"pairs": len(chunk)} for split, chunk in splits.items()}
+    logging.info("learning check of %s: %s -> %s", prepared, counts, output)
     return counts
 
 

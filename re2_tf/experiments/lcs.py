@@ -285,7 +285,8 @@ def analyse(model, pairs, width):
 def plot_figure4(detail, path):
     """The paper's Figure 4 for one pair, as a PNG: (a) ``c[i, j]`` with the DP back-trace,
     (b) the learned ``h_ij`` with the gate back-trace, (c) the gates ``z_l / z_t / z_d + z_i``
-    of each cell with the same path.
+    of each cell with the same path. Laid out as the paper's figure: ``S1`` (``x``, index
+    ``i``) across the top, ``S2`` (``y``, index ``j``) down the side.
 
     Raises:
         ImportError: matplotlib is not installed (``pip install re2_tf[plot]``).
@@ -315,7 +316,7 @@ def plot_figure4(detail, path):
         on_path = np.zeros((m, n), bool)
         for i, j in trace:
             on_path[i - 1, j - 1] = True
-        ax.imshow(on_path, cmap="Greys", vmin=0, vmax=2.5)
+        ax.imshow(on_path.T, cmap="Greys", vmin=0, vmax=2.5)  # S1 across, S2 down
         for i in range(m):
             for j in range(n):
                 if values is not None:
@@ -324,10 +325,10 @@ def plot_figure4(detail, path):
                     z_i, z_l, z_t, z_d = detail["gates"][i, j]
                     text = f"{z_l:.2f}\n{z_t:.2f}\n{z_d + z_i:.2f}"
                 ax.text(
-                    j, i, text, ha="center", va="center", fontsize=9 if values is not None else 7
+                    i, j, text, ha="center", va="center", fontsize=9 if values is not None else 7
                 )
-        ax.set_xticks(range(n), list(y))
-        ax.set_yticks(range(m), list(x))
+        ax.set_xticks(range(m), list(x))
+        ax.set_yticks(range(n), list(y))
         ax.xaxis.tick_top()
         ax.set_title(title, fontsize=10, pad=22)
     fig.suptitle(
