@@ -365,3 +365,38 @@ def test_bert_page_zero_shot_row_is_its_record():
     for cell, (split, metric) in zip(row[3:7], COLUMNS):
         assert _plain(cell) == f"{result[split][metric]:.4f}", (split, metric)
     assert result["test"]["questions"] == 237 and result["dev"]["questions"] == 122
+
+
+def test_sweep_tables_in_the_docs_are_their_records():
+    """Every generated sweep table (RE2 Tables 6-7, DRCN's ablations, FITN Tables 2-3, the
+    BERT heads): each cell's `runs`, and each `mean ± std` recomputed with `statistics` from
+    the `results.json` of its records (`<records>/<cell>/seed<k>/`)."""
+    from re2_tf import doc_tables
+    from re2_tf.training.sweep import parse_grid
+
+    specs = [
+        (page, spec)
+        for page in _pages()
+        for spec, _ in doc_tables.blocks(page.read_text(encoding="utf-8"))
+        if spec.startswith("sweep ")
+    ]
+    assert len(specs) == 6
+    for page, spec in specs:
+        grid, seeds, records = doc_tables.sweep_config(spec.split()[1])
+        header, rows = _generated_rows(spec, page)
+        cells = parse_grid(grid)
+        assert [r[0] for r in rows] == [c.label for c in cells]
+        for cell, row in zip(cells, rows):
+            found = [
+                json.loads((ROOT / records / cell.name / f"seed{k}" / "results.json").read_text())
+                for k in range(1, seeds + 1)
+                if (ROOT / records / cell.name / f"seed{k}" / "results.json").exists()
+            ]
+            assert row[1] == f"{len(found)}/{seeds}", (spec, cell.label)
+            for column, text in zip(header[2:], row[2:]):
+                if "/" not in column:
+                    continue
+                split, metric = column.split("/")
+                values = [r["splits"][split][metric] for r in found if split in r["splits"]]
+                expected = _mean_std(values) if len(values) > 1 else f"{values[0]:.4f} ± —"
+                assert text == expected, (spec, cell.label, column)

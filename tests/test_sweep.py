@@ -5,6 +5,7 @@ that is killed and resumed without retraining a finished run (slow tier)."""
 import json
 import math
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -221,3 +222,44 @@ def test_sweep_config_cells_are_valid_runs(config):
         trained = config_from_args([*base, "--epochs=5", *cell.args(), "--run_dir=unused"])
         for name, value in cell.settings:
             assert str(trained.hparams[name]).lower() == value.lower(), (cell, name)
+
+
+def test_a_run_recorded_elsewhere_with_the_same_settings_is_copied_not_trained(tmp_path):
+    """--reuse: a cell x seed whose settings another record holds is copied (with where from);
+    one differing in a computed setting, or in the seed, is trained. The "interpreter" given
+    is `false`, so a run that is trained fails at once instead of training."""
+    from re2_tf.training.sweep import run_key, run_sweep
+
+    base = ["--model=re2", "--dataset=sample", "--epochs=1", "--threads=1"]
+    other = tmp_path / "other" / "model-re2" / "seed1"
+    other.mkdir(parents=True)
+    (other / "flags.txt").write_text(
+        "\n".join([*base, "--blocks=2", "--seed=1", "--run_dir=elsewhere", "--noprogress"]) + "\n"
+    )
+    (other / "results.json").write_text(json.dumps(_result(1, 0.5, 0.4, 7)))
+    # what a run computes ignores where it writes and its progress line, not the rest
+    assert run_key([*base, "--blocks=2", "--seed=1", "--progress=false"]) == run_key(
+        [f"--flagfile={other / 'flags.txt'}"]
+    )
+    assert run_key([*base, "--blocks=3", "--seed=1"]) != run_key([*base, "--blocks=2", "--seed=1"])
+    cells = parse_grid("blocks=2,3")
+    statuses = run_sweep(
+        base,
+        cells,
+        [1, 2],
+        tmp_path / "out",
+        records=tmp_path / "records",
+        reuse=[tmp_path / "other"],
+        python=shutil.which("false"),
+        log=lambda line: None,
+    )
+    by = {(c.label, s): st.split(":")[0] for c, s, st in statuses}
+    assert by == {
+        ("blocks=2", 1): "reused",
+        ("blocks=2", 2): "failed",  # another seed
+        ("blocks=3", 1): "failed",  # another setting
+        ("blocks=3", 2): "failed",
+    }
+    copied = tmp_path / "records" / "blocks-2" / "seed1"
+    assert json.loads((copied / "results.json").read_text())["best_step"] == 7
+    assert (copied / "reused_from.txt").read_text() == f"{other}\n"

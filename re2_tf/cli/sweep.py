@@ -21,7 +21,10 @@ settings are checked before anything trains.
 Run ``k`` of a cell is ``<out>/<cell>/seed<k>``; the same command again resumes: a finished
 run (its ``results.json``, or its record under ``--records``) is never retrained, and an
 unfinished one resumes from its last backup. ``--jobs=N`` trains N runs at a time, each with
-``--threads=<cores / N>`` unless you give ``--threads``. Written to ``--records`` (else
+``--threads=<cores / N>`` unless you give ``--threads``. ``--reuse=<records dirs>`` copies a
+run that another sweep or comparison already recorded with the same seed and settings instead
+of training it again (RE2's Table 7 cell of 3 blocks is the comparison's RE2 run). Written to
+``--records`` (else
 ``--out``): ``summary.md``, ``summary.json`` and ``summary.png`` (the ``--metric`` per cell with
 error bars of one std over seeds; needs the ``plot`` extra). Exit status 1 when a run failed
 (its stderr is ``<out>/<cell>/seed<k>.stderr``); the others still train.
@@ -39,7 +42,9 @@ from re2_tf.cli.common import run_command
 __all__ = ["define_flags", "main", "run"]
 
 FLAGS = flags.FLAGS
-OWN = ("grid", "seeds", "jobs", "out", "records", "metric", "train", "verbose", "helpfull")
+OWN = (
+    "grid", "seeds", "jobs", "out", "records", "reuse", "metric", "train", "verbose", "helpfull"
+)  # fmt: skip
 
 
 def define_flags(flag_values=FLAGS):
@@ -62,6 +67,13 @@ def define_flags(flag_values=FLAGS):
         None,
         "Directory that keeps each finished run's results.json, train.log, flags.txt and "
         "wall_time.json, and the summary (a run recorded here is never retrained).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_list(
+        "reuse",
+        [],
+        "Record directories of other sweeps or comparisons: a run they already hold (same "
+        "seed and settings) is copied into --records instead of trained.",
         flag_values=flag_values,
     )
     flags.DEFINE_string(
@@ -107,7 +119,13 @@ def main(argv):
     failed = []
     if FLAGS.train:
         statuses = sweep.run_sweep(
-            train_args, cells, seeds, FLAGS.out, records=FLAGS.records, jobs=FLAGS.jobs
+            train_args,
+            cells,
+            seeds,
+            FLAGS.out,
+            records=FLAGS.records,
+            jobs=FLAGS.jobs,
+            reuse=FLAGS.reuse,
         )
         failed = [(c, s, st) for c, s, st in statuses if st.startswith("failed")]
     target = Path(FLAGS.records or FLAGS.out)

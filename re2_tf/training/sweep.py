@@ -38,10 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "NOT_COMPUTED",
     "Cell",
     "RECORD_FILES",
     "parse_grid",
     "plot_summary",
+    "run_key",
     "run_sweep",
     "summarize_sweep",
 ]
@@ -131,6 +133,37 @@ def _add_wall_time(run_dir: Path, seconds: float):
     path.write_text(json.dumps({"seconds": round(sum(spans), 1), "spans": spans}) + "\n")
 
 
+#: Settings that name where a run is and how it reports, not what it computes: two runs that
+#: differ only in these train the same weights.
+NOT_COMPUTED = ("explicit", "run_dir", "progress", "log_per_samples")
+
+
+def run_key(args):
+    """What a ``re2-train <args>`` run computes: its :class:`re2_tf.TrainConfig` as a dict
+    without :data:`NOT_COMPUTED` (two runs with equal keys are the same run)."""
+    import dataclasses
+
+    from re2_tf.cli.train import config_from_args
+
+    config = dataclasses.asdict(config_from_args([*args, "--run_dir=unused"]))
+    return {k: v for k, v in config.items() if k not in NOT_COMPUTED}
+
+
+def _same_run_recorded(key, seed, reuse):
+    """The first record under the ``reuse`` directories (``.../seed<seed>/results.json`` with
+    its ``flags.txt``) whose run computes ``key``, or None."""
+    for root in reuse:
+        for flags_file in sorted(Path(root).glob(f"**/seed{seed}/flags.txt")):
+            if not (flags_file.parent / "results.json").exists():
+                continue
+            try:
+                if run_key([f"--flagfile={flags_file}"]) == key:
+                    return flags_file.parent
+            except Exception:  # a record of settings this version no longer reads
+                continue
+    return None
+
+
 def run_sweep(
     train_args,
     cells,
@@ -140,6 +173,7 @@ def run_sweep(
     records=None,
     jobs=1,
     threads=0,
+    reuse=(),
     python=sys.executable,
     log=print,
 ):
@@ -155,12 +189,17 @@ def run_sweep(
         jobs: processes at a time (int >= 1).
         threads: ``--threads`` given to each run (0: TensorFlow's default, or
             ``cores // jobs`` when ``jobs > 1``); not set when ``train_args`` set it.
+        reuse: directories of other sweeps' or comparisons' records; a run not yet recorded
+            whose settings one of them holds already (same seed, every setting equal but
+            :data:`NOT_COMPUTED`, :func:`run_key`) is not trained: its record is copied, with
+            ``reused_from.txt`` naming where from (needs ``records``).
         python: the interpreter to run ``re2_tf.cli.train`` with.
         log: called with one line per started, finished or failed run.
 
     Returns:
         list of ``(cell, seed, status)``, status ``"done"`` (trained now), ``"kept"``
-        (finished before) or ``"failed: <last line of its stderr>"``.
+        (finished before), ``"reused"`` (recorded elsewhere, copied) or ``"failed: <last line
+        of its stderr>"``.
 
     A run that fails does not stop the others; its stderr is in ``<run>.stderr``. Each run's
     wall time is in its ``wall_time.json``: seconds summed over the attempts this function saw
@@ -182,6 +221,18 @@ def run_sweep(
                 if record_dir and not (record_dir / "results.json").exists():
                     _record(run_dir, record_dir)
                 statuses[(cell, seed)] = "kept"
+            elif reuse and record_dir and not run_dir.exists():
+                args = [*cell.base, *train_args, *cell.args()]
+                if threads and not sets_threads:
+                    args.append(f"--threads={threads}")
+                source = _same_run_recorded(run_key([*args, f"--seed={seed}"]), seed, reuse)
+                if source is None:
+                    todo.append((cell, seed, run_dir, record_dir))
+                    continue
+                _record(source, record_dir)
+                (record_dir / "reused_from.txt").write_text(f"{source}\n")
+                log(f"reused {cell.label or '(base)'} seed {seed}: {source}")
+                statuses[(cell, seed)] = "reused"
             else:
                 todo.append((cell, seed, run_dir, record_dir))
 
