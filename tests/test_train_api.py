@@ -477,7 +477,7 @@ def test_each_mistake_is_one_line_and_writes_nothing(case, bad_inputs):
         ),
         "missing_flagfile": (["--flagfile=/no/such.flags"], "--flagfile: cannot open"),
         "guessed_flagfile": (
-            ["--flagfile=configs/fitn/wikiqa.flags"],
+            ["--flagfile=configs/fitn/scitail.flags"],
             "flagfiles there: configs/fitn/quora.flags",
         ),
         "epochs": (base + ["--epochs=-1"], "--epochs: must be >= 1, got -1"),
