@@ -149,3 +149,34 @@ def test_a_tiny_comparison_trains_each_model_once_and_resumes(tmp_path):
     assert again.returncode == 0, again.stderr[-2000:]
     for model, log in logs.items():  # recorded runs are not retrained
         assert (records / f"snli_check/model-{model}/seed1/train.log").read_text() == log
+
+
+@pytest.mark.slow
+def test_measure_times_the_compared_network_and_resumes(tmp_path, shared_data):
+    """`measure` serves Match-SRNN at its SNLI learning-check settings (the compared network:
+    29,323 parameters outside the embedding, counted by hand in tests/test_match_srnn.py),
+    times it and its training, names the CPU, and measures nothing the second time."""
+    data = tmp_path / "snli"
+    data.mkdir()
+    lines = (shared_data / "snli/re2_processed/dev.txt").read_text().splitlines()
+    (data / "train.txt").write_text("\n".join(lines[:400]) + "\n")
+    for split in ("dev", "test"):
+        (data / f"{split}.txt").write_text("\n".join(lines[400:464]) + "\n")
+    records = tmp_path / "records"
+    serving, training = compare.measure(
+        ["match_srnn"], records, data, batches=3, updates=2, log=lambda line: None
+    )
+    ((row,),) = [serving]
+    assert row["model"] == "match_srnn" and row["params"] == 29_323
+    assert row["flagfile"] == "configs/match_srnn/snli_learning_check.flags"
+    assert row["median_ms"] > 0 and row["throughput_pairs_per_s"] > 0
+    assert row["peak_rss_mib"] >= row["loaded_rss_mib"] > 0
+    assert row["cpu"] and row["cores"] and row["date"] and "times_s" not in row
+    ((speed,),) = [training]
+    assert speed["model"] == "match_srnn" and speed["updates"] == 2 and speed["pairs_per_s"] > 0
+    assert compare.measure(["match_srnn"], records, data, log=lambda line: None) == (
+        serving,
+        training,
+    )
+    table, _ = compare.report(records, ("match_srnn",))
+    assert f"| {row['median_ms']:.1f} |" in table.splitlines()[2]

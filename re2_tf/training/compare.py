@@ -11,10 +11,11 @@ best checkpoint on the dev split and reports it on the test split (the trainer's
 
 Beside accuracy, per model (:func:`measure`): parameters without the word embedding, the
 Table 5 latency of its default SavedModel (``re2-bench``'s protocol: a fresh process, batch 8 x
-20, median ms; random weights of the model's first benchmark variant, whose speed does not
-depend on the weights), pairs/s served at batch 128, the serving process's peak memory, and
-training pairs/s at its SNLI learning-check settings (:mod:`re2_tf.training.throughput`, one
-process). Records: ``<records>/<task>/model-<m>/seed<k>/`` per run, ``<records>/serving.jsonl``,
+20, median ms; the compared network, its SNLI learning-check settings, with random weights,
+whose speed does not depend on the weights), pairs/s served at batch 128, the serving
+process's peak memory, and training pairs/s at the same settings
+(:mod:`re2_tf.training.throughput`, one process). Records:
+``<records>/<task>/model-<m>/seed<k>/`` per run, ``<records>/serving.jsonl``,
 ``<records>/training/throughput.jsonl``.
 """
 
@@ -100,21 +101,33 @@ def common_args(data_dir, *, epochs=5, eval_per_samples=2560):
     ]
 
 
-def measure(models, records, snli_dir, *, log=print):
+def measure(models, records, snli_dir, *, threads=2, batches=100, updates=10, log=print):
     """Measure what :func:`report` needs beside accuracy, for each model not yet measured
     (one JSON line per model appended to ``<records>/serving.jsonl`` as it finishes; training
     speed in ``<records>/training/``, :func:`re2_tf.training.throughput.measure`).
+
+    The served model is the compared one: the model's SNLI learning-check settings
+    (``configs/<model>/snli_learning_check.flags``) with random weights over a 30,000-word
+    synthetic vocabulary (Table 5's; speed does not depend on the weights), exported with
+    re2_tf's default export and timed with the Table 5 protocol in a fresh process
+    (:func:`re2_tf.benchmarking.time_export`: batch 8 x 20, median of 100 batches after 10
+    warm-up ones, ``threads`` intra-op threads, one inter-op), then at batch 128 for pairs/s
+    and the serving process's peak memory.
 
     Args:
         models: model names.
         records: the comparison's records directory.
         snli_dir: the SNLI learning-check data directory (training speed is measured there).
+        threads: intra-op threads of the timed process.
+        batches: timed serving batches (Table 5: 100); ``updates``: timed training updates.
 
     Returns:
         ``(serving, training)``: lists of the records.
     """
+    import tempfile
+
     from re2_tf import benchmarking
-    from re2_tf.models import get_spec
+    from re2_tf.cli.train import config_from_args
     from re2_tf.training import throughput
 
     records = Path(records)
@@ -124,18 +137,39 @@ def measure(models, records, snli_dir, *, log=print):
     for model in models:
         if model in done:
             continue
-        variant = next(iter(get_spec(model).benchmark))
-        rows, _ = benchmarking.run_benchmark(model, [variant], throughput_batch=128)
-        (row,) = rows
+        flagfile = REPO / "configs" / model / TASKS["snli_check"].flagfile
+        config = config_from_args([f"--flagfile={flagfile}", "--run_dir=unused"])
+        with tempfile.TemporaryDirectory() as tmp:
+            export, params, featurizers = benchmarking.export_benchmark_model(
+                config.spec, dict(config.hparams), Path(tmp) / "export", vocab_size=30000
+            )
+            signature, inputs = benchmarking.benchmark_inputs(featurizers, 8, 20)
+            row = benchmarking.time_export(
+                export,
+                signature,
+                inputs,
+                batches=batches,
+                warmup=min(10, batches),
+                intra_op_threads=threads,
+                inter_op_threads=1,
+                throughput_batch=128,
+            )
         row = {k: v for k, v in row.items() if k != "times_s"}
-        row.update(model=model, variant=variant, cpu=throughput.cpu_name())
-        row.update(cpu_features=throughput.cpu_features(), cores=os.cpu_count())
+        row.update(model=model, params=params, flagfile=str(flagfile.relative_to(REPO)))
+        row.update(cpu=throughput.cpu_name(), cpu_features=throughput.cpu_features())
+        row.update(cores=os.cpu_count(), threads=threads)
         row["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
         with open(path, "a") as f:
             f.write(json.dumps(row) + "\n")
         log(f"{model}: {row['median_ms']:.1f} ms per batch of 8 x 20")
     training = throughput.measure(
-        list(models), snli_dir, records / "training", modes=["one_process"], log=log
+        list(models),
+        snli_dir,
+        records / "training",
+        modes=["one_process"],
+        warmup=min(3, updates),
+        updates=updates,
+        log=log,
     )
     return read_jsonl(path), training
 
