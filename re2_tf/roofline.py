@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["function_flops", "hlo_flops", "model_flops"]
+__all__ = ["function_flops", "hlo_flops", "model_flops", "peak_flops", "train_step_flops"]
 
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%\S+\s*=\s*(\w+)\[([\d,]*)\]\S*\s+(\w+)\((.*)$")
 _OPERAND = re.compile(r"(\w+)\[([\d,]*)\](?:\{[\d,]*\})?\s+%")
@@ -94,3 +94,44 @@ def model_flops(model, inputs, *, training=False):
     """FLOPs of one forward call of a Keras ``model`` on ``inputs`` (a dict or list of arrays;
     the batch and lengths are theirs), :func:`function_flops`."""
     return function_flops(lambda x: model(x, training=training), inputs)
+
+
+def train_step_flops(model, inputs):
+    """FLOPs of one training step's forward and backward pass of a Keras ``model`` on
+    ``inputs`` (dropout on; the gradient of the sum of the outputs with respect to every
+    trainable weight, so the loss itself, a few element-wise ops, is not counted), from the
+    HLO of the step as :func:`function_flops` reads it. The optimiser's update is element-wise
+    and not counted either."""
+    import tensorflow as tf
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            outputs = model(x, training=True)
+            total = tf.add_n(
+                [tf.reduce_sum(tf.cast(o, tf.float32)) for o in tf.nest.flatten(outputs)]
+            )
+        return tape.gradient(total, model.trainable_variables)
+
+    return function_flops(step, inputs)
+
+
+def peak_flops(dtype="float32", size=2048, repeats=10):
+    """This CPU's measured matmul rate in FLOP/s for ``dtype`` (``"float32"`` or
+    ``"bfloat16"``) with TensorFlow's current thread settings: the median over ``repeats`` of
+    ``2 size^3`` FLOP in one ``tf.linalg.matmul`` of two ``size x size`` matrices, after one
+    untimed call. Where the CPU has no bfloat16 units, TensorFlow emulates them and the bf16
+    rate comes out below the float32 one; that is the measurement, not an error."""
+    import time
+
+    import numpy as np
+    import tensorflow as tf
+
+    a = tf.cast(tf.random.normal([size, size]), dtype)
+    b = tf.cast(tf.random.normal([size, size]), dtype)
+    tf.linalg.matmul(a, b).numpy()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        tf.linalg.matmul(a, b).numpy()
+        times.append(time.perf_counter() - start)
+    return 2 * size**3 / float(np.median(times))

@@ -68,3 +68,13 @@ def test_re2_table5_model_by_hand():
     ids = np.random.default_rng(0).integers(2, 1000, size=(8, 20)).astype("int32")
     counts = roofline.model_flops(model, {"text1": ids, "text2": ids})
     assert counts["total"] == _re2_table5_by_hand() == 1_868_666_400
+
+
+def test_a_training_step_of_a_dense_layer_is_its_forward_and_weight_gradient_matmuls():
+    # forward x W, and the backward pass's gradient for W (x^T g); the input's own gradient
+    # is not asked for. Forward 2 b n m, dW 2 n b m: 4 b n m in all.
+    import keras
+
+    model = keras.Sequential([keras.Input((11,)), keras.layers.Dense(7)])
+    x = np.ones((5, 11), "float32")
+    assert roofline.train_step_flops(model, x)["dot"] == 4 * 5 * 11 * 7
