@@ -196,6 +196,7 @@ SWEEP_CONFIGS = {
     "configs/drcn/ablations.flags": 6,
     "configs/fitn/table2.flags": 4,
     "configs/fitn/table3.flags": 4,
+    "configs/fitn/figure4.flags": 5,  # inference rounds 1-5
     "configs/bert_matchlstm/heads.flags": 5,
 }
 
