@@ -244,9 +244,10 @@ def _rss(row):
 
 def markdown_table(rows, batch, length, throughput_batch):
     """Rows of ``{"model", "params", **time_export result}`` -> Markdown table string."""
+    served = f"pairs/s @ batch {throughput_batch}" if throughput_batch else "pairs/s (not timed)"
     lines = [
         f"| model | params (w/o emb.) | mean ± std s/batch ({batch}×{length}) | median ms | "
-        f"p99 ms | first call s | pairs/s @ batch {throughput_batch} | peak RSS MiB "
+        f"p99 ms | first call s | {served} | peak RSS MiB "
         f"(+ over loaded) | paper s/batch |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]

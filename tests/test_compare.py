@@ -15,14 +15,22 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
 
 
-def test_each_model_starts_from_its_flagfile_or_its_preset():
+def test_each_model_starts_from_its_flagfile_or_its_preset(tmp_path, monkeypatch):
     snli = {c.settings: c.base for c in compare.cells("snli_check")}
     assert snli[(("model", "drcn"),)] == (
         f"--flagfile={REPO / 'configs/drcn/snli_learning_check.flags'}",
     )
+    for task, spec in compare.TASKS.items():  # every model has a flagfile for every task
+        for cell in compare.cells(task):
+            model = dict(cell.settings)["model"]
+            assert cell.base == (f"--flagfile={REPO / 'configs' / model / spec.flagfile}",)
+    # a model without one starts from its preset for the task's dataset
+    (tmp_path / "configs" / "re2").mkdir(parents=True)
+    (tmp_path / "configs" / "re2" / "wikiqa.flags").write_text("--model=re2\n")
+    monkeypatch.setattr(compare, "REPO", tmp_path)
     wikiqa = {c.settings: c.base for c in compare.cells("wikiqa")}
-    assert wikiqa[(("model", "drcn"),)] == ("--model=drcn", "--dataset=wikiqa")  # no config
-    assert wikiqa[(("model", "re2"),)] == (f"--flagfile={REPO / 'configs/re2/wikiqa.flags'}",)
+    assert wikiqa[(("model", "drcn"),)] == ("--model=drcn", "--dataset=wikiqa")
+    assert wikiqa[(("model", "re2"),)] == (f"--flagfile={tmp_path / 'configs/re2/wikiqa.flags'}",)
     assert [c.name for c in compare.cells("trecqa")] == [f"model-{m}" for m in compare.MODELS]
     with pytest.raises(ValueError, match="unknown task 'snli'"):
         compare.cells("snli")
