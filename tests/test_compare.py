@@ -164,12 +164,9 @@ def test_measure_times_the_compared_network_and_resumes(tmp_path, shared_data):
     """`measure` serves Match-SRNN at its SNLI learning-check settings (the compared network:
     29,323 parameters outside the embedding, counted by hand in tests/test_match_srnn.py),
     times it and its training, names the CPU, and measures nothing the second time."""
-    data = tmp_path / "snli"
-    data.mkdir()
-    lines = (shared_data / "snli/re2_processed/dev.txt").read_text().splitlines()
-    (data / "train.txt").write_text("\n".join(lines[:400]) + "\n")
-    for split in ("dev", "test"):
-        (data / f"{split}.txt").write_text("\n".join(lines[400:464]) + "\n")
+    from test_throughput import snli_cut
+
+    data = snli_cut(shared_data, tmp_path / "snli", 400)
     records = tmp_path / "records"
     serving, training = compare.measure(
         ["match_srnn"], records, data, batches=3, updates=2, log=lambda line: None

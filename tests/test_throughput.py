@@ -116,16 +116,22 @@ def test_every_model_and_mode_is_recorded_on_one_cpu_in_one_run():
         assert r["allreduce_bytes"] == 4 * r["trainable_parameters"]
 
 
+def snli_cut(shared_data, data, train):
+    """A small SNLI directory at ``data``: the first ``train`` pairs of the SNLI dev file to
+    train on, the next 64 as both dev and test."""
+    data.mkdir()
+    lines = (shared_data / "snli/re2_processed/dev.txt").read_text().splitlines()
+    (data / "train.txt").write_text("\n".join(lines[:train]) + "\n")
+    for split in ("dev", "test"):
+        (data / f"{split}.txt").write_text("\n".join(lines[train : train + 64]) + "\n")
+    return data
+
+
 @pytest.mark.slow
 def test_measure_runs_each_mode_and_resumes(tmp_path, shared_data):
     # Two timed updates of RE2 at its SNLI settings on a cut of the SNLI dev file, in one
     # process and in two local workers; measured twice, the second call measures nothing.
-    data = tmp_path / "snli"
-    data.mkdir()
-    lines = (shared_data / "snli/re2_processed/dev.txt").read_text().splitlines()
-    (data / "train.txt").write_text("\n".join(lines[:600]) + "\n")
-    for split in ("dev", "test"):
-        (data / f"{split}.txt").write_text("\n".join(lines[600:664]) + "\n")
+    data = snli_cut(shared_data, tmp_path / "snli", 600)
     modes = ("one_process", "two_workers")
     records = throughput.measure(["re2"], data, tmp_path / "out", modes=modes, warmup=1, updates=2)
     assert [(r["model"], r["mode"]) for r in records] == [("re2", m) for m in modes]

@@ -462,20 +462,12 @@ def loopback_table(records, gbit_per_s=10):
 
 
 def matmul_flops(size=2048, repeats=10):
-    """This CPU's measured float32 matmul rate (FLOP/s) with TensorFlow's default threads: the
-    median over ``repeats`` of ``2 size^3`` FLOP in one ``tf.linalg.matmul``."""
-    import numpy as np
-    import tensorflow as tf
+    """This CPU's measured float32 matmul rate (FLOP/s) with TensorFlow's default threads:
+    :func:`re2_tf.roofline.peak_flops` (the median over ``repeats`` of ``2 size^3`` FLOP in one
+    ``tf.linalg.matmul``)."""
+    from re2_tf.roofline import peak_flops
 
-    a = tf.random.normal([size, size])
-    b = tf.random.normal([size, size])
-    tf.linalg.matmul(a, b).numpy()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        tf.linalg.matmul(a, b).numpy()
-        times.append(time.perf_counter() - start)
-    return 2 * size**3 / float(np.median(times))
+    return peak_flops("float32", size=size, repeats=repeats)
 
 
 if __name__ == "__main__":
