@@ -478,7 +478,7 @@ def test_each_mistake_is_one_line_and_writes_nothing(case, bad_inputs):
         "missing_flagfile": (["--flagfile=/no/such.flags"], "--flagfile: cannot open"),
         "guessed_flagfile": (
             ["--flagfile=configs/fitn/scitail.flags"],
-            "flagfiles there: configs/fitn/quora.flags",
+            "configs/fitn/quora.flags, configs/fitn/quora_learning_check.flags",
         ),
         "epochs": (base + ["--epochs=-1"], "--epochs: must be >= 1, got -1"),
         "unknown_flag": (base + ["--blocks=2", "--model=drcn"], "Unknown command line flag"),
