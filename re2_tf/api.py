@@ -166,7 +166,7 @@ def _prepare_run_dir(run_dir: Path, config: TrainConfig, record: runs.RunConfig)
             )
         return True
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / runs.FLAGS_FILE).write_text("\n".join(flags_file_lines(config, run_dir)) + "\n")
+    (run_dir / runs.RUN_FLAGFILE).write_text("\n".join(flags_file_lines(config, run_dir)) + "\n")
     runs.save_config(run_dir, record)
     return False
 

@@ -264,8 +264,8 @@ def markdown_table(rows, batch, length, throughput_batch):
 
 def benchmark_record(rows, *, argv=(), settings=None):
     """A latency measurement as a record (``re2-bench --json_out``): ``{"command": "re2-bench
-    <argv>", "settings": settings, "cpu": <model name>, "cpu_features": [<vector units>],
-    "date": <UTC ISO date>, "rows": rows without their per-batch times}``."""
+    <argv>", "settings": settings, **throughput.machine(), "date": <UTC ISO date>, "rows": rows
+    without their per-batch times}``."""
     import datetime
 
     from re2_tf.training import throughput
@@ -273,9 +273,7 @@ def benchmark_record(rows, *, argv=(), settings=None):
     return {
         "command": " ".join(["re2-bench", *argv]),
         "settings": dict(settings or {}),
-        "cpu": throughput.cpu_name(),
-        "cpu_features": throughput.cpu_features(),
-        "cores": os.cpu_count(),
+        **throughput.machine(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "rows": [{k: v for k, v in r.items() if k != "times_s"} for r in rows],
     }

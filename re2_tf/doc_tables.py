@@ -124,11 +124,9 @@ def _read(path):
 
 
 def _machine(record):
-    features = ", ".join(record.get("cpu_features") or []) or "vector units unknown"
-    return (
-        f"{record.get('cores', '?')} cores of {record['cpu']} ({features}), {record['date']}: "
-        f"`{record['command']}`"
-    )
+    from re2_tf.training.throughput import describe_machine
+
+    return f"{describe_machine(record)}: `{record['command']}`"
 
 
 def _bench(record):

@@ -24,7 +24,7 @@ def run_data_dir(run_dir):
     run does not record one."""
     from re2_tf import runs
 
-    flags_file = Path(run_dir) / runs.FLAGS_FILE
+    flags_file = Path(run_dir) / runs.RUN_FLAGFILE
     if flags_file.exists():
         for line in flags_file.read_text().splitlines():
             if line.startswith("--data_dir="):

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from re2_tf.data.embeddings import VOCAB_FILE  # the cache's own name
 
-FLAGS_FILE = "flags.txt"
+RUN_FLAGFILE = "flags.txt"
 CONFIG_FILE = "config.json"
 BEST_MODEL_FILE = "best.keras"
 BACKUP_DIR = "backup"

@@ -97,7 +97,7 @@ def test_cli_times_an_existing_export_and_tflite(tmp_path):
     assert (
         record["settings"]["batches"] == 2 and record["settings"]["signature"] == "serving_default"
     )
-    assert record["cpu"] and record["date"] and record["cores"] == os.cpu_count()
+    assert record["cpu"] and record["date"] and record["cpu_count"] == os.cpu_count()
     ((row,),) = [record["rows"]]
     assert row["model"] == str(path) and "times_s" not in row and row["median_ms"] > 0
     tflite, _, _ = benchmark.export_benchmark_model(

@@ -75,7 +75,7 @@ def _hand_made_records(records):
         "peak_rss_mib": 789.4,
         "cpu": "CPU A",
         "cpu_features": ["avx2"],
-        "cores": 2,
+        "cpu_count": 2,
         "date": "2026-01-02",
     }
     _write(records / "serving.jsonl", json.dumps(serving) + "\n")
@@ -100,7 +100,7 @@ def test_table_is_the_records_with_hand_computed_mean_and_std(tmp_path):
     )
     assert drcn == "| `drcn` | 0.2500 (1) | — | — | — | — | — | — | — | — |"
     assert list(summary["tasks"]) == ["snli_check", "quora_check", "wikiqa", "trecqa"]
-    # the CPU of the speed columns, from both records (the throughput one writes cpu_count)
+    # the CPU of the speed columns, from both kinds of record, each with its own date
     assert machine == (
         "Latency, serving and training speed measured on 2 cores of CPU A (avx2), 2026-01-02; "
         "4 cores of CPU B (vector units unknown), 2026-01-03."
@@ -176,7 +176,7 @@ def test_measure_times_the_compared_network_and_resumes(tmp_path, shared_data):
     assert row["flagfile"] == "configs/match_srnn/snli_learning_check.flags"
     assert row["median_ms"] > 0 and row["throughput_pairs_per_s"] > 0
     assert row["peak_rss_mib"] >= row["loaded_rss_mib"] > 0
-    assert row["cpu"] and row["cores"] and row["date"] and "times_s" not in row
+    assert row["cpu"] and row["cpu_count"] and row["date"] and "times_s" not in row
     ((speed,),) = [training]
     assert speed["model"] == "match_srnn" and speed["updates"] == 2 and speed["pairs_per_s"] > 0
     assert compare.measure(["match_srnn"], records, data, log=lambda line: None) == (

@@ -33,7 +33,7 @@ def _record(export, medians, command):
         "settings": {"batch": 8, "length": 20, "throughput_batch": 0},
         "cpu": "Test CPU",
         "cpu_features": ["avx2"],
-        "cores": 2,
+        "cpu_count": 2,
         "date": "2026-01-02",
         "rows": rows,
     }

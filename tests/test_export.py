@@ -69,7 +69,7 @@ def run_and_export(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run")
     model.save(run_dir / runs.BEST_MODEL_FILE)
     vocab.save(run_dir / runs.VOCAB_FILE)
-    (run_dir / runs.FLAGS_FILE).write_text("--blocks=2\n--hidden_size=16\n")
+    (run_dir / runs.RUN_FLAGFILE).write_text("--blocks=2\n--hidden_size=16\n")
     runs.save_config(
         run_dir,
         runs.RunConfig(

@@ -91,6 +91,21 @@ def run_app(main, *, program: str, flags_parser=None, argv=None):
     app.run(guarded_main, argv=argv, flags_parser=guarded_parser)
 
 
+def write_run_flags(directory, module_name, flag_values=flags.FLAGS):
+    """Write the flags a command defined in module ``module_name`` ran with to
+    ``<directory>/flags.txt`` (:data:`re2_tf.runs.RUN_FLAGFILE`), one ``--name=value`` per line,
+    so that the output can be rerun with ``--flagfile``. Creates ``directory``."""
+    import sys
+    from pathlib import Path
+
+    from re2_tf.runs import RUN_FLAGFILE
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    own = flag_values.get_key_flags_for_module(sys.modules[module_name])
+    (directory / RUN_FLAGFILE).write_text("".join(f.serialize() + "\n" for f in own))
+
+
 def _fail(program, error):
     if os.environ.get("RE2_TF_TRACEBACK") == "1":
         traceback.print_exc()

@@ -42,7 +42,6 @@ It writes ``results.json``, ``figure4.png`` (the paper's three panels for ``ABCD
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -424,10 +423,9 @@ def main(argv):
     FLAGS = flags.FLAGS
     if len(argv) > 1:
         raise SystemExit(f"Unexpected arguments: {argv[1:]}")
-    output_dir = Path(FLAGS.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    own = FLAGS.get_key_flags_for_module(sys.modules[__name__])
-    (output_dir / "flags.txt").write_text("".join(f.serialize() + "\n" for f in own))
+    from re2_tf.cli.common import write_run_flags
+
+    write_run_flags(FLAGS.output_dir, __name__)
     results = run(
         FLAGS.output_dir,
         FLAGS.train_pairs,

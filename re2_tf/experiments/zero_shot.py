@@ -19,7 +19,6 @@ the run's flags in ``flags.txt`` beside it.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +89,7 @@ def main(argv):
     FLAGS = flags.FLAGS
     if len(argv) > 1:
         raise SystemExit(f"Unexpected arguments: {argv[1:]}")
+    from re2_tf.cli.common import write_run_flags
     from re2_tf.data import datasets
     from re2_tf.data.wordpiece import WordPieceTokenizer
     from re2_tf.evaluation import format_metrics, score
@@ -112,8 +112,7 @@ def main(argv):
         output = Path(FLAGS.output)
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(results, indent=2) + "\n")
-        own = FLAGS.get_key_flags_for_module(sys.modules[__name__])
-        (output.parent / "flags.txt").write_text("".join(f.serialize() + "\n" for f in own))
+        write_run_flags(output.parent, __name__)
 
 
 def define_flags():

@@ -803,7 +803,7 @@ def export_run(run_dir, export_dir, **kwargs):
 
     config = runs.load_config(run_dir)
     spec = get_spec(config.model)
-    flags_path = Path(run_dir) / runs.FLAGS_FILE  # the run's recorded flagfile, a text asset
+    flags_path = Path(run_dir) / runs.RUN_FLAGFILE  # the run's recorded flagfile, a text asset
     flags_text = flags_path.read_text() if flags_path.exists() else ""
     kwargs.setdefault("tokenizer", config.tokenizer)
     return export_model(

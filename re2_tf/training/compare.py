@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,8 +155,7 @@ def measure(models, records, snli_dir, *, threads=2, batches=100, updates=10, lo
             )
         row = {k: v for k, v in row.items() if k != "times_s"}
         row.update(model=model, params=params, flagfile=str(flagfile.relative_to(REPO)))
-        row.update(cpu=throughput.cpu_name(), cpu_features=throughput.cpu_features())
-        row.update(cores=os.cpu_count(), threads=threads)
+        row.update(throughput.machine(), threads=threads)
         row["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
         with open(path, "a") as f:
             f.write(json.dumps(row) + "\n")
@@ -235,9 +233,7 @@ def report(records, models=MODELS):
         lines.append("| " + " | ".join(row) + " |")
     machines = sorted(
         {
-            f"{r.get('cores') or r.get('cpu_count') or '?'} cores of {r['cpu']} "
-            f"({', '.join(r.get('cpu_features') or []) or 'vector units unknown'})"
-            + (f", {r['date'][:10]}" if r.get("date") else "")
+            throughput.describe_machine(r)
             for r in [*serving.values(), *training.values()]
             if r.get("cpu")
         }

@@ -149,19 +149,22 @@ def run_key(args):
     return {k: v for k, v in config.items() if k not in NOT_COMPUTED}
 
 
-def _same_run_recorded(key, seed, reuse):
-    """The first record under the ``reuse`` directories (``.../seed<seed>/results.json`` with
-    its ``flags.txt``) whose run computes ``key``, or None."""
+def _recorded_runs(reuse):
+    """``[(run_key, record dir)]`` of every finished record (``.../seed<k>/results.json`` with
+    its ``flags.txt``) under the ``reuse`` directories, in path order; a record whose flags
+    this version no longer reads is left out."""
+    from absl import flags
+
+    found = []
     for root in reuse:
-        for flags_file in sorted(Path(root).glob(f"**/seed{seed}/flags.txt")):
+        for flags_file in sorted(Path(root).glob("**/seed*/flags.txt")):
             if not (flags_file.parent / "results.json").exists():
                 continue
             try:
-                if run_key([f"--flagfile={flags_file}"]) == key:
-                    return flags_file.parent
-            except Exception:  # a record of settings this version no longer reads
+                found.append((run_key([f"--flagfile={flags_file}"]), flags_file.parent))
+            except (flags.Error, ValueError):
                 continue
-    return None
+    return found
 
 
 def run_sweep(
@@ -213,6 +216,7 @@ def run_sweep(
         threads = max(1, (os.cpu_count() or 1) // jobs)
     sets_threads = any(a.startswith("--threads=") for a in train_args)
     todo, statuses = [], {}
+    recorded = None  # the reuse directories' runs, read once when first needed
     for cell in cells:
         for seed in seeds:
             run_dir = out / cell.name / f"seed{seed}"
@@ -225,7 +229,10 @@ def run_sweep(
                 args = [*cell.base, *train_args, *cell.args()]
                 if threads and not sets_threads:
                     args.append(f"--threads={threads}")
-                source = _same_run_recorded(run_key([*args, f"--seed={seed}"]), seed, reuse)
+                if recorded is None:
+                    recorded = _recorded_runs(reuse)
+                key = run_key([*args, f"--seed={seed}"])
+                source = next((path for k, path in recorded if k == key), None)
                 if source is None:
                     todo.append((cell, seed, run_dir, record_dir))
                     continue
@@ -266,7 +273,7 @@ def run_sweep(
 
 
 def _load(run_dir: Path, record_dir):
-    for directory in (d for d in (record_dir, run_dir) if d is not None):
+    for directory in filter(None, (record_dir, run_dir)):
         if (directory / "results.json").exists():
             result = json.loads((directory / "results.json").read_text())
             wall = directory / WALL_TIME_FILE

@@ -148,6 +148,20 @@ def cpu_features():
     return [f for f in VECTOR_FEATURES if f in flags]
 
 
+def machine():
+    """The fields every speed record carries about its CPU: ``{"cpu": cpu_name(),
+    "cpu_features": cpu_features(), "cpu_count": os.cpu_count()}``."""
+    return {"cpu": cpu_name(), "cpu_features": cpu_features(), "cpu_count": os.cpu_count()}
+
+
+def describe_machine(record):
+    """``"2 cores of AMD EPYC (avx2, avx512f), 2026-11-26"``: a speed record's CPU fields
+    (:func:`machine`) and the day of its ``date``, for the tables generated from records."""
+    features = ", ".join(record.get("cpu_features") or []) or "vector units unknown"
+    text = f"{record.get('cpu_count') or '?'} cores of {record['cpu']} ({features})"
+    return text + (f", {record['date'][:10]}" if record.get("date") else "")
+
+
 def _child(spec):
     """In a measurement process: train ``spec["args"]`` with an :class:`UpdateTimer` and print
     one ``THROUGHPUT {json}`` line (the chief only)."""
@@ -320,9 +334,7 @@ def measure(
                     processes=mode.processes,
                     threads=mode.threads,
                     flagfile=str(flagfile.relative_to(REPO)),
-                    cpu=cpu_name(),
-                    cpu_features=cpu_features(),
-                    cpu_count=os.cpu_count(),
+                    **machine(),
                     tensorflow=tf.__version__,
                     date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 )
