@@ -157,14 +157,15 @@ def sample_words(path=SAMPLE_TEXT):
     return sorted(words)
 
 
-def benchmark_inputs(featurizers, batch, length):
+def benchmark_inputs(featurizers, batch, length, words=None):
     """``(signature, input spec)`` timed for a model with these featurisers: ``serving_ids``
     on random ids of every feature (:func:`features_spec`), or -- when a feature packs both
     texts into one sequence (side ``pair``, BERT's ``[CLS] a [SEP] b [SEP]``), which random
-    ids cannot form -- ``serving_default`` on raw texts of ``length`` words of the bundled
-    sample (:func:`sample_words`), tokenisation and packing included in the time."""
+    ids cannot form -- ``serving_default`` on raw texts of ``length`` words of ``words``
+    (default: the bundled sample's, :func:`sample_words`), tokenisation and packing included
+    in the time."""
     if any(s.side == "pair" for f in featurizers for s in f.specs()):
-        return "serving_default", text_spec(batch, length, sample_words())
+        return "serving_default", text_spec(batch, length, words or sample_words())
     return "serving_ids", features_spec(featurizers, batch, length)
 
 
@@ -202,9 +203,11 @@ def export_benchmark_model(
     xla=True,
     seed=0,
     plain_dir=None,
+    backend=None,
 ):
     """Build ``spec``'s model with ``hparams`` and random weights over a synthetic vocabulary,
-    export it; return ``(path, parameters outside the embedding, featurizers)``.
+    export it (through serving ``backend``, default the spec's ``export_backend``); return
+    ``(path, parameters outside the embedding, featurizers)``.
 
     With ``plain_dir``, the same network is also written there with Keras' own
     ``model.export`` (signature ``serving_default`` over the model's inputs): the baseline a
@@ -223,7 +226,7 @@ def export_benchmark_model(
         model,
         export_dir,
         featurizers=featurizers,
-        backend=spec.export_backend,
+        backend=backend or spec.export_backend,
         output=output_kind(spec, hparams),
         label_names=[str(i) for i in range(num_classes)],
         fmt=fmt,

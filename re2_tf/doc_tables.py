@@ -19,7 +19,10 @@ Kinds (paths relative to the repository root):
   timings included), then the CPU, the date and the command it was measured with;
 - ``table5 <record.json> ...``: several such records of one model's variants (RE2's 1, 2 and
   3 blocks) side by side, one line per record (export format and options), median ms per
-  variant and the last variant's mean ± std, under the paper's own row.
+  variant and the last variant's mean ± std, under the paper's own row;
+- ``roofline <record.json>``: a ``re2-bench --roofline --json_out`` record
+  (:func:`re2_tf.roofline.report`) as :func:`re2_tf.roofline.markdown` prints it, then its
+  command.
 
 ``re2-summarize --update_docs README.md docs/*.md`` rewrites every block from the records, and
 ``tests/test_recorded_runs.py`` checks that each block in the README and ``docs/`` is what the
@@ -84,9 +87,14 @@ def generate(spec, root=REPO):
         return _bench(_read(root / args[0]))
     if kind == "table5" and args:
         return _table5([_read(root / a) for a in args])
+    if kind == "roofline" and len(args) == 1:
+        from re2_tf import roofline
+
+        record = _read(root / args[0])
+        return roofline.markdown(record) + f"\n\nCommand: `{record['command']}`."
     raise ValueError(
         f"unknown generated table {spec!r}: expected 'compare <records>', 'sweep <flagfile>', "
-        "'bench <json>' or 'table5 <json> ...'"
+        "'bench <json>', 'table5 <json> ...' or 'roofline <json>'"
     )
 
 

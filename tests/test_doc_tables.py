@@ -106,3 +106,33 @@ def test_sweep_config_reads_grid_seeds_and_records(tmp_path):
 def test_an_unknown_kind_is_named():
     with pytest.raises(ValueError, match="unknown generated table 'plot x'"):
         doc_tables.generate("plot x")
+
+
+def test_a_roofline_block_is_the_reports_tables_and_its_command(tmp_path):
+    import json
+
+    record = {
+        "command": "python -m re2_tf.benchmark --roofline",
+        "cpu": "Some CPU",
+        "cpu_features": [],
+        "cpu_count": 2,
+        "threads": 2,
+        "units": {"float32": True, "bfloat16": False, "int8": False},
+        "peaks": {"float32": 1e11, "bfloat16": None, "int8": None},
+        "batch": 8,
+        "length": 20,
+        "throughput_batch": 512,
+        "serving": [],
+        "training": [],
+    }
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    assert doc_tables.generate("roofline r.json", tmp_path).splitlines() == [
+        "2 cores of Some CPU (vector units unknown); 2 threads; measured peaks: float32 100 "
+        "GFLOP/s, bfloat16 not measured, int8 not measured; matrix units for: float32.",
+        "",
+        "| model | export | GFLOP per 8×20 batch | median ms | FLOP floor ms | sequential steps "
+        "| dependency floor ms | × floor | pairs/s @ 512 | % of peak @ 512 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "",
+        "Command: `python -m re2_tf.benchmark --roofline`.",
+    ]

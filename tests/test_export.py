@@ -551,3 +551,57 @@ def test_invalid_utf8_is_rejected_naming_the_input_and_rows(loaded):
             ) as error:
                 fn(**{k: tf.constant(v) for k, v in texts.items()})
             assert "rows:" in str(error.value) and "[1]" in str(error.value), bad
+
+
+def _cpu_with(bfloat16):
+    return lambda features=None: {"float32": True, "bfloat16": bfloat16, "int8": False}
+
+
+def test_precision_auto_is_fp32_without_measuring_on_a_cpu_without_bfloat16_units(
+    run_and_export, tmp_path, monkeypatch
+):
+    from re2_tf import roofline
+
+    monkeypatch.setattr(roofline, "cpu_units", _cpu_with(False))  # an AVX2-only CPU
+    export_dir = export_run(
+        run_and_export[0], tmp_path / "auto", precision="auto", length_buckets=[8, 16, 32]
+    )
+    config = json.loads((export_dir / "assets" / "export_config.json").read_text())
+    assert config["precision"] == "fp32"
+    choice = config["precision_choice"]
+    assert choice["chosen"] == "fp32" and "no bfloat16 units" in choice["reason"]
+    assert "median_ms" not in choice  # nothing was exported twice or timed
+
+
+@pytest.mark.slow
+def test_precision_auto_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its_rule(
+    run_and_export, tmp_path, monkeypatch
+):
+    from re2_tf import roofline
+    from re2_tf.serving.predictor import Predictor
+
+    monkeypatch.setattr(roofline, "cpu_units", _cpu_with(True))
+    export_dir = export_run(
+        run_and_export[0], tmp_path / "auto", precision="auto", length_buckets=[8, 16, 32]
+    )
+    config = json.loads((export_dir / "assets" / "export_config.json").read_text())
+    choice = config["precision_choice"]
+    assert sorted(choice["median_ms"]) == ["bf16", "fp32"]
+    assert all(sorted(m) == ["128x20", "8x20"] for m in choice["median_ms"].values())
+    dev = _sample_lines("dev")
+    assert choice["pairs"] == min(1000, len(dev))
+    faster = all(
+        choice["median_ms"]["bf16"][s] < choice["median_ms"]["fp32"][s] for s in ("8x20", "128x20")
+    )
+    expected = "bf16" if choice["label_agreement"] >= 0.99 and faster else "fp32"
+    assert choice["chosen"] == config["precision"] == expected
+    # the agreement is between the two exports on those pairs: recompute it with a fresh
+    # fp32 export and the chosen one
+    fp32 = export_run(run_and_export[0], tmp_path / "fp32", length_buckets=[8, 16, 32])
+    texts = [row[0] for row in dev[:1000]], [row[1] for row in dev[:1000]]
+    p32 = Predictor(fp32, tokenize="python").probabilities(*texts)
+    chosen = Predictor(export_dir, tokenize="python").probabilities(*texts)
+    if expected == "fp32":
+        np.testing.assert_allclose(chosen, p32, atol=1e-5)
+    else:
+        assert (chosen.argmax(-1) == p32.argmax(-1)).mean() == choice["label_agreement"]

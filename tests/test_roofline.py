@@ -78,3 +78,168 @@ def test_a_training_step_of_a_dense_layer_is_its_forward_and_weight_gradient_mat
     model = keras.Sequential([keras.Input((11,)), keras.layers.Dense(7)])
     x = np.ones((5, 11), "float32")
     assert roofline.train_step_flops(model, x)["dot"] == 4 * 5 * 11 * 7
+
+
+def test_a_loop_body_counts_once_per_iteration_and_its_steps_chain():
+    import tensorflow as tf
+
+    w = tf.constant(np.ones((6, 6), "float32"))
+
+    def fn(x):  # i = 3 .. 12: ten iterations
+        return tf.while_loop(lambda i, h: i < 13, lambda i, h: (i + 1, tf.matmul(h, w)), (3, x))[1]
+
+    hlo = roofline.function_hlo(fn, np.ones((4, 6), "float32"))
+    assert roofline.hlo_flops(hlo)["dot"] == 10 * 2 * 4 * 6 * 6
+    module = roofline.parse_hlo(hlo)
+    ((caller, loop),) = [
+        (name, i) for name, c in module.computations.items() for i in c if i.op == "while"
+    ]
+    assert module.trip_count(loop, caller) == 10
+    shapes = []
+    assert roofline.dependency_floor(hlo, lambda s: shapes.append(s) or 0.5) == 10 * 0.5
+    assert shapes == [(4, 6, 6)]
+
+
+def test_an_lstm_by_hand_and_its_directions_overlap_while_stacked_layers_chain():
+    # Keras' LSTM: every step multiplies x_t [b, d] by W [d, 4h] and h [b, h] by U [h, 4h].
+    # (Its TensorFlow backend also computes a first step before the loop, only to learn the
+    # output's shape; XLA drops it as dead code, and so does the count.)
+    import keras
+
+    b, t, d, h = 3, 7, 5, 4
+    x = np.ones((b, t, d), "float32")
+    lstm = keras.layers.LSTM(h, return_sequences=True)
+    bi = keras.layers.Bidirectional(keras.layers.LSTM(h, return_sequences=True))
+    second = keras.layers.LSTM(h)
+    second(bi(lstm(x)))
+    assert roofline.function_flops(lambda v: lstm(v), x)["dot"] == t * (
+        2 * b * d * 4 * h + 2 * b * h * 4 * h
+    )
+    hlo = roofline.function_hlo(lambda v: bi(v), np.ones((b, t, h), "float32"))
+    assert roofline.hlo_flops(hlo)["dot"] == 2 * t * (2 * b * h * 4 * h + 2 * b * h * 4 * h)
+    assert roofline.dependency_floor(hlo, lambda s: 1.0) == t  # the directions overlap
+    stacked = roofline.function_hlo(lambda v: second(bi(lstm(v))), x)
+    assert roofline.dependency_floor(stacked, lambda s: 1.0) == 3 * t
+
+
+def test_an_lstm_training_step_by_hand_its_gradient_loop_runs_as_often_as_the_forward():
+    # forward: t steps of x_t W and h U; backward, t steps of dW += x_t^T g, dU += h^T g and
+    # the recurrent gradient g U^T (the input's own gradient is not needed: it is no weight)
+    import keras
+
+    b, t, d, h = 3, 7, 5, 4
+    model = keras.Sequential([keras.Input((t, d)), keras.layers.LSTM(h)])
+    forward = t * (2 * b * d * 4 * h + 2 * b * h * 4 * h)
+    backward = t * (2 * d * b * 4 * h + 2 * h * b * 4 * h + 2 * b * 4 * h * h)
+    x = np.ones((b, t, d), "float32")
+    assert roofline.train_step_flops(model, x)["dot"] == forward + backward == 14_784
+
+
+def test_a_loop_without_a_constant_bound_is_named():
+    import tensorflow as tf
+
+    def fn(x, n):
+        return tf.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, v * 2.0), (0, x))[1]
+
+    hlo = roofline.function_hlo(fn, np.ones(3, "float32"), np.int32(4))
+    with pytest.raises(ValueError, match="while loop %.*no constant trip count"):
+        roofline.hlo_flops(hlo)
+
+
+def test_cpu_units_follow_the_cpu_flags():
+    assert roofline.cpu_units(["avx2"]) == {"float32": True, "bfloat16": False, "int8": False}
+    assert roofline.cpu_units(["avx2", "avx512f", "avx512_vnni", "avx512_bf16"]) == {
+        "float32": True,
+        "bfloat16": True,
+        "int8": True,
+    }
+    assert roofline.cpu_units(["amx_bf16", "amx_int8"])["bfloat16"] is True
+
+
+def test_the_report_tables_of_a_hand_written_record():
+    record = {
+        "cpu": "Some CPU",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "date": "2026-11-26",
+        "threads": 2,
+        "units": {"float32": True, "bfloat16": False, "int8": False},
+        "peaks": {"float32": 100e9, "bfloat16": None, "int8": None},
+        "batch": 8,
+        "length": 20,
+        "throughput_batch": 512,
+        "serving": [
+            {
+                "variant": "Net",
+                "export": "savedmodel_fp32",
+                "flops": 2.5e9,
+                "median_ms": 50.0,
+                "flop_floor_ms": 25.0,
+                "sequential_steps": 40,
+                "dependency_floor_ms": 4.0,
+                "times_floor": 2.0,
+                "bound": "FLOPs",
+                "throughput_pairs_per_s": 1234.4,
+                "percent_of_peak": 61.7,
+            }
+        ],
+        "training": [
+            {
+                "model": "net",
+                "batch_size": 64,
+                "length": 24,
+                "flops_per_update": 12.345e9,
+                "pairs_per_s": 80.04,
+                "floor_pairs_per_s": 518.4,
+                "percent_of_peak": 15.4,
+            }
+        ],
+    }
+    assert roofline.markdown(record).splitlines() == [
+        "2 cores of Some CPU (avx2), 2026-11-26; 2 threads; measured peaks: float32 100 "
+        "GFLOP/s, bfloat16 not measured, int8 not measured; matrix units for: float32.",
+        "",
+        "| model | export | GFLOP per 8×20 batch | median ms | FLOP floor ms | sequential steps "
+        "| dependency floor ms | × floor | pairs/s @ 512 | % of peak @ 512 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| Net | savedmodel_fp32 | 2.500 | 50.0 | 25.0 | 40 | 4.00 | 2.0 (FLOPs) | 1,234 | 62 % |",
+        "",
+        "| model (training) | batch × length | GFLOP per update | pairs/s | floor pairs/s "
+        "| % of peak |",
+        "|---|---:|---:|---:|---:|---:|",
+        "| net | 64×24 | 12.35 | 80.0 | 518 | 15 % |",
+    ]
+
+
+def test_texts_of_single_position_words_are_exactly_their_length_for_wordpiece():
+    pytest.importorskip("keras_hub")
+    from re2_tf import benchmarking
+    from re2_tf.models import get_spec
+
+    spec = get_spec("bert_matchlstm")
+    featurizers = benchmarking.synthetic_featurizers(spec, spec.defaults(), 100)
+    words = roofline.single_position_words(featurizers, ["the", "dog", "unaffordable", "xqzv"])
+    assert words == ["the", "dog"]  # the others are more than one WordPiece
+    batch = roofline.pair_batch(featurizers, 3, 20, words)
+    # [CLS] 20 tokens [SEP] 20 tokens [SEP]: no padding in any row
+    assert {k: tuple(v.shape) for k, v in batch.items()} == {k: (3, 43) for k in batch}
+    assert int(batch["token_ids"].numpy().min()) > 0
+
+
+def test_a_chain_of_dependent_matmuls_takes_time():
+    assert 0 < roofline.loop_step_seconds((4, 8, 8), iterations=50, repeats=2) < 0.01
+
+
+@pytest.mark.slow
+def test_the_roofline_report_of_match_srnn_has_its_fields():
+    record = roofline.report(
+        ["match_srnn"], batches=3, throughput_batch=16, updates=2, log=lambda *_: None
+    )
+    assert [r["variant"] for r in record["serving"]] == ["Match-SRNN", "Bi-Match-SRNN"]
+    for row in record["serving"]:
+        assert row["sequential_steps"] == 39  # 20 + 20 - 1 anti-diagonals of the 20 x 20 grid
+        assert row["flops"] > 0 and row["median_ms"] > 0 and row["dependency_floor_ms"] > 0
+        assert row["flops_throughput_batch"] == 2 * row["flops"]  # 16 pairs against 8
+    (training,) = record["training"]
+    assert training["model"] == "match_srnn" and training["pairs_per_s"] > 0
+    assert "Match-SRNN" in roofline.markdown(record)

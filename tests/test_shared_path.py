@@ -127,7 +127,13 @@ def test_evaluate_and_export_serve_the_score(ranker_run, tmp_path):
         == json.loads((run_dir / "results.json").read_text())["splits"]["test"]
     )
     assert "test (32 pairs)" in out
-    _run("export", f"--run_dir={run_dir}", f"--export_dir={tmp_path / 'export'}", "--xla=false")
+    _run(
+        "export",
+        f"--run_dir={run_dir}",
+        f"--export_dir={tmp_path / 'export'}",
+        "--xla=false",
+        "--precision=fp32",
+    )
     import keras
 
     model = keras.saving.load_model(run_dir / "best.keras")

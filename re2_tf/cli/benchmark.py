@@ -5,10 +5,11 @@ layer over :func:`re2_tf.benchmarking.run_benchmark` and
     re2-bench --intra_op_threads=2 --inter_op_threads=1          # Table 5: RE2 1/2/3 blocks
     re2-bench --model=re2 --variants="RE2 3 blocks" --xla=false
     re2-bench --format=tflite --precision=int8
+    re2-bench --roofline --json_out=docs/runs/roofline/roofline.json   # against the CPU's limit
     re2-bench --saved_model=exports/snli --signature=serving_ids \
         --input_spec='{"text1": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 1000},
                        "text2": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 1000}}'
-    python -m re2_tf.cli.benchmark ...                             # the same
+    python -m re2_tf.benchmark ...                                 # the same
 
 Prints one Markdown row per timed export (and the model's component timings unless
 ``--components=false``); ``--json_out`` also writes a record of the measurement as JSON
@@ -113,6 +114,34 @@ def define_flags(flag_values=FLAGS):
         "json_out", None, "Also write the rows as JSON here.", flag_values=flag_values
     )
     flags.DEFINE_bool(
+        "roofline",
+        False,
+        "Instead: this CPU's measured peaks, and every --roofline_models model's latency, "
+        "throughput and training speed beside its FLOP and dependency floors "
+        "(re2_tf.roofline.report).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_list(
+        "roofline_models",
+        ["re2", "drcn", "fitn", "match_srnn", "bert_matchlstm"],
+        "Models of --roofline (each with all its benchmark variants).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_list(
+        "roofline_exports",
+        ["savedmodel_fp32"],
+        "Exports timed by --roofline: savedmodel_fp32 (the default export, XLA), "
+        "savedmodel_fp32_keras (RE2 without its folded forward pass), savedmodel_fp32_noxla, "
+        "savedmodel_bf16, tflite_fp32, tflite_int8.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_bool(
+        "roofline_training",
+        True,
+        "--roofline also times training (re2-train, one process) against its floor.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_bool(
         "components",
         True,
         "Also print the model's component timings "
@@ -132,6 +161,25 @@ def main(argv):
 
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
         tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
+    if FLAGS.roofline:
+        from re2_tf import roofline
+
+        record = roofline.report(
+            FLAGS.roofline_models,
+            exports=FLAGS.roofline_exports,
+            threads=FLAGS.intra_op_threads or 2,
+            batch=FLAGS.batch,
+            length=FLAGS.length,
+            throughput_batch=FLAGS.throughput_batch,
+            batches=FLAGS.batches,
+            training=FLAGS.roofline_training,
+            argv=sys.argv[1:],
+        )
+        print(roofline.markdown(record))
+        if FLAGS.json_out:
+            Path(FLAGS.json_out).parent.mkdir(parents=True, exist_ok=True)
+            Path(FLAGS.json_out).write_text(json.dumps(record, indent=2) + "\n")
+        return
     if FLAGS.saved_model:
         if not Path(FLAGS.saved_model).exists():
             raise FileNotFoundError(f"--saved_model: no such export {FLAGS.saved_model}")

@@ -791,12 +791,16 @@ def export_model(
     return export_dir
 
 
-def export_run(run_dir, export_dir, **kwargs):
+def export_run(run_dir, export_dir, *, precision="fp32", max_pairs=1000, **kwargs):
     """Export a run directory (``re2_tf.runs`` layout). ``kwargs`` go to :func:`export_model`.
 
     The model's spec (``config.json``'s ``model``) gives the serving backend and output kind;
     ``tokenizer`` defaults to the run's; the Python tokeniser recorded for
-    :class:`~re2_tf.serving.predictor.Predictor` is always the run's.
+    :class:`~re2_tf.serving.predictor.Predictor` is always the run's. ``precision="auto"``
+    (``re2-export``'s default) lets this CPU choose between ``fp32`` and ``bf16``
+    (:func:`re2_tf.serving.auto_precision.choose_precision`, checked on the first
+    ``max_pairs`` pairs of the run's dev split; a TFLite export is ``fp32``) and records the
+    choice in ``export_config.json`` (``precision_choice``).
     """
     from re2_tf import runs
     from re2_tf.models import get_spec
@@ -806,9 +810,8 @@ def export_run(run_dir, export_dir, **kwargs):
     flags_path = Path(run_dir) / runs.RUN_FLAGFILE  # the run's recorded flagfile, a text asset
     flags_text = flags_path.read_text() if flags_path.exists() else ""
     kwargs.setdefault("tokenizer", config.tokenizer)
-    return export_model(
-        runs.load_best_model(run_dir),
-        export_dir,
+    model = runs.load_best_model(run_dir)
+    kwargs.update(
         featurizers=runs.load_featurizers(run_dir),
         label_names=config.label_names,
         backend=spec.export_backend,
@@ -816,11 +819,28 @@ def export_run(run_dir, export_dir, **kwargs):
         lower=config.lower,
         flags_text=flags_text,
         python_tokenizer=config.tokenizer,
-        extra_config={
-            "dataset": config.dataset,
-            "model": config.model,
-            "model_kwargs": config.model_kwargs,
-            "run_dir": os.fspath(run_dir),
-        },
-        **kwargs,
     )
+    extra = {
+        "dataset": config.dataset,
+        "model": config.model,
+        "model_kwargs": config.model_kwargs,
+        "run_dir": os.fspath(run_dir),
+    }
+    if precision == "auto":
+        precision, extra["precision_choice"] = _auto_precision(run_dir, model, kwargs, max_pairs)
+    return export_model(model, export_dir, precision=precision, extra_config=extra, **kwargs)
+
+
+def _auto_precision(run_dir, model, kwargs, max_pairs):
+    from re2_tf.serving.auto_precision import choose_precision
+
+    if kwargs.get("fmt", "savedmodel") != "savedmodel":
+        return "fp32", {"chosen": "fp32", "reason": "a TFLite export is fp32 unless asked"}
+    from re2_tf.inference import load_examples
+
+    try:
+        _, examples = load_examples(run_dir, "dev")
+    except FileNotFoundError:
+        examples = []
+    pairs = [(ex.text1, ex.text2) for ex in examples[:max_pairs]]
+    return choose_precision(model, kwargs, pairs, log=logging.info)

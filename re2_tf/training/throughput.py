@@ -128,8 +128,8 @@ def cpu_name():
     return platform.processor() or "unknown"
 
 
-#: The ``/proc/cpuinfo`` flags that decide float32 and bfloat16 speed (oneDNN's kernels).
-VECTOR_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+#: The ``/proc/cpuinfo`` flags that decide float32, bfloat16 and int8 speed (oneDNN's kernels).
+VECTOR_FEATURES = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8")
 
 
 def cpu_features():
