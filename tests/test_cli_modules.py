@@ -62,6 +62,7 @@ def test_importing_every_cli_module_defines_no_flag():
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     commands = set(report["modules"]) - PLUMBING
     expected = {
+        "analyze",
         "benchmark",
         "compare",
         "evaluate",

@@ -143,12 +143,17 @@ class MatchLSTM(keras.layers.Layer):
         mask_b: ``[batch, len_b]`` or ``[batch, len_b, 1]`` (float, int or bool), non-zero on
             B's tokens; None means no padding.
         mask_a: the same for A.
+        return_attention: bool; also return the attention weights ``a_ij`` (for analysis).
 
     Returns:
         ``last`` float ``[batch, H]`` (the layer's compute dtype): the state at each row's
         last true position of B (first, when ``go_backwards``); 0 for a row whose B is
         empty. With ``return_sequences`` the tuple ``(last, sequence)``, ``sequence`` float
-        ``[batch, len_b, H]`` with ``s_i`` at B's tokens and 0 at its padding.
+        ``[batch, len_b, H]`` with ``s_i`` at B's tokens and 0 at its padding. With
+        ``return_attention`` a further (last) output ``attention`` float
+        ``[batch, len_b, len_a]``: row ``i`` holds ``a_ij = softmax_j(e_ij)`` (Eq. 1) of
+        B's position ``i``, summing to 1 over A's true positions; 0 at A's padding, and
+        whole rows of 0 at B's padding or when A is empty.
 
     Raises:
         ValueError: ``units`` or ``attention_units`` below 1; ``h_b`` or ``h_a`` not of rank 3
@@ -237,7 +242,7 @@ class MatchLSTM(keras.layers.Layer):
             ),
         )
 
-    def call(self, h_b, h_a, mask_b=None, mask_a=None):
+    def call(self, h_b, h_a, mask_b=None, mask_a=None, return_attention=False):
         dtype = self.compute_dtype
         h_b = tf.cast(tf.convert_to_tensor(h_b), dtype)
         h_a = tf.cast(tf.convert_to_tensor(h_a), dtype)
@@ -287,7 +292,7 @@ class MatchLSTM(keras.layers.Layer):
             for x in (projected_b, inputs_b, tokens)
         )
 
-        def body(t, state, cell, sequence):
+        def body(t, state, cell, sequence, weights):
             i = steps - 1 - t if self.go_backwards else t
             query = projected_b.read(i) + tf.matmul(state, attention_kernel_s)  # [batch, D]
             logits = tf.reduce_sum(
@@ -304,7 +309,9 @@ class MatchLSTM(keras.layers.Layer):
             cell = tf.where(token, new_cell, cell)
             if self.return_sequences:
                 sequence = sequence.write(i, tf.where(token, new_state, zero))
-            return t + 1, state, cell, sequence
+            if return_attention:
+                weights = weights.write(i, tf.where(token, attention, zero))
+            return t + 1, state, cell, sequence, weights
 
         initial = tf.zeros(tf.stack([batch, hidden]), dtype)
         sequence = tf.zeros([], dtype)
@@ -314,16 +321,39 @@ class MatchLSTM(keras.layers.Layer):
                 dtype, size=steps + 1, element_shape=tf.TensorShape([None, hidden])
             )
             sequence = sequence.write(steps, initial)
-        _, last, _, sequence = tf.while_loop(
+        weights = tf.zeros([], dtype)
+        if return_attention:
+            weights = tf.TensorArray(
+                dtype, size=steps + 1, element_shape=tf.TensorShape([None, None])
+            )
+            weights = weights.write(steps, tf.zeros(tf.shape(h_a)[:2], dtype))
+        _, last, _, sequence, weights = tf.while_loop(
             lambda t, *_: t < steps,
             body,
-            (tf.constant(0, "int32"), initial, initial, sequence),
+            (tf.constant(0, "int32"), initial, initial, sequence, weights),
             maximum_iterations=steps,
         )
-        if not self.return_sequences:
-            return last
-        sequence = tf.transpose(sequence.stack()[:steps], [1, 0, 2])
-        return last, tf.ensure_shape(sequence, [None, None, hidden])
+        out = (last,)
+        if self.return_sequences:
+            sequence = tf.transpose(sequence.stack()[:steps], [1, 0, 2])
+            out += (tf.ensure_shape(sequence, [None, None, hidden]),)
+        if return_attention:
+            out += (tf.transpose(weights.stack()[:steps], [1, 0, 2]),)
+        return out[0] if len(out) == 1 else out
+
+    def compute_output_spec(self, h_b, h_a, mask_b=None, mask_a=None, return_attention=False):
+        shapes = self.compute_output_shape(h_b.shape, h_a.shape)
+        specs = [
+            keras.KerasTensor(shape, dtype=self.compute_dtype)
+            for shape in ([shapes] if not self.return_sequences else list(shapes))
+        ]
+        if return_attention:
+            specs.append(
+                keras.KerasTensor(
+                    (h_b.shape[0], h_b.shape[1], h_a.shape[1]), dtype=self.compute_dtype
+                )
+            )
+        return specs[0] if len(specs) == 1 else tuple(specs)
 
     def compute_output_shape(self, h_b_shape, h_a_shape):
         last = (h_b_shape[0], self.units)
@@ -384,12 +414,15 @@ class BidirectionalMatchLSTM(keras.layers.Layer):
         mask_b: ``[batch, len_b]`` or ``[batch, len_b, 1]``, non-zero on B's tokens; None
             means no padding.
         mask_a: the same for A.
+        return_attention: bool; also return each direction's attention weights.
 
     Returns:
         float ``[batch, 2H]`` ``[s_fwd ; s_bwd]`` (0 for a row whose B is empty); with
         ``return_sequences`` the tuple ``(last, sequence)``, ``sequence`` float
         ``[batch, len_b, 2H]`` with both directions' states at each position of B
-        (``[forward ; backward]``, 0 at padding).
+        (``[forward ; backward]``, 0 at padding). With ``return_attention`` two further
+        (last) outputs, the forward and the backward direction's attention weights, each
+        float ``[batch, len_b, len_a]`` as :class:`MatchLSTM` returns them.
 
     Raises:
         ValueError: as :class:`MatchLSTM`.
@@ -441,15 +474,24 @@ class BidirectionalMatchLSTM(keras.layers.Layer):
         self.forward_layer.build(h_b_shape, h_a_shape)
         self.backward_layer.build(h_b_shape, h_a_shape)
 
-    def call(self, h_b, h_a, mask_b=None, mask_a=None):
-        forward = self.forward_layer(h_b, h_a, mask_b, mask_a)
-        backward = self.backward_layer(h_b, h_a, mask_b, mask_a)
-        if not self.return_sequences:
+    def call(self, h_b, h_a, mask_b=None, mask_a=None, return_attention=False):
+        kwargs = {"return_attention": True} if return_attention else {}
+        forward = self.forward_layer(h_b, h_a, mask_b, mask_a, **kwargs)
+        backward = self.backward_layer(h_b, h_a, mask_b, mask_a, **kwargs)
+        if not (self.return_sequences or return_attention):
             return ops.concatenate([forward, backward], axis=-1)
-        return (
-            ops.concatenate([forward[0], backward[0]], axis=-1),
-            ops.concatenate([forward[1], backward[1]], axis=-1),
-        )
+        out = tuple(ops.concatenate([f, b], axis=-1) for f, b in zip(forward, backward))
+        if return_attention:
+            out = out[:-1] + (forward[-1], backward[-1])
+        return out
+
+    def compute_output_spec(self, h_b, h_a, mask_b=None, mask_a=None, return_attention=False):
+        shapes = self.compute_output_shape(h_b.shape, h_a.shape)
+        shapes = [shapes] if not self.return_sequences else list(shapes)
+        if return_attention:
+            shapes += [(h_b.shape[0], h_b.shape[1], h_a.shape[1])] * 2
+        specs = tuple(keras.KerasTensor(shape, dtype=self.compute_dtype) for shape in shapes)
+        return specs[0] if len(specs) == 1 else specs
 
     def compute_output_shape(self, h_b_shape, h_a_shape):
         last = (h_b_shape[0], 2 * self.units)

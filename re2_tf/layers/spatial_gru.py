@@ -169,12 +169,19 @@ class SpatialGRU(keras.layers.Layer):
             tokens of the first text; None means no padding.
         mask2: ``[batch, n]`` or ``[batch, n, 1]``, the same for the second text.
         return_grid: bool; also return every state.
+        return_gates: bool; also return every cell's update gates (for analysis: the
+            paper's Section 6.2 back-traced path, :func:`re2_tf.analysis.trace_path`).
 
     Returns:
         ``corner`` float ``[batch, H]``, the state at each pair's ``(m_b, n_b)`` (0 for a
         pair with an empty text); with ``return_grid`` the tuple ``(corner, grid)``, ``grid``
         float ``[batch, m, n, H]`` with ``h_ij`` (0-based ``[:, i-1, j-1]``) at the true
-        cells and 0 elsewhere.
+        cells and 0 elsewhere; with ``return_gates`` a further (last) output ``gates``
+        float ``[batch, m, n, 4, H]``: the softmaxed update gates ``z_i, z_l, z_t, z_d``
+        (input, left, top, diagonal; Eq. 3) of every cell, summing to 1 over axis 3 at the
+        true cells, 0 elsewhere. With ``go_backwards`` the gates are mapped back to the
+        original positions like ``grid``, but "left", "top" and "diagonal" keep the
+        backward scan's meaning (the cell to the right, below, below-right).
 
     Raises:
         ValueError: ``units`` below 1; ``s`` not of rank 4 or of unknown width ``c``.
@@ -305,7 +312,7 @@ class SpatialGRU(keras.layers.Layer):
             cast(self.bias),
         )
 
-    def call(self, s, mask1=None, mask2=None, return_grid=False):
+    def call(self, s, mask1=None, mask2=None, return_grid=False, return_gates=False):
         s, lengths1, lengths2 = self._prepare(s, mask1, mask2)
         (hidden_gate_kernel, input_gate_kernel, gate_bias, recurrent_kernel, input_kernel, bias) = (
             self._wavefront_weights(s.dtype)
@@ -374,19 +381,26 @@ class SpatialGRU(keras.layers.Layer):
             )
             h = h * true
             corner = corner + h * corner_cell
-            if return_grid:
-                grid = grid.write(k, h)
+            if collect:
+                written = [h] if return_grid else []
+                if return_gates:
+                    total = e_i + e_l + e_t + e_d
+                    written += [e_p / total * true for e_p in (e_i, e_l, e_t, e_d)]
+                grid = grid.write(k, tf.concat(written, axis=1))
             return k + 1, tf.concat([zero, h], axis=0), previous, corner, grid
 
         zero = tf.zeros([1, hidden], s.dtype)
         empty = tf.zeros([1 + batch * (m + 1), hidden], s.dtype)
         grid = tf.zeros([], s.dtype)
-        if return_grid:
+        collect = return_grid or return_gates
+        # Collected per cell: h (return_grid), then the four gates (return_gates).
+        width = hidden * (int(bool(return_grid)) + 4 * int(bool(return_gates)))
+        if collect:
             # One spare slot, written now, so that the stack is defined with no steps.
             grid = tf.TensorArray(
-                s.dtype, size=steps + 1, element_shape=tf.TensorShape([None, hidden])
+                s.dtype, size=steps + 1, element_shape=tf.TensorShape([None, width])
             )
-            grid = grid.write(steps, empty[1:])
+            grid = grid.write(steps, tf.zeros([batch * (m + 1), width], s.dtype))
         _, _, _, corner, grid = tf.while_loop(
             lambda k, *_: k < steps,
             body,
@@ -394,13 +408,19 @@ class SpatialGRU(keras.layers.Layer):
             maximum_iterations=steps,
         )
         corner = tf.reduce_sum(tf.reshape(corner, [batch, m + 1, hidden]), axis=1)
-        if not return_grid:
+        if not collect:
             return corner
-        grid = tf.reshape(grid.stack()[:steps], [steps, batch, m + 1, hidden])[:, :, 1:]
-        grid = _unskew(tf.transpose(grid, [1, 2, 0, 3]), n)  # [batch, m, n, H]
+        grid = tf.reshape(grid.stack()[:steps], [steps, batch, m + 1, width])[:, :, 1:]
+        grid = _unskew(tf.transpose(grid, [1, 2, 0, 3]), n)  # [batch, m, n, width]
         if self.go_backwards:
             grid = _reverse_prefixes(_reverse_prefixes(grid, lengths1, 1), lengths2, 2)
-        return corner, grid
+        out = (corner,)
+        if return_grid:
+            out += (grid[..., :hidden],)
+        if return_gates:
+            gates = grid[..., width - 4 * hidden :]
+            out += (tf.reshape(gates, tf.concat([tf.shape(gates)[:3], [4, hidden]], 0)),)
+        return out
 
     # ------------------------------------------------------------------ one cell at a time
     # (for cell_by_cell_spatial_gru only)

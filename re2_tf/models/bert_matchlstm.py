@@ -66,7 +66,7 @@ from re2_tf.layers import (
     MultiWindowCNN,
     PairSegmentSplit,
 )
-from re2_tf.models.spec import HParam, ModelSpec, register
+from re2_tf.models.spec import Analysis, AnalysisLayer, AnalysisOutput, HParam, ModelSpec, register
 
 #: The head variants (module docstring).
 BERT_HEADS = ("bert", "avg", "cnn", "matchlstm", "matchlstm_no_cls")
@@ -261,6 +261,59 @@ _HPARAM_HELP = {
     "paper: BERT's usual fine-tuning length).",
 }
 
+
+def analysis_tokens(featurizers, features, tokens1, tokens2):
+    """The word pieces on the MatchLSTM's two axes (``pieces_a`` = ``[CLS] a``, ``pieces_b`` =
+    ``[SEP] b [SEP]``): the packed pair's pieces split by :class:`PairSegmentSplit` itself.
+
+    Args:
+        featurizers: the run's featurisers (one ``packed_pair``, whose tokenizer's ``vocab``
+            lists the pieces in id order).
+        features: ``{"token_ids", "segment_ids", "padding_mask": int32 [1, L]}``.
+        tokens1, tokens2: the texts' tokens (unused: the pieces are read from the ids).
+
+    Returns:
+        ``{"pieces_a": [str], "pieces_b": [str]}``.
+    """
+    import numpy as np
+
+    vocab = next(f for f in featurizers if f.kind == "packed_pair").tokenizer.vocab
+    vocab = list(getattr(vocab, "tokens", vocab))  # WordPiece: a list; whole words: a Vocab
+    ids = np.asarray(features["token_ids"], "float32")[..., None]
+    h_a, mask_a, h_b, mask_b = PairSegmentSplit()(
+        ids, features["segment_ids"], features["padding_mask"]
+    )
+
+    def pieces(h, mask):
+        count = int(np.asarray(mask)[0].sum())
+        return [vocab[int(i)] for i in np.asarray(h)[0, :count, 0]]
+
+    return {"pieces_a": pieces(h_a, mask_a), "pieces_b": pieces(h_b, mask_b)}
+
+
+#: What ``re2-analyze`` reads (:mod:`re2_tf.analysis`): the bidirectional MatchLSTM's
+#: attention over ``[CLS] a`` for each word piece of ``[SEP] b [SEP]``, per direction
+#: (:class:`re2_tf.layers.BidirectionalMatchLSTM`; the heads without MatchLSTM have none).
+ANALYSIS = Analysis(
+    layers=(
+        AnalysisLayer(
+            "match_lstm",
+            {"return_attention": True},
+            tuple(
+                AnalysisOutput(
+                    f"{direction}_attention",
+                    "attention",
+                    axes=("pieces_b", "pieces_a"),
+                    normalized_axis=1,
+                    description=f"{direction} MatchLSTM a_ij = softmax_j(e_ij) (Shao et al. Eq. 1)",
+                )
+                for direction in ("forward", "backward")
+            ),
+        ),
+    ),
+    tokens=analysis_tokens,
+)
+
 #: Our quick-run settings shared by the ``sample`` and ``sample_ranking`` presets.
 _SAMPLE = dict(max_length=64, lr=1e-4, max_samples=1024, eval_per_samples=1024)
 
@@ -318,5 +371,6 @@ SPEC = register(
         export_backend="keras",
         benchmark={"BERT+MatchLSTM": {"hparams": {}}, "BERT (h_0)": {"hparams": {"head": "bert"}}},
         reference="Shao et al., 2019",
+        analysis=ANALYSIS,
     )
 )

@@ -43,7 +43,15 @@ from re2_tf.layers import (
     MaskedMaxPooling,
     PaddingMask,
 )
-from re2_tf.models.spec import HParam, ModelSpec, check_embeddings, register
+from re2_tf.models.spec import (
+    Analysis,
+    AnalysisLayer,
+    AnalysisOutput,
+    HParam,
+    ModelSpec,
+    check_embeddings,
+    register,
+)
 
 #: Connection variants (paper Eq. 6 and Table 6 models (8) and (9)); see :func:`build_drcn`.
 DRCN_CONNECTIONS = ("dense", "residual", "residual_no_dense")
@@ -451,6 +459,48 @@ _SAMPLE = dict(
     log_per_samples=1024,
 )
 
+#: What ``re2-analyze`` reads (:mod:`re2_tf.analysis`): each layer's co-attention (Eq. 5) in
+#: both directions and their averages over layers, and where the final max pooling took each
+#: feature (:class:`re2_tf.layers.CoAttention`, :class:`re2_tf.layers.MaskedMaxPooling`).
+ANALYSIS = Analysis(
+    layers=(
+        AnalysisLayer(
+            r"layer(?P<n>\d+)_co_attention",
+            {"return_attention_scores": True},
+            (
+                AnalysisOutput(
+                    "layer{n}_alpha",
+                    "attention",
+                    normalized_axis=1,
+                    mean="mean_alpha",
+                    description="alpha_ij = softmax_j cos(h_p_i, h_q_j) over text2 (DRCN Eq. 5)",
+                ),
+                AnalysisOutput(
+                    "layer{n}_beta",
+                    "attention",
+                    normalized_axis=0,
+                    mean="mean_beta",
+                    description="softmax_i cos(h_p_i, h_q_j) over text1 (DRCN Eq. 5, mirrored)",
+                ),
+            ),
+        ),
+        AnalysisLayer(
+            "pooling",
+            {"return_positions": True},
+            tuple(
+                AnalysisOutput(
+                    f"max_pool_rate_{side}",
+                    "positions",
+                    axes=(side,),
+                    call=call,
+                    description="share of the pooled features taken at each word (DRCN Eq. 7)",
+                )
+                for call, side in enumerate(("text1", "text2"))
+            ),
+        ),
+    )
+)
+
 #: DRCN on the shared path (the paper's "Implementation Details").
 SPEC = register(
     ModelSpec(
@@ -483,5 +533,6 @@ SPEC = register(
         export_backend="keras",
         benchmark={"DRCN": {"hparams": dict(batch_norm=True)}},
         reference="Kim, Kang and Kwak, AAAI 2019 (no official code)",
+        analysis=ANALYSIS,
     )
 )

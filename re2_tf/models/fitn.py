@@ -52,7 +52,15 @@ from re2_tf.layers import (
     OAMixedConnection,
     PaddingMask,
 )
-from re2_tf.models.spec import HParam, ModelSpec, check_embeddings, register
+from re2_tf.models.spec import (
+    Analysis,
+    AnalysisLayer,
+    AnalysisOutput,
+    HParam,
+    ModelSpec,
+    check_embeddings,
+    register,
+)
 
 #: The hyper-parameter defaults (the one place they are stated; :data:`SPEC`'s ``hparams``
 #: are built from them): the paper's settings (Sec. 3.1) and the readings in the module
@@ -305,6 +313,32 @@ _SAMPLE = dict(
     log_per_samples=1024,
 )
 
+#: What ``re2-analyze`` reads (:mod:`re2_tf.analysis`): each round's memory-based attention
+#: weights (Eq. 8-9, or the Table 2 variant's) in both directions
+#: (:class:`re2_tf.layers.MemoryBasedAttention`).
+ANALYSIS = Analysis(
+    layers=(
+        AnalysisLayer(
+            r"round(?P<n>\d+)_attention",
+            {"return_attention_scores": True},
+            (
+                AnalysisOutput(
+                    "round{n}_over_text2",
+                    "attention",
+                    normalized_axis=1,
+                    description="Mem-Att softmax_j(Att_ij) over text2 (FITN Eq. 8-9)",
+                ),
+                AnalysisOutput(
+                    "round{n}_over_text1",
+                    "attention",
+                    normalized_axis=0,
+                    description="Mem-Att softmax_i(Att_ij) over text1 (FITN Eq. 8-9)",
+                ),
+            ),
+        ),
+    )
+)
+
 #: FITN on the shared path (the paper's Sec. 3.1).
 SPEC = register(
     ModelSpec(
@@ -333,5 +367,6 @@ SPEC = register(
         export_backend="keras",
         benchmark={"FITN": {"hparams": {}}},
         reference="Qi et al., Findings of NAACL 2022 (no public code)",
+        analysis=ANALYSIS,
     )
 )

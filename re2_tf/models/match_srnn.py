@@ -41,7 +41,15 @@ import keras
 import numpy as np
 
 from re2_tf.layers import NeuralTensorNetwork, PaddingMask, SpatialGRU
-from re2_tf.models.spec import HParam, ModelSpec, check_embeddings, register
+from re2_tf.models.spec import (
+    Analysis,
+    AnalysisLayer,
+    AnalysisOutput,
+    HParam,
+    ModelSpec,
+    check_embeddings,
+    register,
+)
 
 #: Task losses the network can be trained with (``re2_tf.training.losses``); the first
 #: reads class logits, the other two one score.
@@ -278,6 +286,29 @@ _HPARAM_HELP = {
 #: Our quick-run settings shared by the ``sample`` and ``sample_ranking`` presets.
 _SAMPLE = dict(max_len=20, batch_size=64, min_df=2, eval_per_samples=4096, log_per_samples=1024)
 
+#: What ``re2-analyze`` reads (:mod:`re2_tf.analysis`): the (forward) spatial GRU's states
+#: ``h_ij`` and its gates, from which the path through the largest gates is traced back
+#: (the paper's Sec. 6.2; :class:`re2_tf.layers.SpatialGRU`).
+ANALYSIS = Analysis(
+    layers=(
+        AnalysisLayer(
+            "spatial_gru",
+            {"return_grid": True, "return_gates": True},
+            (
+                AnalysisOutput(
+                    "h", "states", description="spatial GRU state h_ij, one unit (Eq. 3)"
+                ),
+                AnalysisOutput(
+                    "path",
+                    "gates",
+                    overlay="h",
+                    description="back-traced path through the largest gates (Eq. 3, Sec. 6.2)",
+                ),
+            ),
+        ),
+    )
+)
+
 #: Match-SRNN on the shared path (the paper's Sec. 4.4 and 6.1).
 SPEC = register(
     ModelSpec(
@@ -320,5 +351,6 @@ SPEC = register(
             )
         },
         reference="Wan et al., IJCAI 2016",
+        analysis=ANALYSIS,
     )
 )

@@ -21,7 +21,14 @@ from re2_tf.layers import (
     Prediction,
     ResidualConnection,
 )
-from re2_tf.models.spec import HParam, ModelSpec, register
+from re2_tf.models.spec import (
+    Analysis,
+    AnalysisLayer,
+    AnalysisOutput,
+    HParam,
+    ModelSpec,
+    register,
+)
 
 #: RE2's hyper-parameters (:data:`SPEC`'s ``hparams``), the one place their defaults are
 #: stated: the release's ``src/args``-level defaults. Per-dataset values are the spec's
@@ -230,6 +237,31 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
     return build_re2(vocab_sizes["word_ids"], num_classes, embeddings=embeddings, **hparams)
 
 
+#: What ``re2-analyze`` reads (:mod:`re2_tf.analysis`): each block's alignment weights, the
+#: normalised ``e_ij`` of Eq. 3 in both directions (:class:`re2_tf.layers.Alignment`).
+ANALYSIS = Analysis(
+    layers=(
+        AnalysisLayer(
+            r"block(?P<n>\d+)_alignment",
+            {"return_attention_scores": True},
+            (
+                AnalysisOutput(
+                    "block{n}_over_text1",
+                    "attention",
+                    normalized_axis=0,
+                    description="softmax_i(e_ij) over text1, weights of b'_j (RE2 Eq. 3)",
+                ),
+                AnalysisOutput(
+                    "block{n}_over_text2",
+                    "attention",
+                    normalized_axis=1,
+                    description="softmax_j(e_ij) over text2, weights of a'_i (RE2 Eq. 3)",
+                ),
+            ),
+        ),
+    )
+)
+
 #: Table 5's timed models (paper Sec. 3.6: 3 encoder layers; Sec. 3.2: hidden size 150,
 #: 300-d GloVe vectors), with 1, 2 and 3 blocks.
 _TABLE5 = dict(embedding_dim=300, enc_layers=3, hidden_size=150)
@@ -338,5 +370,6 @@ SPEC = register(
             for n, s in ((1, 0.03), (2, 0.04), (3, 0.05))
         },
         reference="Yang et al., ACL 2019; the authors' TensorFlow release",
+        analysis=ANALYSIS,
     )
 )

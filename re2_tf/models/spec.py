@@ -30,7 +30,10 @@ A spec holds
   :mod:`re2_tf.training`;
 - ``export_backend``: the name of the serving backend in :mod:`re2_tf.serving.backends`;
 - ``benchmark``: named hyper-parameter sets timed by ``re2-bench --model=<name>``
-  (RE2: Table 5's 1/2/3-block models).
+  (RE2: Table 5's 1/2/3-block models);
+- ``analysis``: what ``re2-analyze`` (:mod:`re2_tf.analysis`) reads from the trained graph:
+  which named layers, called with which option, append which attention / alignment maps
+  (:class:`Analysis`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = [
+    "ANALYSIS_KINDS",
+    "Analysis",
+    "AnalysisLayer",
+    "AnalysisOutput",
     "HParam",
     "ModelSpec",
     "MODEL_SPECS",
@@ -109,6 +116,90 @@ class HParam:
             raise ValueError(f"default {self.default!r} not in {self.choices}")
 
 
+#: What an :class:`AnalysisOutput` holds per pair (``rows``, ``cols``: the lengths of its two
+#: token axes; ``units``: a layer's width), and what :func:`re2_tf.analysis.attention_maps`
+#: makes of it:
+#:
+#: - ``attention``: float ``[rows, cols]`` weights summing to 1 over ``normalized_axis``
+#:   (an alignment / attention map), returned as is;
+#: - ``positions``: int ``[units]``, per feature the position along ``axes[0]`` of a max
+#:   pooling's maximum, returned with the rate of each position ``[rows]`` (count / units);
+#: - ``states``: float ``[rows, cols, units]`` hidden states, returned with the map of one
+#:   chosen unit ``[rows, cols]``;
+#: - ``gates``: float ``[rows, cols, 4, units]`` softmaxed gates (input, left, top,
+#:   diagonal) of a spatial RNN, returned with the path traced back through the largest
+#:   gates of the chosen unit, int ``[steps, 2]``.
+ANALYSIS_KINDS = ("attention", "positions", "states", "gates")
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalysisOutput:
+    """One output a layer appends to its usual outputs when called with the analysis option.
+
+    Attributes:
+        name: the map's name; ``{n}`` is replaced by the layer name's ``n`` group (the
+            block, layer or round number, as the model numbers it).
+        kind: one of :data:`ANALYSIS_KINDS`.
+        axes: the token axes of the map's first dimensions (``text1``, ``text2``, or a
+            name the spec's :attr:`Analysis.tokens` gives).
+        call: which call of a shared layer appends it (0 = the first in the graph; the
+            pooling layers are called on text1 first, then on text2).
+        normalized_axis: ``attention`` only: the axis (0 rows, 1 columns) the weights sum to 1
+            over.
+        mean: ``attention`` only: the name of a map averaging every output with the same
+            ``mean`` (DRCN: the co-attention averaged over layers).
+        overlay: ``gates`` only: the ``states`` map the traced path is drawn on.
+        description: what it is, with the paper's equation (plot titles, JSON).
+    """
+
+    name: str
+    kind: str
+    axes: tuple = ("text1", "text2")
+    call: int = 0
+    normalized_axis: int | None = None
+    mean: str | None = None
+    overlay: str | None = None
+    description: str = ""
+
+    def __post_init__(self):
+        if self.kind not in ANALYSIS_KINDS:
+            raise ValueError(f"kind must be one of {ANALYSIS_KINDS}, got {self.kind!r}")
+        if (self.kind == "attention") != (self.normalized_axis is not None):
+            raise ValueError("normalized_axis is given for (and only for) attention maps")
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalysisLayer:
+    """Layers of the trained graph whose maps an analysis reads.
+
+    Attributes:
+        layer: a regular expression matched against whole layer names (``re.fullmatch``);
+            a group ``(?P<n>...)`` numbers the outputs' names.
+        options: the call keyword arguments that make the layer append its maps (e.g.
+            ``{"return_attention_scores": True}``); its usual outputs come first, unchanged.
+        outputs: :class:`AnalysisOutput` s, in the order the layer appends them (per call).
+    """
+
+    layer: str
+    options: Mapping[str, Any]
+    outputs: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+    """What :func:`re2_tf.analysis.attention_maps` reads from a model (``ModelSpec.analysis``).
+
+    Attributes:
+        layers: :class:`AnalysisLayer` s.
+        tokens: ``tokens(featurizers, features, tokens1, tokens2) -> {axis: [str]}``, the
+            labels of the token axes from the featurised pair (``features``: ``{input name:
+            array [1, ...]}``); ``None``: ``{"text1": tokens1, "text2": tokens2}``.
+    """
+
+    layers: tuple
+    tokens: Callable | None = None
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
     """Everything the shared path needs to train, evaluate, export and benchmark a model.
@@ -131,6 +222,7 @@ class ModelSpec:
             for this model, ``fn(batch=..., batches=..., warmup=...) -> Markdown table``
             (Match-SRNN: the wavefront spatial GRU against a cell-by-cell scan).
         reference: paper (and release) the model follows.
+        analysis: :class:`Analysis`, the maps ``re2-analyze`` reads (``None``: none).
     """
 
     name: str
@@ -144,6 +236,7 @@ class ModelSpec:
     benchmark: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     component_benchmarks: Mapping[str, Callable[..., str]] = dataclasses.field(default_factory=dict)
     reference: str = ""
+    analysis: Analysis | None = None
 
     def defaults(self) -> dict:
         """``{hparam: default}``."""
