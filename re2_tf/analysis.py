@@ -23,6 +23,7 @@ import dataclasses
 import json
 import os
 import re
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -505,7 +506,10 @@ def save_maps(maps, out_dir, plots=True):
         if path is not None and len(maps.arrays[path]):
             cells = maps.arrays[path]
             ax.plot(cells[:, 1], cells[:, 0], color="red", marker="o", linewidth=1.5)
-        ax.set_title(f"{name}: {maps.descriptions.get(name, '')}"[:90], fontsize=8)
+        title = f"{name}: {maps.descriptions.get(name, '')}"
+        if kind == "states":
+            title += f", unit {maps.dimension}"
+        ax.set_title("\n".join(textwrap.wrap(title, 60)), fontsize=8)
         figure.tight_layout()
         png = out_dir / f"{_safe(name)}.png"
         figure.savefig(png, dpi=100)
