@@ -20,9 +20,9 @@ Kinds (paths relative to the repository root):
 - ``table5 <record.json> ...``: several such records of one model's variants (RE2's 1, 2 and
   3 blocks) side by side, one line per record (export format and options), median ms per
   variant and the last variant's mean ± std, under the paper's own row;
-- ``roofline <record.json>``: a ``re2-bench --roofline --json_out`` record
-  (:func:`re2_tf.roofline.report`) as :func:`re2_tf.roofline.markdown` prints it, then its
-  command.
+- ``roofline <record.json> [export]``: a ``re2-bench --roofline --json_out`` record
+  (:func:`re2_tf.roofline.report`) as :func:`re2_tf.roofline.markdown` prints it (with
+  ``export``: that export's serving rows only), then its command.
 
 ``re2-summarize --update_docs README.md docs/*.md`` rewrites every block from the records, and
 ``tests/test_recorded_runs.py`` checks that each block in the README and ``docs/`` is what the
@@ -87,14 +87,15 @@ def generate(spec, root=REPO):
         return _bench(_read(root / args[0]))
     if kind == "table5" and args:
         return _table5([_read(root / a) for a in args])
-    if kind == "roofline" and len(args) == 1:
+    if kind == "roofline" and len(args) in (1, 2):
         from re2_tf import roofline
 
         record = _read(root / args[0])
-        return roofline.markdown(record) + f"\n\nCommand: `{record['command']}`."
+        table = roofline.markdown(record, *args[1:])
+        return table + f"\n\nCommand: `{record['command']}`."
     raise ValueError(
         f"unknown generated table {spec!r}: expected 'compare <records>', 'sweep <flagfile>', "
-        "'bench <json>', 'table5 <json> ...' or 'roofline <json>'"
+        "'bench <json>', 'table5 <json> ...' or 'roofline <json> [export]'"
     )
 
 

@@ -714,9 +714,10 @@ def _pct(value):
     return "—" if value is None else f"{value:.0f} %"
 
 
-def markdown(record):
+def markdown(record, export=None):
     """The report's two Markdown tables (serving, training) with the CPU, threads and peaks
-    above them, from a record written by :func:`report`."""
+    above them, from a record written by :func:`report`; with ``export`` (a name of
+    :data:`EXPORTS`), only that export's serving rows and no training table."""
     from re2_tf.training import throughput
 
     peak = record["peaks"]
@@ -735,6 +736,8 @@ def markdown(record):
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in record["serving"]:
+        if export and r["export"] != export:
+            continue
         times = "—" if r["times_floor"] is None else f"{r['times_floor']:.1f}"
         pairs = r["throughput_pairs_per_s"]
         lines.append(
@@ -744,7 +747,7 @@ def markdown(record):
             f"{times} ({r['bound']}) | {'—' if not pairs else f'{pairs:,.0f}'} | "
             f"{_pct(r['percent_of_peak'])} |"
         )
-    if record.get("training"):
+    if record.get("training") and not export:
         lines += [
             "",
             "| model (training) | batch × length | GFLOP per update | pairs/s | "

@@ -91,6 +91,7 @@ def test_console_scripts_point_at_the_run_of_each_cli_module():
         "re2-summarize",
         "re2-sweep",
         "re2-compare",
+        "re2-analyze",
     }
     for script, target in SCRIPTS.items():
         module, _, function = target.partition(":")

@@ -136,3 +136,52 @@ def test_a_roofline_block_is_the_reports_tables_and_its_command(tmp_path):
         "",
         "Command: `python -m re2_tf.benchmark --roofline`.",
     ]
+
+
+def test_a_roofline_block_of_one_export_keeps_its_rows_and_drops_training(tmp_path):
+    import json
+
+    row = {
+        "variant": "Net",
+        "flops": 1e9,
+        "median_ms": 20.0,
+        "flop_floor_ms": 10.0,
+        "sequential_steps": 0,
+        "dependency_floor_ms": 0.0,
+        "times_floor": 2.0,
+        "bound": "FLOPs",
+        "throughput_pairs_per_s": None,
+        "percent_of_peak": None,
+    }
+    record = {
+        "command": "c",
+        "cpu": "Some CPU",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "threads": 2,
+        "units": {"float32": True, "bfloat16": False, "int8": False},
+        "peaks": {"float32": 1e11, "bfloat16": None, "int8": None},
+        "batch": 8,
+        "length": 20,
+        "throughput_batch": 512,
+        "serving": [dict(row, export="a"), dict(row, export="b", median_ms=30.0)],
+        "training": [
+            {
+                "model": "net",
+                "batch_size": 4,
+                "length": 8,
+                "flops_per_update": 1e9,
+                "pairs_per_s": 1.0,
+                "floor_pairs_per_s": 2.0,
+                "percent_of_peak": 50.0,
+            }
+        ],
+    }
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    lines = doc_tables.generate("roofline r.json b", tmp_path).splitlines()
+    assert lines[4:] == [
+        "| Net | b | 1.000 | 30.0 | 10.0 | 0 | — | 2.0 (FLOPs) | — | — |",
+        "",
+        "Command: `c`.",
+    ]
+    assert len(doc_tables.generate("roofline r.json", tmp_path).splitlines()) == 12
