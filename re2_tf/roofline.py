@@ -158,23 +158,55 @@ class HloModule:
         return outputs // n, k, n
 
     def _value(self, computation, name):
-        """The integer an instruction of ``computation`` holds: a constant, an element of a
-        tuple, or an element of a finished ``while`` (a counter: its start plus the loop's
-        trip count); ``None`` when it is none of these."""
+        """The integer a scalar instruction of ``computation`` holds (:meth:`_integers`), or
+        ``None``."""
+        values = self._integers(computation, name)
+        return values[0] if values is not None and len(values) == 1 else None
+
+    def _integers(self, computation, name, depth=0):
+        """The integers an integer instruction of ``computation`` holds, flattened, when they
+        are known before it runs: a constant; a ``convert``, ``reshape``, ``copy``,
+        ``broadcast`` of a scalar, ``concatenate`` or 1-D ``slice`` of known integers (how
+        TensorFlow's ``tf.shape(x)[1]`` reaches XLA); an element of a tuple; or an element of
+        a finished ``while`` (a counter: its start plus the loop's trip count). ``None``
+        otherwise."""
         inst = next((i for i in self.computations[computation] if i.name == name), None)
-        if inst is None:
+        if inst is None or depth > 50 or not re.match(r"s(32|64)\[", inst.type):
             return None
-        constant = _CONSTANT.match(f"{inst.type} {inst.op}({inst.text}")
-        if constant:
-            return int(constant.group(1))
+        operands = [r for r in inst.references() if r != name]
+
+        def operand(k=0):
+            if k >= len(operands):
+                return None
+            return self._integers(computation, operands[k], depth + 1)
+
+        if inst.op == "constant":
+            literal = re.match(r"\{?([-\d,\s]*)\}?\)", inst.text)
+            return [int(v) for v in literal.group(1).split(",") if v.strip()] if literal else None
+        if inst.op in ("convert", "reshape", "copy", "bitcast"):
+            return operand()
+        if inst.op == "broadcast":
+            values, size = operand(), _product(_dims(re.match(r"\w+\[([\d,]*)\]", inst.type)[1]))
+            return values * size if values is not None and len(values) == 1 else None
+        if inst.op == "concatenate":
+            parts = [operand(k) for k in range(len(operands))]
+            return None if any(p is None for p in parts) else [v for p in parts for v in p]
+        if inst.op == "slice":
+            values = operand()
+            bounds = re.search(r"slice=\{\[(\d+):(\d+)(?::(\d+))?\]\}", inst.text)
+            if values is None or bounds is None:
+                return None
+            start, stop, step = (int(g) if g else 1 for g in bounds.groups())
+            return values[start:stop:step]
         if inst.op == "get-tuple-element":
-            (source,) = inst.references()[:1]
-            loop = next((i for i in self.computations[computation] if i.name == source), None)
-            if loop is not None and loop.op == "tuple":
-                return self._value(computation, loop.references()[_tuple_index(inst)])
-            if loop is not None and loop.op == "while":
-                start = self._initial(computation, loop, _tuple_index(inst))
-                return None if start is None else start + self.trip_count(loop, computation)
+            source = next(i for i in self.computations[computation] if i.name == operands[0])
+            if source.op == "tuple":
+                return self._integers(
+                    computation, source.references()[_tuple_index(inst)], depth + 1
+                )
+            if source.op == "while":
+                start = self._initial(computation, source, _tuple_index(inst))
+                return None if start is None else [start + self.trip_count(source, computation)]
         return None
 
     def _initial(self, computation, loop, index):
@@ -720,15 +752,17 @@ def markdown(record, export=None):
     :data:`EXPORTS`), only that export's serving rows and no training table."""
     from re2_tf.training import throughput
 
-    peak = record["peaks"]
     rates = ", ".join(
-        f"{dtype} {rate / 1e9:.0f} GFLOP/s" if rate else f"{dtype} not measured"
-        for dtype, rate in peak.items()
+        f"{dtype} {rate / 1e9:.0f} GFLOP/s"
+        if rate
+        else f"{dtype} units present, not timed"
+        if record["units"].get(dtype)
+        else f"no {dtype} units"
+        for dtype, rate in record["peaks"].items()
     )
-    units = ", ".join(d for d, present in record["units"].items() if present)
     lines = [
-        f"{throughput.describe_machine(record)}; {record['threads']} threads; measured peaks: "
-        f"{rates}; matrix units for: {units}.",
+        f"{throughput.describe_machine(record)}; {record['threads']} threads; measured peak: "
+        f"{rates}.",
         "",
         f"| model | export | GFLOP per {record['batch']}×{record['length']} batch | median ms | "
         "FLOP floor ms | sequential steps | dependency floor ms | × floor | "
@@ -833,7 +867,7 @@ def report(
             models, peak=peak, words=words, length=length, updates=updates, log=log
         )
     return {
-        "command": " ".join(["python -m re2_tf.benchmark --roofline", *argv]),
+        "command": " ".join(["python -m re2_tf.benchmark", *argv]),
         **throughput.machine(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "tensorflow": tf.__version__,

@@ -127,8 +127,8 @@ def test_a_roofline_block_is_the_reports_tables_and_its_command(tmp_path):
     }
     (tmp_path / "r.json").write_text(json.dumps(record))
     assert doc_tables.generate("roofline r.json", tmp_path).splitlines() == [
-        "2 cores of Some CPU (vector units unknown); 2 threads; measured peaks: float32 100 "
-        "GFLOP/s, bfloat16 not measured, int8 not measured; matrix units for: float32.",
+        "2 cores of Some CPU (vector units unknown); 2 threads; measured peak: float32 100 "
+        "GFLOP/s, no bfloat16 units, no int8 units.",
         "",
         "| model | export | GFLOP per 8×20 batch | median ms | FLOP floor ms | sequential steps "
         "| dependency floor ms | × floor | pairs/s @ 512 | % of peak @ 512 |",

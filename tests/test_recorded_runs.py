@@ -400,3 +400,31 @@ def test_sweep_tables_in_the_docs_are_their_records():
                 values = [r["splits"][split][metric] for r in found if split in r["splits"]]
                 expected = _mean_std(values) if len(values) > 1 else f"{values[0]:.4f} ± —"
                 assert text == expected, (spec, cell.label, column)
+
+
+def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its_figures():
+    """The README's roofline table (generated from `docs/runs/roofline/roofline.json`): RE2's
+    FLOPs per Table 5 batch are the layer-by-layer hand count of tests/test_roofline.py, scaled
+    by 64 at batch 512; each row's floors and ratios follow from its own measured figures."""
+    from test_roofline import _re2_table5_by_hand
+
+    record = json.loads((RUNS / "roofline" / "roofline.json").read_text())
+    rows = {(r["variant"], r["export"]): r for r in record["serving"]}
+    for blocks, variant in ((1, "RE2 1 block"), (2, "RE2 2 blocks"), (3, "RE2 3 blocks")):
+        for export in ("savedmodel_fp32", "savedmodel_fp32_keras"):
+            row = rows[(variant, export)]
+            assert row["flops"] == _re2_table5_by_hand(blocks=blocks)
+            assert row["flops_throughput_batch"] == _re2_table5_by_hand(batch=512, blocks=blocks)
+            assert row["sequential_steps"] == 0 and row["bound"] == "FLOPs"
+    peak = record["peaks"]["float32"]
+    for row in record["serving"]:
+        flop_floor = row["flops"] / peak * 1e3
+        assert math.isclose(row["flop_floor_ms"], flop_floor, rel_tol=1e-9)
+        floor = max(flop_floor, row["dependency_floor_ms"])
+        assert math.isclose(row["times_floor"], row["median_ms"] / floor, rel_tol=1e-9)
+        per_pair = row["flops_throughput_batch"] / record["throughput_batch"]
+        rate = 100 * per_pair * row["throughput_pairs_per_s"] / peak
+        assert math.isclose(row["percent_of_peak"], rate, rel_tol=1e-9)
+    for row in record["training"]:
+        per_pair = row["flops_per_update"] / row["batch_size"]
+        assert math.isclose(row["floor_pairs_per_s"], peak / per_pair, rel_tol=1e-9)

@@ -135,6 +135,23 @@ def test_an_lstm_training_step_by_hand_its_gradient_loop_runs_as_often_as_the_fo
     assert roofline.train_step_flops(model, x)["dot"] == forward + backward == 14_784
 
 
+def test_a_loop_bounded_by_a_static_shape_counts_that_many_iterations():
+    # tf.shape(x)[1] reaches XLA as constants through reshape / slice / concatenate
+    # (BERT+MatchLSTM's MatchLSTM loops over its second segment this way)
+    import tensorflow as tf
+
+    w = tf.constant(np.ones((6, 6), "float32"))
+
+    def fn(x):
+        n = tf.shape(x)[1]
+        body = lambda i, h: (i + 1, tf.matmul(h, w))  # noqa: E731
+        return tf.while_loop(lambda i, h: i < n, body, (0, x[:, 0, :]))[1]
+
+    hlo = roofline.function_hlo(fn, np.ones((4, 9, 6), "float32"))
+    assert roofline.hlo_flops(hlo)["dot"] == 9 * 2 * 4 * 6 * 6
+    assert roofline.dependency_floor(hlo, lambda s: 1.0) == 9
+
+
 def test_a_loop_without_a_constant_bound_is_named():
     import tensorflow as tf
 
@@ -196,8 +213,8 @@ def test_the_report_tables_of_a_hand_written_record():
         ],
     }
     assert roofline.markdown(record).splitlines() == [
-        "2 cores of Some CPU (avx2), 2026-11-26; 2 threads; measured peaks: float32 100 "
-        "GFLOP/s, bfloat16 not measured, int8 not measured; matrix units for: float32.",
+        "2 cores of Some CPU (avx2), 2026-11-26; 2 threads; measured peak: float32 100 "
+        "GFLOP/s, no bfloat16 units, no int8 units.",
         "",
         "| model | export | GFLOP per 8×20 batch | median ms | FLOP floor ms | sequential steps "
         "| dependency floor ms | × floor | pairs/s @ 512 | % of peak @ 512 |",
