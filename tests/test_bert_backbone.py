@@ -334,3 +334,23 @@ def test_parameter_count(loaded_backbone, reference):
     # ``embeddings.position_ids`` is not a parameter).
     _, weights = reference
     assert sum(w.size for w in weights.values() if w.dtype.kind == "f") == 22_713_216
+
+
+def test_bert_no_init_is_the_same_architecture_with_freshly_drawn_weights(model_dir, reference):
+    # Shao et al. 2019, Table 1 "BERT no init": the checkpoint's network, not its weights.
+    # Fresh weights are keras-hub's, BERT's own initialisation: the embeddings are drawn from a
+    # normal distribution with standard deviation 0.02 truncated at two deviations
+    # (Devlin et al. 2019), so their spread is 0.02 x 0.8796 = 0.0176.
+    from re2_tf.layers.bert_backbone import load_bert_backbone
+
+    pretrained = load_bert_backbone(model_dir)
+    fresh = load_bert_backbone(model_dir, pretrained=False)
+    config = {k: v for k, v in pretrained.get_config().items() if k != "name"}
+    assert {k: v for k, v in fresh.get_config().items() if k != "name"} == config
+    assert [w.shape for w in fresh.weights] == [w.shape for w in pretrained.weights]
+    _, weights = reference
+    words = fresh.token_embedding.embeddings.numpy()
+    checkpoint = weights["embeddings.word_embeddings.weight"]
+    np.testing.assert_array_equal(pretrained.token_embedding.embeddings.numpy(), checkpoint)
+    assert np.abs(words - checkpoint).max() > 0.01
+    assert abs(words.std() - 0.0176) < 0.0005 and np.abs(words).max() <= 0.04 + 1e-6

