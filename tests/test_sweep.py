@@ -198,6 +198,7 @@ SWEEP_CONFIGS = {
     "configs/fitn/table3.flags": 4,
     "configs/fitn/figure4.flags": 5,  # inference rounds 1-5
     "configs/bert_matchlstm/heads.flags": 6,  # Table 1: five heads and "BERT no init"
+    "configs/bert_matchlstm/wikiqa_table1.flags": 3,  # -FHS, CNN, BERT no init
 }
 
 
