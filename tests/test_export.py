@@ -604,4 +604,7 @@ def test_precision_auto_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its_ru
     if expected == "fp32":
         np.testing.assert_allclose(chosen, p32, atol=1e-5)
     else:
-        assert (chosen.argmax(-1) == p32.argmax(-1)).mean() == choice["label_agreement"]
+        assert (
+            round(float((chosen.argmax(-1) == p32.argmax(-1)).mean()), 4)
+            == choice["label_agreement"]
+        )
