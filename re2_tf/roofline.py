@@ -838,8 +838,11 @@ def report(
     if unknown:
         raise KeyError(f"unknown exports {unknown}; known: {list(EXPORTS)}")
     specs = [get_spec(m) for m in models]
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    try:  # a fresh process (the command); a process whose runtime already ran keeps its own
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except RuntimeError:
+        log("TensorFlow is already initialised in this process: its thread settings stay")
     units = cpu_units()
     peak = peaks(units)
     log("peaks: " + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in peak.items() if v))

@@ -1,5 +1,5 @@
-r"""``python -m re2_tf.analyze`` (or ``python -m re2_tf.cli.analyze``): the attention and
-alignment maps of a trained run on one text pair, as heat-maps and JSON.
+r"""``re2-analyze`` (or ``python -m re2_tf.analyze``, ``python -m re2_tf.cli.analyze``): the
+attention and alignment maps of a trained run on one text pair, as heat-maps and JSON.
 
     python -m re2_tf.analyze --run_dir=checkpoints/sample-re2 \
         --text1="A man sleeps ." --text2="A person rests ." --out=analysis/
