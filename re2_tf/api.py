@@ -156,6 +156,11 @@ def _prepare_run_dir(run_dir: Path, config: TrainConfig, record: runs.RunConfig)
         for name, value in record.settings.items():
             if name not in saved.settings and value == defaults.get(name):
                 saved.settings[name] = value
+        # So does a hyper-parameter added to the model after the run started.
+        model_defaults = config.spec.defaults()
+        for name, value in record.model_kwargs.items():
+            if name not in saved.model_kwargs and value == model_defaults.get(name, object()):
+                saved.model_kwargs[name] = value
         difference = runs.config_difference(saved, record)
         if difference:
             raise ConfigError(

@@ -275,6 +275,35 @@ def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
     )
     assert proc.returncode != 0
     assert "settings.group_by_length: saved '(absent)', now 2" in proc.stderr + proc.stdout
+    # so does a model hyper-parameter added after the run was made, but only at its default
+    from re2_tf.models import MODEL_SPECS
+
+    saved = json.loads(config_file.read_text())
+    defaults = MODEL_SPECS[saved["model"]].defaults()
+    at_default = next(k for k, v in saved["model_kwargs"].items() if defaults.get(k) == v)
+    assert saved["model_kwargs"]["hidden_size"] == 8 != defaults["hidden_size"]
+    del saved["model_kwargs"][at_default]
+    config_file.write_text(json.dumps(saved))
+    proc = subprocess.run(
+        train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    saved = json.loads(config_file.read_text())
+    del saved["model_kwargs"]["hidden_size"]
+    config_file.write_text(json.dumps(saved))
+    proc = subprocess.run(
+        train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0
+    assert "model_kwargs.hidden_size: saved '(absent)', now 8" in proc.stderr + proc.stdout
 
 
 def test_jit_compile_with_op_determinism_is_refused_not_silently_ignored(tmp_path):
