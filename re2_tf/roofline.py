@@ -110,17 +110,29 @@ class HloModule:
 
     computations: dict
     entry: str
+    #: Memoised :meth:`live` lists and :meth:`_named` indexes, per computation.
+    _memo: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     def live(self, computation):
         """The instructions of a computation its result depends on, in text order: what XLA
         keeps after removing dead code (e.g. the first step Keras' TensorFlow backend computes
         before a recurrent loop only to learn the output's shape)."""
-        instructions = self.computations[computation]
-        needed = {i.name for i in instructions if i.root} or {instructions[-1].name}
-        for inst in reversed(instructions):
-            if inst.name in needed:
-                needed.update(inst.references())
-        return [i for i in instructions if i.name in needed]
+        key = ("live", computation)
+        if key not in self._memo:
+            instructions = self.computations[computation]
+            needed = {i.name for i in instructions if i.root} or {instructions[-1].name}
+            for inst in reversed(instructions):
+                if inst.name in needed:
+                    needed.update(inst.references())
+            self._memo[key] = [i for i in instructions if i.name in needed]
+        return self._memo[key]
+
+    def _named(self, computation):
+        """``{instruction name: Instruction}`` of a computation."""
+        key = ("named", computation)
+        if key not in self._memo:
+            self._memo[key] = {i.name: i for i in self.computations[computation]}
+        return self._memo[key]
 
     def dot_flops(self, instruction):
         """FLOPs of one ``dot`` or ``convolution`` instruction (0 for any other op)."""
@@ -170,7 +182,7 @@ class HloModule:
         TensorFlow's ``tf.shape(x)[1]`` reaches XLA); an element of a tuple; or an element of
         a finished ``while`` (a counter: its start plus the loop's trip count). ``None``
         otherwise."""
-        inst = next((i for i in self.computations[computation] if i.name == name), None)
+        inst = self._named(computation).get(name)
         if inst is None or depth > 50 or not re.match(r"s(32|64)\[", inst.type):
             return None
         operands = [r for r in inst.references() if r != name]
@@ -199,7 +211,7 @@ class HloModule:
             start, stop, step = (int(g) if g else 1 for g in bounds.groups())
             return values[start:stop:step]
         if inst.op == "get-tuple-element":
-            source = next(i for i in self.computations[computation] if i.name == operands[0])
+            source = self._named(computation)[operands[0]]
             if source.op == "tuple":
                 return self._integers(
                     computation, source.references()[_tuple_index(inst)], depth + 1
@@ -211,10 +223,9 @@ class HloModule:
 
     def _initial(self, computation, loop, index):
         """The starting value of element ``index`` of a ``while`` of ``computation``."""
-        initial = loop.references()[0]
-        for inst in self.computations[computation]:
-            if inst.name == initial and inst.op == "tuple":
-                return self._value(computation, inst.references()[index])
+        inst = self._named(computation).get(loop.references()[0])
+        if inst is not None and inst.op == "tuple":
+            return self._value(computation, inst.references()[index])
         return None
 
     def trip_count(self, loop, caller):
@@ -498,21 +509,24 @@ def peaks(units=None):
 def single_position_words(featurizers, words):
     """The ``words`` every featuriser encodes as one position of a text (WordPiece: one
     sub-word), so that a text of ``n`` of them is ``n`` positions long and a batch of such
-    texts needs no padding."""
+    texts needs no padding. One :func:`re2_tf.data.pipeline.encode_examples` call encodes
+    every word once alone and once doubled."""
+    from re2_tf.data.pipeline import encode_examples
     from re2_tf.data.readers import PairExample
 
-    def positions(text):
-        encoded = _encode([PairExample(text, text, 0)], featurizers)
-        return {k: len(v[0]) for k, v in encoded.features.items()}
+    candidates = ["the", *words]
+    examples = [PairExample(t, t, 0) for w in candidates for t in (w, f"{w} {w}")]
+    features = encode_examples(examples, featurizers).features
 
-    one, two = positions("the"), positions("the the")
-    return [w for w in words if positions(w) == one and positions(f"{w} {w}") == two]
+    def positions(k):
+        return {name: len(values[k]) for name, values in features.items()}
 
-
-def _encode(examples, featurizers):
-    from re2_tf.data.pipeline import encode_examples
-
-    return encode_examples(examples, featurizers)
+    one, two = positions(0), positions(1)
+    return [
+        w
+        for k, w in enumerate(candidates[1:], start=1)
+        if positions(2 * k) == one and positions(2 * k + 1) == two
+    ]
 
 
 def pair_batch(featurizers, batch, length, words, *, length_multiple=0, seed=0):
@@ -520,7 +534,7 @@ def pair_batch(featurizers, batch, length, words, *, length_multiple=0, seed=0):
     padded as the training pipeline pads them (to a multiple of ``length_multiple``)."""
     import numpy as np
 
-    from re2_tf.data.pipeline import make_dataset
+    from re2_tf.data.pipeline import encode_examples, make_dataset
     from re2_tf.data.readers import PairExample
 
     rng = np.random.default_rng(seed)
@@ -529,7 +543,7 @@ def pair_batch(featurizers, batch, length, words, *, length_multiple=0, seed=0):
         for _ in range(batch)
     ]
     dataset = make_dataset(
-        _encode(examples, featurizers),
+        encode_examples(examples, featurizers),
         batch_size=batch,
         training=False,
         with_labels=False,
