@@ -68,17 +68,20 @@ def time_export(
     throughput_batches=5,
     seed=0,
     timeout=1800,
+    options=None,
 ):
     """Time an exported model in a fresh Python subprocess.
 
     Args:
-        path: SavedModel directory or ``.tflite`` file.
+        path: SavedModel directory, or ``.tflite``, ``.onnx`` or OpenVINO ``.xml`` file.
         signature: signature name.
         input_spec: ``{input name: {"dtype", "shape", "low", "high" | "words"}}`` (see
             ``serving/timing_worker.py``); the first input's ``shape[0]`` is the batch.
         batches, warmup: timed / untimed batches (after the first call).
         intra_op_threads, inter_op_threads: thread pools (0 = default; TFLite uses intra).
         throughput_batch: if > 0, also measure pairs/s at this batch size.
+        options: more request keys of ``serving/timing_worker.py`` (``inputs_file``,
+            ``outputs_file``, ``precision``).
 
     Returns:
         dict with ``first_call_s``, ``mean_s``, ``std_s``, ``median_ms``, ``p99_ms``,
@@ -98,6 +101,7 @@ def time_export(
         throughput_batch=throughput_batch,
         throughput_batches=throughput_batches,
         seed=seed,
+        **(options or {}),
     )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run(
@@ -299,10 +303,14 @@ def run_benchmark(
     throughput_batch=512,
     workdir=None,
     plain=False,
+    runtime=None,
 ):
     """Export each benchmark variant of ``model``'s spec (RE2: Table 5's 1/2/3 blocks) and
     time it with the Table 5 protocol; return ``(rows, markdown)``. ``plain`` adds a row per
-    variant for the same network exported with Keras' ``model.export``.
+    variant for the same network exported with Keras' ``model.export``. ``runtime``
+    (``openvino``, ``onnxruntime``): time instead the ``xla=False`` export's ``serving_ids``
+    converted for it (:func:`re2_tf.serving.runtimes.convert`; inputs:
+    :func:`re2_tf.serving.runtimes.timing_inputs`).
 
     Raises:
         KeyError: an unknown model or variant.
@@ -310,6 +318,7 @@ def run_benchmark(
     from re2_tf.models import get_spec
 
     spec = get_spec(model)
+    xla = xla and not runtime  # the converters need the xla=False export
     variants = list(spec.benchmark) if not variants else list(variants)
     unknown = [v for v in variants if v not in spec.benchmark]
     if unknown:
@@ -330,11 +339,21 @@ def run_benchmark(
                 plain_dir=plain_dir,
             )
             signature, inputs = benchmark_inputs(featurizers, batch, length)
+            options, kind = None, f"{fmt}, {precision}"
+            if runtime:
+                from re2_tf.serving import runtimes
+
+                path = runtimes.convert(path, runtime, Path(tmp) / f"{runtime}{k}")
+                signature, kind = runtimes.SIGNATURE, f"{runtime}, fp32"
+                inputs, options = runtimes.timing_inputs(
+                    featurizers, batch, length, Path(tmp) / f"inputs{k}.npz"
+                )
+                options["precision"] = "f32"  # OpenVINO's default is bf16 where the CPU has it
             timed = [
                 (
                     path,
                     signature,
-                    f"{label} ({fmt}, {precision}"
+                    f"{label} ({kind}"
                     f"{', XLA' if xla and fmt == 'savedmodel' else ''}"
                     f"{', raw text' if signature == 'serving_default' else ''})",
                 )
@@ -356,7 +375,8 @@ def run_benchmark(
                     warmup=warmup,
                     intra_op_threads=intra_op_threads,
                     inter_op_threads=inter_op_threads,
-                    throughput_batch=throughput_batch,
+                    throughput_batch=0 if "inputs_file" in (options or {}) else throughput_batch,
+                    options=options,
                 )
                 result.update(model=name, params=params, paper=entry.get("paper_seconds", "—"))
                 rows.append(result)

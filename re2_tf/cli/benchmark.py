@@ -6,6 +6,8 @@ layer over :func:`re2_tf.benchmarking.run_benchmark` and
     re2-bench --model=re2 --variants="RE2 3 blocks" --xla=false
     re2-bench --format=tflite --precision=int8
     re2-bench --roofline --json_out=docs/runs/roofline/roofline.json   # against the CPU's limit
+    re2-bench --backend=onnxruntime                  # through ONNX Runtime (or openvino, tflite)
+    re2-bench --runtimes --json_out=docs/runs/runtimes/runtimes.json   # every model x runtime
     re2-bench --saved_model=exports/snli --signature=serving_ids \
         --input_spec='{"text1": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 1000},
                        "text2": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 1000}}'
@@ -18,6 +20,14 @@ CPU and the date, and the component timings as printed), from which the README's
 tables are generated (:mod:`re2_tf.doc_tables`). An unknown model or variant, a malformed
 ``--input_spec`` or a missing ``--saved_model`` ends the command with one line
 ``re2-bench: error: <message>``, exit status 1.
+
+``--backend=openvino|onnxruntime`` times the ``serving_ids`` signature of each variant's
+``--xla=false`` export converted by :mod:`re2_tf.serving.runtimes` (or of ``--saved_model``),
+on the same inputs as the other backends (for a packed-pair model, pairs of sample words packed
+in Python); ``--backend=tflite`` is ``--format=tflite``. They need the optional extras
+(``pip install -e '.[openvino]'`` / ``'.[onnx]'``); a model a converter cannot convert ends the
+command with the ops it named. ``--runtimes`` times every ``--runtimes_models`` model through
+every runtime with the outputs' agreement (:func:`re2_tf.serving.runtimes.report`).
 """
 
 from __future__ import annotations
@@ -74,6 +84,27 @@ def define_flags(flag_values=FLAGS):
     )
     flags.DEFINE_enum(
         "precision", "fp32", ["fp32", "bf16", "int8"], "Export precision.", flag_values=flag_values
+    )
+    flags.DEFINE_enum(
+        "backend",
+        None,
+        ["savedmodel", "tflite", "openvino", "onnxruntime"],
+        "Runtime timed (default: --format's); openvino/onnxruntime convert the --xla=false "
+        "export's serving_ids (re2_tf.serving.runtimes).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_bool(
+        "runtimes",
+        False,
+        "Instead: every --runtimes_models model through SavedModel, TFLite, ONNX Runtime and "
+        "OpenVINO, with the outputs' agreement (re2_tf.serving.runtimes.report).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_list(
+        "runtimes_models",
+        ["re2", "drcn", "fitn", "match_srnn", "bert_matchlstm"],
+        "Models of --runtimes (each its first benchmark variant).",
+        flag_values=flag_values,
     )
     flags.DEFINE_bool(
         "xla", True, "Export with jit_compile (SavedModel only).", flag_values=flag_values
@@ -153,6 +184,15 @@ def define_flags(flag_values=FLAGS):
 
 def main(argv):
     """Time the model's variants (or ``--saved_model``) and print the table."""
+    from re2_tf.serving.runtimes import MissingPackageError
+
+    try:
+        return _main(argv)
+    except MissingPackageError as error:  # an optional runtime to install: one line
+        raise OSError(str(error)) from error
+
+
+def _main(argv):
     if len(argv) > 1:
         raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
     threads = dict(intra_op_threads=FLAGS.intra_op_threads, inter_op_threads=FLAGS.inter_op_threads)
@@ -180,6 +220,25 @@ def main(argv):
             Path(FLAGS.json_out).parent.mkdir(parents=True, exist_ok=True)
             Path(FLAGS.json_out).write_text(json.dumps(record, indent=2) + "\n")
         return
+    if FLAGS.runtimes:
+        from re2_tf.serving import runtimes
+
+        record = runtimes.report(
+            FLAGS.runtimes_models,
+            threads=FLAGS.intra_op_threads or 2,
+            batch=FLAGS.batch,
+            length=FLAGS.length,
+            batches=FLAGS.batches,
+            warmup=FLAGS.warmup,
+            argv=sys.argv[1:],
+        )
+        print(runtimes.markdown(record))
+        if FLAGS.json_out:
+            Path(FLAGS.json_out).parent.mkdir(parents=True, exist_ok=True)
+            Path(FLAGS.json_out).write_text(json.dumps(record, indent=2) + "\n")
+        return
+    fmt = "tflite" if FLAGS.backend == "tflite" else FLAGS.format
+    converted = FLAGS.backend in ("openvino", "onnxruntime")
     if FLAGS.saved_model:
         if not Path(FLAGS.saved_model).exists():
             raise FileNotFoundError(f"--saved_model: no such export {FLAGS.saved_model}")
@@ -188,13 +247,20 @@ def main(argv):
             if FLAGS.input_spec
             else ids_spec(FLAGS.batch, FLAGS.length, FLAGS.vocab_size)
         )
+        target, options = FLAGS.saved_model, None
+        if converted:
+            from re2_tf.serving import runtimes
+
+            target = runtimes.convert(FLAGS.saved_model, FLAGS.backend)
+            options = {"precision": "f32"} if FLAGS.backend == "openvino" else None
         result = time_export(
-            FLAGS.saved_model,
+            target,
             FLAGS.signature,
             spec,
             batches=FLAGS.batches,
             warmup=FLAGS.warmup,
             throughput_batch=FLAGS.throughput_batch,
+            options=options,
             **threads,
         )
         result.update(model=FLAGS.saved_model, params=None)  # unknown for an arbitrary export
@@ -211,9 +277,10 @@ def main(argv):
             batches=FLAGS.batches,
             warmup=FLAGS.warmup,
             vocab_size=FLAGS.vocab_size,
-            fmt=FLAGS.format,
+            fmt=fmt,
             precision=FLAGS.precision,
-            xla=FLAGS.xla,
+            xla=FLAGS.xla and not converted,
+            runtime=FLAGS.backend if converted else None,
             throughput_batch=FLAGS.throughput_batch,
             plain=FLAGS.plain_export,
             **threads,
@@ -239,8 +306,8 @@ def main(argv):
 def _settings():
     names = (
         "model", "variants", "batch", "length", "batches", "warmup", "vocab_size",
-        "throughput_batch", "format", "precision", "xla", "plain_export", "intra_op_threads",
-        "inter_op_threads", "saved_model", "signature",
+        "throughput_batch", "format", "backend", "precision", "xla", "plain_export",
+        "intra_op_threads", "inter_op_threads", "saved_model", "signature",
     )  # fmt: skip
     return {name: FLAGS[name].value for name in names}
 

@@ -21,6 +21,12 @@ truncated to the export's limits (``max_length`` tokens per text, and for BERT+M
 ``max_pair_length`` word pieces per packed pair; the export's ``truncation`` entry) is
 reported on stderr.
 
+``--backend=openvino|onnxruntime`` runs the export's ``serving_ids`` converted by
+:mod:`re2_tf.serving.runtimes` (a SavedModel exported with ``--xla=false``; the converted file
+is kept in ``<export_dir>/runtimes/``), tokenising in Python; a model the converter cannot
+convert, or a runtime that is not installed, ends the command with one line naming the ops or
+the extra to install.
+
 Start-up: the command imports TensorFlow without Keras and loads the export's SavedModel
 (:mod:`re2_tf.cli.startup`). An XLA export (the default of ``re2-export``) compiles once per
 input shape (1-2 s on 2 CPU cores); to reuse compiled shapes across calls, set
@@ -38,6 +44,7 @@ from absl import flags
 
 from re2_tf.cli.common import run_command
 from re2_tf.serving.predictor import MissingOpError, Predictor, read_pairs
+from re2_tf.serving.runtimes import ConversionError, MissingPackageError
 
 __all__ = ["define_flags", "main", "run"]
 
@@ -68,6 +75,15 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_integer(
         "batch_size", 64, "Pairs per model call.", lower_bound=1, flag_values=flag_values
     )
+    flags.DEFINE_enum(
+        "backend",
+        None,
+        ["savedmodel", "tflite", "openvino", "onnxruntime"],
+        "Runtime (default: the export's format); openvino/onnxruntime convert an --xla=false "
+        "SavedModel's serving_ids (re2_tf.serving.runtimes; pip install -e '.[openvino]' / "
+        "'.[onnx]') and tokenise in Python.",
+        flag_values=flag_values,
+    )
     flags.mark_flag_as_required("export_dir", flag_values=flag_values)
 
 
@@ -82,9 +98,9 @@ def main(argv):
         with open(FLAGS.input, "rb") as f:
             pairs = read_pairs(f, source, FLAGS.input_format)
     try:
-        predictor = Predictor(FLAGS.export_dir, FLAGS.tokenize, FLAGS.batch_size)
-    except MissingOpError as error:  # an installation to complete: the user's to fix
-        raise OSError(str(error)) from error
+        predictor = Predictor(FLAGS.export_dir, FLAGS.tokenize, FLAGS.batch_size, FLAGS.backend)
+    except (MissingOpError, MissingPackageError, ConversionError) as error:  # an installation
+        raise OSError(str(error)) from error  # to complete, or a model a converter cannot take
     if FLAGS.output != "-":
         Path(FLAGS.output).parent.mkdir(parents=True, exist_ok=True)
     out = sys.stdout if FLAGS.output == "-" else open(FLAGS.output, "w", encoding="utf-8")

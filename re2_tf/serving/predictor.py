@@ -35,6 +35,11 @@ signature; ``python`` tokenises with the exact Python tokeniser of the run
 ``python`` otherwise (``snli``, ``scitail``: the in-graph versions are approximations, see
 ``re2_tf/serving/README.md``). TFLite exports always use ``python``.
 
+Runtime (``backend``): ``savedmodel`` (TensorFlow) or ``tflite`` (LiteRT), whichever the export
+is (the default), or ``openvino`` / ``onnxruntime``: the SavedModel's ``serving_ids`` converted
+by :mod:`re2_tf.serving.runtimes` (an ``--xla=false`` export; optional extras
+``.[openvino]`` / ``.[onnx]``), fed by the ``python`` tokenisation as TFLite is.
+
 Policy: **every input line yields one output record, or reading stops with one error
 ``<input>:<line>: <reason>``** (:class:`InputError`) before anything is predicted: invalid
 UTF-8, a blank or whitespace-only line, a TSV line without a tab, invalid JSON, a JSON value
@@ -215,14 +220,19 @@ class Predictor:
             (SavedModel or TFLite).
         tokenize: ``auto``, ``graph`` or ``python`` (see module docstring).
         batch_size: pairs per model call (>= 1).
+        backend: ``savedmodel``, ``tflite``, ``openvino`` or ``onnxruntime`` (module
+            docstring); ``None`` = the export's own format.
 
     Raises:
-        FileNotFoundError: not an export directory. ValueError: ``graph`` with TFLite, or
+        FileNotFoundError: not an export directory. ValueError: ``graph`` with a backend
+        other than ``savedmodel``, a backend the export's format cannot serve, or
         ``batch_size`` < 1. MissingOpError (a RuntimeError): the SavedModel needs TensorFlow
         Text ops that are not registered (see :func:`load_saved_model`).
+        ``re2_tf.serving.runtimes.ConversionError`` / ``MissingPackageError``: OpenVINO or
+        ONNX Runtime cannot take the export, or is not installed.
     """
 
-    def __init__(self, export_dir, tokenize="auto", batch_size=64):
+    def __init__(self, export_dir, tokenize="auto", batch_size=64, backend=None):
         import tensorflow as tf
 
         from re2_tf.serving.export import EXPORT_CONFIG_FILE, TFLITE_FILE
@@ -237,14 +247,25 @@ class Predictor:
         self.label_names = self.config["label_names"]
         self.batch_size = int(batch_size)
         tflite = (self.export_dir / TFLITE_FILE).exists()
+        self.backend = backend or ("tflite" if tflite else "savedmodel")
+        if (self.backend == "tflite") != tflite:
+            raise ValueError(
+                f"--backend={self.backend} cannot serve the {'TFLite' if tflite else 'SavedModel'}"
+                f" export {export_dir}"
+            )
+        ids_only = self.backend != "savedmodel"
         if tokenize == "auto":
             tokenize = (
-                "graph" if self.config["in_graph_tokenizer_exact"] and not tflite else "python"
+                "graph" if self.config["in_graph_tokenizer_exact"] and not ids_only else "python"
             )
-        if tokenize == "graph" and tflite:
-            raise ValueError("TFLite exports take ids: use --tokenize=python")
+        if tokenize == "graph" and ids_only:
+            raise ValueError(f"--backend={self.backend} takes ids: use --tokenize=python")
         self.tokenize = tokenize
-        if tflite:
+        if self.backend in ("openvino", "onnxruntime"):
+            from re2_tf.serving import runtimes
+
+            self._features_fn = runtimes.load(self.export_dir, self.backend)
+        elif tflite:
             try:
                 from ai_edge_litert.interpreter import Interpreter
             except ImportError:

@@ -1,11 +1,12 @@
 """Time one exported model in this (fresh) process; run as a script, never imported.
 
 Invoked by :mod:`re2_tf.benchmarking` as ``python timing_worker.py '<json request>'``; imports
-only TensorFlow / NumPy (and the LiteRT interpreter for ``.tflite``), never ``re2_tf``, so the
-measurement sees exactly what a serving process sees. Prints one JSON line.
+only TensorFlow / NumPy (the LiteRT interpreter for ``.tflite``, ONNX Runtime for ``.onnx``,
+OpenVINO for an IR ``.xml``), never ``re2_tf``, so the measurement sees exactly what a serving
+process sees. Prints one JSON line.
 
 Request keys:
-    path: SavedModel directory, or a ``.tflite`` file.
+    path: SavedModel directory, or a ``.tflite``, ``.onnx`` or OpenVINO ``.xml`` file.
     signature: signature name (``serving_ids``, ``serving_default``, ...).
     inputs: ``{name: {"dtype": "int32"|"string", "shape": [batch, length?],
             "low": int, "high": int, "words": [...]}}`` -- int inputs are uniform in
@@ -14,6 +15,10 @@ Request keys:
     throughput_batch: if > 0, also time ``throughput_batches`` batches of this size.
     intra_op_threads, inter_op_threads: 0 = TensorFlow's default.
     seed: input RNG seed.
+    inputs_file: optional ``.npz`` of the 4 batches (keys ``<i>/<input name>``), used
+            instead of drawing them (``inputs`` then only gives the batch size).
+    outputs_file: optional ``.npz`` written after timing: ``probabilities`` of the 4 batches.
+    precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``).
 
 Output keys: ``first_call_s`` (first call, includes XLA compilation / TFLite allocation),
 ``times_s`` (list, one per timed batch), ``throughput_pairs_per_s`` (or null), ``interpreter``,
@@ -73,6 +78,35 @@ def main(request):
 
         def call(inputs):
             return runner(**inputs)
+    elif path.endswith(".onnx"):
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        if intra:
+            options.intra_op_num_threads = intra
+        if inter:
+            options.inter_op_num_threads = inter
+        session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        names = [o.name for o in session.get_outputs()]
+        interpreter_name = f"onnxruntime {onnxruntime.__version__}"
+
+        def call(inputs):
+            return dict(zip(names, session.run(None, inputs)))
+    elif path.endswith(".xml"):
+        import openvino
+
+        config = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}
+        if intra:
+            config["INFERENCE_NUM_THREADS"] = intra
+        if request.get("precision"):
+            config["INFERENCE_PRECISION_HINT"] = request["precision"]
+        compiled = openvino.Core().compile_model(path, "CPU", config)
+        infer_request = compiled.create_infer_request()
+        interpreter_name = f"openvino {openvino.__version__.split('-')[0]}"
+
+        def call(inputs):
+            result = infer_request.infer(inputs)
+            return {o.get_any_name(): result[o] for o in compiled.outputs}
     else:
         import tensorflow as tf
 
@@ -96,7 +130,14 @@ def main(request):
             return {k: v.numpy() for k, v in out.items()}
 
     spec, batch = request["inputs"], request["inputs"][next(iter(request["inputs"]))]["shape"][0]
-    batches = [make_inputs(spec, batch, rng) for _ in range(4)]
+    if request.get("inputs_file"):
+        data = np.load(request["inputs_file"])
+        batches = [
+            {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith(f"{i}/")}
+            for i in range(4)
+        ]
+    else:
+        batches = [make_inputs(spec, batch, rng) for _ in range(4)]
     loaded_rss = peak_rss_mib()
     start = time.perf_counter()
     call(batches[0])
@@ -119,6 +160,9 @@ def main(request):
         for _ in range(n):
             call(big_inputs)
         throughput = n * big / (time.perf_counter() - start)
+    if request.get("outputs_file"):
+        probabilities = [call(inputs)["probabilities"] for inputs in batches]
+        np.savez(request["outputs_file"], probabilities=np.concatenate(probabilities))
     print(
         json.dumps(
             {
