@@ -22,7 +22,10 @@ Kinds (paths relative to the repository root):
   variant and the last variant's mean ± std, under the paper's own row;
 - ``roofline <record.json> [export]``: a ``re2-bench --roofline --json_out`` record
   (:func:`re2_tf.roofline.report`) as :func:`re2_tf.roofline.markdown` prints it (with
-  ``export``: that export's serving rows only), then its command.
+  ``export``: that export's serving rows only), then its command;
+- ``runtimes <record.json> [summary]``: a ``re2-bench --runtimes --json_out`` record
+  (:func:`re2_tf.serving.runtimes.report`) as :func:`re2_tf.serving.runtimes.markdown` prints
+  it, then its command (with ``summary``: :func:`re2_tf.serving.runtimes.summary`'s paragraph).
 
 ``re2-summarize --update_docs README.md docs/*.md`` rewrites every block from the records, and
 ``tests/test_recorded_runs.py`` checks that each block in the README and ``docs/`` is what the
@@ -93,9 +96,17 @@ def generate(spec, root=REPO):
         record = _read(root / args[0])
         table = roofline.markdown(record, *args[1:])
         return table + f"\n\nCommand: `{record['command']}`."
+    if kind == "runtimes" and len(args) in (1, 2) and args[1:] in ([], ["summary"]):
+        from re2_tf.serving import runtimes
+
+        record = _read(root / args[0])
+        if args[1:]:
+            return runtimes.summary(record)
+        return runtimes.markdown(record) + f"\n\nCommand: `{record['command']}`."
     raise ValueError(
         f"unknown generated table {spec!r}: expected 'compare <records>', 'sweep <flagfile>', "
-        "'bench <json>', 'table5 <json> ...' or 'roofline <json> [export]'"
+        "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]' or "
+        "'runtimes <json> [summary]'"
     )
 
 

@@ -185,3 +185,63 @@ def test_a_roofline_block_of_one_export_keeps_its_rows_and_drops_training(tmp_pa
         "Command: `c`.",
     ]
     assert len(doc_tables.generate("roofline r.json", tmp_path).splitlines()) == 12
+
+
+def test_a_runtimes_block_is_the_table_its_summary_and_command(tmp_path):
+    def row(model, runtime, conversion, median_ms=None, dp=None, spread=None, argmax=None, ok=None):
+        return {
+            "model": model,
+            "runtime": runtime,
+            "precision": "f32",
+            "conversion": conversion,
+            "median_ms": median_ms,
+            "max_abs_dp": dp,
+            "dp_over_spread": spread,
+            "argmax_agreement": argmax,
+            "agrees": ok,
+        }
+
+    record = {
+        "command": "re2-bench --runtimes",
+        "date": "2026-01-02",
+        "cpu": "Some CPU",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "threads": 2,
+        "batch": 8,
+        "length": 20,
+        "batches": 100,
+        "versions": {"openvino": "1.0", "onnxruntime": "2.0", "tf2onnx": "3.0", "onnx": None},
+        "loadavg": [0.5, 1.25],
+        "models": [{"model": "Net", "xla_export_openvino": "failed: LowerBound"}],
+        "rows": [
+            row("Net", "savedmodel (XLA)", "—", 10.0, 0.0, 0.0, 1.0, True),
+            row("Net", "onnxruntime", "failed: Erfc"),
+            row("Net", "openvino f32", "ok", 5.0, 2e-3, 1.04, 0.96875, False),
+        ],
+    }
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    assert doc_tables.generate("runtimes r.json", tmp_path).splitlines() == [
+        "2 cores of Some CPU (avx2), 2026-01-02; 2 thread(s); batch 8×20, median of 100 "
+        "batches, each runtime in a fresh process; 1-minute load average 0.5 → 1.2. Versions: "
+        "openvino 1.0, onnxruntime 2.0, tf2onnx 3.0.",
+        "",
+        "| model | runtime | conversion | median ms | × SavedModel (XLA) | max abs Δp | "
+        "Δp / spread | argmax agree | agrees |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+        "| Net | savedmodel (XLA) | — | 10.00 | 1.00 | — | — | — | reference |",
+        "| Net | onnxruntime | failed: Erfc | — | — | — | — | — | — |",
+        "| Net | openvino f32 | ok | 5.00 | 0.50 | 2.0e-03 | 1.04 | 0.969 | **no** |",
+        "",
+        "The default (XLA) export through OpenVINO's converter: Net: failed: LowerBound.",
+        "",
+        "Command: `re2-bench --runtimes`.",
+    ]
+    assert doc_tables.generate("runtimes r.json summary", tmp_path) == (
+        "Other CPU runtimes on the id-level signature (ONNX Runtime 2.0 via tf2onnx 3.0, "
+        "OpenVINO 1.0; both converted from the `--xla=false` export), median ms at batch 8×20 "
+        "beside the default SavedModel's: Net 10.0, ONNX Runtime failed: Erfc, OpenVINO "
+        "**wrong** (max |Δp| 2e-03, argmax agreement 0.969)."
+    )
+    with pytest.raises(ValueError, match="unknown generated table"):
+        doc_tables.generate("runtimes r.json extra", tmp_path)
