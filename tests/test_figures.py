@@ -1,0 +1,240 @@
+"""re2_tf.figures: the papers' analysis figures.
+
+RE2's occlusion (Figure 2) on a tiny 3-block RE2 with every weight random (biases, weight-norm
+``g`` and temperatures too): the occluded part is exactly zero in that block's alignment and
+fusion inputs, it is exactly the embedding / the summed block outputs / the encoder output of
+the intact graph, and nothing else in that block's inputs or any earlier block's changes.
+The committed figures' captions against their committed run records.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+from model_scaffolding import pair_batch
+from weights import randomize_weights
+
+from re2_tf.figures import FIGURE_SETS
+from re2_tf.figures.base import load_record, run_caption
+from re2_tf.figures.re2 import feature_slices, occluded_model, per_class_accuracy
+from re2_tf.models.re2 import build_re2
+
+REPO = Path(__file__).resolve().parents[1]
+FIGURES = REPO / "docs" / "figures"
+EMBED, HIDDEN = 6, 4
+
+
+def tiny_re2(**kwargs):
+    model = build_re2(
+        30, 3, embedding_dim=EMBED, hidden_size=HIDDEN, blocks=3, enc_layers=1, **kwargs
+    )
+    randomize_weights(model, 3)
+    return model
+
+
+def block_inputs(model, blocks=3):
+    """Per block ``(a, b, x_a, aligned_a, x_b, aligned_b)``: the alignment layer's two inputs
+    and each fusion call's two inputs, from the graph ``model`` was built last with (its
+    layers' newest call nodes)."""
+    tensors = []
+    for block in range(blocks):
+        alignment = model.get_layer(f"block{block}_alignment")._inbound_nodes[-1]
+        fusions = model.get_layer(f"block{block}_fusion")._inbound_nodes[-2:]
+        # The clone may call fusion on text2 first: order the calls as the alignment's inputs.
+        first = alignment.input_tensors[0]
+        fusions = sorted(fusions, key=lambda n: n.input_tensors[0] is not first)
+        assert fusions[1].input_tensors[0] is alignment.input_tensors[1]
+        tensors += [*alignment.input_tensors[:2]]
+        for node in fusions:
+            tensors += [*node.input_tensors[:2]]
+    values = [np.asarray(v) for v in keras.Model(model.input, tensors)(pair_batch(0))]
+    return [values[6 * b : 6 * b + 6] for b in range(blocks)]
+
+
+def intact_parts(model):
+    """Per block the intact graph's embedding, residual (the connection's summed part) and
+    encoder output of text1 and text2, read from those layers' own nodes."""
+    embedding = model.get_layer("embedding")._inbound_nodes[:2]
+    tensors = [node.outputs[0] for node in embedding]
+    for block in range(3):
+        tensors += [n.outputs[0] for n in model.get_layer(f"block{block}_encoder")._inbound_nodes]
+        if block:
+            tensors += [
+                n.outputs[0] for n in model.get_layer(f"block{block}_connection")._inbound_nodes
+            ]
+    values = [np.asarray(v) for v in keras.Model(model.input, tensors)(pair_batch(0))]
+    emb = values[:2]
+    parts, k = [], 2
+    for block in range(3):
+        enc = values[k : k + 2]
+        k += 2
+        residual = None
+        if block:
+            residual = [v[..., EMBED:] for v in values[k : k + 2]]
+            k += 2
+        parts.append({"embed": emb, "residual": residual, "enc-out": enc})
+    return parts
+
+
+def test_the_parts_are_the_embedding_the_summed_outputs_and_the_encoder_output():
+    model = tiny_re2()
+    assert feature_slices(model, 0) == {"embed": (0, EMBED), "enc-out": (EMBED, EMBED + HIDDEN)}
+    for block in (1, 2):
+        assert feature_slices(model, block) == {
+            "embed": (0, EMBED),
+            "residual": (EMBED, EMBED + HIDDEN),
+            "enc-out": (EMBED + HIDDEN, EMBED + 2 * HIDDEN),
+        }
+    inputs, parts = block_inputs(model), intact_parts(model)
+    for block in range(3):
+        a, b = inputs[block][:2]
+        for feature, (start, stop) in feature_slices(model, block).items():
+            for side, x in enumerate((a, b)):
+                np.testing.assert_allclose(
+                    x[..., start:stop], parts[block][feature][side], atol=1e-6
+                )
+
+
+def test_occlusion_zeroes_exactly_that_part_of_that_blocks_alignment_and_fusion_input():
+    # The first block (no residual part) and the last (all three parts); block 1 is as block 2.
+    model = tiny_re2()
+    intact = block_inputs(model)
+    logits = np.asarray(model(pair_batch(0)))
+    for block, feature in [(0, f) for f in ("embed", "enc-out")] + [
+        (2, f) for f in ("embed", "residual", "enc-out")
+    ]:
+        start, stop = feature_slices(model, block)[feature]
+        occluded = occluded_model(model, block, feature)
+        got = block_inputs(occluded)
+        keep = np.ones(intact[block][0].shape[-1], bool)
+        keep[start:stop] = False
+        for earlier in range(block):  # blocks before: untouched
+            for x, y in zip(got[earlier], intact[earlier]):
+                np.testing.assert_allclose(x, y, atol=1e-6)
+        a, b, x_a, aligned_a, x_b, aligned_b = got[block]
+        for x, reference in ((a, intact[block][0]), (b, intact[block][1])):
+            assert np.all(x[..., start:stop] == 0)
+            np.testing.assert_allclose(x[..., keep], reference[..., keep], atol=1e-6)
+            assert np.abs(reference[..., start:stop]).max() > 0.01  # it was not zero before
+        # Fusion reads the same (occluded) features, and the aligned ones are weighted sums
+        # of the other text's occluded features: that part is exactly zero too.
+        np.testing.assert_array_equal(x_a, a)
+        np.testing.assert_array_equal(x_b, b)
+        assert np.all(aligned_a[..., start:stop] == 0) and np.all(aligned_b[..., start:stop] == 0)
+        assert not np.allclose(np.asarray(occluded(pair_batch(0))), logits, atol=1e-4)
+    np.testing.assert_array_equal(np.asarray(model(pair_batch(0))), logits)  # model unchanged
+
+
+def test_occlusion_rejects_what_the_model_does_not_have():
+    model = tiny_re2()
+    with pytest.raises(ValueError, match="no 'residual' part"):
+        occluded_model(model, 0, "residual")
+    with pytest.raises(ValueError, match="feature must be"):
+        occluded_model(model, 1, "alignment")
+    with pytest.raises(ValueError, match="augmented residual"):
+        feature_slices(tiny_re2(connection="residual"), 1)
+    with pytest.raises(ValueError, match="enc_in=False"):
+        feature_slices(tiny_re2(enc_in=False), 0)
+
+
+def test_per_class_accuracy_is_the_recall_of_each_gold_class():
+    labels = [0, 0, 1, 1, 1, 2]
+    predictions = [0, 1, 1, 1, 0, 0]
+    np.testing.assert_allclose(per_class_accuracy(labels, predictions, 4)[:3], [0.5, 2 / 3, 0])
+    assert np.isnan(per_class_accuracy(labels, predictions, 4)[3])
+
+
+# ------------------------------------------------------------------- committed figures
+def committed():
+    return sorted(FIGURES.glob("*.json"))
+
+
+def test_a_record_reads_as_its_files_say(tmp_path):
+    (tmp_path / "results.json").write_text(
+        json.dumps({"seed": 2, "splits": {"test": {"map": 0.61234, "mrr": 0.625}}})
+    )
+    (tmp_path / "flags.txt").write_text("--model=match_srnn\n--data_dir=/d\n--epochs=5\n")
+    (tmp_path / "train.log").write_text("#classes 2; training on 8672\nepoch 1\n")
+    record = load_record(tmp_path)
+    assert (record.model, record.seed, record.epochs, record.training_pairs) == (
+        "match_srnn",
+        2,
+        5,
+        8672,
+    )
+    assert "test MAP 0.6123, MRR 0.6250." in run_caption(record)
+
+
+@pytest.mark.parametrize("path", committed(), ids=lambda p: p.stem)
+def test_every_caption_number_is_its_committed_records(path):
+    figure = json.loads(path.read_text())
+    run = figure["run"]
+    record = REPO / run["record"]
+    results = json.loads((record / "results.json").read_text())
+    flags = (record / "flags.txt").read_text().splitlines()
+    log = (record / "train.log").read_text()
+    epochs = next(int(f.split("=")[1]) for f in flags if f.startswith("--epochs="))
+    data_dir = next(f.split("=", 1)[1] for f in flags if f.startswith("--data_dir="))
+    pairs = int(re.search(r"training on (\d+)", log).group(1))
+    test = results["splits"]["test"]
+    sentence = figure["caption"][figure["caption"].index("Run: ") :]
+    expected = {
+        str(results["seed"]),
+        str(epochs),
+        f"{pairs:,}",
+        *(f"{test[k]:.4f}" for k in (("map", "mrr") if "map" in test else ("acc",))),
+    }
+    # The numbers in the run's sentence up to the note (which states the data's fixed facts).
+    cited = sentence.split(". ", 1)[0].split("training pairs;", 1)
+    numbers = set(re.findall(r"\d[\d,]*(?:\.\d+)?", cited[0].split("):", 1)[1] + cited[1]))
+    numbers |= set(re.findall(r"seed (\d+)", sentence))
+    assert numbers == expected, (numbers, expected)
+    assert f"data {data_dir}," in sentence and f"Run: {run['record']} " in sentence
+    assert run["test"] == results["splits"]["test"] and run["epochs"] == epochs
+    assert run["training_pairs"] == pairs and run["seed"] == results["seed"]
+    assert (FIGURES / f"{path.stem}.png").exists()
+    docs = {p.name: p.read_text() for p in (REPO / "docs").glob("*.md")}
+    shown = [name for name, text in docs.items() if f"figures/{path.stem}.png" in text]
+    assert shown, f"{path.stem}.png is in no docs/<model>.md"
+    assert all(figure["caption"] in docs[name] for name in shown)
+
+
+def test_every_figure_set_names_its_runs_and_their_commands():
+    keys = [run.key for s in FIGURE_SETS.values() for run in s.runs]
+    assert len(keys) == len(set(keys)) and {"re2", "drcn", "match_srnn"} <= set(FIGURE_SETS)
+    for figure_set in FIGURE_SETS.values():
+        for run in figure_set.runs:
+            assert run.record.startswith("docs/runs/") and run.command.startswith("python -m")
+
+
+def test_a_missing_run_is_reported_with_its_command_and_nothing_is_written(tmp_path):
+    from re2_tf.figures import paper_figures
+
+    runs = {
+        run.key: (str(tmp_path / run.key), str(tmp_path / "no-record"))
+        for figure_set in FIGURE_SETS.values()
+        for run in figure_set.runs
+    }
+    figures, missing = paper_figures(tmp_path / "out", runs)
+    assert figures == [] and not (tmp_path / "out").exists()
+    by_key = {run.key: run for s in FIGURE_SETS.values() for run in s.runs}
+    assert len(missing) == len(by_key)  # one per run: RE2's two figures share one
+    for key, run in by_key.items():
+        (message,) = [m for m in missing if f"run {key!r} missing" in m]
+        assert str(tmp_path / key) in message and message.endswith(run.command)
+
+
+def test_the_occlusion_table_in_docs_is_the_figures_data():
+    data = json.loads((FIGURES / "re2_figure2_occlusion.json").read_text())
+    page = (REPO / "docs" / "re2.md").read_text()
+    rows = re.findall(r"^\| (\d) \| (embed|residual|enc-out) \| (.+) \|$", page, re.M)
+    assert len(rows) == 3 * len(data["changes"])
+    for block, feature, values in rows:
+        cells = [c.strip() for c in values.split("|")]
+        if feature not in data["changes"][block]:
+            assert cells == ["—"] * 3
+            continue
+        assert cells == [f"{x:+.2f}" for x in data["changes"][block][feature]]
