@@ -575,6 +575,7 @@ def serving_rows(
     threads=2,
     batches=100,
     step_seconds=None,
+    profile_calls=0,
     log=print,
 ):
     """Time each of a model's benchmark variants (its spec's ``benchmark``) in each export of
@@ -588,6 +589,9 @@ def serving_rows(
             ``length`` positions long, for the FLOP count and the timed export alike.
         step_seconds: ``(m, k, n) -> s`` for the dependency floor (default:
             :func:`loop_step_seconds`, memoised).
+        profile_calls: if > 0, also profile this many calls of each SavedModel export at
+            the timed shape (:func:`profile_export`) and add the row's ``profile``
+            (:func:`profile_summary`).
 
     Returns:
         list of dicts: ``model``, ``variant``, ``export``, ``flops`` (per batch),
@@ -642,6 +646,11 @@ def serving_rows(
                     inter_op_threads=1,
                     throughput_batch=throughput_batch,
                 )
+                traced = None
+                if profile_calls and fmt == "savedmodel":
+                    traced = profile_export(
+                        path, signature, spec_inputs, calls=profile_calls, threads=threads
+                    )
             flop_floor = flops / rate if rate else None
             floor = max(flop_floor or 0.0, dependency)
             pairs = timed.get("throughput_pairs_per_s")
@@ -665,12 +674,107 @@ def serving_rows(
                 first_call_s=timed["first_call_s"],
                 peak_rss_mib=timed.get("peak_rss_mib"),
             )
+            if traced is not None:
+                row["profile"] = profile_summary(traced, flops, rate)
             rows.append(row)
             log(
                 f"{variant} {name}: {row['median_ms']:.1f} ms, "
                 f"{row['times_floor'] or float('nan'):.1f}x its {row['bound']} floor"
             )
     return rows
+
+
+#: Op kinds that are matrix products: XLA's ``dot`` / ``convolution`` (alone or fused) and
+#: TensorFlow's kernels outside XLA.
+MATMUL_KINDS = frozenset(
+    {"dot", "convolution", "fusion with dot", "fusion with convolution"}
+    | {"MatMul", "_FusedMatMul", "_MklMatMul", "_MklFusedMatMul", "BatchMatMulV2"}
+    | {"BatchMatMulV3", "_MklBatchMatMulV2", "Conv2D", "_FusedConv2D", "_MklNativeConv2D"}
+)
+
+
+def profile_export(path, signature, input_spec, *, calls=20, warmup=10, threads=2, seed=0):
+    """Profile ``calls`` calls of an exported SavedModel in a fresh process
+    (``serving/profile_worker.py``, ``tf.profiler.experimental``), after ``warmup`` calls,
+    with ``threads`` intra-op threads and 1 inter-op thread.
+
+    Returns:
+        dict: ``calls``, ``wall_ms`` (mean per call under the profiler), ``ops`` (``{op:
+        exclusive ms per call, summed over threads}``: XLA thunks by HLO instruction name,
+        TensorFlow kernels as ``name:Type``), ``kinds`` (``{op: opcode or kernel type}``).
+
+    Raises:
+        RuntimeError: the worker failed (its stderr's tail).
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    worker = Path(__file__).parent / "serving" / "profile_worker.py"
+    with tempfile.TemporaryDirectory() as logdir:
+        request = dict(
+            path=os.fspath(path),
+            signature=signature,
+            inputs=input_spec,
+            calls=int(calls),
+            warmup=int(warmup),
+            intra_op_threads=threads,
+            inter_op_threads=1,
+            seed=seed,
+            logdir=logdir,
+        )
+        proc = subprocess.run(
+            [sys.executable, str(worker), json.dumps(request)],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+            timeout=1800,
+        )
+    if proc.returncode != 0:
+        raise RuntimeError(f"profile worker failed on {path}:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def profile_summary(traced, flops, peak, top=4):
+    """Where a profiled call's time goes (:func:`profile_export`'s result).
+
+    Args:
+        traced: the profile.
+        flops: FLOPs of one call (:func:`hlo_flops`: its matrix products).
+        peak: FLOP/s of the export's precision, or ``None``.
+        top: how many of the largest non-matmul ops to name.
+
+    Returns:
+        dict: ``wall_ms`` (per call under the profiler), ``op_ms`` (exclusive op time summed
+        over threads), ``matmul_ms`` (of :data:`MATMUL_KINDS`), ``matmul_percent_of_peak``
+        (``flops`` over ``matmul_ms`` against ``peak``: how fast the products themselves run;
+        thread time, so 100 % means every thread at peak), ``kinds`` (``{kind: ms}``, largest
+        first), ``largest`` (``[[op, ms], ...]``: the ``top`` largest ops outside the
+        products).
+    """
+    kinds = {}
+    for name, ms in traced["ops"].items():
+        kind = traced["kinds"][name]
+        kinds[kind] = kinds.get(kind, 0.0) + ms
+    matmul = sum(ms for kind, ms in kinds.items() if kind in MATMUL_KINDS)
+    others = sorted(
+        (
+            (f"{name} ({traced['kinds'][name]})", ms)
+            for name, ms in traced["ops"].items()
+            if traced["kinds"][name] not in MATMUL_KINDS
+        ),
+        key=lambda item: -item[1],
+    )
+    return dict(
+        wall_ms=traced["wall_ms"],
+        op_ms=sum(traced["ops"].values()),
+        matmul_ms=matmul,
+        matmul_percent_of_peak=(100 * flops / (matmul / 1e3) / peak if matmul and peak else None),
+        kinds=dict(sorted(kinds.items(), key=lambda item: -item[1])),
+        largest=[[n, ms] for n, ms in others[:top]],
+    )
 
 
 def synthetic_data_dir(directory, words, *, length=20, pairs=4096, seed=0):
@@ -808,6 +912,21 @@ def markdown(record, export=None):
                 f"{r['flops_per_update'] / 1e9:.2f} | {r['pairs_per_s']:,.1f} | "
                 f"{r['floor_pairs_per_s']:,.0f} | {_pct(r['percent_of_peak'])} |"
             )
+    profiled = [r for r in record["serving"] if r.get("profile")]
+    if profiled and not export:
+        lines += [
+            "",
+            "| model (profiled) | export | ms per call | thread ms in ops | in matrix products "
+            "| their % of peak | largest other ops (thread ms) |",
+            "|---|---|---:|---:|---:|---:|---|",
+        ]
+        for r in profiled:
+            p = r["profile"]
+            largest = "; ".join(f"{name} {ms:.2f}" for name, ms in p["largest"])
+            lines.append(
+                f"| {r['variant']} | {r['export']} | {_ms(p['wall_ms'])} | {_ms(p['op_ms'])} | "
+                f"{_ms(p['matmul_ms'])} | {_pct(p['matmul_percent_of_peak'])} | {largest} |"
+            )
     return "\n".join(lines)
 
 
@@ -822,6 +941,7 @@ def report(
     batches=100,
     training=True,
     updates=10,
+    profile_calls=0,
     argv=(),
     log=print,
 ):
@@ -875,6 +995,7 @@ def report(
             throughput_batch=throughput_batch,
             threads=threads,
             batches=batches,
+            profile_calls=profile_calls,
             log=log,
         )
     rows = []

@@ -1,5 +1,7 @@
 """re2_tf.roofline: FLOP counts read from XLA's HLO, against counts worked out by hand."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -226,6 +228,22 @@ def test_the_report_tables_of_a_hand_written_record():
         "|---|---:|---:|---:|---:|---:|",
         "| net | 64×24 | 12.35 | 80.0 | 518 | 15 % |",
     ]
+    record["serving"][0]["profile"] = {
+        "wall_ms": 52.0,
+        "op_ms": 60.5,
+        "matmul_ms": 40.0,
+        "matmul_percent_of_peak": 62.5,
+        "kinds": {},
+        "largest": [["concat.1 (concatenate)", 5.0], ["Softmax:_MklSoftmax (_MklSoftmax)", 0.25]],
+    }
+    assert roofline.markdown(record).splitlines()[-4:] == [
+        "",
+        "| model (profiled) | export | ms per call | thread ms in ops | in matrix products "
+        "| their % of peak | largest other ops (thread ms) |",
+        "|---|---|---:|---:|---:|---:|---|",
+        "| Net | savedmodel_fp32 | 52.0 | 60.5 | 40.0 | 62 % | concat.1 (concatenate) 5.00; "
+        "Softmax:_MklSoftmax (_MklSoftmax) 0.25 |",
+    ]
 
 
 def test_texts_of_single_position_words_are_exactly_their_length_for_wordpiece():
@@ -260,3 +278,90 @@ def test_the_roofline_report_of_match_srnn_has_its_fields():
     (training,) = record["training"]
     assert training["model"] == "match_srnn" and training["pairs_per_s"] > 0
     assert "Match-SRNN" in roofline.markdown(record)
+
+
+def _profile_worker():
+    import importlib.util
+
+    path = Path(roofline.__file__).parent / "serving" / "profile_worker.py"
+    module_spec = importlib.util.spec_from_file_location("profile_worker", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def test_profiled_op_times_are_exclusive_and_skip_framework_events():
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(name="/host:CPU")
+    plane.stat_metadata[1].id, plane.stat_metadata[1].name = 1, "hlo_op"
+    for key, name in {2: "while.3", 3: "dot.9", 4: "fusion.1"}.items():
+        plane.stat_metadata[key].id, plane.stat_metadata[key].name = key, name
+    names = {10: "while", 11: "dot", 12: "fusion", 13: "ThunkExecutor::Execute"}
+    names.update({14: "model/Softmax:_MklSoftmax", 15: "signature_wrapper"})
+    for key, name in names.items():
+        plane.event_metadata[key].id, plane.event_metadata[key].name = key, name
+
+    def add(line, metadata, start, duration, hlo=None):
+        event = line.events.add(metadata_id=metadata, offset_ps=start, duration_ps=duration)
+        if hlo:
+            event.stats.add(metadata_id=1, ref_value=hlo)
+
+    worker = plane.lines.add(name="tf_numa_-1_Eigen/1")
+    add(worker, 13, 0, 100)  # the executor's own event: not an op
+    add(worker, 10, 0, 50, hlo=2)  # while.3 [0, 50) encloses dot.9 and fusion.1
+    add(worker, 11, 5, 20, hlo=3)
+    add(worker, 12, 30, 10, hlo=4)
+    add(worker, 11, 60, 7, hlo=3)  # dot.9 again
+    add(worker, 14, 70, 4)  # a TensorFlow kernel outside XLA
+    python = plane.lines.add(name="python")
+    add(python, 15, 0, 100)
+    totals = _profile_worker().exclusive_op_times(space)
+    assert totals == {"while.3": 20, "dot.9": 27, "fusion.1": 10, "model/Softmax:_MklSoftmax": 4}
+
+
+def test_a_profile_summary_splits_matrix_products_from_the_rest():
+    traced = {
+        "wall_ms": 3.0,
+        "ops": {"dot.1": 1.0, "fusion.2": 0.5, "convolution": 0.5, "concat.4": 0.25},
+        "kinds": {
+            "dot.1": "dot",
+            "fusion.2": "fusion with dot",
+            "convolution": "convolution",
+            "concat.4": "concatenate",
+        },
+    }
+    summary = roofline.profile_summary(traced, flops=2e9, peak=1e12, top=1)
+    assert summary["op_ms"] == 2.25 and summary["matmul_ms"] == 2.0
+    # 2 GFLOP in 2 ms = 1 TFLOP/s = the whole peak
+    assert summary["matmul_percent_of_peak"] == pytest.approx(100.0)
+    assert summary["largest"] == [["concat.4 (concatenate)", 0.25]]
+    assert summary["kinds"] == {
+        "dot": 1.0,
+        "fusion with dot": 0.5,
+        "convolution": 0.5,
+        "concatenate": 0.25,
+    }
+
+
+def test_profiling_an_xla_savedmodel_names_its_matmul_by_opcode(tmp_path):
+    import tensorflow as tf
+
+    class Net(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(tf.random.stateless_normal([32, 64], seed=[1, 2]))
+
+        @tf.function(
+            input_signature=[tf.TensorSpec([None, 32], tf.float32, name="x")], jit_compile=True
+        )
+        def __call__(self, x):
+            return {"y": tf.tanh(tf.matmul(x, self.w)) + 1.0}
+
+    net = Net()
+    tf.saved_model.save(net, str(tmp_path / "net"), signatures={"serving": net.__call__})
+    spec = {"x": {"dtype": "float32", "shape": [16, 32], "low": 0, "high": 1}}
+    traced = roofline.profile_export(tmp_path / "net", "serving", spec, calls=5, threads=1)
+    assert traced["calls"] == 5 and traced["wall_ms"] > 0
+    dots = [n for n, kind in traced["kinds"].items() if kind in ("dot", "fusion with dot")]
+    assert len(dots) == 1 and traced["ops"][dots[0]] > 0

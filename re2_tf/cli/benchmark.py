@@ -172,6 +172,13 @@ def define_flags(flag_values=FLAGS):
         "--roofline also times training (re2-train, one process) against its floor.",
         flag_values=flag_values,
     )
+    flags.DEFINE_integer(
+        "roofline_profile",
+        0,
+        "If > 0, --roofline also profiles this many calls of each SavedModel export at the "
+        "timed shape (tf.profiler, fresh process): where the time goes, by op kind.",
+        flag_values=flag_values,
+    )
     flags.DEFINE_bool(
         "components",
         True,
@@ -213,6 +220,7 @@ def _main(argv):
             throughput_batch=FLAGS.throughput_batch,
             batches=FLAGS.batches,
             training=FLAGS.roofline_training,
+            profile_calls=FLAGS.roofline_profile,
             argv=sys.argv[1:],
         )
         print(roofline.markdown(record))
