@@ -238,3 +238,31 @@ def test_the_occlusion_table_in_docs_is_the_figures_data():
             assert cells == ["—"] * 3
             continue
         assert cells == [f"{x:+.2f}" for x in data["changes"][block][feature]]
+
+
+def test_the_exact_match_chain_counts_content_words_in_order():
+    from re2_tf.figures.match_srnn import choose_pair, content_lcs
+
+    question = "how to get rid of memory stick error of my sony cyber shot ?".split()
+    answer = (
+        "you might want to try to format the memory stick but what is the error message".split()
+    )
+    chain = content_lcs(question, answer)
+    assert [question[i] for i, _ in chain] == ["memory", "stick", "error"]  # not to / of / the
+    assert all(question[i] == answer[j] for i, j in chain)
+    assert [j for _, j in chain] == sorted(j for _, j in chain)
+    assert content_lcs("b a".split(), "a b".split()) == []  # 1-letter words do not count
+    assert len(content_lcs("stick memory".split(), "memory stick".split())) == 1
+
+    from re2_tf.data.readers import PairExample
+
+    examples = [
+        PairExample(" ".join(question), " ".join(answer), 0, "q1", "d1"),  # wrong answer
+        PairExample("who wrote tree grows", "tree grows was written by smith", 1, "q2", "d1"),
+        PairExample("who wrote tree grows", "smith wrote tree grows , a novel", 1, "q2", "d2"),
+        PairExample("who wrote tree grows", "smith wrote tree grows", 1, "q2", "d3"),
+    ]
+    example, chain = choose_pair(examples)
+    assert example.docid == "d3" and len(chain) == 3  # longest chain, then the shortest answer
+    with pytest.raises(ValueError, match="exact-match chain"):
+        choose_pair(examples[:1])
