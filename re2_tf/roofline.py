@@ -794,13 +794,16 @@ def synthetic_data_dir(directory, words, *, length=20, pairs=4096, seed=0):
     return directory
 
 
-def training_rows(models, *, peak, words, length=20, warmup=3, updates=10, log=print):
+def training_rows(
+    models, *, peak, words, length=20, warmup=3, updates=10, jit_compile=(False,), log=print
+):
     """Training speed against its floor, per model: ``re2-train`` with the model's SNLI
     learning-check recipe (``configs/<model>/snli_learning_check.flags``: its paper's batch,
     optimiser, schedule) on random pairs of ``length`` single-position ``words``
     (:func:`synthetic_data_dir`), timed by :func:`re2_tf.training.throughput.measure` (one
     process, ``updates`` updates after ``warmup``), beside the FLOPs of one update
-    (:func:`train_step_flops` on a batch as the training pipeline pads it).
+    (:func:`train_step_flops` on a batch as the training pipeline pads it). With ``True`` in
+    ``jit_compile``, each model is also timed XLA-compiled (``--jit_compile``).
 
     Returns:
         list of dicts: ``model``, ``batch_size``, ``length`` (padded), ``flops_per_update``,
@@ -823,11 +826,13 @@ def training_rows(models, *, peak, words, length=20, warmup=3, updates=10, log=p
             modes=["one_process"],
             warmup=warmup,
             updates=updates,
+            jit_compile=jit_compile,
             log=log,
         )
         for record in records:
             flagfile = throughput.REPO / record["flagfile"]
-            config = config_from_args([f"--flagfile={flagfile}", f"--data_dir={data_dir}"])
+            jit = ["--jit_compile", "--nodeterministic"] if record.get("jit_compile") else []
+            config = config_from_args([f"--flagfile={flagfile}", f"--data_dir={data_dir}", *jit])
             multiple = config.length_multiple
             if multiple is None:
                 multiple = 8 if config.jit_compile else 0
@@ -908,8 +913,9 @@ def markdown(record, export=None):
         ]
         for r in record["training"]:
             lines.append(
-                f"| {r['model']} | {r['batch_size']}×{r['length']} | "
-                f"{r['flops_per_update'] / 1e9:.2f} | {r['pairs_per_s']:,.1f} | "
+                f"| {r['model']}{' (XLA)' if r.get('jit_compile') else ''} | "
+                f"{r['batch_size']}×{r['length']} | {r['flops_per_update'] / 1e9:.2f} | "
+                f"{r['pairs_per_s']:,.1f} | "
                 f"{r['floor_pairs_per_s']:,.0f} | {_pct(r['percent_of_peak'])} |"
             )
     profiled = [r for r in record["serving"] if r.get("profile")]
@@ -941,6 +947,7 @@ def report(
     batches=100,
     training=True,
     updates=10,
+    training_jit=False,
     profile_calls=0,
     argv=(),
     log=print,
@@ -1002,7 +1009,13 @@ def report(
     if training:
         words = sorted(set.intersection(*(set(w) for w in words_of.values())))
         rows = training_rows(
-            models, peak=peak, words=words, length=length, updates=updates, log=log
+            models,
+            peak=peak,
+            words=words,
+            length=length,
+            updates=updates,
+            jit_compile=(False, True) if training_jit else (False,),
+            log=log,
         )
     return {
         "command": " ".join(["python -m re2_tf.benchmark", *argv]),

@@ -172,6 +172,13 @@ def define_flags(flag_values=FLAGS):
         "--roofline also times training (re2-train, one process) against its floor.",
         flag_values=flag_values,
     )
+    flags.DEFINE_bool(
+        "roofline_training_jit",
+        False,
+        "--roofline also times each model's training XLA-compiled (--jit_compile "
+        "--nodeterministic).",
+        flag_values=flag_values,
+    )
     flags.DEFINE_integer(
         "roofline_profile",
         0,
@@ -220,6 +227,7 @@ def _main(argv):
             throughput_batch=FLAGS.throughput_batch,
             batches=FLAGS.batches,
             training=FLAGS.roofline_training,
+            training_jit=FLAGS.roofline_training_jit,
             profile_calls=FLAGS.roofline_profile,
             argv=sys.argv[1:],
         )

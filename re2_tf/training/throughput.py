@@ -239,7 +239,8 @@ def _run_processes(args, mode, warmup, timeout):
 
 
 def _key(record):
-    return (record["model"], record["mode"], record["mixed_precision"])
+    key = (record["model"], record["mode"], record["mixed_precision"])
+    return key + ("jit",) if record.get("jit_compile") else key
 
 
 def read_jsonl(path):
@@ -265,6 +266,7 @@ def measure(
     warmup=3,
     updates=10,
     timeout=3600,
+    jit_compile=(False,),
     log=print,
 ):
     """Measure every ``model x mode x precision`` not yet in ``<out>/throughput.jsonl``.
@@ -277,6 +279,9 @@ def measure(
         modes: names of :data:`MODES`.
         precisions: ``--mixed_precision`` values (mixed precision is measured in one
             process only: the other modes are measured in float32).
+        jit_compile: ``--jit_compile`` values; with ``True`` in it, each model is also
+            measured XLA-compiled (one process, float32, ``--deterministic=false``, which XLA
+            training needs).
         warmup, updates: updates not timed, then timed.
         timeout: seconds allowed per measurement.
         log: called with one line per measurement.
@@ -305,12 +310,13 @@ def measure(
         flagfile = REPO / "configs" / model / "snli_learning_check.flags"
         base = [f"--flagfile={flagfile}", f"--data_dir={data_dir}"]
         batch = config_from_args(base).batch_size
-        for precision in precisions:
+        settings = [(p, False) for p in precisions] + [("none", True) for jit in jit_compile if jit]
+        for precision, jit in settings:
             for name in modes:
                 mode = MODES[name]
-                if precision != "none" and mode.replicas > 1:
+                if (precision != "none" or jit) and mode.replicas > 1:
                     continue
-                key = (model, name, precision)
+                key = (model, name, precision) + (("jit",) if jit else ())
                 if key in done:
                     continue
                 with tempfile.TemporaryDirectory() as run_dir:
@@ -325,11 +331,14 @@ def measure(
                         f"--logical_cpus={mode.logical_cpus}",
                         f"--mixed_precision={precision}",
                     ]
+                    if jit:
+                        args += ["--jit_compile", "--nodeterministic"]
                     record = _run_processes(args, mode, warmup, timeout)
                 record.update(
                     model=model,
                     mode=name,
                     mixed_precision=precision,
+                    jit_compile=jit,
                     replicas=mode.replicas,
                     processes=mode.processes,
                     threads=mode.threads,
@@ -341,7 +350,8 @@ def measure(
                 with (out / RECORDS).open("a") as f:
                     f.write(json.dumps(record) + "\n")
                 log(
-                    f"{model} {name} {precision}: {record['pairs_per_s']:.1f} pairs/s "
+                    f"{model} {name} {precision}{' jit' if jit else ''}: "
+                    f"{record['pairs_per_s']:.1f} pairs/s "
                     f"({record['seconds_per_update']:.2f} s/update)"
                 )
     return load_records(out)
@@ -363,6 +373,9 @@ def efficiency_table(records):
             header.append("efficiency")
     precisions = sorted({r["mixed_precision"] for r in records} - {"none"})
     header += [f"1 process {p} (pairs/s)" for p in precisions]
+    jit = any(r.get("jit_compile") for r in records)
+    if jit:
+        header.append("1 process, XLA-compiled (pairs/s)")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for model in models:
         one = index.get((model, "one_process", "none"))
@@ -378,6 +391,9 @@ def efficiency_table(records):
                 )
         for precision in precisions:
             record = index.get((model, "one_process", precision))
+            row.append(f"{record['pairs_per_s']:.1f}" if record else "not measured")
+        if jit:
+            record = index.get((model, "one_process", "none", "jit"))
             row.append(f"{record['pairs_per_s']:.1f}" if record else "not measured")
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
