@@ -240,7 +240,8 @@ def test_a_runtimes_block_is_the_table_its_summary_and_command(tmp_path):
     assert doc_tables.generate("runtimes r.json summary", tmp_path) == (
         "Other CPU runtimes on the id-level signature (ONNX Runtime 2.0 via tf2onnx 3.0, "
         "OpenVINO 1.0; both converted from the `--xla=false` export), median ms at batch 8×20 "
-        "beside the default SavedModel's: Net 10.0, ONNX Runtime failed: Erfc, OpenVINO "
+        "beside the default SavedModel's (1-minute load average 0.5 → 1.2): Net 10.0, ONNX "
+        "Runtime failed: Erfc, OpenVINO "
         "**wrong** (max |Δp| 2e-03, argmax agreement 0.969)."
     )
     with pytest.raises(ValueError, match="unknown generated table"):

@@ -664,5 +664,6 @@ def summary(record):
         f"Other CPU runtimes on the id-level signature (ONNX Runtime {v.get('onnxruntime')} via "
         f"tf2onnx {v.get('tf2onnx')}, OpenVINO {v.get('openvino')}; both converted from the "
         f"`--xla=false` export), median ms at batch {record['batch']}×{record['length']} beside "
-        f"the default SavedModel's: {'; '.join(parts)}."
+        f"the default SavedModel's (1-minute load average "
+        f"{' → '.join(f'{x:.1f}' for x in record['loadavg'])}): {'; '.join(parts)}."
     )
