@@ -50,6 +50,7 @@ __all__ = [
     "synthetic_featurizers",
     "text_spec",
     "time_export",
+    "time_table5",
 ]
 
 WORKER = Path(__file__).resolve().parent / "serving" / "timing_worker.py"
@@ -122,6 +123,24 @@ def time_export(
         p99_ms=float(np.percentile(times, 99) * 1e3),
     )
     return result
+
+
+def time_table5(path, signature, input_spec, *, threads, batches=100, throughput_batch=0, **kw):
+    """:func:`time_export` with the Table 5 protocol every re2_tf latency figure uses: a fresh
+    process, ``threads`` intra-op threads and one inter-op thread, ``min(10, batches)``
+    untimed batches after the first call, then ``batches`` timed ones (median reported);
+    ``kw`` as :func:`time_export`'s (``options``, ``seed``, ``timeout``)."""
+    return time_export(
+        path,
+        signature,
+        input_spec,
+        batches=batches,
+        warmup=min(10, batches),
+        intra_op_threads=threads,
+        inter_op_threads=1,
+        throughput_batch=throughput_batch,
+        **kw,
+    )
 
 
 def features_spec(featurizers, batch, length):

@@ -636,14 +636,12 @@ def serving_rows(
                     xla=xla,
                     backend=backend,
                 )
-                timed = benchmarking.time_export(
+                timed = benchmarking.time_table5(
                     path,
                     signature,
                     spec_inputs,
+                    threads=threads,
                     batches=batches,
-                    warmup=min(10, batches),
-                    intra_op_threads=threads,
-                    inter_op_threads=1,
                     throughput_batch=throughput_batch,
                 )
                 traced = None

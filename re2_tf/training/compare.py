@@ -143,15 +143,8 @@ def measure(models, records, snli_dir, *, threads=2, batches=100, updates=10, lo
                 config.spec, dict(config.hparams), Path(tmp) / "export", vocab_size=30000
             )
             signature, inputs = benchmarking.benchmark_inputs(featurizers, 8, 20)
-            row = benchmarking.time_export(
-                export,
-                signature,
-                inputs,
-                batches=batches,
-                warmup=min(10, batches),
-                intra_op_threads=threads,
-                inter_op_threads=1,
-                throughput_batch=128,
+            row = benchmarking.time_table5(
+                export, signature, inputs, threads=threads, batches=batches, throughput_batch=128
             )
         row = {k: v for k, v in row.items() if k != "times_s"}
         row.update(model=model, params=params, flagfile=str(flagfile.relative_to(REPO)))
