@@ -107,6 +107,13 @@ def define_flags(flag_values=FLAGS):
         flag_values=flag_values,
     )
     flags.DEFINE_bool(
+        "runtimes_all_variants",
+        False,
+        "--runtimes times every benchmark variant of each model (RE2: 1, 2 and 3 blocks), "
+        "not only its first.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_bool(
         "xla", True, "Export with jit_compile (SavedModel only).", flag_values=flag_values
     )
     flags.DEFINE_bool(
@@ -246,6 +253,7 @@ def _main(argv):
             length=FLAGS.length,
             batches=FLAGS.batches,
             warmup=FLAGS.warmup,
+            all_variants=FLAGS.runtimes_all_variants,
             argv=sys.argv[1:],
         )
         print(runtimes.markdown(record))

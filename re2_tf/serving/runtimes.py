@@ -461,11 +461,11 @@ def _failure(error):
     )
 
 
-def _model_rows(spec, *, threads, batch, length, batches, warmup, bf16, tmp, log):
-    """One model's rows of :func:`report` (its first benchmark variant)."""
+def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16, tmp, log):
+    """The rows of :func:`report` of one benchmark variant of a model."""
     from re2_tf import benchmarking
 
-    variant, entry = next(iter(spec.benchmark.items()))
+    entry = spec.benchmark[variant]
     tmp = Path(tmp)
 
     def export(name, **kwargs):
@@ -538,8 +538,20 @@ def _model_rows(spec, *, threads, batch, length, batches, warmup, bf16, tmp, log
     return rows, {"model": variant, "xla_export_openvino": xla_status}
 
 
-def report(models, *, threads=2, batch=8, length=20, batches=100, warmup=10, argv=(), log=print):
-    """Time each model's first benchmark variant (random weights, as ``re2-bench``) through
+def report(
+    models,
+    *,
+    threads=2,
+    batch=8,
+    length=20,
+    batches=100,
+    warmup=10,
+    all_variants=False,
+    argv=(),
+    log=print,
+):
+    """Time each model's first benchmark variant (every one with ``all_variants``; random
+    weights, as ``re2-bench``) through
     every runtime with the Table 5 protocol (:func:`re2_tf.benchmarking.time_export`: a fresh
     process each, ``batches`` timed batches of ``batch x length`` after ``warmup``; median
     ms), all on the same 4 batches of ``serving_ids`` inputs (:func:`id_batches`), and check
@@ -580,13 +592,14 @@ def report(models, *, threads=2, batch=8, length=20, batches=100, warmup=10, arg
         "models": [], "rows": [],
     }  # fmt: skip
     for spec in specs:
-        with tempfile.TemporaryDirectory() as tmp:
-            rows, model = _model_rows(
-                spec, threads=threads, batch=batch, length=length, batches=batches,
-                warmup=warmup, bf16=bf16, tmp=tmp, log=log,
-            )  # fmt: skip
-        record["rows"] += rows
-        record["models"].append(model)
+        for variant in list(spec.benchmark)[: None if all_variants else 1]:
+            with tempfile.TemporaryDirectory() as tmp:
+                rows, model = _model_rows(
+                    spec, variant, threads=threads, batch=batch, length=length,
+                    batches=batches, warmup=warmup, bf16=bf16, tmp=tmp, log=log,
+                )  # fmt: skip
+            record["rows"] += rows
+            record["models"].append(model)
     record["loadavg"].append(os.getloadavg()[0])
     return record
 
