@@ -398,6 +398,9 @@ def test_sweep_tables_in_the_docs_are_their_records():
                     continue
                 split, metric = column.split("/")
                 values = [r["splits"][split][metric] for r in found if split in r["splits"]]
+                if not values:  # a cell not run yet, in a sweep with other cells recorded
+                    assert text == "", (spec, cell.label, column)
+                    continue
                 expected = _mean_std(values) if len(values) > 1 else f"{values[0]:.4f} ± —"
                 assert text == expected, (spec, cell.label, column)
 
