@@ -165,7 +165,11 @@ def test_a_record_reads_as_its_files_say(tmp_path):
         5,
         8672,
     )
-    assert "test MAP 0.6123, MRR 0.6250." in run_caption(record)
+    assert "5 passes over 8,672 training pairs; test MAP 0.6123, MRR 0.6250." in run_caption(record)
+    (tmp_path / "train.log").write_text("8995 ranking triples; {}\ntraining on 8672\n")
+    record = load_record(tmp_path)
+    assert record.triples == 8995
+    assert "over 8,995 ranking triples from 8,672 training pairs;" in run_caption(record)
 
 
 @pytest.mark.parametrize("path", committed(), ids=lambda p: p.stem)
@@ -179,12 +183,14 @@ def test_every_caption_number_is_its_committed_records(path):
     epochs = next(int(f.split("=")[1]) for f in flags if f.startswith("--epochs="))
     data_dir = next(f.split("=", 1)[1] for f in flags if f.startswith("--data_dir="))
     pairs = int(re.search(r"training on (\d+)", log).group(1))
+    triples = re.search(r"(\d+) ranking triples", log)
     test = results["splits"]["test"]
     sentence = figure["caption"][figure["caption"].index("Run: ") :]
     expected = {
         str(results["seed"]),
         str(epochs),
         f"{pairs:,}",
+        *([f"{int(triples.group(1)):,}"] if triples else []),
         *(f"{test[k]:.4f}" for k in (("map", "mrr") if "map" in test else ("acc",))),
     }
     # The numbers in the run's sentence up to the note (which states the data's fixed facts).
@@ -195,6 +201,7 @@ def test_every_caption_number_is_its_committed_records(path):
     assert f"data {data_dir}," in sentence and f"Run: {run['record']} " in sentence
     assert run["test"] == results["splits"]["test"] and run["epochs"] == epochs
     assert run["training_pairs"] == pairs and run["seed"] == results["seed"]
+    assert run.get("triples") == (int(triples.group(1)) if triples else None)
     assert (FIGURES / f"{path.stem}.png").exists()
     docs = {p.name: p.read_text() for p in (REPO / "docs").glob("*.md")}
     shown = [name for name, text in docs.items() if f"figures/{path.stem}.png" in text]

@@ -106,6 +106,8 @@ class RunRecord:
         data_dir: ``--data_dir`` of ``flags.txt``.
         epochs: ``--epochs`` (passes over the training pairs).
         training_pairs: the ``training on N`` count of ``train.log``.
+        triples: the ``N ranking triples`` count of ``train.log`` (a pairwise-loss run trains
+            on (question, right, wrong) triples built from those pairs), else ``None``.
         test: ``results.json``'s ``splits.test`` metrics (``{"acc": float, ...}``).
         settings: ``{flag: value}`` of ``flags.txt`` (without the leading ``--``).
     """
@@ -118,6 +120,7 @@ class RunRecord:
     training_pairs: int
     test: dict
     settings: dict
+    triples: int | None = None
 
     def to_json(self) -> dict:
         return {
@@ -127,6 +130,7 @@ class RunRecord:
             "data_dir": self.data_dir,
             "epochs": self.epochs,
             "training_pairs": self.training_pairs,
+            "triples": self.triples,
             "test": dict(self.test),
         }
 
@@ -164,7 +168,9 @@ def load_record(record) -> RunRecord:
         raise MissingRun(f"no record: {', '.join(absent)} missing")
     results = json.loads(files[0].read_text())
     settings = _flags(files[1].read_text())
-    counts = re.findall(r"training on (\d+)", files[2].read_text())
+    log = files[2].read_text()
+    counts = re.findall(r"training on (\d+)", log)
+    triples = re.findall(r"(\d+) ranking triples", log)
     if not counts:
         raise ValueError(f"{files[2]}: no 'training on N' line")
     return RunRecord(
@@ -176,6 +182,7 @@ def load_record(record) -> RunRecord:
         training_pairs=int(counts[0]),
         test=dict(results["splits"]["test"]),
         settings=settings,
+        triples=int(triples[0]) if triples else None,
     )
 
 
@@ -193,9 +200,12 @@ def run_caption(record: RunRecord, about: str = "") -> str:
     metrics = ", ".join(
         f"{k.upper() if k != 'acc' else k} {record.test[k]:.4f}" for k in cited(record)
     )
+    budget = f"{record.training_pairs:,} training pairs"
+    if record.triples is not None:
+        budget = f"{record.triples:,} ranking triples from {budget}"
     text = (
         f"Run: {record.record} ({record.model}, seed {record.seed}): data {record.data_dir}, "
-        f"{record.epochs} passes over {record.training_pairs:,} training pairs; test {metrics}."
+        f"{record.epochs} passes over {budget}; test {metrics}."
     )
     return f"{text} {about}".strip()
 

@@ -153,7 +153,7 @@ def figure5(run_dir, record, about, out_dir, name="match_srnn_figure5"):
     scale = f"sign(w) * h_ij, unit {unit} ({h.min():.2f} to {h.max():.2f})"
     figure.colorbar(image, ax=ax, label=scale)
     figure.suptitle(wrap(caption, 95), fontsize=7.5, y=0.995)
-    figure.tight_layout(rect=(0, 0, 1, 1 - 1.5 / height))
+    figure.subplots_adjust(left=0.18, right=0.86, bottom=0.03, top=1 - 2.7 / height)
     data = {
         "run": record.to_json(),
         "question": question,
