@@ -19,6 +19,13 @@ graph:
 Everything else follows the layers' equations in ``re2_tf/layers`` line by line (cited per
 step below). Dropout is the identity at inference. No Keras and no ``re2_tf`` code runs at
 serving time, so a loaded SavedModel needs only TensorFlow.
+
+Why it is kept beside the Keras backend (issue 27, item 5: keep it only where it is the fastest
+path by 10 % or more): ``docs/runs/roofline/folded_ab.py`` times it against the Keras backend
+alternately, both under XLA. At the Table 5 shape (batch 8 x 20, 3 blocks) it was ahead at the
+median of three rounds (``folded_ab.json``), and ahead at 1 and 2 blocks in the roofline record
+(``docs/runs/roofline/roofline.json``), but the spread between rounds is as large as the gap;
+the decision stands open until more rounds settle it (``docs/performance.md``).
 """
 
 from __future__ import annotations
