@@ -181,7 +181,7 @@ def test_every_caption_number_is_its_committed_records(path):
     flags = (record / "flags.txt").read_text().splitlines()
     log = (record / "train.log").read_text()
     epochs = next(int(f.split("=")[1]) for f in flags if f.startswith("--epochs="))
-    data_dir = next(f.split("=", 1)[1] for f in flags if f.startswith("--data_dir="))
+    dataset = next(f.split("=", 1)[1] for f in flags if f.startswith("--dataset="))
     pairs = int(re.search(r"training on (\d+)", log).group(1))
     triples = re.search(r"(\d+) ranking triples", log)
     test = results["splits"]["test"]
@@ -198,7 +198,7 @@ def test_every_caption_number_is_its_committed_records(path):
     numbers = set(re.findall(r"\d[\d,]*(?:\.\d+)?", cited[0].split("):", 1)[1] + cited[1]))
     numbers |= set(re.findall(r"seed (\d+)", sentence))
     assert numbers == expected, (numbers, expected)
-    assert f"data {data_dir}," in sentence and f"Run: {run['record']} " in sentence
+    assert f"data {dataset}," in sentence and f"Run: {run['record']} " in sentence
     assert run["test"] == results["splits"]["test"] and run["epochs"] == epochs
     assert run["training_pairs"] == pairs and run["seed"] == results["seed"]
     assert run.get("triples") == (int(triples.group(1)) if triples else None)

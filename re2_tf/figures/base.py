@@ -194,9 +194,9 @@ def cited(record: RunRecord) -> tuple:
 
 def run_caption(record: RunRecord, about: str = "") -> str:
     """The caption sentence naming the run: its record, data, budget and test metrics
-    (:func:`cited`, 4 places), e.g. ``Run: docs/runs/... (re2, seed 1): data
-    /work/snli-check, 5 passes over 9,842 training pairs; test acc 0.5949.`` followed by
-    ``about``."""
+    (:func:`cited`, 4 places), e.g. ``Run: docs/runs/... (re2, seed 1): data snli, 5 passes
+    over 9,842 training pairs; test acc 0.5949.`` followed by ``about`` (the data directory
+    itself is a path on the machine that trained it: the JSON keeps it, captions do not)."""
     metrics = ", ".join(
         f"{k.upper() if k != 'acc' else k} {record.test[k]:.4f}" for k in cited(record)
     )
@@ -204,7 +204,8 @@ def run_caption(record: RunRecord, about: str = "") -> str:
     if record.triples is not None:
         budget = f"{record.triples:,} ranking triples from {budget}"
     text = (
-        f"Run: {record.record} ({record.model}, seed {record.seed}): data {record.data_dir}, "
+        f"Run: {record.record} ({record.model}, seed {record.seed}): "
+        f"data {record.settings.get('dataset', '?')}, "
         f"{record.epochs} passes over {budget}; test {metrics}."
     )
     return f"{text} {about}".strip()

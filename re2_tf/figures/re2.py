@@ -252,7 +252,7 @@ def figure2(run_dir, record, out_dir, name="re2_figure2_occlusion"):
     of its accuracy per block when each feature is occluded; written with its data."""
     plt = pyplot()
     data = occlusion_sensitivity(run_dir, "dev")
-    split_file = f"{record.data_dir}/dev.txt"
+    split_file = "the run's dev.txt"
     caption = (
         f"RE2 Figure 2 (occlusion sensitivity): change of per-class accuracy (percentage "
         f"points; accuracy on the pairs of that gold class) on {split_file} "
