@@ -345,6 +345,7 @@ def test_a_profile_summary_splits_matrix_products_from_the_rest():
     }
 
 
+@pytest.mark.slow
 def test_profiling_an_xla_savedmodel_names_its_matmul_by_opcode(tmp_path):
     import tensorflow as tf
 

@@ -128,6 +128,7 @@ def test_converted_runtime_gives_the_savedmodels_probabilities(tiny, backend):
     assert runtime.path.stat().st_mtime_ns == mtime
 
 
+@pytest.mark.slow  # default-suite time: the slow tier runs it
 def test_the_xla_export_fails_on_lowerbound(tmp_path):
     pytest.importorskip("openvino")
     path, _ = _tiny_export("re2", tmp_path / "xla", xla=True)
@@ -193,6 +194,7 @@ def run_export(tmp_path_factory):
     return export_run(run_dir, tmp_path_factory.mktemp("export") / "re2", xla=False)
 
 
+@pytest.mark.slow  # default-suite time: the slow tier runs it
 def test_predict_backend_onnxruntime_matches_the_savedmodel_on_raw_text(run_export, tmp_path):
     from re2_tf.serving.predictor import Predictor
 
