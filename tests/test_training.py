@@ -228,27 +228,18 @@ def test_long_training_pairs_are_dropped_and_counted(tmp_path):
 def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
     data = make_data(tmp_path, 16)
     run(train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"))
-    proc = subprocess.run(
-        train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1", "--hidden_size=12"),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+
+    def again(*flags):
+        command = train_command(data, tmp_path / "run", *flags)
+        return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+    proc = again("--batch_size=8", "--epochs=1", "--hidden_size=12")
     assert proc.returncode != 0
     assert (
         "holds a run with different settings: model_kwargs.hidden_size: saved 8, now 12"
         in proc.stderr + proc.stdout
     )
-    proc = subprocess.run(
-        train_command(
-            data, tmp_path / "run", "--batch_size=8", "--epochs=1", "--long_pairs=truncate"
-        ),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = again("--batch_size=8", "--epochs=1", "--long_pairs=truncate")
     assert proc.returncode != 0
     assert "settings.long_pairs: saved 'drop', now 'truncate'" in proc.stderr + proc.stdout
     # a setting added to re2_tf after the run was made counts as its default when resuming
@@ -256,23 +247,9 @@ def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
     saved = json.loads(config_file.read_text())
     assert saved["settings"].pop("group_by_length") == 0
     config_file.write_text(json.dumps(saved))
-    proc = subprocess.run(
-        train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = again("--batch_size=8", "--epochs=1")
     assert proc.returncode == 0, proc.stderr
-    proc = subprocess.run(
-        train_command(
-            data, tmp_path / "run", "--batch_size=8", "--epochs=1", "--group_by_length=2"
-        ),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = again("--batch_size=8", "--epochs=1", "--group_by_length=2")
     assert proc.returncode != 0
     assert "settings.group_by_length: saved '(absent)', now 2" in proc.stderr + proc.stdout
     # so does a model hyper-parameter added after the run was made, but only at its default
@@ -284,24 +261,12 @@ def test_a_different_configuration_refuses_to_reuse_the_run_dir(tmp_path):
     assert saved["model_kwargs"]["hidden_size"] == 8 != defaults["hidden_size"]
     del saved["model_kwargs"][at_default]
     config_file.write_text(json.dumps(saved))
-    proc = subprocess.run(
-        train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = again("--batch_size=8", "--epochs=1")
     assert proc.returncode == 0, proc.stderr
     saved = json.loads(config_file.read_text())
     del saved["model_kwargs"]["hidden_size"]
     config_file.write_text(json.dumps(saved))
-    proc = subprocess.run(
-        train_command(data, tmp_path / "run", "--batch_size=8", "--epochs=1"),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = again("--batch_size=8", "--epochs=1")
     assert proc.returncode != 0
     assert "model_kwargs.hidden_size: saved '(absent)', now 8" in proc.stderr + proc.stdout
 
