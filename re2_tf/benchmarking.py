@@ -48,12 +48,35 @@ __all__ = [
     "run_benchmark",
     "sample_words",
     "synthetic_featurizers",
+    "run_worker",
     "text_spec",
     "time_export",
     "time_table5",
 ]
 
 WORKER = Path(__file__).resolve().parent / "serving" / "timing_worker.py"
+
+
+def run_worker(script, request, *, timeout=1800):
+    """Run a worker script (``serving/timing_worker.py``, ``serving/profile_worker.py``) in a
+    fresh Python process with ``request`` as its JSON argument; its last stdout line, parsed.
+
+    Raises:
+        RuntimeError: naming the script and ``request["path"]``, with the worker's stderr
+            tail, if it fails.
+    """
+    proc = subprocess.run(
+        [sys.executable, str(script), json.dumps(request)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        timeout=timeout,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"{Path(script).stem} failed on {request.get('path')}:\n{proc.stderr[-3000:]}"
+        )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def time_export(
@@ -104,17 +127,7 @@ def time_export(
         seed=seed,
         **(options or {}),
     )
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run(
-        [sys.executable, str(WORKER), json.dumps(request)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"timing worker failed on {path}:\n{proc.stderr[-3000:]}")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = run_worker(WORKER, request, timeout=timeout)
     times = np.asarray(result["times_s"])
     result.update(
         mean_s=float(times.mean()),

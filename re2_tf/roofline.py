@@ -704,11 +704,10 @@ def profile_export(path, signature, input_spec, *, calls=20, warmup=10, threads=
     Raises:
         RuntimeError: the worker failed (its stderr's tail).
     """
-    import json
     import os
-    import subprocess
-    import sys
     import tempfile
+
+    from re2_tf import benchmarking
 
     worker = Path(__file__).parent / "serving" / "profile_worker.py"
     with tempfile.TemporaryDirectory() as logdir:
@@ -723,16 +722,7 @@ def profile_export(path, signature, input_spec, *, calls=20, warmup=10, threads=
             seed=seed,
             logdir=logdir,
         )
-        proc = subprocess.run(
-            [sys.executable, str(worker), json.dumps(request)],
-            capture_output=True,
-            text=True,
-            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-            timeout=1800,
-        )
-    if proc.returncode != 0:
-        raise RuntimeError(f"profile worker failed on {path}:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        return benchmarking.run_worker(worker, request)
 
 
 def profile_summary(traced, flops, peak, top=4):

@@ -203,6 +203,14 @@ def define_flags(flag_values=FLAGS):
     )
 
 
+def _report(record, table):
+    """Print a report's Markdown table; write its record to ``--json_out`` if given."""
+    print(table)
+    if FLAGS.json_out:
+        Path(FLAGS.json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(FLAGS.json_out).write_text(json.dumps(record, indent=2) + "\n")
+
+
 def main(argv):
     """Time the model's variants (or ``--saved_model``) and print the table."""
     from re2_tf.serving.runtimes import MissingPackageError
@@ -238,10 +246,7 @@ def _main(argv):
             profile_calls=FLAGS.roofline_profile,
             argv=sys.argv[1:],
         )
-        print(roofline.markdown(record))
-        if FLAGS.json_out:
-            Path(FLAGS.json_out).parent.mkdir(parents=True, exist_ok=True)
-            Path(FLAGS.json_out).write_text(json.dumps(record, indent=2) + "\n")
+        _report(record, roofline.markdown(record))
         return
     if FLAGS.runtimes:
         from re2_tf.serving import runtimes
@@ -256,10 +261,7 @@ def _main(argv):
             all_variants=FLAGS.runtimes_all_variants,
             argv=sys.argv[1:],
         )
-        print(runtimes.markdown(record))
-        if FLAGS.json_out:
-            Path(FLAGS.json_out).parent.mkdir(parents=True, exist_ok=True)
-            Path(FLAGS.json_out).write_text(json.dumps(record, indent=2) + "\n")
+        _report(record, runtimes.markdown(record))
         return
     fmt = "tflite" if FLAGS.backend == "tflite" else FLAGS.format
     converted = FLAGS.backend in ("openvino", "onnxruntime")
