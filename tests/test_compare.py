@@ -136,6 +136,7 @@ def test_a_tiny_comparison_trains_each_model_once_and_resumes(tmp_path):
         "--models=re2,match_srnn",
         "--seeds=1",
         "--epochs=1",
+        "--threads=1",
         f"--out={tmp_path / 'out'}",
         f"--records={records}",
     ]
@@ -148,6 +149,7 @@ def test_a_tiny_comparison_trains_each_model_once_and_resumes(tmp_path):
     for model in logs:
         flags = (records / f"snli_check/model-{model}/seed1/flags.txt").read_text().splitlines()
         assert "--epochs=1" in flags and f"--model={model}" in flags and "--embeddings=" in flags
+        assert "--threads=1" in flags
     rows = (records / "comparison.md").read_text().splitlines()
     for model in logs:
         (row,) = [r for r in rows if r.startswith(f"| `{model}` |")]

@@ -14,7 +14,9 @@ its own recipe (``configs/<model>/<task>.flags`` or its preset for the dataset);
 embeddings for all (:mod:`re2_tf.training.compare`). A comparison is a sweep over ``--model``
 (:mod:`re2_tf.training.sweep`): run ``k`` of a model is ``<out>/<task>/model-<m>/seed<k>``,
 its record ``<records>/<task>/model-<m>/seed<k>``; the same command resumes and a recorded
-run is never retrained. ``--jobs=N`` trains N runs at a time (``--threads=<cores / N>`` each).
+run is never retrained. ``--jobs=N`` trains N runs at a time (``--threads=<cores / N>`` each
+unless ``--threads`` is given; two commands side by side can each take ``--jobs=1
+--threads=1``).
 
 Writes ``<records>/comparison.md`` (the table), ``comparison.json`` and, with the plot extra,
 ``comparison.png`` (the SNLI check's held-out accuracy against latency, one point per model).
@@ -55,6 +57,13 @@ def define_flags(flag_values=FLAGS):
         "eval_per_samples", 2560, "Evaluate every this many samples.", flag_values=flag_values
     )
     flags.DEFINE_integer("jobs", 1, "Runs at a time.", lower_bound=1, flag_values=flag_values)
+    flags.DEFINE_integer(
+        "threads",
+        0,
+        "Intra-op threads of each run (0: cores / --jobs, or TensorFlow's default at one job).",
+        lower_bound=0,
+        flag_values=flag_values,
+    )
     flags.DEFINE_string(
         "out", "checkpoints/compare", "Directory of the run directories.", flag_values=flag_values
     )
@@ -98,6 +107,7 @@ def main(argv):
             Path(FLAGS.out) / FLAGS.task,
             records=records / FLAGS.task,
             jobs=FLAGS.jobs,
+            threads=FLAGS.threads,
         )
         failed = [(c, s, st) for c, s, st in statuses if st.startswith("failed")]
     if FLAGS.measure:
