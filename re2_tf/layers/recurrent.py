@@ -1,9 +1,65 @@
-"""Masked bidirectional LSTM (DRCN's recurrent layer ``H_l``)."""
+"""Masked bidirectional LSTM (DRCN's recurrent layer ``H_l``, FITN's per-round BiLSTM).
+
+The recurrence is a ``tf.while_loop`` written with TensorFlow ops, like
+:mod:`re2_tf.layers.match_lstm`: the input projection ``x_t W + b`` of both directions is one
+matrix product over every position before the loops, so each step of a direction's loop is
+one ``h_{t-1} U`` product and the gate arithmetic. The two directions are two loops with
+nothing between them, which TensorFlow runs side by side (one loop for both, a block-diagonal
+``U``, measured slower on 2 cores: it serialises what the two loops overlap).
+"""
 
 import keras
-from keras import ops
+import tensorflow as tf
 
 from re2_tf._compat import outside_object_sharing
+
+
+def _lstm_recurrence(projected, tokens, recurrent):
+    """One direction of an LSTM over precomputed input projections (Keras' LSTM cell).
+
+    Args:
+        projected: float ``[length, batch, 4H]``, ``x_t W + b`` per step, gate blocks
+            ``i, f, c~, o``.
+        tokens: bool ``[length, batch, 1]``; a False step leaves the states unchanged.
+        recurrent: float ``[H, 4H]``, ``U``.
+
+    Returns:
+        float ``[length, batch, H]``: ``h_t`` after each step (the carried state at a
+        False step).
+    """
+    steps, batch = tf.shape(projected)[0], tf.shape(projected)[1]
+    units = int(recurrent.shape[0])
+    # Token flags as wide as the state: the per-step select then needs no broadcast.
+    tokens = tf.broadcast_to(tokens, tf.stack([steps, batch, units]))
+    # One spare (never read) step, so that XLA, which compiles the loop body even when it
+    # never runs, can index these for a text of length 0.
+    padding = [[0, 1], [0, 0], [0, 0]]
+    # Per-step reads from TensorArrays: a slice's gradient would be a dense tensor of the
+    # whole input at every step (see re2_tf/layers/match_lstm.py).
+    projected, tokens = (
+        tf.TensorArray(t.dtype, size=steps + 1, element_shape=t.shape[1:]).unstack(
+            tf.pad(t, padding)
+        )
+        for t in (projected, tokens)
+    )
+
+    def body(t, state, cell, outputs):
+        z = projected.read(t) + tf.matmul(state, recurrent)  # [batch, 4H]
+        gate_i, gate_f, candidate, gate_o = tf.split(z, 4, axis=-1)
+        new_cell = tf.sigmoid(gate_f) * cell + tf.sigmoid(gate_i) * tf.tanh(candidate)
+        new_state = tf.sigmoid(gate_o) * tf.tanh(new_cell)
+        token = tokens.read(t)
+        state = tf.where(token, new_state, state)
+        cell = tf.where(token, new_cell, cell)
+        return t + 1, state, cell, outputs.write(t, state)
+
+    start = tf.zeros(tf.stack([batch, units]), recurrent.dtype)
+    outputs = tf.TensorArray(recurrent.dtype, size=steps, element_shape=[None, units])
+    _, _, _, outputs = tf.while_loop(
+        lambda t, *_: t < steps, body, (tf.constant(0), start, start, outputs)
+    )
+    # The reshape gives an empty stack (length 0) its shape.
+    return tf.reshape(outputs.stack(), tf.stack([steps, batch, units]))
 
 
 @keras.saving.register_keras_serializable(package="re2_tf")
@@ -27,6 +83,15 @@ class MaskedBiLSTM(keras.layers.Layer):
     ``units`` is per direction: the DRCN paper's "100 hidden units" is read as 100 per
     direction (200-d BiLSTM output), the reading under which the paper's SNLI model has
     about 6.7M parameters (see ``re2_tf/models/drcn.py``).
+
+    The weights are those of a Keras ``Bidirectional(LSTM)`` (``self.bilstm``, kept so that
+    checkpoints and ``.keras`` files keep their layout), but the layer computes the
+    recurrence itself: Keras' LSTM on CPU multiplies ``x_t W`` inside its loop, one small
+    product per step and, in the gradient, one ``dW`` per step summed by ``AddN``; here
+    ``x W + b`` is one product over all positions of both directions before the loop and
+    ``dW`` one product after it. The backward direction reverses the whole row, as Keras
+    does, so any mask (not only trailing padding) gives Keras' result; tests/test_drcn.py
+    checks the two against each other with every weight random.
 
     L2 (``l2 * sum(w**2)``) is applied to the input and recurrent kernels of both
     directions, not to biases (the paper: "all weights except embedding matrices"; biases
@@ -89,14 +154,44 @@ class MaskedBiLSTM(keras.layers.Layer):
         self.bilstm.build((None, None, input_shape[-1]))
 
     def call(self, inputs, inputs_mask):
-        mask = ops.greater(inputs_mask, 0)
-        if len(mask.shape) == 3:
-            mask = ops.squeeze(mask, axis=-1)
-        outputs = self.bilstm(inputs, mask=mask)
-        # Zero at padding (Keras' Bidirectional already gives 0 there; this makes it this
-        # layer's guarantee) and a new tensor: no Keras mask travels on to layers that take
-        # the padding mask explicitly.
-        return outputs * ops.cast(ops.expand_dims(mask, -1), outputs.dtype)
+        dtype = self.compute_dtype
+        x = tf.cast(tf.convert_to_tensor(inputs), dtype)
+        mask = tf.convert_to_tensor(inputs_mask)
+        if mask.shape.rank == 3:
+            mask = tf.squeeze(mask, axis=-1)
+        mask = tf.greater(mask, tf.zeros([], mask.dtype))  # [batch, length]
+        forward, backward = self.bilstm.forward_layer.cell, self.bilstm.backward_layer.cell
+        kernel_f, kernel_b, bias_f, bias_b, recurrent_f, recurrent_b = (
+            tf.cast(tf.convert_to_tensor(v), dtype)
+            for v in (
+                forward.kernel,
+                backward.kernel,
+                forward.bias,
+                backward.bias,
+                forward.recurrent_kernel,
+                backward.recurrent_kernel,
+            )
+        )
+        units, dim = self.units, int(x.shape[-1])
+        batch, steps = tf.shape(x)[0], tf.shape(x)[1]
+
+        # x_t W + b of both directions at every position: one [batch * length, 8H] product.
+        projected = tf.matmul(
+            tf.reshape(x, [-1, dim]), tf.concat([kernel_f, kernel_b], axis=1)
+        ) + tf.concat([bias_f, bias_b], axis=0)
+        projected = tf.transpose(tf.reshape(projected, [batch, steps, 8 * units]), [1, 0, 2])
+        ahead, behind = tf.split(projected, 2, axis=-1)  # [length, batch, 4H] each
+        tokens = tf.transpose(mask)[:, :, None]  # [length, batch, 1]
+        # Two loops with nothing between them: TensorFlow runs them side by side. The
+        # backward one reads the reversed row (Keras' go_backwards).
+        ahead = _lstm_recurrence(ahead, tokens, recurrent_f)
+        behind = _lstm_recurrence(
+            tf.reverse(behind, axis=[0]), tf.reverse(tokens, axis=[0]), recurrent_b
+        )
+        outputs = tf.concat([ahead, tf.reverse(behind, axis=[0])], axis=-1)
+        outputs = tf.transpose(outputs, [1, 0, 2])  # [batch, length, 2H]
+        # Zero at padding, as Keras' Bidirectional gives it.
+        return outputs * tf.cast(mask, dtype)[:, :, None]
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (2 * self.units,)
