@@ -25,7 +25,13 @@ Kinds (paths relative to the repository root):
   ``export``: that export's serving rows only), then its command;
 - ``runtimes <record.json> [summary]``: a ``re2-bench --runtimes --json_out`` record
   (:func:`re2_tf.serving.runtimes.report`) as :func:`re2_tf.serving.runtimes.markdown` prints
-  it, then its command (with ``summary``: :func:`re2_tf.serving.runtimes.summary`'s paragraph).
+  it, then its command (with ``summary``: :func:`re2_tf.serving.runtimes.summary`'s paragraph);
+- ``ab <record.json>``: an A/B record of ``docs/runs/`` (paths timed alternately in fresh
+  processes): ``docs/runs/training-profile/bilstm_ab.py``'s (``models``: per model,
+  ``before``/``after`` lists of measurements) as pairs/s and profile time per side, or
+  ``docs/runs/roofline/folded_ab.py``'s (``variants``: per variant, ``{"<path>@<batch>":
+  [median ms per round]}``) as ms per path and batch; each the median over the rounds with
+  the rounds' range, then the CPU and the command.
 
 ``re2-summarize --update_docs README.md docs/*.md`` rewrites every block from the records, and
 ``tests/test_recorded_runs.py`` checks that each block in the README and ``docs/`` is what the
@@ -103,10 +109,13 @@ def generate(spec, root=REPO):
         if args[1:]:
             return runtimes.summary(record)
         return runtimes.markdown(record) + f"\n\nCommand: `{record['command']}`."
+    if kind == "ab" and len(args) == 1:
+        record = _read(root / args[0])
+        return _training_ab(record) if "models" in record else _paths_ab(record)
     raise ValueError(
         f"unknown generated table {spec!r}: expected 'compare <records>', 'sweep <flagfile>', "
-        "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]' or "
-        "'runtimes <json> [summary]'"
+        "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
+        "'runtimes <json> [summary]' or 'ab <json>'"
     )
 
 
@@ -159,6 +168,73 @@ def _bench(record):
     parts = [table]
     parts += [f"{title}:\n\n{text}" for title, text in record.get("components", {}).items()]
     return "\n\n".join(parts) + f"\n\nMeasured on {_machine(record)}."
+
+
+def _spread(values, fmt):
+    """``"median (min-max)"`` of a round's values."""
+    import statistics
+
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
+
+
+def _training_ab(record):
+    import statistics
+
+    from re2_tf.training.throughput import describe_machine
+
+    batch = record["batch_size"]
+    lines = [
+        "| model | side | pairs/s (rounds' range) | thread-ms in ops per update | of which in "
+        "the recurrences | largest op kinds (thread-ms) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for model, sides in record["models"].items():
+        for side in ("before", "after"):
+            runs = sides[side]
+            kinds = {}
+            for run in runs:
+                for kind, ms in run["kinds"].items():
+                    kinds.setdefault(kind, []).append(ms)
+            top = sorted(kinds, key=lambda k: -statistics.median(kinds[k]))[:3]
+            lines.append(
+                f"| {model} | {side} (`{record[side][:7]}`) | "
+                f"{_spread([batch / r['seconds_per_update'] for r in runs], '.1f')} | "
+                f"{statistics.median(r['op_ms'] for r in runs):.0f} | "
+                f"{statistics.median(r['in_loops_ms'] for r in runs):.0f} | "
+                + "; ".join(f"{k} {statistics.median(kinds[k]):.0f}" for k in top)
+                + " |"
+            )
+    return (
+        "\n".join(lines)
+        + f"\n\n{record['rounds']} rounds, batch {batch}, {record['threads']} threads, on "
+        f"{describe_machine(record)}: `{record['command']}`"
+    )
+
+
+def _paths_ab(record):
+    from re2_tf.training.throughput import describe_machine
+
+    lines = []
+    for variant, medians in record["variants"].items():
+        paths = list(dict.fromkeys(key.rsplit("@", 1)[0] for key in medians))
+        batches = list(dict.fromkeys(key.rsplit("@", 1)[1] for key in medians))
+        if not lines:
+            lines += [
+                "| variant | path | "
+                + " | ".join(f"ms @ {b} x 20 (rounds' range)" for b in batches)
+                + " |",
+                "|---|---|" + "---|" * len(batches),
+            ]
+        for path in paths:
+            cells = [
+                _spread(medians[f"{path}@{b}"], ".2f") if f"{path}@{b}" in medians else "—"
+                for b in batches
+            ]
+            lines.append(f"| {variant} | {path} | " + " | ".join(cells) + " |")
+    return (
+        "\n".join(lines) + f"\n\n{record['rounds']} rounds, {record['threads']} threads, on "
+        f"{describe_machine(record)}: `{record['command']}`"
+    )
 
 
 def _split_name(name):

@@ -246,3 +246,52 @@ def test_a_runtimes_block_is_the_table_its_summary_and_command(tmp_path):
     )
     with pytest.raises(ValueError, match="unknown generated table"):
         doc_tables.generate("runtimes r.json extra", tmp_path)
+
+
+def test_an_ab_block_gives_medians_and_ranges_of_the_rounds(tmp_path):
+    machine = {"cpu": "X", "cpu_features": ["avx2"], "cpu_count": 2, "date": "2026-01-02 03:04"}
+    profile = {"kinds": {"MatMul": 10.0, "AddN": 4.0, "Mul": 1.0, "Tanh": 0.5}}
+    training = {
+        "command": "c1",
+        "before": "aaaaaaaaaa",
+        "after": "bbbbbbbbbb",
+        **machine,
+        "batch_size": 128,
+        "threads": 2,
+        "rounds": 2,
+        "models": {
+            "m": {
+                # 128 / 2.0 = 64 and 128 / 1.0 = 128 pairs/s: median 96
+                "before": [
+                    dict(profile, seconds_per_update=2.0, op_ms=300.0, in_loops_ms=200.0),
+                    dict(profile, seconds_per_update=1.0, op_ms=100.0, in_loops_ms=50.0),
+                ],
+                "after": [
+                    dict(profile, seconds_per_update=0.5, op_ms=80.0, in_loops_ms=10.0),
+                    dict(profile, seconds_per_update=0.5, op_ms=60.0, in_loops_ms=30.0),
+                ],
+            }
+        },
+    }
+    paths = {
+        "command": "c2",
+        **machine,
+        "rounds": 3,
+        "threads": 2,
+        "variants": {"V": {"a@8": [3.0, 1.0, 2.0], "b@8": [4.0, 4.0, 5.0], "a@512": [9.0] * 3}},
+    }
+    (tmp_path / "t.json").write_text(json.dumps(training))
+    (tmp_path / "p.json").write_text(json.dumps(paths))
+    assert doc_tables.generate("ab t.json", tmp_path).splitlines()[2:5] == [
+        "| m | before (`aaaaaaa`) | 96.0 (64.0-128.0) | 200 | 125 | MatMul 10; AddN 4; Mul 1 |",
+        "| m | after (`bbbbbbb`) | 256.0 (256.0-256.0) | 70 | 20 | MatMul 10; AddN 4; Mul 1 |",
+        "",
+    ]
+    lines = doc_tables.generate("ab p.json", tmp_path).splitlines()
+    assert (
+        lines[0]
+        == "| variant | path | ms @ 8 x 20 (rounds' range) | ms @ 512 x 20 (rounds' range) |"
+    )
+    assert lines[2] == "| V | a | 2.00 (1.00-3.00) | 9.00 (9.00-9.00) |"
+    assert lines[3].startswith("| V | b | 4.00 (4.00-5.00) |")
+    assert lines[-1] == "3 rounds, 2 threads, on 2 cores of X (avx2), 2026-01-02: `c2`"

@@ -1,7 +1,15 @@
-"""RE2's folded forward pass (``re2_tf/serving/folded.py``) against the generic Keras backend,
-both exported under XLA, timed alternately in fresh processes (Table 5 protocol: batch 8 x 20
-and 512 x 20, 2 intra-op threads, median of each process's batches), so that a slow spell of a
-shared CPU hits both alike. Writes ``folded_ab.json`` beside this file and prints a table.
+"""RE2's folded forward pass (``re2_tf/serving/folded.py``) against the paths a user would
+have without it, timed alternately in fresh processes (Table 5 protocol: batch 8 x 20 and
+512 x 20, 2 intra-op threads, median of each process's batches), so that a slow spell of a
+shared CPU hits all alike:
+
+- ``re2_folded``: the default export (folded pass, XLA);
+- ``keras``: the same network through the generic Keras backend, XLA;
+- ``openvino f32`` / ``openvino bf16`` (bf16 only on a CPU with bf16 units): OpenVINO
+  converting the Keras backend's ``--xla=false`` export (``re2_tf.serving.runtimes``).
+
+Every path times the same batches (``runtimes.id_batches``). Writes ``folded_ab.json`` beside
+this file and prints a table.
 
     python docs/runs/roofline/folded_ab.py [--rounds=5] [--variants="RE2 3 blocks"]
 """
@@ -10,46 +18,69 @@ import json
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
+from re2_tf.serving import runtimes
 from re2_tf.training import throughput
 
 ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
 ROUNDS = int(ARGS.get("rounds", 5))
 SHAPES = ((8, 20, 100), (512, 20, 5))  # batch, length, timed batches
-BACKENDS = ("re2_folded", "keras")
 
 
 def main():
     spec = get_spec("re2")
+    precisions = ("f32", "bf16") if runtimes.cpu_has_bf16() else ("f32",)
     record = {
         "command": "python docs/runs/roofline/folded_ab.py "
         + " ".join(f'--{k}="{v}"' if " " in v else f"--{k}={v}" for k, v in ARGS.items()),
         **throughput.machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "versions": runtimes.versions(),
         "rounds": ROUNDS,
         "threads": 2,
         "variants": {},
     }
     chosen = ARGS["variants"].split(",") if "variants" in ARGS else list(spec.benchmark)
     for variant in chosen:
-        entry = spec.benchmark[variant]
+        hparams = spec.benchmark[variant]["hparams"]
         with tempfile.TemporaryDirectory() as tmp:
-            paths = {}
-            for backend in BACKENDS:
-                paths[backend], _, featurizers = benchmarking.export_benchmark_model(
-                    spec, entry["hparams"], Path(tmp) / backend, backend=backend
+            tmp = Path(tmp)
+            paths = {}  # path name -> (export or converted model, OpenVINO precision)
+            for backend in ("re2_folded", "keras"):
+                path, _, featurizers = benchmarking.export_benchmark_model(
+                    spec, hparams, tmp / backend, backend=backend
                 )
-            medians = {f"{b}@{s[0]}": [] for b in BACKENDS for s in SHAPES}
+                paths[backend] = (path, None)
+            plain, _, _ = benchmarking.export_benchmark_model(
+                spec, hparams, tmp / "keras_noxla", backend="keras", xla=False
+            )
+            converted = runtimes.convert(plain, "openvino", tmp / "openvino")
+            for precision in precisions:
+                paths[f"openvino {precision}"] = (converted, precision)
+            medians = {f"{name}@{s[0]}": [] for name in paths for s in SHAPES}
             for _ in range(ROUNDS):
                 for batch, length, batches in SHAPES:
-                    signature, inputs = benchmarking.benchmark_inputs(featurizers, batch, length)
-                    for backend in BACKENDS:
+                    inputs_file = tmp / f"inputs_{batch}.npz"
+                    input_spec = runtimes._write_batches(
+                        runtimes.id_batches(featurizers, batch, length), inputs_file
+                    )
+                    for name, (path, precision) in paths.items():
+                        options = {"inputs_file": str(inputs_file)}
+                        if precision:
+                            options["precision"] = precision
                         timed = benchmarking.time_table5(
-                            paths[backend], signature, inputs, threads=2, batches=batches
+                            path,
+                            runtimes.SIGNATURE,
+                            input_spec,
+                            threads=2,
+                            batches=batches,
+                            options=options,
                         )
-                        medians[f"{backend}@{batch}"].append(timed["median_ms"])
+                        medians[f"{name}@{batch}"].append(timed["median_ms"])
         record["variants"][variant] = medians
         print(f"| {variant} | " + " | ".join(
             f"{key} {statistics.median(v):.2f} ms" for key, v in medians.items()

@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -100,6 +101,7 @@ def main():
         + (" + working tree" if subprocess.check_output(
             ["git", "status", "--porcelain", "re2_tf"], cwd=REPO, text=True) else ""),
         **throughput.machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "batch_size": 128, "threads": 2, "rounds": ROUNDS,
         "models": {},
     }  # fmt: skip
