@@ -60,6 +60,24 @@ def test_gradients_equal_keras_for_inputs_and_every_weight():
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_gradients_compile_under_xla_and_equal_keras():
+    """An XLA-compiled training step (--jit_compile) differentiates the loop: XLA must be able
+    to size the gradient's accumulators."""
+    layer, x = random_layer(6)
+    x = tf.constant(x)
+
+    def gradients(forward):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(forward(x) ** 2)
+        return tape.gradient(loss, [x] + layer.trainable_weights)
+
+    ours = tf.function(lambda: gradients(lambda a: layer(a, MASKS)), jit_compile=True)()
+    keras_side = gradients(lambda a: keras_reference(layer, a, MASKS))
+    for a, b in zip(ours, keras_side):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_xla_and_graph_calls_agree_and_length_zero_has_a_shape():
     layer, x = random_layer(3)
     expected = keras_reference(layer, x, MASKS)

@@ -55,8 +55,12 @@ def _lstm_recurrence(projected, tokens, recurrent):
 
     start = tf.zeros(tf.stack([batch, units]), recurrent.dtype)
     outputs = tf.TensorArray(recurrent.dtype, size=steps, element_shape=[None, units])
+    # maximum_iterations: XLA needs it to size the gradient's accumulators.
     _, _, _, outputs = tf.while_loop(
-        lambda t, *_: t < steps, body, (tf.constant(0), start, start, outputs)
+        lambda t, *_: t < steps,
+        body,
+        (tf.constant(0), start, start, outputs),
+        maximum_iterations=steps,
     )
     # The reshape gives an empty stack (length 0) its shape.
     return tf.reshape(outputs.stack(), tf.stack([steps, batch, units]))
