@@ -431,3 +431,31 @@ def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its
     for row in record["training"]:
         per_pair = row["flops_per_update"] / row["batch_size"]
         assert math.isclose(row["floor_pairs_per_s"], peak / per_pair, rel_tol=1e-9)
+
+
+def test_the_folded_pass_decision_is_its_record():
+    """re2_tf/serving/folded.py's docstring and docs/performance.md keep the folded pass for
+    its paired ratios in docs/runs/roofline/folded_ab.json: Keras backend / folded pass."""
+    record = json.loads((ROOT / "docs/runs/roofline/folded_ab.json").read_text())
+    times = record["variants"]["RE2 3 blocks"]
+    small = [k / f for k, f in zip(times["keras@8"], times["re2_folded@8"])]
+    large = [k / f for k, f in zip(times["keras@512"], times["re2_folded@512"])]
+    assert record["rounds"] == len(small) == 9
+    claims = (
+        f"{statistics.median(small):.2f} times as long",
+        f"{min(small):.2f} to {max(small):.2f}",
+        f"10 % or more in {sum(r >= 1.1 for r in small)} of them",
+        f"({min(large):.2f} to {max(large):.2f})",
+    )
+    for text in (
+        (ROOT / "re2_tf/serving/folded.py").read_text(),
+        (ROOT / "docs/performance.md").read_text(),
+    ):
+        flat = " ".join(text.split())
+        for claim in claims:
+            assert claim in flat
+    # the claims the docs make around the ratios
+    assert statistics.median(small) >= 1.1 and 0.9 < statistics.median(large) < 1.1
+    for batch in (8, 512):
+        bf16 = statistics.median(times[f"openvino bf16@{batch}"])
+        assert bf16 < statistics.median(times[f"re2_folded@{batch}"])
