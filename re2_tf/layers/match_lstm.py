@@ -16,6 +16,7 @@ import tensorflow as tf
 from keras import ops
 
 from re2_tf.layers.masking import masked_softmax
+from re2_tf.layers.recurrent import lstm_cell_update
 
 
 def _dim(x, axis):
@@ -301,9 +302,7 @@ class MatchLSTM(keras.layers.Layer):
             attention = masked_softmax(logits, mask_a_float, axis=1)
             context = tf.squeeze(tf.matmul(attention[:, None, :], h_a), axis=1)  # [batch, d_A]
             z = inputs_b.read(i) + tf.matmul(context, kernel_c) + tf.matmul(state, recurrent_kernel)
-            gate_i, gate_f, candidate, gate_o = tf.split(z, 4, axis=-1)
-            new_cell = tf.sigmoid(gate_f) * cell + tf.sigmoid(gate_i) * tf.tanh(candidate)
-            new_state = tf.sigmoid(gate_o) * tf.tanh(new_cell)
+            new_state, new_cell = lstm_cell_update(z, cell)
             token = tokens.read(i)
             state = tf.where(token, new_state, state)
             cell = tf.where(token, new_cell, cell)

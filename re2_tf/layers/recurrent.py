@@ -14,6 +14,22 @@ import tensorflow as tf
 from re2_tf._compat import outside_object_sharing
 
 
+def lstm_cell_update(z, cell):
+    """Keras' LSTM cell update from the gate pre-activations (Hochreiter & Schmidhuber 1997).
+
+    Args:
+        z: float ``[batch, 4H]``, ``x_t W + h_{t-1} U + b``, gate blocks ``i, f, c~, o``.
+        cell: float ``[batch, H]``, ``c_{t-1}``.
+
+    Returns:
+        ``(h_t, c_t)``, float ``[batch, H]`` each: ``c_t = sigmoid(z_f) * c_{t-1} +
+        sigmoid(z_i) * tanh(z_c)``, ``h_t = sigmoid(z_o) * tanh(c_t)``.
+    """
+    gate_i, gate_f, candidate, gate_o = tf.split(z, 4, axis=-1)
+    new_cell = tf.sigmoid(gate_f) * cell + tf.sigmoid(gate_i) * tf.tanh(candidate)
+    return tf.sigmoid(gate_o) * tf.tanh(new_cell), new_cell
+
+
 def _lstm_recurrence(projected, tokens, recurrent):
     """One direction of an LSTM over precomputed input projections (Keras' LSTM cell).
 
@@ -45,9 +61,7 @@ def _lstm_recurrence(projected, tokens, recurrent):
 
     def body(t, state, cell, outputs):
         z = projected.read(t) + tf.matmul(state, recurrent)  # [batch, 4H]
-        gate_i, gate_f, candidate, gate_o = tf.split(z, 4, axis=-1)
-        new_cell = tf.sigmoid(gate_f) * cell + tf.sigmoid(gate_i) * tf.tanh(candidate)
-        new_state = tf.sigmoid(gate_o) * tf.tanh(new_cell)
+        new_state, new_cell = lstm_cell_update(z, cell)
         token = tokens.read(t)
         state = tf.where(token, new_state, state)
         cell = tf.where(token, new_cell, cell)
@@ -94,7 +108,7 @@ class MaskedBiLSTM(keras.layers.Layer):
     product per step and, in the gradient, one ``dW`` per step summed by ``AddN``; here
     ``x W + b`` is one product over all positions of both directions before the loop and
     ``dW`` one product after it. The backward direction reverses the whole row, as Keras
-    does, so any mask (not only trailing padding) gives Keras' result; tests/test_drcn.py
+    does, so any mask (not only trailing padding) gives Keras' result; tests/test_recurrent.py
     checks the two against each other with every weight random.
 
     L2 (``l2 * sum(w**2)``) is applied to the input and recurrent kernels of both
