@@ -281,7 +281,9 @@ class TrainConfig:
     )
     threads: int = _field(0, "control", "Intra-op threads (0 = TensorFlow's default).")
     jit_compile: bool = _field(
-        False, "control", "XLA-compile the training step (needs deterministic=False)."
+        False,
+        "control",
+        "XLA-compile the training step (needs deterministic=False; one process).",
     )
     distribution: str = _field(
         "none",
@@ -753,6 +755,12 @@ def _validate(config):
         "jit_compile",
         "needs deterministic=False (--nodeterministic): Keras silently trains without XLA "
         "while TensorFlow op determinism is enabled",
+    )
+    _check(
+        not (config.jit_compile and config.distribution != "none"),
+        "jit_compile",
+        f"cannot XLA-compile a {config.distribution} training step (XLA cannot read "
+        "variables placed on other devices): train with --nojit_compile",
     )
     from re2_tf.training.distribution import STRATEGIES
     from re2_tf.training.precision import POLICIES

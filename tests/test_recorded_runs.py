@@ -433,6 +433,29 @@ def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its
         assert math.isclose(row["floor_pairs_per_s"], peak / per_pair, rel_tol=1e-9)
 
 
+def test_the_xla_training_decision_is_its_record():
+    """docs/performance.md keeps --jit_compile off for Match-SRNN, the model whose XLA row
+    was fastest, for the whole-run wall times of docs/runs/training-profile/match_srnn-xla."""
+    base = ROOT / "docs/runs/training-profile/match_srnn-xla"
+    record = json.loads((base / "ab.json").read_text())
+    runs = record["runs"]
+    for name, run in runs.items():
+        flags = (base / run["dir"] / "flags.txt").read_text().split()
+        assert ("--jit_compile" in flags) == run["jit_compile"], name
+        assert ("--nodeterministic" in flags) == run["jit_compile"], name
+        assert "--flagfile" not in flags and "--model=match_srnn" in flags
+        results = json.loads((base / run["dir"] / "results.json").read_text())
+        assert results["splits"]["test"]["acc"] > 0
+
+    def minutes(seconds):
+        return f"{int(seconds // 60)} min {round(seconds % 60):d} s"
+
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    xla, plain = runs["xla"]["wall_s"], runs["noxla"]["wall_s"]
+    assert f"took {minutes(xla)} XLA-compiled and {minutes(plain)} without" in flat
+    assert xla > plain  # the default the docs keep is the faster one
+
+
 def test_the_folded_pass_decision_is_its_record():
     """re2_tf/serving/folded.py's docstring and docs/performance.md keep the folded pass for
     its paired ratios in docs/runs/roofline/folded_ab.json: Keras backend / folded pass."""

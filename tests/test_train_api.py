@@ -130,6 +130,11 @@ def test_replace_rederives_what_the_caller_did_not_set():
         (dict(warmup_ratio=1.5), "warmup_ratio", "[0, 1)"),
         (dict(max_len=-1), "max_len", ">= 0"),
         (dict(jit_compile=True), "jit_compile", "deterministic=False"),
+        (
+            dict(jit_compile=True, deterministic=False, distribution="mirrored"),
+            "jit_compile",
+            "cannot XLA-compile a mirrored training step",
+        ),
         (dict(optimizer="lamb"), "optimizer", "unknown optimiser 'lamb'"),
         (dict(dataset="custom", labels=("a",)), "labels", "at least two"),
         (dict(dataset="custom", labels=("a", "b", "c"), metric="f1"), "metric", "two labels"),

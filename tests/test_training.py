@@ -352,6 +352,54 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path, precision
         np.testing.assert_array_equal(w_ref, w_killed)
 
 
+@pytest.mark.slow
+def test_an_xla_compiled_run_without_op_determinism_still_resumes_bit_for_bit(tmp_path):
+    # --jit_compile needs --nodeterministic (Keras runs XLA only without TensorFlow op
+    # determinism). XLA's CPU step repeats on its own: a killed-and-resumed XLA run equals
+    # an uninterrupted one bit for bit (Match-SRNN: its spatial GRU is XLA's while loop).
+    data = make_data(tmp_path, 200)
+
+    def command(run_dir, *extra):
+        return [
+            sys.executable, "-m", "re2_tf.cli.train", "--model=match_srnn",
+            "--dataset=sample", f"--data_dir={data}", f"--run_dir={run_dir}",
+            "--embedding_dim=8", "--slices=2", "--hidden_size=4", "--max_len=12",
+            "--min_df=1", "--progress=false", "--batch_size=10", "--epochs=3",
+            "--eval_per_samples=50", "--seed=5", "--threads=2", "--jit_compile",
+            "--nodeterministic", *extra,
+        ]  # fmt: skip
+
+    reference = tmp_path / "reference"
+    run(command(reference))
+    flags_txt = (reference / "flags.txt").read_text()
+    assert "--jit_compile\n" in flags_txt and "--nodeterministic\n" in flags_txt, flags_txt
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(
+        command(killed), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    state = killed / "state.json"
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if state.exists() and json.loads(state.read_text() or "{}").get("evaluations", 0) >= 4:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not json.loads(state.read_text()).get("finished")
+    log = run(command(killed))
+    assert re.search(r"Restored training state at update (\d+)", log), log
+    assert json.loads((killed / "results.json").read_text()) == json.loads(
+        (reference / "results.json").read_text()
+    )
+    with (
+        np.load(reference / "backup" / "state.npz") as a,
+        np.load(killed / "backup" / "state.npz") as b,
+    ):
+        assert sorted(a.files) == sorted(b.files) and len(a.files) > 5
+        for name in a.files:
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
 def _help(*args):
     # absl prints --helpfull and exits with status 1
     proc = subprocess.run(
