@@ -66,11 +66,15 @@ def _result(seed, dev, test, step):
 def test_summary_mean_and_sample_std_by_hand(tmp_path):
     a, b = parse_grid("blocks=1,2")
     out, records = tmp_path / "out", tmp_path / "records"
-    for seed, (dev, test, minutes) in enumerate([(0.5, 0.7, 1), (0.6, 0.8, 2), (0.7, 0.9, 3)], 1):
+    runs = [(0.5, 0.7, 1, 30), (0.6, 0.8, 2, 90), (0.7, 0.9, 3, None)]
+    for seed, (dev, test, minutes, cpu) in enumerate(runs, 1):
+        times = {"seconds": 60 * minutes, "spans": [60 * minutes]}
+        if cpu is not None:  # seed 3: recorded before CPU time was kept
+            times.update(cpu_seconds=cpu, cpu_spans=[cpu])
         _write(
             out / a.name / f"seed{seed}",
             **{"results.json": _result(seed, dev, test, 10 * seed)},
-            **{"wall_time.json": {"seconds": 60 * minutes, "spans": [60 * minutes]}},
+            **{"wall_time.json": times},
         )
     # b: seed 1 only in the records, and a stale run directory the record takes precedence over
     _write(records / b.name / "seed1", **{"results.json": _result(1, 0.25, 0.5, 7)})
@@ -84,9 +88,15 @@ def test_summary_mean_and_sample_std_by_hand(tmp_path):
     assert first["best_steps"] == [10, 20, 30] and first["seeds"] == [1, 2, 3]
     assert second["metrics"]["test/acc"] == {"mean": 0.5, "std": None, "values": [0.5]}
     rows = table.splitlines()
-    assert rows[0] == "| cell | runs | dev/acc | test/acc | best update | wall time (min) |"
-    assert rows[2] == "| blocks=1 | 3/3 | 0.6000 ± 0.1000 | 0.8000 ± 0.1000 | 10, 20, 30 | 2.0 |"
-    assert rows[3] == "| blocks=2 | 1/3 | 0.2500 ± — | 0.5000 ± — | 7 |  |"
+    assert first["cpu_seconds"] == [30, 90, None]
+    assert rows[0] == (
+        "| cell | runs | dev/acc | test/acc | best update | wall time (min) | CPU time (min) |"
+    )
+    # wall: (1 + 2 + 3) / 3 = 2.0 min; CPU: the two recorded, (30 + 90) / 2 s = 1.0 min
+    assert rows[2] == (
+        "| blocks=1 | 3/3 | 0.6000 ± 0.1000 | 0.8000 ± 0.1000 | 10, 20, 30 | 2.0 | 1.0 |"
+    )
+    assert rows[3] == "| blocks=2 | 1/3 | 0.2500 ± — | 0.5000 ± — | 7 |  |  |"
 
 
 def test_plot_is_a_png_per_cell_with_error_bars(tmp_path):
@@ -186,6 +196,13 @@ def test_a_killed_sweep_resumes_without_retraining_a_finished_run(tmp_path):
             flags = (records / name / f"seed{s}" / "flags.txt").read_text().splitlines()
             assert f"--hidden_size={cell['settings']['hidden_size']}" in flags
             assert f"--seed={s}" in flags and "--threads=1" in flags
+    # every attempt the sweep saw end has its wall and CPU time (an attempt killed with the
+    # sweep has neither: a run it finished is kept, its time unknown)
+    timed = [json.loads(p.read_text()) for p in records.glob("*/seed*/wall_time.json")]
+    assert len(timed) >= 4 - len(finished)
+    for times in timed:
+        assert len(times["cpu_spans"]) == len(times["spans"]) >= 1
+        assert times["cpu_seconds"] > 0 and times["seconds"] > 0
     assert (records / "summary.png").exists() and (records / "summary.md").exists()
 
 

@@ -126,11 +126,27 @@ def _record(run_dir: Path, record_dir: Path):
             shutil.copy2(run_dir / name, record_dir / name)
 
 
-def _add_wall_time(run_dir: Path, seconds: float):
+def _add_wall_time(run_dir: Path, seconds: float, cpu_seconds: float):
     path = run_dir / WALL_TIME_FILE
-    spans = json.loads(path.read_text())["spans"] if path.exists() else []
-    spans.append(round(seconds, 1))
-    path.write_text(json.dumps({"seconds": round(sum(spans), 1), "spans": spans}) + "\n")
+    old = json.loads(path.read_text()) if path.exists() else {}
+    spans = [*old.get("spans", []), round(seconds, 1)]
+    record = {"seconds": round(sum(spans), 1), "spans": spans}
+    # CPU seconds (user + system) of each attempt's process tree: unlike wall time, not
+    # inflated while the run waits (paused, or sharing cores with other work). Unknown for
+    # an attempt recorded before they were kept.
+    if len(old.get("cpu_spans", [])) == len(old.get("spans", [])):
+        cpu_spans = [*old.get("cpu_spans", []), round(cpu_seconds, 1)]
+        record.update(cpu_seconds=round(sum(cpu_spans), 1), cpu_spans=cpu_spans)
+    path.write_text(json.dumps(record) + "\n")
+
+
+def _run_counting_cpu(command, stderr):
+    """Run ``command``; return ``(exit status, CPU seconds)``: user + system time of the
+    process and the children it waited for (``os.wait4``'s resource usage)."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_utime + usage.ru_stime
 
 
 #: Settings that name where a run is and how it reports, not what it computes: two runs that
@@ -207,7 +223,8 @@ def run_sweep(
     A run that fails does not stop the others; its stderr is in ``<run>.stderr``. Each run's
     wall time is in its ``wall_time.json``: seconds summed over the attempts this function saw
     end (an attempt killed with the sweep is not counted, so a resumed run's time is a lower
-    bound).
+    bound), beside their CPU seconds (``cpu_seconds``: user + system time, which a pause or
+    other work on the same cores does not inflate).
     """
     out, seeds = Path(out), list(seeds)
     if jobs < 1:
@@ -254,12 +271,12 @@ def run_sweep(
         started = time.perf_counter()
         stderr = run_dir.parent / f"seed{seed}.stderr"
         with open(stderr, "w") as err:
-            proc = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=err)
+            returncode, cpu_seconds = _run_counting_cpu(command, err)
         if run_dir.exists():
-            _add_wall_time(run_dir, time.perf_counter() - started)
-        if proc.returncode != 0 or not (run_dir / "results.json").exists():
+            _add_wall_time(run_dir, time.perf_counter() - started, cpu_seconds)
+        if returncode != 0 or not (run_dir / "results.json").exists():
             lines = [line for line in stderr.read_text().splitlines() if line.strip()]
-            status = f"failed: {lines[-1] if lines else f'exit status {proc.returncode}'}"
+            status = f"failed: {lines[-1] if lines else f'exit status {returncode}'}"
         else:
             status = "done"
             if record_dir:
@@ -277,9 +294,9 @@ def _load(run_dir: Path, record_dir):
         if (directory / "results.json").exists():
             result = json.loads((directory / "results.json").read_text())
             wall = directory / WALL_TIME_FILE
-            seconds = json.loads(wall.read_text())["seconds"] if wall.exists() else None
-            return result, seconds
-    return None, None
+            times = json.loads(wall.read_text()) if wall.exists() else {}
+            return result, times.get("seconds"), times.get("cpu_seconds")
+    return None, None, None
 
 
 def summarize_sweep(cells, seeds, out, *, records=None):
@@ -291,11 +308,14 @@ def summarize_sweep(cells, seeds, out, *, records=None):
 
     Returns:
         ``(markdown, summary)``: a table with one row per cell (``| cell | runs |
-        <split>/<metric> ... | best update | wall time (min) |``, four decimals, ``mean ±
-        std`` with std the sample standard deviation over seeds (``ddof=1``), ``—`` where
-        fewer than two runs have the metric) and ``{"cells": [{"cell", "settings", "seeds",
+        <split>/<metric> ... | best update | wall time (min) | CPU time (min) |``, four
+        decimals, ``mean ± std`` with std the sample standard deviation over seeds
+        (``ddof=1``), ``—`` where fewer than two runs have the metric; the times are means
+        over the runs that recorded them: wall time counts any wait, CPU time is user +
+        system time of the run's processes) and ``{"cells": [{"cell", "settings", "seeds",
         "metrics": {"<split>/<metric>": {"mean", "std", "values"}}, "best_steps",
-        "wall_seconds"}]}`` (runs not finished are left out and counted in ``runs``).
+        "wall_seconds", "cpu_seconds"}]}`` (runs not finished are left out and counted in
+        ``runs``; a time not recorded is ``None``).
     """
     from re2_tf import runs
 
@@ -306,24 +326,25 @@ def summarize_sweep(cells, seeds, out, *, records=None):
         for seed in seeds:
             record_dir = Path(records) / cell.name / f"seed{seed}" if records else None
             run_dir = Path(out) / cell.name / f"seed{seed}" if out is not None else None
-            result, seconds = _load(run_dir, record_dir)
+            result, seconds, cpu_seconds = _load(run_dir, record_dir)
             if result is not None:
-                found.append((seed, result, seconds))
+                found.append((seed, result, seconds, cpu_seconds))
         entry = {
             "cell": cell.label,
             "settings": dict(cell.settings),
-            "seeds": [seed for seed, _, _ in found],
+            "seeds": [seed for seed, *_ in found],
             "metrics": {},
-            "best_steps": [r.get("best_step") for _, r, _ in found],
-            "wall_seconds": [s for _, _, s in found],
+            "best_steps": [r.get("best_step") for _, r, *_ in found],
+            "wall_seconds": [s for _, _, s, _ in found],
+            "cpu_seconds": [c for *_, c in found],
         }
         if found:
-            _, summary = runs.summarize_results([r for _, r, _ in found])
+            _, summary = runs.summarize_results([r for _, r, *_ in found])
             for key, value in summary.items():
                 entry["metrics"][key] = {k: value[k] for k in ("mean", "std", "values")}
                 keys.setdefault(key, None)
         rows.append(entry)
-    header = ["cell", "runs", *keys, "best update", "wall time (min)"]
+    header = ["cell", "runs", *keys, "best update", "wall time (min)", "CPU time (min)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for entry in rows:
         cells_text = [entry["cell"] or "(base)", f"{len(entry['seeds'])}/{len(seeds)}"]
@@ -336,8 +357,9 @@ def summarize_sweep(cells, seeds, out, *, records=None):
             else:
                 cells_text.append(f"{metric['mean']:.4f} ± {metric['std']:.4f}")
         cells_text.append(", ".join(str(s) for s in entry["best_steps"]))
-        walls = [s for s in entry["wall_seconds"] if s is not None]
-        cells_text.append(f"{sum(walls) / len(walls) / 60:.1f}" if walls else "")
+        for name in ("wall_seconds", "cpu_seconds"):
+            known = [s for s in entry[name] if s is not None]
+            cells_text.append(f"{sum(known) / len(known) / 60:.1f}" if known else "")
         lines.append("| " + " | ".join(cells_text) + " |")
     return "\n".join(lines), {"cells": rows}
 
