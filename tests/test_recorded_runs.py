@@ -433,6 +433,28 @@ def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its
         assert math.isclose(row["floor_pairs_per_s"], peak / per_pair, rel_tol=1e-9)
 
 
+def test_the_pytorch_port_row_is_the_same_network_and_every_export_beats_it():
+    """docs/re2.md: the port's parameter counts equal ours at 1, 2 and 3 blocks, and every
+    re2_tf export (not Keras' plain model.export) is faster than the port at each size."""
+    latency = ROOT / "docs/runs/latency"
+    port = json.loads((latency / "re2-pytorch-port.json").read_text())["rows"]
+    ours = [
+        row
+        for name in ("re2-savedmodel", "re2-savedmodel-noxla", "re2-tflite", "re2-tflite-int8")
+        for row in json.loads((latency / f"{name}.json").read_text())["rows"]
+    ]
+    assert len(port) == 3 and len(ours) == 15
+    for row in port:
+        size = row["model"].split(" (")[0]  # "RE2 3 blocks"
+        same = [r for r in ours if r["model"].startswith(size + " (")]
+        assert {r["params"] for r in same} == {row["params"]}, size
+        exports = [r for r in same if "plain Keras" not in r["model"]]
+        assert len(exports) == 4 and all(r["median_ms"] < row["median_ms"] for r in exports)
+    flat = " ".join((ROOT / "docs/re2.md").read_text().split())
+    assert "Every re2_tf export is faster than the port at each size" in flat
+    assert "its parameter counts equal ours at 1, 2 and 3 blocks" in flat
+
+
 def test_the_xla_training_decision_is_its_record():
     """docs/performance.md keeps --jit_compile off for Match-SRNN, the model whose XLA row
     was fastest, for the whole-run wall times of docs/runs/training-profile/match_srnn-xla."""
