@@ -116,6 +116,24 @@ def run(cmd, **kwargs):
     return proc.stdout
 
 
+def kill_after_evaluations(command, run_dir, evaluations):
+    """Start a training ``command`` and SIGKILL it once ``run_dir``'s state has recorded
+    ``evaluations`` evaluations (each one a backup), before it finishes."""
+    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = run_dir / "state.json"
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if (
+            state.exists()
+            and json.loads(state.read_text() or "{}").get("evaluations", 0) >= evaluations
+        ):
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not json.loads(state.read_text()).get("finished")
+
+
 def evaluated_updates(log):
     return [int(m) for m in re.findall(r"update (\d+) \(epoch", log)]
 
@@ -308,21 +326,7 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path, precision
     ref_results = json.loads((reference / "results.json").read_text())
 
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(
-        train_command(data, killed, *args),
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    state = killed / "state.json"
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        if state.exists() and json.loads(state.read_text() or "{}").get("evaluations", 0) >= 6:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not json.loads(state.read_text()).get("finished")
+    kill_after_evaluations(train_command(data, killed, *args), killed, 6)
     flags_txt = (killed / "flags.txt").read_text()
     assert "overwrite" not in flags_txt and f"--run_dir={killed}" in flags_txt
     assert "--model=re2" in flags_txt and "--blocks=" in flags_txt  # common and model flags
@@ -374,18 +378,7 @@ def test_an_xla_compiled_run_without_op_determinism_still_resumes_bit_for_bit(tm
     flags_txt = (reference / "flags.txt").read_text()
     assert "--jit_compile\n" in flags_txt and "--nodeterministic\n" in flags_txt, flags_txt
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(
-        command(killed), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    state = killed / "state.json"
-    deadline = time.time() + 240
-    while time.time() < deadline:
-        if state.exists() and json.loads(state.read_text() or "{}").get("evaluations", 0) >= 4:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not json.loads(state.read_text()).get("finished")
+    kill_after_evaluations(command(killed), killed, 4)
     log = run(command(killed))
     assert re.search(r"Restored training state at update (\d+)", log), log
     assert json.loads((killed / "results.json").read_text()) == json.loads(
