@@ -134,6 +134,19 @@ def kill_after_evaluations(command, run_dir, evaluations):
     assert not json.loads(state.read_text()).get("finished")
 
 
+def assert_same_backup(reference, killed, at_least):
+    """Both runs' last backups (weights, optimizer and loss-scale state) are bit for bit the
+    same, with more than ``at_least`` arrays; returns the backup's variable paths."""
+    with (
+        np.load(reference / "backup" / "state.npz") as a,
+        np.load(killed / "backup" / "state.npz") as b,
+    ):
+        assert sorted(a.files) == sorted(b.files) and len(a.files) > at_least
+        for name in a.files:
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+        return json.loads(str(b["paths"]))
+
+
 def evaluated_updates(log):
     return [int(m) for m in re.findall(r"update (\d+) \(epoch", log)]
 
@@ -342,14 +355,7 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path, precision
     # more processes) has the uninterrupted run's best step, metrics, weights and optimizer.
     assert json.loads((killed / "results.json").read_text()) == ref_results
     # the resumed run ends with exactly the weights and optimizer state of the uninterrupted one
-    with (
-        np.load(reference / "backup" / "state.npz") as a,
-        np.load(killed / "backup" / "state.npz") as b,
-    ):
-        assert sorted(a.files) == sorted(b.files) and len(a.files) > 10
-        for name in a.files:
-            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
-        paths = json.loads(str(b["paths"]))
+    paths = assert_same_backup(reference, killed, at_least=10)
     assert any(p.endswith("dynamic_scale") for p in paths) == (precision == "fp16")
     best = [keras.saving.load_model(d / "best.keras").get_weights() for d in (reference, killed)]
     for w_ref, w_killed in zip(*best):
@@ -384,13 +390,7 @@ def test_an_xla_compiled_run_without_op_determinism_still_resumes_bit_for_bit(tm
     assert json.loads((killed / "results.json").read_text()) == json.loads(
         (reference / "results.json").read_text()
     )
-    with (
-        np.load(reference / "backup" / "state.npz") as a,
-        np.load(killed / "backup" / "state.npz") as b,
-    ):
-        assert sorted(a.files) == sorted(b.files) and len(a.files) > 5
-        for name in a.files:
-            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert_same_backup(reference, killed, at_least=5)
 
 
 def _help(*args):
