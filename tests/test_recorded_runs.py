@@ -476,6 +476,19 @@ def test_the_xla_training_decision_is_its_record():
     xla, plain = runs["xla"]["wall_s"], runs["noxla"]["wall_s"]
     assert f"took {minutes(xla)} XLA-compiled and {minutes(plain)} without" in flat
     assert xla > plain  # the default the docs keep is the faster one
+    # BERT+MatchLSTM: the plain pass's wall time, and how far the XLA run got meanwhile
+    base = ROOT / "docs/runs/training-profile/bert_matchlstm-xla"
+    record = json.loads((base / "ab.json").read_text())
+    plain, xla = record["runs"]["noxla"], record["runs"]["xla"]
+    assert plain["finished"] and not xla["finished"]
+    assert xla["stopped_after_s"] == plain["wall_s"]
+    assert "--jit_compile" in (base / "xla/flags.txt").read_text().split()
+    assert "--nojit_compile" in (base / "noxla/flags.txt").read_text().split()
+    progress = re.findall(r"update (\d+)/(\d+) \|", (base / "xla/train.log").read_text())
+    reached, total = map(int, progress[-1])
+    assert total == record["updates"] and reached < total
+    assert f"took {minutes(plain['wall_s'])} without XLA" in flat
+    assert f"reached update {reached} of {total}" in flat
 
 
 def test_the_folded_pass_decision_is_its_record():
