@@ -498,16 +498,28 @@ def test_xla_step_on_padded_batches_equals_the_graph_step():
     padded = {k: np.pad(v, [[0, 0], [0, 8 - v.shape[1]]]) for k, v in x.items()}
     y = np.array([0, 1, 2], "int32")
     results = []
-    for jit, batch in ((False, x), (True, padded)):
-        keras.utils.set_random_seed(0)
-        network = build_match_srnn(
-            VOCAB, 3, embedding_dim=4, slices=3, hidden_size=2, bidirectional=True
-        )
-        randomize_weights(network, 9)
-        trainer = MatchingTrainer(network, grad_clipping=1e6)
-        trainer.compile(optimizer=keras.optimizers.SGD(0.1), jit_compile=jit)
-        logs = trainer.train_on_batch(batch, y, return_dict=True)
-        results.append((logs, [w.numpy() for w in network.trainable_variables]))
+    # Keras silently trains without XLA while op determinism is on, which another test in
+    # this process may have turned on (it is process-wide); TensorFlow has no public switch
+    # back, so its config module's is used, and restored after.
+    from tensorflow.python.framework import config as tf_config
+
+    determinism = tf_config.is_op_determinism_enabled()
+    tf_config.disable_op_determinism()
+    try:
+        for jit, batch in ((False, x), (True, padded)):
+            keras.utils.set_random_seed(0)
+            network = build_match_srnn(
+                VOCAB, 3, embedding_dim=4, slices=3, hidden_size=2, bidirectional=True
+            )
+            randomize_weights(network, 9)
+            trainer = MatchingTrainer(network, grad_clipping=1e6)
+            trainer.compile(optimizer=keras.optimizers.SGD(0.1), jit_compile=jit)
+            assert trainer.jit_compile is jit  # XLA really compiles the second step
+            logs = trainer.train_on_batch(batch, y, return_dict=True)
+            results.append((logs, [w.numpy() for w in network.trainable_variables]))
+    finally:
+        if determinism:
+            tf.config.experimental.enable_op_determinism()
     (plain_logs, plain_weights), (xla_logs, xla_weights) = results
     assert xla_logs["loss"] == pytest.approx(plain_logs["loss"], rel=1e-5)
     assert plain_logs["grad_norm"] > 0.1  # the step moves the weights
