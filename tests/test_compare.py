@@ -107,6 +107,25 @@ def test_table_is_the_records_with_hand_computed_mean_and_std(tmp_path):
     )
 
 
+def test_a_command_for_one_model_keeps_every_recorded_models_row(tmp_path):
+    # `re2-compare --models=drcn` (the table only: no --task) must not drop re2's row from
+    # comparison.md: the table shows every model with a record, and the ones asked for.
+    _hand_made_records(tmp_path)
+    assert compare.shown_models(tmp_path, ["drcn"]) == ["re2", "drcn"]
+    assert compare.shown_models(tmp_path, ["fitn"]) == ["re2", "drcn", "fitn"]
+    assert compare.shown_models(tmp_path / "empty", ["fitn"]) == ["fitn"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "re2_tf.compare", f"--records={tmp_path}", "--models=drcn"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line.split(" | ")[0] for line in (tmp_path / "comparison.md").read_text().splitlines()]
+    assert rows[2:4] == ["| `re2`", "| `drcn`"]
+
+
 def test_plot_is_accuracy_against_latency(tmp_path):
     pytest.importorskip("matplotlib")
     _hand_made_records(tmp_path)

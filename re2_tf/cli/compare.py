@@ -19,7 +19,8 @@ unless ``--threads`` is given; two commands side by side can each take ``--jobs=
 --threads=1``).
 
 Writes ``<records>/comparison.md`` (the table), ``comparison.json`` and, with the plot extra,
-``comparison.png`` (the SNLI check's held-out accuracy against latency, one point per model).
+``comparison.png`` (the SNLI check's held-out accuracy against latency, one point per model),
+for every model with records and those of ``--models``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,12 @@ def define_flags(flag_values=FLAGS):
         "task", None, list(TASKS), "Task to train (none: only the table).", flag_values=flag_values
     )
     flags.DEFINE_string("data_dir", None, "The task's data directory.", flag_values=flag_values)
-    flags.DEFINE_list("models", list(MODELS), "Models to compare.", flag_values=flag_values)
+    flags.DEFINE_list(
+        "models",
+        list(MODELS),
+        "Models to train or measure; the table shows them and every model with records.",
+        flag_values=flag_values,
+    )
     flags.DEFINE_integer(
         "seeds",
         0,
@@ -115,7 +121,7 @@ def main(argv):
             raise flags.Error("--snli_dir: the SNLI learning-check directory (training speed)")
         compare.measure(FLAGS.models, records, FLAGS.snli_dir)
     records.mkdir(parents=True, exist_ok=True)
-    table, summary = compare.report(records, FLAGS.models)
+    table, summary = compare.report(records, compare.shown_models(records, FLAGS.models))
     (records / "comparison.md").write_text(table + "\n")
     (records / "comparison.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(table)

@@ -165,6 +165,21 @@ def measure(models, records, snli_dir, *, threads=2, batches=100, updates=10, lo
     return read_jsonl(path), training
 
 
+def shown_models(records, models):
+    """The models a comparison's table and plot show: every one of :data:`MODELS` that has a
+    record under ``records`` (a test result of any task, or a serving record) or is in
+    ``models`` (the ones this command trains or measures), then ``models`` not in
+    :data:`MODELS`, in order. So a command run for one model never drops the others' rows."""
+    records = Path(records)
+    serving = {r["model"] for r in read_jsonl(records / SERVING)}
+    recorded = {
+        m for m in MODELS if m in serving or any(records.glob(f"*/model-{m}/seed*/results.json"))
+    }
+    return [m for m in MODELS if m in recorded or m in models] + [
+        m for m in models if m not in MODELS
+    ]
+
+
 def _cell(metric):
     if metric is None:
         return "—"
@@ -257,9 +272,12 @@ def plot(summary, task, metric, path):
     if not points:
         raise KeyError(f"no model has both {task} {metric} and a latency record")
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for model, ms, m in points:
+    # labels alternately above and below their points, in order of latency, so that two
+    # models of similar latency and accuracy (RE2 and FITN) do not print over each other
+    for i, (model, ms, m) in enumerate(sorted(points, key=lambda p: p[1])):
         ax.errorbar([ms], [m["mean"]], yerr=[m["std"] or 0.0], fmt="o", capsize=4, label=model)
-        ax.annotate(model, (ms, m["mean"]), textcoords="offset points", xytext=(6, 4), fontsize=8)
+        offset = (6, 4) if i % 2 == 0 else (6, -11)
+        ax.annotate(model, (ms, m["mean"]), textcoords="offset points", xytext=offset, fontsize=8)
     ax.set_xscale("log")
     plain = plt.matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")
     ax.xaxis.set_major_formatter(plain)
