@@ -469,12 +469,9 @@ def test_the_xla_training_decision_is_its_record():
         results = json.loads((base / run["dir"] / "results.json").read_text())
         assert results["splits"]["test"]["acc"] > 0
 
-    def minutes(seconds):
-        return f"{int(seconds // 60)} min {round(seconds % 60):d} s"
-
     flat = " ".join((ROOT / "docs/performance.md").read_text().split())
     xla, plain = runs["xla"]["wall_s"], runs["noxla"]["wall_s"]
-    assert f"took {minutes(xla)} XLA-compiled and {minutes(plain)} without" in flat
+    assert f"took {_minutes(xla)} XLA-compiled and {_minutes(plain)} without" in flat
     assert xla > plain  # the default the docs keep is the faster one
     # BERT+MatchLSTM: the plain pass's wall time, and how far the XLA run got meanwhile
     base = ROOT / "docs/runs/training-profile/bert_matchlstm-xla"
@@ -487,7 +484,7 @@ def test_the_xla_training_decision_is_its_record():
     progress = re.findall(r"update (\d+)/(\d+) \|", (base / "xla/train.log").read_text())
     reached, total = map(int, progress[-1])
     assert total == record["updates"] and reached < total
-    assert f"took {minutes(plain['wall_s'])} without XLA" in flat
+    assert f"took {_minutes(plain['wall_s'])} without XLA" in flat
     assert f"reached update {reached} of {total}" in flat
 
 
