@@ -6,17 +6,17 @@ five models on identical data and budget, one task at a time, then one table.
     python -m re2_tf.compare --measure --snli_dir=<SNLI learning-check dir>   # speed, memory
     python -m re2_tf.compare                                                 # the table only
 
-Tasks: ``snli_check`` (train on the SNLI dev file, select on half of SNLI test, score the
-other half; 3 seeds), ``quora_check`` (the same with Quora's files; 1 seed), ``wikiqa`` (MAP
-and MRR as trec_eval; 3 seeds), ``trecqa`` (clean dev/test; 1 seed). Each model trains with
-its own recipe (``configs/<model>/<task>.flags`` or its preset for the dataset); the same
-``--data_dir``, ``--epochs`` (5), ``--eval_per_samples`` (2,560) and random trainable
-embeddings for all (:mod:`re2_tf.training.compare`). A comparison is a sweep over ``--model``
-(:mod:`re2_tf.training.sweep`): run ``k`` of a model is ``<out>/<task>/model-<m>/seed<k>``,
-its record ``<records>/<task>/model-<m>/seed<k>``; the same command resumes and a recorded
-run is never retrained. ``--jobs=N`` trains N runs at a time (``--threads=<cores / N>`` each
-unless ``--threads`` is given; two commands side by side can each take ``--jobs=1
---threads=1``).
+Tasks: ``snli_check`` (train on the SNLI dev file, select on half of SNLI test, score the other
+half; 3 seeds), ``quora_check`` (the same with Quora's files; 1 seed), ``wikiqa`` (MAP and MRR
+as trec_eval; 1 seed, cut from 3 for every model alike to fit the CPU budget), ``trecqa``
+(clean dev/test; 1 seed). Each model trains with its own recipe
+(``configs/<model>/<task>.flags`` or its preset for the dataset); the same ``--data_dir``,
+``--epochs`` (5), ``--eval_per_samples`` (2,560) and random trainable embeddings for all
+(:mod:`re2_tf.training.compare`). A comparison is a sweep over ``--model``
+(:mod:`re2_tf.training.sweep`): run ``k`` of a model is ``<out>/<task>/model-<m>/seed<k>``, its
+record ``<records>/<task>/model-<m>/seed<k>``; the same command resumes and a recorded run is
+never retrained. ``--jobs=N`` trains N runs at a time (``--threads=<cores / N>`` each unless
+``--threads`` is given; two commands side by side can each take ``--jobs=1 --threads=1``).
 
 Writes ``<records>/comparison.md`` (the table), ``comparison.json`` and, with the plot extra,
 ``comparison.png`` (the SNLI check's held-out accuracy against latency, one point per model),
