@@ -148,8 +148,10 @@ def test_per_class_accuracy_is_the_recall_of_each_gold_class():
 
 
 # ------------------------------------------------------------------- committed figures
-def committed():
-    return sorted(FIGURES.glob("*.json"))
+def committed(kind="run"):
+    """The committed figures' JSONs drawn from one run (``"run"``) or from a sweep's records
+    (``"cells"``)."""
+    return sorted(p for p in FIGURES.glob("*.json") if kind in json.loads(p.read_text()))
 
 
 def test_a_record_reads_as_its_files_say(tmp_path):
@@ -225,13 +227,98 @@ def test_a_missing_run_is_reported_with_its_command_and_nothing_is_written(tmp_p
         for figure_set in FIGURE_SETS.values()
         for run in figure_set.runs
     }
-    figures, missing = paper_figures(tmp_path / "out", runs)
+    sweeps = {
+        sweep.key: str(tmp_path / "no-records")
+        for figure_set in FIGURE_SETS.values()
+        for sweep in figure_set.sweeps
+    }
+    assert sweeps, "FITN Figure 4 is drawn from a sweep's records"
+    figures, missing = paper_figures(tmp_path / "out", runs, sweeps=sweeps)
     assert figures == [] and not (tmp_path / "out").exists()
     by_key = {run.key: run for s in FIGURE_SETS.values() for run in s.runs}
-    assert len(missing) == len(by_key)  # one per run: RE2's two figures share one
+    by_sweep = {sweep.key: sweep for s in FIGURE_SETS.values() for sweep in s.sweeps}
+    # one per run (RE2's two figures share one) and one per sweep
+    assert len(missing) == len(by_key) + len(by_sweep)
     for key, run in by_key.items():
         (message,) = [m for m in missing if f"run {key!r} missing" in m]
         assert str(tmp_path / key) in message and message.endswith(run.command)
+    for key, sweep in by_sweep.items():
+        (message,) = [m for m in missing if f"sweep {key!r} has no records" in m]
+        assert str(tmp_path / "no-records") in message and message.endswith(sweep.command)
+
+
+# ------------------------------------------------------------------- FITN Figure 4
+def write_run(directory, seed, dev, test, rounds, pairs=10000, epochs=5):
+    directory.mkdir(parents=True)
+    results = {
+        "seed": seed,
+        "best_step": 40,
+        "splits": {"dev": {"acc": dev}, "test": {"acc": test}},
+    }
+    (directory / "results.json").write_text(json.dumps(results))
+    (directory / "flags.txt").write_text(
+        f"--model=fitn\n--dataset=quora\n--data_dir=/q\n--epochs={epochs}\n--rounds={rounds}\n"
+    )
+    (directory / "train.log").write_text(f"#classes 2; training on {pairs}\n")
+
+
+def test_fitn_figure4_is_the_mean_and_sample_std_of_its_records(tmp_path):
+    pytest.importorskip("matplotlib")
+    from re2_tf.figures.fitn import figure4
+
+    records = tmp_path / "records"
+    write_run(records / "rounds-1" / "seed1", 1, 0.60, 0.61, 1)
+    write_run(records / "rounds-1" / "seed3", 3, 0.64, 0.67, 1)
+    write_run(records / "rounds-4" / "seed2", 2, 0.70, 0.71, 4)
+    write_run(records / "rounds-9" / "seed1", 1, 0.99, 0.99, 9)  # not a cell of the grid
+    figure = figure4(records, tmp_path / "out", root=REPO)
+    data = json.loads(figure.json.read_text())
+    assert [c["rounds"] for c in data["cells"]] == [1, 4]
+    one, four = data["cells"]
+    assert one["seeds"] == [1, 3] and four["seeds"] == [2]
+    # by hand: mean (0.61 + 0.67) / 2 = 0.64; sample std |0.67 - 0.61| / sqrt(2) = 0.042426
+    assert one["test"]["mean"] == pytest.approx(0.64)
+    assert one["test"]["std"] == pytest.approx(0.06 / 2**0.5)
+    assert one["dev"]["mean"] == pytest.approx(0.62)
+    assert one["dev"]["std"] == pytest.approx(0.04 / 2**0.5)
+    assert four["test"] == {"mean": 0.71, "std": None, "values": [0.71]}
+    assert "1: 0.6400 ± 0.0424 (2 seeds); 4: 0.7100 (1 seed)." in figure.caption
+    assert "Rounds 2, 3, 5: no record yet." in figure.caption
+    assert "each 5 passes over 10,000 training pairs." in figure.caption
+    assert [r["seed"] for r in data["runs"]] == [1, 3, 2] and figure.png.stat().st_size > 0
+    image = __import__("matplotlib.image").image.imread(figure.png)
+    assert image.shape[0] > 300 and image.shape[1] > 500
+
+
+def test_fitn_figure4_refuses_records_of_different_budgets(tmp_path):
+    pytest.importorskip("matplotlib")
+    from re2_tf.figures.fitn import figure4
+
+    records = tmp_path / "records"
+    write_run(records / "rounds-1" / "seed1", 1, 0.60, 0.61, 1)
+    write_run(records / "rounds-2" / "seed1", 1, 0.60, 0.61, 2, epochs=3)
+    with pytest.raises(ValueError, match="differ in data or budget"):
+        figure4(records, tmp_path / "out", root=REPO)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("path", committed("cells"), ids=lambda p: p.stem)
+def test_every_sweep_figure_is_its_committed_records(path):
+    figure = json.loads(path.read_text())
+    for cell in figure["cells"]:
+        for split in ("dev", "test"):
+            values = [
+                json.loads((REPO / r / "results.json").read_text())["splits"][split]["acc"]
+                for r in cell["records"]
+            ]
+            assert cell[split]["values"] == values
+            assert cell[split]["mean"] == pytest.approx(np.mean(values))
+            if len(values) > 1:
+                assert cell[split]["std"] == pytest.approx(np.std(values, ddof=1))
+        assert f"{cell['rounds']}: {np.mean(values):.4f}" in figure["caption"]  # test split
+    docs = {p.name: p.read_text() for p in (REPO / "docs").glob("*.md")}
+    shown = [name for name, text in docs.items() if f"figures/{path.stem}.png" in text]
+    assert shown and all(figure["caption"] in docs[name] for name in shown)
 
 
 def test_the_occlusion_table_in_docs_is_the_figures_data():

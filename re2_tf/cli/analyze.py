@@ -24,13 +24,15 @@ checkpoint or matplotlib, or a bad flag, ends the command with one line on stder
     python -m re2_tf.analyze --paper_figures --out=docs/figures
 
 writes every figure of every registered figure set (:mod:`re2_tf.figures`: RE2 Figures 2 and
-3, DRCN's attentive-weight figures for DRCN and its residual-connection ablation, Match-SRNN
-Figure 5) as ``<out>/<figure>.png`` with ``<out>/<figure>.json`` (its data and caption, which
-names the run's record, data, budget and test metrics). Each run is a flag pair
+3, DRCN's attentive-weight figures for DRCN and its residual-connection ablation, FITN Figure
+4, Match-SRNN Figure 5) as ``<out>/<figure>.png`` with ``<out>/<figure>.json`` (its data and
+caption, which names the run's record, data, budget and test metrics). Each run is a flag pair
 ``--<key>_run`` (the trained run directory) and ``--<key>_record`` (its record under
-``docs/runs/``), defaults the recorded runs (``--helpfull`` lists them). A figure whose run or
-record is absent is not made: it is listed on stderr with the run directory and the command
-that trains it, and the exit status is 1 (the other figures are still written).
+``docs/runs/``), defaults the recorded runs; a figure drawn from a sweep's records alone (FITN
+Figure 4) has ``--<key>_records``, default its flagfile's ``--records`` (``--helpfull`` lists
+them all). A figure whose run or records are absent is not made: it is listed on stderr with
+the run directory and the command that trains it, and the exit status is 1 (the other figures
+are still written).
 """
 
 from __future__ import annotations
@@ -92,6 +94,14 @@ def define_flags(flag_values=FLAGS):
                 "train.log).",
                 flag_values=flag_values,
             )
+        for sweep in figure_set.sweeps:
+            flags.DEFINE_string(
+                f"{sweep.key}_records",
+                None,
+                f"--paper_figures, {figure_set.doc}: the sweep's records directory (default: "
+                f"the --records of {sweep.flagfile}).",
+                flag_values=flag_values,
+            )
     flags.mark_flag_as_required("out", flag_values=flag_values)
 
 
@@ -128,8 +138,13 @@ def paper_figures():
         for figure_set in FIGURE_SETS.values()
         for run in figure_set.runs
     }
+    sweeps = {
+        sweep.key: FLAGS[f"{sweep.key}_records"].value
+        for figure_set in FIGURE_SETS.values()
+        for sweep in figure_set.sweeps
+    }
     try:
-        figures, missing = paper_figures(FLAGS.out, runs)
+        figures, missing = paper_figures(FLAGS.out, runs, sweeps=sweeps)
     except ImportError as error:
         raise OSError(f"{error}: install the plot extra (matplotlib)") from error
     for figure in figures:

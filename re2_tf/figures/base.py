@@ -2,11 +2,13 @@
 writing a figure as a PNG with its data beside it.
 
 A model's paper figures are a :class:`FigureSet` registered by its module under
-:mod:`re2_tf.figures` (``re2.py``, ``drcn.py``, ``match_srnn.py``): the runs it reads
-(:class:`FigureRun`: the trained run directory, its committed record under ``docs/runs/`` and
-the command that trains it) and ``make(runs, out_dir) -> [Figure]``. ``re2-analyze
---paper_figures`` (:mod:`re2_tf.cli.analyze`) defines one ``--<key>_run`` / ``--<key>_record``
-flag pair per run from the registry and never names a model itself.
+:mod:`re2_tf.figures` (``re2.py``, ``drcn.py``, ``fitn.py``, ``match_srnn.py``): the runs it
+reads (:class:`FigureRun`: the trained run directory, its committed record under
+``docs/runs/`` and the command that trains it), the sweeps whose records it plots
+(:class:`FigureSweep`: a sweep flagfile and its records) and ``make(runs, out_dir) ->
+[Figure]``. ``re2-analyze --paper_figures`` (:mod:`re2_tf.cli.analyze`) defines one
+``--<key>_run`` / ``--<key>_record`` flag pair per run and one ``--<key>_records`` flag per
+sweep from the registry and never names a model itself.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "Figure",
     "FigureRun",
     "FigureSet",
+    "FigureSweep",
     "MissingRun",
     "RunRecord",
     "load_record",
@@ -52,16 +55,36 @@ class FigureRun:
 
 
 @dataclasses.dataclass(frozen=True)
+class FigureSweep:
+    """A sweep whose records a figure plots (no trained model needed).
+
+    Attributes:
+        key: flag prefix (``--<key>_records``).
+        flagfile: the sweep's flagfile, repository-relative (its ``--grid``, ``--seeds`` and
+            ``--records``: :func:`re2_tf.doc_tables.sweep_config`).
+        command: the command that runs it (named when it has no records yet).
+        about: one line on what the sweep is (help text and caption).
+    """
+
+    key: str
+    flagfile: str
+    command: str
+    about: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class FigureSet:
     """A model's paper figures: ``make(runs, out_dir) -> [Figure | str]`` with ``runs``
     ``{key: (run_dir, RunRecord or None)}`` for every :class:`FigureRun` in ``runs`` (``None``:
-    no record); a figure whose run is absent is a ``str`` in the list, the message of
+    no record) and ``{key: Path}`` (the records directory) for every :class:`FigureSweep` in
+    ``sweeps``; a figure whose run is absent is a ``str`` in the list, the message of
     :func:`need`'s :class:`MissingRun`, and the others are still made."""
 
     name: str
     runs: tuple
     make: Callable
     doc: str = ""
+    sweeps: tuple = ()
 
 
 @dataclasses.dataclass
@@ -87,8 +110,11 @@ def register(figure_set: FigureSet) -> FigureSet:
     """Add ``figure_set`` to :data:`FIGURE_SETS` (once per name; run keys unique overall)."""
     if figure_set.name in FIGURE_SETS and FIGURE_SETS[figure_set.name] is not figure_set:
         raise ValueError(f"figure set {figure_set.name!r} is registered twice")
-    keys = {r.key for s in FIGURE_SETS.values() if s is not figure_set for r in s.runs}
-    clash = keys & {r.key for r in figure_set.runs}
+    keys = {
+        r.key for s in FIGURE_SETS.values() if s is not figure_set for r in (*s.runs, *s.sweeps)
+    }
+    own = [r.key for r in (*figure_set.runs, *figure_set.sweeps)]
+    clash = (keys & set(own)) | {k for k in own if own.count(k) > 1}
     if clash:
         raise ValueError(f"run keys {sorted(clash)} are already registered")
     FIGURE_SETS[figure_set.name] = figure_set
