@@ -42,11 +42,6 @@ SWEEP = FigureSweep(
 SPLITS = (("dev", "selection half (dev)"), ("test", "held-out half (test)"))
 
 
-def _point(values):
-    mean, std = values["mean"], values["std"]
-    return f"{mean:.4f}" if std is None else f"{mean:.4f} ± {std:.4f}"
-
-
 def _shown(path, root):
     """``path`` relative to ``root`` when inside it (captions name records as the repository
     does), else as given."""
@@ -81,16 +76,18 @@ def figure4(records, out_dir, flagfile=SWEEP.flagfile, root=REPO):
     from pathlib import Path
 
     from re2_tf.training import sweep
+    from re2_tf.training.compare import format_metric
 
     grid, seeds, _ = sweep_config(flagfile, root)
     shown = _shown(records, root)
     cells = sweep.parse_grid(grid)
+    for cell in cells:
+        if {name for name, _ in cell.settings} != {"rounds"}:
+            raise ValueError(f"{flagfile}: cell {cell.label!r} is not rounds=<n>")
+    grid_rounds = [int(dict(cell.settings)["rounds"]) for cell in cells]
     _, summary = sweep.summarize_sweep(cells, range(1, seeds + 1), None, records=records)
     points, runs = [], []
-    for cell, entry in zip(cells, summary["cells"]):
-        settings = dict(cell.settings)
-        if set(settings) != {"rounds"}:
-            raise ValueError(f"{flagfile}: cell {cell.label!r} is not rounds=<n>")
+    for cell, rounds, entry in zip(cells, grid_rounds, summary["cells"]):
         if not entry["seeds"]:
             continue
         paths = [Path(shown) / cell.name / f"seed{seed}" for seed in entry["seeds"]]
@@ -99,14 +96,14 @@ def figure4(records, out_dir, flagfile=SWEEP.flagfile, root=REPO):
             record = dataclasses.replace(record, record=str(path))
             runs.append(
                 {
-                    "rounds": int(settings["rounds"]),
+                    "rounds": rounds,
                     "dataset": record.settings.get("dataset", ""),
                     **record.to_json(),
                 }
             )
         points.append(
             {
-                "rounds": int(settings["rounds"]),
+                "rounds": rounds,
                 "seeds": entry["seeds"],
                 "records": [str(p) for p in paths],
                 **{split: entry["metrics"][f"{split}/acc"] for split, _ in SPLITS},
@@ -132,11 +129,9 @@ def figure4(records, out_dir, flagfile=SWEEP.flagfile, root=REPO):
             capsize=4,
             label=label,
         )
-    seeds = {p["rounds"]: len(p["seeds"]) for p in points}
-    ax.set_xticks(
-        range(1, 6), [f"{r}\n(n={seeds[r]})" if r in seeds else f"{r}\n(n=0)" for r in range(1, 6)]
-    )
-    ax.set_xlim(0.5, 5.5)
+    counts = {p["rounds"]: len(p["seeds"]) for p in points}
+    ax.set_xticks(grid_rounds, [f"{r}\n(n={counts.get(r, 0)})" for r in grid_rounds])
+    ax.set_xlim(min(grid_rounds) - 0.5, max(grid_rounds) + 0.5)
     ax.set_xlabel("inference rounds (n: seeds recorded)")
     ax.set_ylabel("accuracy (mean ± sample std over seeds)")
     ax.grid(alpha=0.3)
@@ -145,12 +140,11 @@ def figure4(records, out_dir, flagfile=SWEEP.flagfile, root=REPO):
     figure.tight_layout()
 
     by_rounds = "; ".join(
-        f"{p['rounds']}: {_point(p['test'])} ({len(p['seeds'])} seed"
+        f"{p['rounds']}: {format_metric(p['test'])} ({len(p['seeds'])} seed"
         f"{'s' if len(p['seeds']) > 1 else ''})"
         for p in points
     )
-    absent = [int(dict(c.settings)["rounds"]) for c, e in zip(cells, summary["cells"])]
-    absent = [r for r in absent if r not in {p["rounds"] for p in points}]
+    absent = [r for r in grid_rounds if r not in counts]
     caption = (
         f"FITN Figure 4: accuracy against the number of inference rounds, mean ± sample std "
         f"over the recorded seeds (n per point), on the selection half (dev, where the best "

@@ -182,7 +182,9 @@ def shown_models(records, models):
     ]
 
 
-def _cell(metric):
+def format_metric(metric):
+    """``"0.6023 ± 0.0064"`` for a summary's ``{"mean", "std"}`` (four decimals; the mean
+    alone when ``std`` is ``None``, one seed), ``"—"`` for ``None``."""
     if metric is None:
         return "—"
     if metric["std"] is None:
@@ -230,7 +232,8 @@ def report(records, models=MODELS):
         row = [f"`{model}`"]
         for name, summary in tasks.items():
             (entry,) = [e for e in summary["cells"] if e["settings"] == {"model": model}]
-            figures = " / ".join(_cell(entry["metrics"].get(m)) for m in TASKS[name].metrics)
+            metrics = [entry["metrics"].get(m) for m in TASKS[name].metrics]
+            figures = " / ".join(format_metric(m) for m in metrics)
             row.append(f"{figures} ({len(entry['seeds'])})" if entry["seeds"] else "—")
         s, t = serving.get(model), training.get(model)
         row += [
