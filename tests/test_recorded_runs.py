@@ -405,6 +405,44 @@ def test_sweep_tables_in_the_docs_are_their_records():
                 assert text == expected, (spec, cell.label, column)
 
 
+def test_re2_table7_reading_is_its_records():
+    """docs/re2.md's reading of Table 7: the spread of the nine cells' held-out means, its two
+    ends and the largest seed std (accuracy points), recomputed with `statistics` from every
+    `results.json` of `docs/runs/re2-table7/` (all 3 seeds of every cell); the spread is under
+    two seed stds, as the page says; and the committed `summary.json` beside the records holds
+    the same means and stds."""
+    from re2_tf import doc_tables
+    from re2_tf.training.sweep import parse_grid
+
+    grid, seeds, records = doc_tables.sweep_config("configs/re2/table7.flags")
+    means, stds = {}, {}
+    for cell in parse_grid(grid):
+        accs = [
+            json.loads((ROOT / records / cell.name / f"seed{k}" / "results.json").read_text())[
+                "splits"
+            ]["test"]["acc"]
+            for k in range(1, seeds + 1)
+        ]
+        means[cell.label], stds[cell.label] = statistics.mean(accs), statistics.stdev(accs)
+    assert len(means) == 9 and seeds == 3
+    hi, lo = max(means, key=means.get), min(means, key=means.get)
+    widest = max(stds, key=stds.get)
+    text = " ".join((ROOT / "docs" / "re2.md").read_text(encoding="utf-8").split())
+    spread = 100 * (means[hi] - means[lo])
+    assert (
+        f"held-out means span {spread:.2f} points ({100 * means[hi]:.2f}% for `{hi}` to "
+        f"{100 * means[lo]:.2f}% for `{lo}`), and the largest seed std is "
+        f"{100 * stds[widest]:.2f} points (`{widest}`)"
+    ) in text
+    assert "The spread is under two seed stds" in text and spread < 2 * 100 * stds[widest]
+    summary = json.loads((ROOT / records / "summary.json").read_text())
+    for entry in summary["cells"]:
+        test_acc = entry["metrics"]["test/acc"]
+        assert math.isclose(test_acc["mean"], means[entry["cell"]], abs_tol=1e-12)
+        assert math.isclose(test_acc["std"], stds[entry["cell"]], abs_tol=1e-12)
+    assert len(summary["cells"]) == 9
+
+
 def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its_figures():
     """The README's roofline table (generated from `docs/runs/roofline/roofline.json`): RE2's
     FLOPs per Table 5 batch are the layer-by-layer hand count of tests/test_roofline.py, scaled
