@@ -298,7 +298,7 @@ def _train_one(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
     from re2_tf.training.routine import ReleaseRoutine
     from re2_tf.training.sampling import pairwise_triples
 
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     spec, dataset = config.spec, config.dataset_spec
     data_dir = config.resolved_data_dir
     seed = config.seed
@@ -532,6 +532,7 @@ def _train_one(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
         progress=sys.stdout.isatty() if config.progress is None else config.progress,
         strategy=strategy,
         is_chief=worker.is_chief,
+        clock=(started, cpu_started),
     )
     if start_step and not routine.restore_snapshot(start_step, chief_dir / runs.BACKUP_DIR):
         logger.info(f"No routine snapshot for update {start_step}; continuing from state.json.")

@@ -99,6 +99,43 @@ def test_summary_mean_and_sample_std_by_hand(tmp_path):
     assert rows[3] == "| blocks=2 | 1/3 | 0.2500 ± — | 0.5000 ± — | 7 |  |  |"
 
 
+def test_summary_times_use_the_runs_own_count_and_mark_lower_bounds(tmp_path):
+    (cell,) = parse_grid("blocks=3")
+    records = tmp_path / "records"
+    restored = "Restored training state at update 20 from backup\n"
+    # seed 1: the run's own count over its attempts (an attempt killed with the sweep
+    # included), which the summary takes over the one span the sweep timed
+    _write(
+        records / cell.name / "seed1",
+        **{"results.json": _result(1, 0.5, 0.5, 20)},
+        **{"wall_time.json": {"seconds": 60, "spans": [60], "cpu_seconds": 30,
+                              "cpu_spans": [30], "run_seconds": 300, "run_cpu_seconds": 150}},
+    )  # fmt: skip
+    (records / cell.name / "seed1" / "train.log").write_text(restored)
+    # seed 2: recorded before runs counted their time; its log shows two attempts and the
+    # sweep timed one, so 600 s wall / 450 s CPU is a lower bound
+    _write(
+        records / cell.name / "seed2",
+        **{"results.json": _result(2, 0.5, 0.5, 40)},
+        **{"wall_time.json": {"seconds": 600, "spans": [600], "cpu_seconds": 450,
+                              "cpu_spans": [450]}},
+    )  # fmt: skip
+    (records / cell.name / "seed2" / "train.log").write_text("start\n" + restored)
+    table, summary = summarize_sweep([cell], [1, 2], None, records=records)
+    (entry,) = summary["cells"]
+    assert entry["wall_seconds"] == [300, 600] and entry["cpu_seconds"] == [150, 450]
+    assert entry["times_complete"] == [True, False]
+    # (300 + 600) / 2 s = 7.5 min; (150 + 450) / 2 s = 5.0 min, both at least that
+    assert table.splitlines()[2].endswith("| 20, 40 | ≥ 7.5 | ≥ 5.0 |")
+    # with seed 2's second attempt timed too, its sum is complete
+    (records / cell.name / "seed2" / "wall_time.json").write_text(
+        json.dumps({"seconds": 660, "spans": [600, 60], "cpu_seconds": 480,
+                    "cpu_spans": [450, 30]})
+    )  # fmt: skip
+    table, _ = summarize_sweep([cell], [1, 2], None, records=records)
+    assert table.splitlines()[2].endswith("| 20, 40 | 8.0 | 5.2 |")
+
+
 def test_plot_is_a_png_per_cell_with_error_bars(tmp_path):
     pytest.importorskip("matplotlib")
     summary = {
@@ -203,6 +240,10 @@ def test_a_killed_sweep_resumes_without_retraining_a_finished_run(tmp_path):
     for times in timed:
         assert len(times["cpu_spans"]) == len(times["spans"]) >= 1
         assert times["cpu_seconds"] > 0 and times["seconds"] > 0
+    # and every finished run has its own count, the killed attempts' time included
+    for path in records.glob("*/seed*/wall_time.json"):
+        times = json.loads(path.read_text())
+        assert times["run_seconds"] > 0 and times["run_cpu_seconds"] > 0, path
     assert (records / "summary.png").exists() and (records / "summary.md").exists()
 
 

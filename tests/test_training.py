@@ -344,12 +344,23 @@ def test_killed_run_resumes_and_matches_an_uninterrupted_run(tmp_path, precision
     assert "overwrite" not in flags_txt and f"--run_dir={killed}" in flags_txt
     assert "--model=re2" in flags_txt and "--blocks=" in flags_txt  # common and model flags
     assert "verbosity" not in flags_txt and "test_srcdir" not in flags_txt  # not absl's own
+    counted = {  # the killed attempt's time at each snapshot it left
+        int(p.stem.split("-")[1]): json.loads(p.read_text())["routine"]["seconds"]
+        for p in (killed / "backup").glob("snapshot-*.json")
+    }
     # rerunning the run's own flags.txt resumes it (and never deletes it)
+    started = time.perf_counter()
     log = run([sys.executable, "-m", "re2_tf.cli.train", f"--flagfile={killed / 'flags.txt'}"])
+    resumed_seconds = time.perf_counter() - started
     restored = re.search(r"Restored training state at update (\d+)", log)
     assert restored, log
     step = int(restored.group(1))
     assert step >= 25 and step % 5 == 0  # the last evaluation point: at most one interval lost
+    # the run's time: the killed attempt's count at the restored snapshot, plus this
+    # attempt's, which ran within the resuming process
+    total = json.loads((killed / "state.json").read_text())["seconds"]
+    assert counted[step] > 0
+    assert counted[step] < total <= counted[step] + resumed_seconds + 0.05
     assert "Resuming re2 run" in log
     # --seed makes a run repeat exactly across processes: the killed-and-resumed run (two
     # more processes) has the uninterrupted run's best step, metrics, weights and optimizer.

@@ -1,6 +1,7 @@
 """Progress lines of a training run whose stdout is not a terminal
 (re2_tf.training.progress through ReleaseRoutine), driven by real Keras ``fit`` on a tiny RE2."""
 
+import json
 import logging
 import re
 import time
@@ -151,3 +152,37 @@ def test_default_interval_logs_at_most_one_line_per_30_seconds(tmp_path):
     progress = [line for line in lines if LINE.match(line)]
     assert len(progress) <= fit_seconds // 30  # none for a run shorter than 30 s
     assert len(losses) == 14 and lines[-1] == "Training complete after 14 updates."
+
+
+def test_the_run_counts_its_time_over_attempts_from_the_restored_state(tmp_path):
+    # A previous attempt saved 500 s wall / 40 s CPU in state.json; this attempt started 100 s
+    # (wall) and 7 s (CPU) before the routine existed. At its last save (update 12, the last
+    # evaluation) the state holds 500 + 100 + this attempt's time, CPU likewise: bounded by
+    # the clocks read around the whole call.
+    (tmp_path / "state.json").write_text(
+        json.dumps({"best_score": None, "best_step": 0, "evaluations": 0, "seconds": 500.0,
+                    "cpu_seconds": 40.0})
+    )  # fmt: skip
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    train(tmp_path, progress_interval=0, clock=(wall0 - 100.0, cpu0 - 7.0))
+    wall1, cpu1 = time.perf_counter(), time.process_time()
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["evaluations"] == 5  # updates 3, 4, 6, 8, 12: the restored count went on
+    assert 600.0 - 0.05 <= state["seconds"] <= 600.0 + (wall1 - wall0) + 0.05
+    assert 47.0 - 0.05 <= state["cpu_seconds"] <= 47.0 + (cpu1 - cpu0) + 0.05
+    # the snapshot a resumed attempt restores carries the count taken at its save
+    snapshots = sorted((tmp_path / "backup").glob("snapshot-*.json"))
+    assert snapshots
+    last = json.loads(snapshots[-1].read_text())["routine"]
+    assert 600.0 - 0.05 <= last["seconds"] <= state["seconds"]
+
+
+def test_a_state_saved_before_runs_counted_time_leaves_the_time_unknown(tmp_path):
+    # Counting only this attempt would pass a fraction of the run off as its time.
+    (tmp_path / "state.json").write_text(
+        json.dumps({"best_score": 0.5, "best_step": 2, "evaluations": 1})
+    )
+    train(tmp_path, progress_interval=0)
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["evaluations"] == 6
+    assert state["seconds"] is None and state["cpu_seconds"] is None

@@ -38,11 +38,12 @@ class ReleaseRoutine(keras.callbacks.Callback):
     - stop when ``s - best_step > early_stopping_steps`` and ``s > min_steps``, when the batch
       loss exceeds ``max_loss``, or after ``total_steps``.
 
-    Its own state (best score and step, evaluations so far) is written to ``state.json`` at
-    every evaluation. At every Keras epoch end -- where ``BackupAndRestore`` saves weights and
-    optimizer -- it also writes ``backup/snapshot-<update>.json`` with that state and the
-    dropout seed-generator states (which Keras' weight files leave out), so a resumed run
-    replays exactly what the uninterrupted run would have done.
+    Its own state (best score and step, evaluations so far, and the run's time) is written
+    to ``state.json`` at every evaluation. At every Keras epoch end -- where
+    ``BackupAndRestore`` saves weights and optimizer -- it also writes
+    ``backup/snapshot-<update>.json`` with that state and the dropout seed-generator states
+    (which Keras' weight files leave out), so a resumed run replays exactly what the
+    uninterrupted run would have done.
 
     Args:
         network: the functional model that is evaluated and saved.
@@ -71,6 +72,18 @@ class ReleaseRoutine(keras.callbacks.Callback):
         lr_controller: optional learning-rate controller told after every evaluation whether
             the dev score improved (``on_evaluation(improved)``, ``get_state``/``set_state``;
             DRCN's "multiply by 0.85 when dev accuracy does not improve").
+        clock: ``(time.perf_counter(), time.process_time())`` values taken when this
+            attempt started (``re2_tf.fit`` takes them on entry, so reading data and
+            building the model count); default: at construction.
+
+    The run's time is in the state as ``seconds`` (wall) and ``cpu_seconds`` (user + system
+    time of this process, all its threads), summed over the run's attempts: each attempt
+    counts from ``clock`` up to its last saved state, and a
+    resumed attempt starts from the count in the state it restored (none in a state saved
+    before runs counted their time: the time is then ``None``). An attempt killed
+    between two saves loses only the time since the last save, whose updates the next
+    attempt trains again, so a killed-and-resumed run counts about what it would have taken
+    uninterrupted (plus one re-start). With several workers, each process counts its own.
 
     A step whose loss is not finite was not applied by the trainer (it reports
     ``nonfinite``); the routine then stops the run with a message naming the update.
@@ -105,8 +118,13 @@ class ReleaseRoutine(keras.callbacks.Callback):
         progress_interval=30.0,
         strategy=None,
         is_chief=True,
+        clock=None,
     ):
         super().__init__()
+        # (wall, CPU) seconds when this attempt started: time.perf_counter() and
+        # time.process_time() values (default: now).
+        self._attempt_start = clock or (time.perf_counter(), time.process_time())
+        self._time_base = (0.0, 0.0)  # the previous attempts' count, from a restored state
         self.strategy = strategy
         self.is_chief = is_chief
         self.network = network
@@ -139,6 +157,8 @@ class ReleaseRoutine(keras.callbacks.Callback):
             "evaluations": 0,
             "finished": False,
             "stop_reason": None,
+            "seconds": 0.0,
+            "cpu_seconds": 0.0,
         }
         self.writer = tf.summary.create_file_writer(str(self.run_dir / runs.TENSORBOARD_DIR))
         self._window = []
@@ -163,8 +183,27 @@ class ReleaseRoutine(keras.callbacks.Callback):
         self.state.update(state)
         if self.state["best_score"] is None:
             self.state["best_score"] = -np.inf
+        # A state saved before runs counted their time has none: the run's time stays
+        # unknown (None) rather than a count of this attempt alone.
+        seconds, cpu_seconds = state.get("seconds"), state.get("cpu_seconds")
+        known = seconds is not None and cpu_seconds is not None
+        self._time_base = (float(seconds), float(cpu_seconds)) if known else None
+        self.state.update(seconds=seconds, cpu_seconds=cpu_seconds)
+
+    def count_time(self):
+        """Set the state's ``seconds`` and ``cpu_seconds`` to the previous attempts' count
+        plus this attempt's time so far (both ``None`` when the run was resumed from a state
+        that did not count them); returns ``(seconds, cpu_seconds)``."""
+        if self._time_base is None:
+            return None, None
+        wall0, cpu0 = self._attempt_start
+        seconds = round(self._time_base[0] + time.perf_counter() - wall0, 1)
+        cpu_seconds = round(self._time_base[1] + time.process_time() - cpu0, 1)
+        self.state.update(seconds=seconds, cpu_seconds=cpu_seconds)
+        return seconds, cpu_seconds
 
     def save_state(self):
+        self.count_time()
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self._json_state(), indent=2) + "\n")
         os.replace(tmp, self.state_path)
@@ -175,6 +214,7 @@ class ReleaseRoutine(keras.callbacks.Callback):
     def save_snapshot(self, step):
         backup = self.run_dir / runs.BACKUP_DIR
         backup.mkdir(parents=True, exist_ok=True)
+        self.count_time()
         snapshot = {
             "step": step,
             "routine": self._json_state(),

@@ -137,7 +137,39 @@ def _add_wall_time(run_dir: Path, seconds: float, cpu_seconds: float):
     if len(old.get("cpu_spans", [])) == len(old.get("spans", [])):
         cpu_spans = [*old.get("cpu_spans", []), round(cpu_seconds, 1)]
         record.update(cpu_seconds=round(sum(cpu_spans), 1), cpu_spans=cpu_spans)
+    # The run's own count over all its attempts, killed ones included up to their last
+    # saved state (ReleaseRoutine's ``seconds`` / ``cpu_seconds``): the sweep sees only
+    # the attempts that ended while it ran.
+    state_path = run_dir / "state.json"
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    if state.get("seconds"):
+        record.update(run_seconds=state["seconds"], run_cpu_seconds=state.get("cpu_seconds"))
     path.write_text(json.dumps(record) + "\n")
+
+
+def _attempts(log_path: Path):
+    """How many processes trained the run: 1 + the resumptions its ``train.log`` names
+    (``None`` without a log)."""
+    if not log_path.exists():
+        return None
+    return 1 + log_path.read_text().count("Restored training state at update")
+
+
+def _run_times(directory: Path):
+    """``(wall seconds, CPU seconds, complete)`` of the finished run recorded in
+    ``directory`` (a time not recorded is ``None``).
+
+    The run's own count (``run_seconds``, over every attempt) when its ``wall_time.json``
+    has it; otherwise the sum of the attempts the sweep timed, with ``complete`` false when
+    the run's ``train.log`` shows more attempts than were timed (an attempt killed with its
+    sweep: the sum is then a lower bound)."""
+    wall = directory / WALL_TIME_FILE
+    times = json.loads(wall.read_text()) if wall.exists() else {}
+    if times.get("run_seconds"):
+        return times["run_seconds"], times.get("run_cpu_seconds"), True
+    attempts = _attempts(directory / "train.log")
+    complete = attempts is None or attempts <= len(times.get("spans", []))
+    return times.get("seconds"), times.get("cpu_seconds"), complete
 
 
 def _run_counting_cpu(command, stderr):
@@ -221,10 +253,12 @@ def run_sweep(
         of its stderr>"``.
 
     A run that fails does not stop the others; its stderr is in ``<run>.stderr``. Each run's
-    wall time is in its ``wall_time.json``: seconds summed over the attempts this function saw
-    end (an attempt killed with the sweep is not counted, so a resumed run's time is a lower
-    bound), beside their CPU seconds (``cpu_seconds``: user + system time, which a pause or
-    other work on the same cores does not inflate).
+    times are in its ``wall_time.json``: ``seconds`` summed over the attempts this function
+    saw end (``spans``), beside their CPU seconds (``cpu_seconds``: user + system time, which
+    a pause or other work on the same cores does not inflate); and ``run_seconds`` /
+    ``run_cpu_seconds``, the run's own count over all its attempts, an attempt killed with
+    the sweep included up to its last saved state (see
+    :class:`re2_tf.training.routine.ReleaseRoutine`). Summaries use the run's own count.
     """
     out, seeds = Path(out), list(seeds)
     if jobs < 1:
@@ -293,10 +327,8 @@ def _load(run_dir: Path, record_dir):
     for directory in filter(None, (record_dir, run_dir)):
         if (directory / "results.json").exists():
             result = json.loads((directory / "results.json").read_text())
-            wall = directory / WALL_TIME_FILE
-            times = json.loads(wall.read_text()) if wall.exists() else {}
-            return result, times.get("seconds"), times.get("cpu_seconds")
-    return None, None, None
+            return result, *_run_times(directory)
+    return None, None, None, True
 
 
 def summarize_sweep(cells, seeds, out, *, records=None):
@@ -312,10 +344,13 @@ def summarize_sweep(cells, seeds, out, *, records=None):
         decimals, ``mean ± std`` with std the sample standard deviation over seeds
         (``ddof=1``), ``—`` where fewer than two runs have the metric; the times are means
         over the runs that recorded them: wall time counts any wait, CPU time is user +
-        system time of the run's processes) and ``{"cells": [{"cell", "settings", "seeds",
-        "metrics": {"<split>/<metric>": {"mean", "std", "values"}}, "best_steps",
-        "wall_seconds", "cpu_seconds"}]}`` (runs not finished are left out and counted in
-        ``runs``; a time not recorded is ``None``).
+        system time of the run's processes; ``≥`` marks a mean that includes a lower bound,
+        a run recorded before runs counted their own time whose log shows an attempt the
+        sweep did not time) and ``{"cells": [{"cell", "settings", "seeds", "metrics":
+        {"<split>/<metric>": {"mean", "std", "values"}}, "best_steps", "wall_seconds",
+        "cpu_seconds", "times_complete"}]}`` (runs not finished are left out and counted in
+        ``runs``; a time not recorded is ``None``; ``times_complete`` is false for a lower
+        bound).
     """
     from re2_tf import runs
 
@@ -326,17 +361,18 @@ def summarize_sweep(cells, seeds, out, *, records=None):
         for seed in seeds:
             record_dir = Path(records) / cell.name / f"seed{seed}" if records else None
             run_dir = Path(out) / cell.name / f"seed{seed}" if out is not None else None
-            result, seconds, cpu_seconds = _load(run_dir, record_dir)
+            result, seconds, cpu_seconds, complete = _load(run_dir, record_dir)
             if result is not None:
-                found.append((seed, result, seconds, cpu_seconds))
+                found.append((seed, result, seconds, cpu_seconds, complete))
         entry = {
             "cell": cell.label,
             "settings": dict(cell.settings),
             "seeds": [seed for seed, *_ in found],
             "metrics": {},
             "best_steps": [r.get("best_step") for _, r, *_ in found],
-            "wall_seconds": [s for _, _, s, _ in found],
-            "cpu_seconds": [c for *_, c in found],
+            "wall_seconds": [s for _, _, s, _, _ in found],
+            "cpu_seconds": [c for _, _, _, c, _ in found],
+            "times_complete": [complete for *_, complete in found],
         }
         if found:
             _, summary = runs.summarize_results([r for _, r, *_ in found])
@@ -358,8 +394,14 @@ def summarize_sweep(cells, seeds, out, *, records=None):
                 cells_text.append(f"{metric['mean']:.4f} ± {metric['std']:.4f}")
         cells_text.append(", ".join(str(s) for s in entry["best_steps"]))
         for name in ("wall_seconds", "cpu_seconds"):
-            known = [s for s in entry[name] if s is not None]
-            cells_text.append(f"{sum(known) / len(known) / 60:.1f}" if known else "")
+            known = [
+                (s, complete)
+                for s, complete in zip(entry[name], entry["times_complete"])
+                if s is not None
+            ]
+            mean = sum(s for s, _ in known) / len(known) / 60 if known else None
+            bound = "" if all(complete for _, complete in known) else "≥ "
+            cells_text.append(f"{bound}{mean:.1f}" if known else "")
         lines.append("| " + " | ".join(cells_text) + " |")
     return "\n".join(lines), {"cells": rows}
 
