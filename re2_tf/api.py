@@ -507,7 +507,7 @@ def _train_one(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
     )
     start_step = backup.restore()
     if start_step:
-        logger.info(f"Restored training state at update {start_step} from {backup.path}")
+        logger.info(f"{runs.RESTORED_MESSAGE} {start_step} from {backup.path}")
 
     routine = ReleaseRoutine(
         network,

@@ -43,6 +43,9 @@ BACKUP_DIR = "backup"
 LOG_FILE = "train.log"
 TENSORBOARD_DIR = "tensorboard"
 RESULTS_FILE = "results.json"
+STATE_FILE = "state.json"  # the training routine's state, its time count included
+#: How a resumed attempt's log line starts (one per resumption in ``train.log``).
+RESTORED_MESSAGE = "Restored training state at update"
 
 
 @dataclasses.dataclass

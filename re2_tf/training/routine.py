@@ -16,7 +16,7 @@ from re2_tf.evaluation import format_metrics, inference_dataset, predict_outputs
 from re2_tf.training.distribution import broadcast_from_chief
 from re2_tf.training.progress import ProgressLog
 
-STATE_FILE = "state.json"
+STATE_FILE = runs.STATE_FILE
 SNAPSHOT_PATTERN = "snapshot-{step}.json"
 SNAPSHOTS_KEPT = 3
 

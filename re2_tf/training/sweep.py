@@ -140,19 +140,24 @@ def _add_wall_time(run_dir: Path, seconds: float, cpu_seconds: float):
     # The run's own count over all its attempts, killed ones included up to their last
     # saved state (ReleaseRoutine's ``seconds`` / ``cpu_seconds``): the sweep sees only
     # the attempts that ended while it ran.
-    state_path = run_dir / "state.json"
+    from re2_tf import runs
+
+    state_path = run_dir / runs.STATE_FILE
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
     if state.get("seconds"):
         record.update(run_seconds=state["seconds"], run_cpu_seconds=state.get("cpu_seconds"))
     path.write_text(json.dumps(record) + "\n")
 
 
-def _attempts(log_path: Path):
-    """How many processes trained the run: 1 + the resumptions its ``train.log`` names
-    (``None`` without a log)."""
+def _attempts(directory: Path):
+    """How many processes trained the run in ``directory``: 1 + the resumptions its
+    ``train.log`` names (``None`` without a log)."""
+    from re2_tf import runs
+
+    log_path = directory / runs.LOG_FILE
     if not log_path.exists():
         return None
-    return 1 + log_path.read_text().count("Restored training state at update")
+    return 1 + log_path.read_text().count(runs.RESTORED_MESSAGE)
 
 
 def _run_times(directory: Path):
@@ -167,7 +172,7 @@ def _run_times(directory: Path):
     times = json.loads(wall.read_text()) if wall.exists() else {}
     if times.get("run_seconds"):
         return times["run_seconds"], times.get("run_cpu_seconds"), True
-    attempts = _attempts(directory / "train.log")
+    attempts = _attempts(directory)
     complete = attempts is None or attempts <= len(times.get("spans", []))
     return times.get("seconds"), times.get("cpu_seconds"), complete
 
