@@ -443,6 +443,36 @@ def test_re2_table7_reading_is_its_records():
     assert len(summary["cells"]) == 9
 
 
+def test_bert_no_init_reading_is_its_records():
+    """docs/bert_matchlstm.md's reading of "BERT no init" on the SNLI learning check: the gap
+    between the pretrained MatchLSTM's held-out mean (the comparison's 3 records) and the
+    random-init one's (the heads sweep's 3 records), recomputed with `statistics`; "many times
+    either cell's seed spread" (here: over 10 sample stds); the two cells' flags differ only in
+    `--bert_init`, the evaluation cadence and where they ran, as the page says; and every
+    random-init seed's best update is one of its last two evaluations."""
+    pretrained = RUNS / "compare" / "snli_check" / "model-bert_matchlstm"
+    random_init = RUNS / "bert_matchlstm-heads" / "head-matchlstm_bert_init-random"
+    accs = {}
+    for cell in (pretrained, random_init):
+        records = runs.load_results(cell)
+        assert sorted(r["seed"] for r in records) == [1, 2, 3], cell
+        accs[cell] = [r["splits"]["test"]["acc"] for r in records]
+    gap = statistics.mean(accs[pretrained]) - statistics.mean(accs[random_init])
+    text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
+    assert f"held-out accuracy is **{gap:.3f}** below the pretrained one's" in text
+    assert all(gap > 10 * statistics.stdev(a) for a in accs.values())
+    for seed in (1, 2, 3):
+        flags = [set((cell / f"seed{seed}" / "flags.txt").read_text().splitlines())
+                 for cell in (pretrained, random_init)]  # fmt: skip
+        differing = {line.split("=", 1)[0] for line in flags[0] ^ flags[1]}
+        assert differing == {"--bert_init", "--eval_per_samples", "--run_dir"}, seed
+        assert "--bert_init=random" in flags[1]
+        log = (random_init / f"seed{seed}" / "train.log").read_text()
+        evaluated = [int(u) for u in re.findall(r"update (\d+) \(epoch [\d.]+\) \| dev", log)]
+        best = json.loads((random_init / f"seed{seed}" / "results.json").read_text())
+        assert best["best_step"] in sorted(set(evaluated))[-2:], seed
+
+
 def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its_figures():
     """The README's roofline table (generated from `docs/runs/roofline/roofline.json`): RE2's
     FLOPs per Table 5 batch are the layer-by-layer hand count of tests/test_roofline.py, scaled
