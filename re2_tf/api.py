@@ -379,6 +379,16 @@ def _train_one(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
         f"(seed {seed}); train ({len(train)}) | {config.eval_split} ({len(dev)}) "
         f"from {data_dir}"
     )
+    from re2_tf.training.throughput import machine
+
+    # Each attempt names its CPU, so a record's times can be read against the machine
+    # (a resumed run may have run on two).
+    cpu = machine()
+    logger.info(
+        f"CPU: {cpu['cpu']} ({', '.join(cpu['cpu_features']) or 'vector units unknown'}), "
+        f"{cpu['cpu_count']} logical cores, intra-op threads: "
+        f"{config.threads or 'TensorFlow default'}"
+    )
     logger.info(preset_line(config))
     if config.distribution != "none":
         logger.info(

@@ -17,7 +17,8 @@ A run directory ``checkpoints/<name>/`` holds:
 ``best.keras``         the best checkpoint by the dataset's metric (a full Keras model)
 ``backup/``            training state at the last evaluation point (weights but not a frozen
                        embedding matrix, optimizer state, routine state), for resuming
-``train.log``          the run's log
+``train.log``          the run's log; each attempt's first lines name its data and its CPU
+                       (model, vector units, cores, intra-op threads)
 ``tensorboard/``       TensorBoard summaries
 ``results.json``       final metrics of the best checkpoint
 =====================  ======================================================================

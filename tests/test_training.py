@@ -3,6 +3,7 @@ real kill, repeatability, and the evaluate CLI. Runs tiny real trainings on the 
 
 import json
 import math
+import os
 import re
 import signal
 import subprocess
@@ -179,6 +180,16 @@ def test_evaluation_schedule_follows_the_release(schedule_run):
     tmp_path, data, log = schedule_run
     assert evaluated_updates(log) == [8, 10, 12, 16, 20]
     assert "Training complete after 20 updates" in log
+    # the attempt names its CPU (the model name as /proc/cpuinfo gives it, read here)
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        names = [
+            line.split(":", 1)[1].strip()
+            for line in cpuinfo.read_text().splitlines()
+            if line.startswith("model name")
+        ]
+        assert f"CPU: {names[0]} (" in log
+        assert f"{os.cpu_count()} logical cores, intra-op threads: " in log
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert set(results["splits"]) == {"dev", "test"}
     for name in ("flags.txt", "config.json", "vocab.txt", "best.keras", "train.log", "state.json"):
