@@ -182,14 +182,16 @@ def test_evaluation_schedule_follows_the_release(schedule_run):
     assert "Training complete after 20 updates" in log
     # the attempt names its CPU (the model name as /proc/cpuinfo gives it, read here)
     cpuinfo = Path("/proc/cpuinfo")
+    names = []
     if cpuinfo.exists():
         names = [
             line.split(":", 1)[1].strip()
             for line in cpuinfo.read_text().splitlines()
             if line.startswith("model name")
         ]
+    if names:  # x86 Linux; elsewhere the name comes from platform.processor()
         assert f"CPU: {names[0]} (" in log
-        assert f"{os.cpu_count()} logical cores, intra-op threads: " in log
+    assert f"{os.cpu_count()} logical cores, intra-op threads: " in log
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert set(results["splits"]) == {"dev", "test"}
     for name in ("flags.txt", "config.json", "vocab.txt", "best.keras", "train.log", "state.json"):
