@@ -379,14 +379,12 @@ def _train_one(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
         f"(seed {seed}); train ({len(train)}) | {config.eval_split} ({len(dev)}) "
         f"from {data_dir}"
     )
-    from re2_tf.training.throughput import machine
+    from re2_tf.training.throughput import describe_machine, machine
 
     # Each attempt names its CPU, so a record's times can be read against the machine
     # (a resumed run may have run on two).
-    cpu = machine()
     logger.info(
-        f"CPU: {cpu['cpu']} ({', '.join(cpu['cpu_features']) or 'vector units unknown'}), "
-        f"{cpu['cpu_count']} logical cores, intra-op threads: "
+        f"CPU: {describe_machine(machine())}; intra-op threads: "
         f"{config.threads or 'TensorFlow default'}"
     )
     logger.info(preset_line(config))

@@ -295,17 +295,18 @@ REUSING_CONFIGS = sorted(c for c in SWEEP_CONFIGS if any(
 @pytest.mark.parametrize("config", REUSING_CONFIGS)
 def test_a_sweep_config_that_reuses_records_matches_one_of_them(config, monkeypatch):
     """A ``--reuse`` in a sweep config promises that some cell x seed is a run already
-    recorded there (its comment names which). With the records' own data directory, at least
-    one cell x seed must have exactly a record's settings (:func:`run_key`), else the
-    promise is false and the sweep silently retrains it."""
-    from re2_tf.training.sweep import _recorded_runs, run_key
+    recorded there (its comment names which). With the records' own data directory and one
+    thread each (``--jobs=2`` on 2 cores, as they ran), at least one cell x seed must have
+    exactly a record's settings (:func:`run_key`), else the promise is false and the sweep
+    silently retrains it."""
+    from re2_tf.cli.sweep import OWN
+    from re2_tf.training.sweep import _recorded_runs, run_args, run_key
 
     monkeypatch.chdir(REPO)
-    own = {"--grid", "--seeds", "--out", "--records", "--reuse", "--jobs"}
     lines = _config_lines(config)
-    values = {line.split("=", 1)[0]: line.split("=", 1)[1] for line in lines}
-    train_args = [line for line in lines if line.split("=", 1)[0] not in own]
-    recorded = _recorded_runs(values["--reuse"].split(","))
+    values = {line[2:].split("=", 1)[0]: line.split("=", 1)[1] for line in lines}
+    train_args = [line for line in lines if line[2:].split("=", 1)[0] not in OWN]
+    recorded = _recorded_runs(values["reuse"].split(","))
     assert recorded, config
     data_dirs = {
         line.split("=", 1)[1]
@@ -317,21 +318,12 @@ def test_a_sweep_config_that_reuses_records_matches_one_of_them(config, monkeypa
     matched = [
         (cell.label, seed)
         for data_dir in sorted(data_dirs)
-        for cell in parse_grid(values["--grid"])
-        for seed in range(1, int(values["--seeds"]) + 1)
-        if run_key(
-            [
-                *cell.base,
-                *train_args,
-                *cell.args(),
-                f"--data_dir={data_dir}",
-                "--threads=1",
-                f"--seed={seed}",
-            ]
-        )
+        for cell in parse_grid(values["grid"])
+        for seed in range(1, int(values["seeds"]) + 1)
+        if run_key([*run_args(cell, [*train_args, f"--data_dir={data_dir}"], 1), f"--seed={seed}"])
         in keys
     ]
-    assert matched, f"{config}: no cell x seed is a run recorded in {values['--reuse']}"
+    assert matched, f"{config}: no cell x seed is a run recorded in {values['reuse']}"
 
 
 def test_a_run_recorded_elsewhere_with_the_same_settings_is_copied_not_trained(tmp_path):

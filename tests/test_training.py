@@ -190,8 +190,8 @@ def test_evaluation_schedule_follows_the_release(schedule_run):
             if line.startswith("model name")
         ]
     if names:  # x86 Linux; elsewhere the name comes from platform.processor()
-        assert f"CPU: {names[0]} (" in log
-    assert f"{os.cpu_count()} logical cores, intra-op threads: " in log
+        assert f"CPU: {os.cpu_count()} cores of {names[0]} (" in log
+    assert f"CPU: {os.cpu_count()} cores of " in log and "; intra-op threads: " in log
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert set(results["splits"]) == {"dev", "test"}
     for name in ("flags.txt", "config.json", "vocab.txt", "best.keras", "train.log", "state.json"):

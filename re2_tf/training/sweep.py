@@ -191,6 +191,16 @@ def _run_counting_cpu(command, stderr):
 NOT_COMPUTED = ("explicit", "run_dir", "progress", "log_per_samples")
 
 
+def run_args(cell, train_args, threads=0):
+    """``re2-train`` arguments of ``cell``'s runs, before ``--seed`` and ``--run_dir``: the
+    cell's base, ``train_args``, the cell's settings, and ``--threads=<threads>`` unless
+    ``threads`` is 0 or ``train_args`` set it (list of str)."""
+    args = [*cell.base, *train_args, *cell.args()]
+    if threads and not any(a.startswith("--threads=") for a in train_args):
+        args.append(f"--threads={threads}")
+    return args
+
+
 def run_key(args):
     """What a ``re2-train <args>`` run computes: its :class:`re2_tf.TrainConfig` as a dict
     without :data:`NOT_COMPUTED` (two runs with equal keys are the same run)."""
@@ -270,7 +280,6 @@ def run_sweep(
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     if not threads and jobs > 1:
         threads = max(1, (os.cpu_count() or 1) // jobs)
-    sets_threads = any(a.startswith("--threads=") for a in train_args)
     todo, statuses = [], {}
     recorded = None  # the reuse directories' runs, read once when first needed
     for cell in cells:
@@ -282,12 +291,9 @@ def run_sweep(
                     _record(run_dir, record_dir)
                 statuses[(cell, seed)] = "kept"
             elif reuse and record_dir and not run_dir.exists():
-                args = [*cell.base, *train_args, *cell.args()]
-                if threads and not sets_threads:
-                    args.append(f"--threads={threads}")
                 if recorded is None:
                     recorded = _recorded_runs(reuse)
-                key = run_key([*args, f"--seed={seed}"])
+                key = run_key([*run_args(cell, train_args, threads), f"--seed={seed}"])
                 source = next((path for k, path in recorded if k == key), None)
                 if source is None:
                     todo.append((cell, seed, run_dir, record_dir))
@@ -302,9 +308,7 @@ def run_sweep(
     def train(job):
         cell, seed, run_dir, record_dir = job
         run_dir.parent.mkdir(parents=True, exist_ok=True)
-        command = [python, "-m", "re2_tf.cli.train", *cell.base, *train_args, *cell.args()]
-        if threads and not sets_threads:
-            command.append(f"--threads={threads}")
+        command = [python, "-m", "re2_tf.cli.train", *run_args(cell, train_args, threads)]
         command += [f"--seed={seed}", f"--run_dir={run_dir}", "--progress=false"]
         log(f"start {cell.label or '(base)'} seed {seed}: {run_dir}")
         started = time.perf_counter()
