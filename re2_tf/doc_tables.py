@@ -11,9 +11,10 @@ Kinds (paths relative to the repository root):
 
 - ``compare <records>``: the five-model comparison's table,
   :func:`re2_tf.training.compare.report` over ``<records>`` (``docs/runs/compare``);
-- ``sweep <flagfile>``: a sweep config's summary (``configs/re2/table7.flags``): its
-  ``--grid``, ``--seeds`` and ``--records`` read from the flagfile, the table of
-  :func:`re2_tf.training.sweep.summarize_sweep` over the records alone;
+- ``sweep <flagfile> [<split>/<metric> ...]``: a sweep config's summary
+  (``configs/re2/table7.flags``): its ``--grid``, ``--seeds`` and ``--records`` read from the
+  flagfile, the table of :func:`re2_tf.training.sweep.summarize_sweep` over the records alone
+  (with metrics named: only those columns, in that order; default every recorded metric);
 - ``bench <record.json>``: one ``re2-bench --json_out`` record
   (:func:`re2_tf.benchmarking.benchmark_record`) as ``re2-bench`` prints it (its component
   timings included), then the CPU, the date and the command it was measured with;
@@ -84,12 +85,16 @@ def generate(spec, root=REPO):
 
         table, _ = compare.report(root / args[0])
         return table
-    if kind == "sweep" and len(args) == 1:
+    if kind == "sweep" and args and all("/" in a for a in args[1:]):
         from re2_tf.training import sweep
 
         grid, seeds, records = sweep_config(args[0], root)
         table, _ = sweep.summarize_sweep(
-            sweep.parse_grid(grid), range(1, seeds + 1), None, records=root / records
+            sweep.parse_grid(grid),
+            range(1, seeds + 1),
+            None,
+            records=root / records,
+            columns=args[1:] or None,
         )
         return table
     if kind == "bench" and len(args) == 1:
@@ -113,8 +118,8 @@ def generate(spec, root=REPO):
         record = _read(root / args[0])
         return _training_ab(record) if "models" in record else _paths_ab(record)
     raise ValueError(
-        f"unknown generated table {spec!r}: expected 'compare <records>', 'sweep <flagfile>', "
-        "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
+        f"unknown generated table {spec!r}: expected 'compare <records>', 'sweep <flagfile> "
+        "[<split>/<metric> ...]', 'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
         "'runtimes <json> [summary]' or 'ab <json>'"
     )
 

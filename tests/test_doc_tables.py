@@ -103,6 +103,33 @@ def test_sweep_config_reads_grid_seeds_and_records(tmp_path):
         doc_tables.sweep_config("t.flags", tmp_path)
 
 
+def test_a_sweep_block_can_name_its_columns(tmp_path):
+    """`sweep <flagfile> <split>/<metric> ...` shows those metrics only, in that order; a
+    metric no record has is named with the recorded ones."""
+    (tmp_path / "s.flags").write_text("--grid=blocks=1,2\n--seeds=2\n--records=recs\n")
+    for seed, (map_, mrr) in enumerate([(0.6, 0.7), (0.8, 0.9)], 1):
+        run = tmp_path / "recs" / "blocks-1" / f"seed{seed}"
+        run.mkdir(parents=True)
+        splits = {"test": {"acc": 0.5, "map": map_, "mrr": mrr}, "dev": {"mrr": 0.1}}
+        (run / "results.json").write_text(json.dumps({"best_step": seed, "splits": splits}))
+    header, _, first, second = doc_tables.generate(
+        "sweep s.flags test/mrr test/map", tmp_path
+    ).splitlines()
+    assert (
+        header
+        == "| cell | runs | test/mrr | test/map | best update | wall time (min) | CPU time (min) |"
+    )
+    # by hand: means 0.8 and 0.7, each with sample std sqrt(0.02 / 1) = 0.1414
+    assert first == "| blocks=1 | 2/2 | 0.8000 ± 0.1414 | 0.7000 ± 0.1414 | 1, 2 |  |  |"
+    assert second == "| blocks=2 | 0/2 |  |  |  |  |  |"
+    everything = doc_tables.generate("sweep s.flags", tmp_path).splitlines()[0]
+    assert "test/acc" in everything and "dev/mrr" in everything
+    with pytest.raises(ValueError, match=r"no run recorded test/auc; recorded: test/acc"):
+        doc_tables.generate("sweep s.flags test/auc", tmp_path)
+    with pytest.raises(ValueError, match="unknown generated table 'sweep s.flags mrr'"):
+        doc_tables.generate("sweep s.flags mrr", tmp_path)
+
+
 def test_an_unknown_kind_is_named():
     with pytest.raises(ValueError, match="unknown generated table 'plot x'"):
         doc_tables.generate("plot x")

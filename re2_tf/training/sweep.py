@@ -340,12 +340,15 @@ def _load(run_dir: Path, record_dir):
     return None, None, None, True
 
 
-def summarize_sweep(cells, seeds, out, *, records=None):
+def summarize_sweep(cells, seeds, out, *, records=None, columns=None):
     """Mean ± sample std over seeds of every metric of every cell, from the finished runs.
 
     Args:
         cells, seeds, out, records: as :func:`run_sweep` (a record is read before a run
             directory); ``out=None`` reads the records alone.
+        columns: ``["<split>/<metric>", ...]`` to show in the table, in that order (default:
+            every metric the runs recorded, in the order first met); the summary keeps them
+            all.
 
     Returns:
         ``(markdown, summary)``: a table with one row per cell (``| cell | runs |
@@ -360,6 +363,10 @@ def summarize_sweep(cells, seeds, out, *, records=None):
         "cpu_seconds", "times_complete"}]}`` (runs not finished are left out and counted in
         ``runs``; a time not recorded is ``None``; ``times_complete`` is false for a lower
         bound).
+
+    Raises:
+        ValueError: a ``columns`` entry that runs were found for but none recorded, naming it
+            and the recorded ones.
     """
     from re2_tf import runs
 
@@ -389,6 +396,11 @@ def summarize_sweep(cells, seeds, out, *, records=None):
                 entry["metrics"][key] = {k: value[k] for k in ("mean", "std", "values")}
                 keys.setdefault(key, None)
         rows.append(entry)
+    if columns is not None:
+        unknown = [c for c in columns if c not in keys]
+        if keys and unknown:
+            raise ValueError(f"no run recorded {', '.join(unknown)}; recorded: {', '.join(keys)}")
+        keys = dict.fromkeys(columns)
     header = ["cell", "runs", *keys, "best update", "wall time (min)", "CPU time (min)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for entry in rows:
