@@ -109,11 +109,30 @@ def _filtered_question_count(shared_data, split):
     return len({line.split()[0] for line in lines if line.strip()})
 
 
-@pytest.mark.parametrize("head", WIKIQA_HEADS)
-def test_recorded_wikiqa_runs_scored_the_filtered_question_set(shared_data, head):
+#: Record directories of configs/bert_matchlstm/wikiqa_table1.flags' cells.
+WIKIQA_TABLE1 = ("head-matchlstm_no_cls", "head-cnn", "head-matchlstm_bert_init-random")
+
+
+def test_wikiqa_table1_cells_are_the_sweep_config_s():
+    from re2_tf import doc_tables
+    from re2_tf.training.sweep import parse_grid
+
+    grid, seeds, records = doc_tables.sweep_config("configs/bert_matchlstm/wikiqa_table1.flags")
+    assert tuple(cell.name for cell in parse_grid(grid)) == WIKIQA_TABLE1
+    assert records == "docs/runs/bert_matchlstm-wikiqa-table1" and seeds == 3
+
+
+@pytest.mark.parametrize(
+    "experiment, head",
+    [("bert_matchlstm-wikiqa", head) for head in WIKIQA_HEADS]
+    + [("bert_matchlstm-wikiqa-table1", cell) for cell in WIKIQA_TABLE1],
+)
+def test_recorded_wikiqa_runs_scored_the_filtered_question_set(shared_data, experiment, head):
     # Each record's question count against the corpus' filtered reference, counted here.
+    if not (RUNS / experiment / head).is_dir():
+        pytest.skip(f"docs/runs/{experiment}/{head}: no record yet")
     expected = {split: _filtered_question_count(shared_data, split) for split in ("dev", "test")}
-    for seed, result in _records("bert_matchlstm-wikiqa", head).items():
+    for seed, result in _records(experiment, head).items():
         for split, count in expected.items():
             assert result["splits"][split]["questions"] == count, (head, seed, split)
 
