@@ -571,6 +571,27 @@ def test_wikiqa_fhs_reading_is_its_records():
         assert settings == {"head": "matchlstm_no_cls"}, seed
 
 
+def test_wikiqa_cnn_reading_is_its_records():
+    """docs/bert_matchlstm.md's reading of the CNN head on WikiQA: its test MRR and MAP against
+    the recorded `matchlstm` and `bert` heads' (means, sample stds, differences, the MRR
+    difference's standard error), recomputed with `statistics`; the paper's margins from Table
+    1 (85.13 - 83.16, 83.53 - 81.23, 83.16 - 82.31, 81.23 - 80.15), worked out here; the lowest
+    seed as printed; and the runs' flags are `matchlstm`'s recipe with only the head changed."""
+    text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
+    for head in ("matchlstm", "bert"):
+        for phrase in _against("head-cnn", head):
+            assert phrase in text, (head, phrase)
+    assert "1.97 MRR and 2.30 MAP points below MatchLSTM and 0.85 and 1.08 above BERT" in text
+    records = _records("bert_matchlstm-wikiqa-table1", "head-cnn")
+    low = min(records, key=lambda k: records[k]["splits"]["test"]["mrr"])
+    assert (
+        f"Seed {low} picked its checkpoint at update {records[low]['best_step']} and scores "
+        f"lowest (test MRR {records[low]['splits']['test']['mrr']:.4f})"
+    ) in text
+    for seed, settings in _same_recipe_as_matchlstm("head-cnn"):
+        assert settings == {"head": "cnn"}, seed
+
+
 def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its_figures():
     """The README's roofline table (generated from `docs/runs/roofline/roofline.json`): RE2's
     FLOPs per Table 5 batch are the layer-by-layer hand count of tests/test_roofline.py, scaled
