@@ -591,6 +591,49 @@ def test_wikiqa_cnn_reading_is_its_records():
         assert settings == {"head": "cnn"}, seed
 
 
+def test_wikiqa_no_init_reading_is_its_records():
+    """docs/bert_matchlstm.md's reading of "BERT no init" on WikiQA (the MatchLSTM network from
+    random weights): its test MRR and MAP against the pretrained `matchlstm` head's (means,
+    sample stds, differences, the MRR difference's standard error) and the zero-shot record's,
+    recomputed with `statistics`; the paper's gaps from Table 1 (85.13 - 60.09, 83.53 - 58.91,
+    82.31 - 60.09, 80.15 - 58.91) and how far our no-init means are below its 60.09 / 58.91;
+    F1 0 at every dev evaluation and in both best-checkpoint scores; and the runs' flags are
+    `matchlstm`'s recipe with only `--bert_init` changed."""
+    cell = "head-matchlstm_bert_init-random"
+    text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
+    for phrase in _against(cell):
+        assert phrase in text, phrase
+    assert "25.04 MRR and 24.62 MAP points below its BERT+MatchLSTM" in text
+    assert "22.22 and 21.24 below its BERT row (82.31 / 80.15)" in text
+    mrr = statistics.mean(_three_seeds("bert_matchlstm-wikiqa-table1", cell, "mrr"))
+    map_ = statistics.mean(_three_seeds("bert_matchlstm-wikiqa-table1", cell, "map"))
+    pretrained = statistics.mean(_three_seeds("bert_matchlstm-wikiqa", "matchlstm", "mrr"))
+    assert f"Here pre-training is worth {pretrained - mrr:.3f} of MRR" in text
+    assert round(0.6009 - mrr, 2) == round(0.5891 - map_, 2) == 0.02
+    assert (
+        f"about 0.02 below the paper's (MRR {mrr:.4f} against 0.6009, MAP {map_:.4f} against "
+        "0.5891)"
+    ) in text
+    zero_shot = json.loads((RUNS / "bert_matchlstm-zero-shot" / "results.json").read_text())
+    zero_mrr = zero_shot["test"]["mrr"]
+    assert f"{zero_mrr - mrr:.3f} MRR below the zero-shot baseline ({zero_mrr:.4f})" in text
+    records = _records("bert_matchlstm-wikiqa-table1", cell)
+    for seed, record in records.items():
+        assert record["splits"]["dev"]["f1"] == record["splits"]["test"]["f1"] == 0, seed
+        log = (
+            RUNS / "bert_matchlstm-wikiqa-table1" / cell / f"seed{seed}" / "train.log"
+        ).read_text()
+        found = re.findall(
+            r"update (\d+) \(epoch [\d.]+\) \| dev acc ([\d.]+) \| f1 ([\d.]+) ", log
+        )
+        every = {*range(100, 1911, 100), 637, 1274, 1911}  # each 100 updates and epoch end
+        assert {int(update) for update, _, _ in found} == every, seed
+        assert {(acc, f1) for _, acc, f1 in found} == {("0.9488", "0.0000")}, seed
+    assert "its F1 is 0 (accuracy 0.9488 throughout)" in text
+    for seed, settings in _same_recipe_as_matchlstm(cell):
+        assert settings == {"bert_init": "random"}, seed
+
+
 def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its_figures():
     """The README's roofline table (generated from `docs/runs/roofline/roofline.json`): RE2's
     FLOPs per Table 5 batch are the layer-by-layer hand count of tests/test_roofline.py, scaled
