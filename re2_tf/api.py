@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from re2_tf import runs
-from re2_tf.config import CONTROL_FIELDS, TrainConfig
+from re2_tf.config import CONTROL_FIELDS, TrainConfig, layered_defaults
 from re2_tf.errors import ConfigError
 
 __all__ = ["RunResult", "fit", "run_config", "flags_file_lines", "preset_line"]
@@ -151,7 +151,7 @@ def _prepare_run_dir(run_dir: Path, config: TrainConfig, record: runs.RunConfig)
     """
     if (run_dir / runs.CONFIG_FILE).exists():
         saved = runs.load_config(run_dir)
-        defaults = TrainConfig(model=config.model, dataset=config.dataset).as_dict()
+        defaults = layered_defaults(config.model, config.dataset)
         # A setting added to re2_tf after the run started reads as the default it ran with.
         for name, value in record.settings.items():
             if name not in saved.settings and value == defaults.get(name):

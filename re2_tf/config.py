@@ -59,7 +59,7 @@ from typing import Any
 
 from re2_tf.errors import ConfigError
 
-__all__ = ["TrainConfig", "GROUPS", "CONTROL_FIELDS", "CUSTOM_METRICS"]
+__all__ = ["TrainConfig", "GROUPS", "CONTROL_FIELDS", "CUSTOM_METRICS", "layered_defaults"]
 
 #: ``metric`` choices of ``dataset="custom"``: selection metric, watched metrics, ranking.
 CUSTOM_METRICS = {
@@ -833,6 +833,34 @@ def _validate(config):
                 f"only for dataset=custom (dataset {config.dataset} has its own)",
             )
 
+
+
+def layered_defaults(model: str, dataset: str, preset: str | None = None) -> dict:
+    """The value every setting and hyper-parameter takes when none is given for ``model`` on
+    ``dataset`` (``preset``: as :class:`TrainConfig`'s): the common defaults, then the model's
+    training defaults, then its preset.
+
+    Returns:
+        ``{setting: value, ..., "hparams": {name: value}}`` (JSON-ready, as
+        :meth:`TrainConfig.as_dict`). For ``dataset="custom"`` it has no ``labels``: a custom
+        dataset's label names have no default (the defaults of every other setting do not
+        depend on them).
+
+    Raises:
+        ConfigError: an unknown model, dataset or preset.
+    """
+    from re2_tf.data import datasets
+
+    custom = dataset == datasets.CUSTOM
+    # Two placeholder names pass the custom-label check; they are dropped from the result.
+    config = TrainConfig(
+        model=model, dataset=dataset, preset=preset, **({"labels": ("0", "1")} if custom else {})
+    )
+    values = config.as_dict()
+    if custom:
+        del values["labels"]
+    values["hparams"] = dict(config.hparams)
+    return values
 
 for _f in dataclasses.fields(TrainConfig):
     if _f.metadata.get(_GROUP):

@@ -500,23 +500,101 @@ def test_verbose_shows_the_traceback(bad_inputs):
 
 
 # ------------------------------------------------------------------------ a user's own data
-@pytest.mark.slow
-def test_custom_four_label_task_trains_and_serves(tmp_path):
-    """A 4-label toy task in raw TSV with label names: trained as dataset=custom, exported,
-    served from raw text with the run's labels."""
-    labels = ("north", "east", "south", "west")
+#: The label names of the toy 4-label task (:func:`_compass_task`).
+COMPASS = ("north", "east", "south", "west")
+
+
+def _compass_task(data, sizes=(("train", 64), ("dev", 16), ("test", 16))):
+    """A 4-label toy task in raw TSV (``text1<TAB>text2<TAB>label``), labels by name or by
+    id at random: ``data/{train,dev,test}.txt``."""
     rng = __import__("random").Random(0)
-    data = tmp_path / "toy"
-    data.mkdir()
-    for split, n in (("train", 64), ("dev", 16), ("test", 16)):
+    data.mkdir(parents=True)
+    for split, n in sizes:
         rows = []
         for _ in range(n):
             k = rng.randrange(4)
             rows.append(
-                f"Which way is {labels[k].upper()}?\tgo {labels[k]} now\t"
-                + (labels[k] if rng.random() < 0.5 else str(k))
+                f"Which way is {COMPASS[k].upper()}?\tgo {COMPASS[k]} now\t"
+                + (COMPASS[k] if rng.random() < 0.5 else str(k))
             )
         (data / f"{split}.txt").write_text("\n".join(rows) + "\n")
+    return data
+
+
+def _console(module, *args):
+    """``python -m re2_tf.cli.<module> <args>``, run from the repository."""
+    return subprocess.run(
+        [sys.executable, "-m", f"re2_tf.cli.{module}", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_custom_task_from_the_command_line(tmp_path):
+    """``re2-train --dataset=custom --labels=...``: trains a 4-label TSV, its ``flags.txt``
+    rebuilds the run (a finished run is recognised, not retrained), and the run evaluates,
+    exports and predicts from the command line with its own label names."""
+    data = _compass_task(tmp_path / "toy")
+    run_dir, export_dir = tmp_path / "run", tmp_path / "export"
+    tiny = [f"--{name}={value}" for name, value in TINY["re2"].items()]
+    trained = cli(
+        "--model=re2",
+        "--dataset=custom",
+        f"--labels={','.join(COMPASS)}",
+        "--tokenizer=snli",
+        "--epochs=1",
+        "--embeddings=",
+        "--batch_size=16",
+        "--min_df=1",
+        "--eval_per_samples=32",
+        f"--data_dir={data}",
+        f"--run_dir={run_dir}",
+        *tiny,
+    )
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    flags_txt = (run_dir / "flags.txt").read_text().splitlines()
+    assert f"--labels={','.join(COMPASS)}" in flags_txt and "--dataset=custom" in flags_txt
+    record = json.loads((run_dir / "config.json").read_text())
+    assert record["label_names"] == list(COMPASS)
+    resumed = cli(f"--flagfile={run_dir / 'flags.txt'}")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "is a finished run" in resumed.stderr + resumed.stdout
+    # The test file's gold labels (a name, or an id into COMPASS), read here by hand.
+    rows = [line.split("\t") for line in (data / "test.txt").read_text().splitlines()]
+    gold = [label if label in COMPASS else COMPASS[int(label)] for _, _, label in rows]
+    metrics = tmp_path / "metrics.json"
+    evaluated = _console("evaluate", f"--run_dir={run_dir}", "--splits=test", f"--output={metrics}")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    exported = _console(
+        "export",
+        f"--run_dir={run_dir}",
+        f"--export_dir={export_dir}",
+        "--precision=fp32",
+        "--xla=false",
+    )
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"{a}\t{b}\n" for a, b, _ in rows))
+    predicted = _console("predict", f"--export_dir={export_dir}", f"--input={pairs}")
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    outputs = [json.loads(line) for line in predicted.stdout.splitlines()]
+    assert len(outputs) == len(rows)
+    for output in outputs:
+        assert list(output["probabilities"]) == list(COMPASS)
+        assert output["label"] == max(COMPASS, key=output["probabilities"].get)
+    # The export's labels score the test file as the checkpoint does.
+    accuracy = np.mean([o["label"] == g for o, g in zip(outputs, gold)])
+    assert json.loads(metrics.read_text())["test"]["acc"] == pytest.approx(accuracy, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_custom_four_label_task_trains_and_serves(tmp_path):
+    """A 4-label toy task in raw TSV with label names: trained as dataset=custom, exported,
+    served from raw text with the run's labels."""
+    labels = COMPASS
+    data = _compass_task(tmp_path / "toy")
     config = TrainConfig(
         model="re2",
         dataset="custom",

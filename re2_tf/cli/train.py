@@ -155,17 +155,18 @@ def config_from_args(args):
 def _layer_defaults(args, flag_values):
     """Define the hyper-parameter flags of ``args``' ``--model`` and make every flag's
     default the layered one of its ``--model``/``--dataset``/``--preset``."""
-    from re2_tf.config import TrainConfig
+    from re2_tf.config import layered_defaults
+    from re2_tf.models import MODEL_SPECS
 
     model = _sniff(args, "model", flag_values["model"].default)
     dataset = _sniff(args, "dataset", flag_values["dataset"].default)
     preset = _sniff(args, "preset", None)
-    layered = TrainConfig(model=model, dataset=dataset, preset=preset)
-    define_model_flags(layered.spec, flag_values)
+    layered = layered_defaults(model, dataset, preset)
+    define_model_flags(MODEL_SPECS[model], flag_values)
     for field in _fields():
-        value = getattr(layered, field.name)
-        flag_values.set_default(field.name, list(value) if isinstance(value, tuple) else value)
-    for name, value in layered.hparams.items():
+        if field.name in layered:  # a custom dataset's labels have no default
+            flag_values.set_default(field.name, layered[field.name])
+    for name, value in layered["hparams"].items():
         flag_values.set_default(name, value)
 
 
