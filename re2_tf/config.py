@@ -834,7 +834,6 @@ def _validate(config):
             )
 
 
-
 def layered_defaults(model: str, dataset: str, preset: str | None = None) -> dict:
     """The value every setting and hyper-parameter takes when none is given for ``model`` on
     ``dataset`` (``preset``: as :class:`TrainConfig`'s): the common defaults, then the model's
@@ -861,6 +860,7 @@ def layered_defaults(model: str, dataset: str, preset: str | None = None) -> dic
         del values["labels"]
     values["hparams"] = dict(config.hparams)
     return values
+
 
 for _f in dataclasses.fields(TrainConfig):
     if _f.metadata.get(_GROUP):
