@@ -1,0 +1,75 @@
+"""The files a user of a released package expects: the licence the metadata names, a citation
+file naming this version and the papers implemented, a changelog entry for this version, and
+the PEP 561 marker, all shipped in the wheel."""
+
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import re2_tf
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_licence_is_the_apache_2_text_the_metadata_names():
+    project = (REPO / "pyproject.toml").read_text().split("[project]", 1)[1].split("\n[", 1)[0]
+    assert 'license = "Apache-2.0"' in project.splitlines()
+    assert 'license-files = ["LICENSE"]' in project.splitlines()
+    text = (REPO / "LICENSE").read_text()
+    assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    # the nine sections of the terms, in order, and their end
+    headings = re.findall(r"^\s+(\d)\. ([A-Z][a-z]+(?: [a-z]+)*)", text, flags=re.M)
+    assert [n for n, _ in headings][:9] == [str(n) for n in range(1, 10)]
+    assert "END OF TERMS AND CONDITIONS" in text
+
+
+def test_citation_names_this_version_and_the_five_papers():
+    text = (REPO / "CITATION.cff").read_text()
+    assert re.search(r"^cff-version: 1\.2\.0$", text, flags=re.M)
+    assert re.search(rf'^version: "{re.escape(re2_tf.__version__)}"$', text, flags=re.M)
+    titles = re.findall(r'^  - type: .*\n    title: "(.*)"$', text, flags=re.M)
+    papers = sorted((REPO.parent / "shared" / "papers").glob("*.md"))
+    if not papers:
+        pytest.skip("../shared/papers not available: the titles are checked against the papers")
+    assert len(titles) == len(papers) == 5
+    # each title is the title of one paper: in its first lines (other papers cite some)
+    heads = [" ".join(p.read_text()[:600].lower().split()) for p in papers]
+    for title in titles:
+        assert sum(title.lower() in head for head in heads) == 1, title
+
+
+def test_citation_is_valid_yaml_with_the_fields_cff_requires():
+    yaml = pytest.importorskip("yaml", reason="PyYAML reads CITATION.cff")
+    record = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert {"cff-version", "message", "title", "authors"} <= set(record)
+    for reference in record["references"]:
+        assert {"type", "title", "authors", "year"} <= set(reference)
+
+
+def test_changelog_has_an_entry_for_this_version():
+    text = (REPO / "CHANGELOG.md").read_text()
+    assert re.search(rf"^## {re.escape(re2_tf.__version__)} - \d{{4}}-\d\d-\d\d$", text, re.M)
+
+
+def test_package_is_typed():
+    assert (REPO / "re2_tf" / "py.typed").is_file()
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_licence_and_type_marker(tmp_path):
+    """A wheel built from the checkout holds ``re2_tf/py.typed`` and the licence text."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
+        check=True,
+        timeout=600,
+    )
+    (wheel,) = tmp_path.glob("re2_tf-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "re2_tf/py.typed" in names
+    licence = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    assert len(licence) == 1
+    assert zipfile.ZipFile(wheel).read(licence[0]).decode() == (REPO / "LICENSE").read_text()
