@@ -137,8 +137,47 @@ def gradients_already_summed(optimizer):
     multiply the update by the number of replicas. The method is replaced on this instance
     (and on the inner optimiser of a ``LossScaleOptimizer``) by the identity; with one
     replica both are the identity anyway.
+
+    Raises:
+        RuntimeError: naming the internal and the Keras version, when an optimiser has no
+            ``_all_reduce_sum_gradients`` (Keras renamed or removed it): replacing a method
+            that is no longer called would silently sum the gradients twice.
     """
     for target in (optimizer, getattr(optimizer, "inner_optimizer", None)):
-        if target is not None:
-            target._all_reduce_sum_gradients = list
+        if target is None:
+            continue
+        if not callable(getattr(target, "_all_reduce_sum_gradients", None)):
+            raise RuntimeError(
+                f"Keras {keras.__version__}: {type(target).__name__} has no "
+                "_all_reduce_sum_gradients (private, keras/src/backend/tensorflow/optimizer.py); "
+                "re2_tf._compat.gradients_already_summed must be updated for this Keras"
+            )
+        target._all_reduce_sum_gradients = list
     return optimizer
+
+
+if not callable(getattr(keras.Model, "_maybe_symbolic_build", None)):
+    raise ImportError(
+        f"Keras {keras.__version__}: keras.Model has no _maybe_symbolic_build (private, "
+        "keras/src/backend/tensorflow/trainer.py); re2_tf._compat.SkipsSymbolicBuildOnceBuilt "
+        "must be updated for this Keras"
+    )
+
+
+class SkipsSymbolicBuildOnceBuilt:
+    """A mix-in for a ``keras.Model`` trainer holding ``self.network``: ``fit`` skips Keras'
+    symbolic build once the network and the optimiser are built.
+
+    Keras' TensorFlow trainer (``keras/src/backend/tensorflow/trainer.py``, the private
+    ``_maybe_symbolic_build``), under a ``tf.distribute`` strategy only, draws a batch from the
+    training iterator and all-reduces it (``MEAN``) to build the model before ``fit``; under
+    ``MultiWorkerMirroredStrategy`` that reduction fails on a batch of feature dicts. Without
+    a strategy Keras skips this step; so does a trainer with this mix-in once its network and
+    optimizer are built (``re2_tf.fit`` builds both before training). Importing this module
+    fails, naming the internal, when Keras no longer has the method.
+    """
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        if self.network.built and self.optimizer is not None and self.optimizer.built:
+            return
+        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)

@@ -215,3 +215,57 @@ def test_unique_text_file_initializer_gives_named_tables_that_never_share(tmp_pa
         lookups.append(table.lookup(tf.constant(["cat", "dog"])).numpy().tolist())
         del table, init
     assert lookups == [[2, 1], [3, 2]]
+
+
+def test_gradients_already_summed_replaces_the_optimizers_cross_replica_sum():
+    """Keras' TensorFlow optimiser has the private method the patch replaces (its absence
+    would mean gradients summed twice across replicas), the patched method passes gradients
+    through unchanged, and an optimiser without it is refused by name."""
+    from types import SimpleNamespace
+
+    from re2_tf._compat import gradients_already_summed
+
+    for optimizer in (
+        keras.optimizers.Adam(),
+        keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam()),
+    ):
+        gradients_already_summed(optimizer)
+        grads_and_vars = [(tf.constant([1.0, 2.0]), "v")]
+        assert optimizer._all_reduce_sum_gradients(grads_and_vars) == grads_and_vars
+    with pytest.raises(RuntimeError, match="_all_reduce_sum_gradients"):
+        gradients_already_summed(SimpleNamespace())
+
+
+def test_a_built_trainer_skips_keras_symbolic_build():
+    """The private step the mix-in overrides is the one Keras' ``fit`` calls (a subclass
+    without the mix-in reaches it), and with the network and optimiser built the mix-in's
+    trainer never reaches it."""
+    from re2_tf._compat import SkipsSymbolicBuildOnceBuilt
+
+    calls = []
+
+    class Counting(keras.Model):
+        def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+            calls.append(type(self).__name__)
+            super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+    class Trainer(SkipsSymbolicBuildOnceBuilt, Counting):
+        def __init__(self):
+            super().__init__()
+            self.network = keras.Sequential([keras.layers.Dense(1)])
+
+        def call(self, x):
+            return self.network(x)
+
+    x, y = np.ones((4, 3), "float32"), np.zeros((4, 1), "float32")
+    plain = Trainer()
+    plain.compile(optimizer="sgd", loss="mse")
+    plain.fit(x, y, epochs=1, verbose=0)  # nothing built yet: Keras' step runs
+    assert calls == ["Trainer"]
+    calls.clear()
+    built = Trainer()
+    built.compile(optimizer="sgd", loss="mse")
+    built.network.build((None, 3))
+    built.optimizer.build(built.network.trainable_variables)
+    built.fit(x, y, epochs=1, verbose=0)
+    assert calls == []

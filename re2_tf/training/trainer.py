@@ -5,7 +5,12 @@ terms, gradient norm, learning rate, task metrics) for logging."""
 import keras
 import tensorflow as tf
 
-from re2_tf._compat import all_sublayers, gradients_already_summed, own_losses
+from re2_tf._compat import (
+    SkipsSymbolicBuildOnceBuilt,
+    all_sublayers,
+    gradients_already_summed,
+    own_losses,
+)
 from re2_tf.training.losses import get_task_loss
 from re2_tf.training.precision import uses_loss_scaling
 
@@ -36,7 +41,7 @@ def model_loss_terms(network):
     return terms
 
 
-class MatchingTrainer(keras.Model):
+class MatchingTrainer(SkipsSymbolicBuildOnceBuilt, keras.Model):
     """Wrap a functional matching network for ``fit`` with the release's update rule.
 
     Each step: ``loss = task loss + the network's own losses`` (``add_loss`` terms and weight
@@ -112,17 +117,6 @@ class MatchingTrainer(keras.Model):
         if not isinstance(optimizer, str):
             gradients_already_summed(optimizer)
         super().compile(optimizer=optimizer, **kwargs)
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        """Keras' TensorFlow trainer (``keras/src/backend/tensorflow/trainer.py``), under a
-        ``tf.distribute`` strategy only, draws a batch from the training iterator and
-        all-reduces it (``MEAN``) to build the model before ``fit``; under
-        ``MultiWorkerMirroredStrategy`` that reduction fails on a batch of feature dicts.
-        Without a strategy Keras skips this step; so does this trainer once its network and
-        optimizer are built (``re2_tf.fit`` builds both before training)."""
-        if self.network.built and self.optimizer is not None and self.optimizer.built:
-            return
-        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def call(self, inputs, training=False):
         return self.network(inputs, training=training)
