@@ -29,7 +29,7 @@ the extra to install.
 
 Start-up: the command imports TensorFlow without Keras and loads the export's SavedModel
 (:mod:`re2_tf.cli.startup`). An XLA export (the default of ``re2-export``) compiles once per
-input shape (1-2 s on 2 CPU cores); to reuse compiled shapes across calls, set
+input shape; to reuse compiled shapes across calls, set
 ``TF_XLA_FLAGS=--tf_xla_persistent_cache_directory=<dir>`` in the environment (TensorFlow's
 persistent XLA cache; the outputs are the same).
 """

@@ -11,7 +11,7 @@ re2_tf as a library keeps TensorFlow's notices: a library does not hide its user
 ``--verbose`` on the command line keeps them too.
 
 ``import tensorflow`` imports Keras (TensorFlow's ``__init__`` imports
-``keras.src.optimizers``, which loads all of Keras: about 2 s on 2 CPU cores) although a
+``keras.src.optimizers``, which loads all of Keras) although a
 SavedModel written by :mod:`re2_tf.serving.export` runs without it. In a process started as
 one of :data:`EXPORT_ONLY_COMMANDS` (``re2-predict``), TensorFlow is imported without that
 import (:func:`import_tensorflow` with ``keras=False``), and ``import re2_tf`` does not

@@ -384,8 +384,7 @@ class KerasHubPacker:
         return self.layer((a, b))
 
     def python(self, a, b):
-        # A batch of one, as NumPy [1, n]: Keras inspects nested lists element by element
-        # (about 3x slower for a typical pair).
+        # A batch of one, as NumPy [1, n]: Keras inspects nested lists element by element.
         token_ids, segment_ids = self.layer(
             (np.asarray(a, np.int32).reshape(1, -1), np.asarray(b, np.int32).reshape(1, -1))
         )

@@ -4,8 +4,8 @@ The recurrence is a ``tf.while_loop`` written with TensorFlow ops, like
 :mod:`re2_tf.layers.match_lstm`: the input projection ``x_t W + b`` of both directions is one
 matrix product over every position before the loops, so each step of a direction's loop is
 one ``h_{t-1} U`` product and the gate arithmetic. The two directions are two loops with
-nothing between them, which TensorFlow runs side by side (one loop for both, a block-diagonal
-``U``, measured slower on 2 cores: it serialises what the two loops overlap).
+nothing between them, which TensorFlow runs side by side (one loop for both, with a
+block-diagonal ``U``, would serialise what the two loops overlap).
 """
 
 import keras

@@ -20,16 +20,9 @@ Everything else follows the layers' equations in ``re2_tf/layers`` line by line 
 step below). Dropout is the identity at inference. No Keras and no ``re2_tf`` code runs at
 serving time, so a loaded SavedModel needs only TensorFlow.
 
-Why it is kept beside the Keras backend (keep it only where it is the fastest path by 10 % or
-more): it is the fastest *SavedModel* of RE2, the format ``re2-export`` writes and TensorFlow
-Serving loads, at the Table 5 shape. ``docs/runs/roofline/folded_ab.py --rounds=9`` timed it,
-the same network through the Keras backend (both XLA) and OpenVINO (converted from the Keras
-backend's export) alternately in fresh processes, 3 blocks (``folded_ab.json``): at batch
-8 x 20 the Keras backend took 1.24 times as long at the median of the 9 paired rounds (1.04
-to 1.88; 10 % or more in 8 of them); at batch 512 x 20 the two are level (0.93 to 1.04).
-It is not the fastest path outside TensorFlow: OpenVINO f32 is level
-with it at both shapes, and OpenVINO bf16, on a CPU with bf16 units, about 40 % faster
-(``re2-predict --backend=openvino``; ``docs/performance.md``).
+Why it is kept beside the Keras backend, and how it compares with the other CPU runtimes:
+``docs/performance.md`` (RE2's folded forward pass), from its record
+``docs/runs/roofline/folded_ab.json``.
 """
 
 from __future__ import annotations
