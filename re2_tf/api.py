@@ -23,6 +23,7 @@ from pathlib import Path
 from re2_tf import runs
 from re2_tf.config import CONTROL_FIELDS, TrainConfig, layered_defaults
 from re2_tf.errors import ConfigError
+from re2_tf.machine import describe_machine, machine
 
 __all__ = ["RunResult", "fit", "run_config", "flags_file_lines", "preset_line"]
 
@@ -391,7 +392,6 @@ def _train_run(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
         f"(seed {seed}); train ({len(train)}) | {config.eval_split} ({len(dev)}) "
         f"from {data_dir}"
     )
-    from re2_tf.training.throughput import describe_machine, machine
 
     # Each attempt names its CPU, so a record's times can be read against the machine
     # (a resumed run may have run on two).
