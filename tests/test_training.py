@@ -230,6 +230,32 @@ def test_training_output_has_no_tf_data_rewrite_error(schedule_run):
     assert "NodeDef mentions attribute" not in stderr + log
 
 
+def test_a_run_shorter_than_its_first_evaluation_point_evaluates_at_its_end(tmp_path):
+    """Issue 49 (5a): --max_samples below the first evaluation point used to end with no
+    checkpoint (and exit 0). 8 samples of batch 4 = 2 updates; evaluations every 16 samples
+    (4 updates, warm-up the same) -> none scheduled, so the run evaluates at update 2."""
+    data = make_data(tmp_path, 40)
+    log = run(
+        train_command(
+            data,
+            tmp_path / "run",
+            "--batch_size=4",
+            "--max_samples=8",
+            "--eval_per_samples=16",
+            "--eval_per_samples_warmup=16",
+            "--eval_warmup_samples=0",
+        )
+    )
+    assert evaluated_updates(log) == [2]
+    assert "before its first scheduled evaluation" in log
+    assert "Training complete after 2 updates" in log
+    assert (tmp_path / "run" / "best.keras").exists()
+    state = json.loads((tmp_path / "run" / "state.json").read_text())
+    assert state["evaluations"] == 1 and state["best_step"] == 2
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["best_step"] == 2 and set(results["splits"]) == {"dev", "test"}
+
+
 @pytest.mark.slow
 def test_early_stopping_min_samples_and_max_loss(tmp_path):
     data = make_data(tmp_path, 40)
