@@ -36,7 +36,9 @@ Signatures (batch dimension first, TF Serving conventions):
 An empty batch gives ``probabilities [0, num_classes]``, ``label [0]``, ``truncated [0]``.
 
 Errors (``InvalidArgumentError`` from a loaded signature, ``INVALID_ARGUMENT`` in TF
-Serving): ``text1 and text2 must have the same batch size`` for mismatched batches; ``text1
+Serving): ``text1 and text2 must have the same batch size`` for mismatched batches
+(``serving_ids`` names its own inputs: ``token_ids, segment_ids and padding_mask must ...``
+for BERT, every feature input for DRCN and FITN); ``text1
 must be valid UTF-8; rows: [...]`` (or ``text2``) for a text that is not valid UTF-8 (the
 predict CLI rejects such a line too, naming file and line); ``token
 ids must be in [0, vocab_size)`` for out-of-range ids; ``text1 must be tf.string [batch]`` /
@@ -89,6 +91,7 @@ from re2_tf.serving import text as text_lib
 
 __all__ = [
     "ServingModule",
+    "batch_mismatch",
     "export_run",
     "export_model",
     "DEFAULT_LENGTH_BUCKETS",
@@ -120,7 +123,8 @@ DEFAULT_LENGTH_BUCKETS = (
 )
 EXPORT_CONFIG_FILE = "export_config.json"
 TFLITE_FILE = "model.tflite"
-BATCH_MISMATCH = "text1 and text2 must have the same batch size"
+SAME_BATCH = "must have the same batch size"  # after the inputs' names (batch_mismatch)
+BATCH_MISMATCH = "text1 and text2 " + SAME_BATCH  # serving_default's (and RE2's serving_ids')
 ID_RANGE = "token ids must be in [0, vocab_size)"
 TEXT_SHAPE = "must be tf.string [batch]"  # after the input name: "text1 must be ..."
 IDS_SHAPE = "must be int32 [batch, length]"
@@ -256,6 +260,15 @@ def _predict(module, features, truncated):
     return result
 
 
+def batch_mismatch(names):
+    """The run-time error of a signature whose inputs ``names`` (in signature order) came
+    with different batch sizes: ``"text1 and text2 must have the same batch size"``,
+    ``"token_ids, segment_ids and padding_mask must have the same batch size"``."""
+    names = list(names)
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    return f"{listed} {SAME_BATCH}"
+
+
 def _checked(inputs, specs):
     """``inputs`` after run-time checks of each one's rank, then of their batch sizes.
 
@@ -267,14 +280,14 @@ def _checked(inputs, specs):
 
     Args:
         inputs: ``{name: tensor}``.
-        specs: ``{name: (rank, message)}``.
+        specs: ``{name: (rank, message)}``, in the signature's input order.
 
     Returns:
         ``{name: tensor}``, the same values behind the checks.
 
     Raises:
         InvalidArgumentError (at run time): ``"<name> <message>"`` for a wrong rank;
-            :data:`BATCH_MISMATCH` for different batch sizes.
+            :func:`batch_mismatch` of the ``specs``' names for different batch sizes.
     """
     checks = [
         tf.debugging.assert_equal(
@@ -287,8 +300,9 @@ def _checked(inputs, specs):
     with tf.control_dependencies(checks):
         inputs = {name: tf.identity(x) for name, x in inputs.items()}
     batches = [tf.shape(x)[0] for x in inputs.values()]
+    mismatch = batch_mismatch(specs)
     with tf.control_dependencies(
-        [tf.debugging.assert_equal(b, batches[0], message=BATCH_MISMATCH) for b in batches[1:]]
+        [tf.debugging.assert_equal(b, batches[0], message=mismatch) for b in batches[1:]]
     ):
         return {name: tf.identity(x) for name, x in inputs.items()}
 
@@ -478,7 +492,9 @@ def _features_signature(module):
 
         Raises:
             InvalidArgumentError: ``<name> must be <dtype> [batch, length, ...]`` for
-                another rank; :data:`BATCH_MISMATCH`; :data:`ID_RANGE`.
+                another rank; :func:`batch_mismatch` naming every feature input (BERT:
+                ``token_ids, segment_ids and padding_mask must have the same batch size``);
+                :data:`ID_RANGE`.
         """
         features = _checked(
             features, {s.name: (2 + len(s.inner_shape), _feature_shape(s)) for s in specs}
