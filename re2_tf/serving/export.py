@@ -122,6 +122,8 @@ DEFAULT_LENGTH_BUCKETS = (
     512,
 )
 EXPORT_CONFIG_FILE = "export_config.json"
+#: ``precision`` values of :func:`export_run` that choose between fp32 and bf16.
+CHOICES = ("auto", "measure")
 TFLITE_FILE = "model.tflite"
 SAME_BATCH = "must have the same batch size"  # after the inputs' names (batch_mismatch)
 BATCH_MISMATCH = "text1 and text2 " + SAME_BATCH  # serving_default's (and RE2's serving_ids')
@@ -812,11 +814,16 @@ def export_run(run_dir, export_dir, *, precision="fp32", max_pairs=1000, **kwarg
 
     The model's spec (``config.json``'s ``model``) gives the serving backend and output kind;
     ``tokenizer`` defaults to the run's; the Python tokeniser recorded for
-    :class:`~re2_tf.serving.predictor.Predictor` is always the run's. ``precision="auto"``
-    (``re2-export``'s default) lets this CPU choose between ``fp32`` and ``bf16``
-    (:func:`re2_tf.serving.auto_precision.choose_precision`, checked on the first
-    ``max_pairs`` pairs of the run's dev split; a TFLite export is ``fp32``) and records the
-    choice in ``export_config.json`` (``precision_choice``).
+    :class:`~re2_tf.serving.predictor.Predictor` is always the run's.
+
+    ``precision`` is ``fp32``, ``bf16``, ``int8`` (:func:`export_model`) or one of two
+    choices between ``fp32`` and ``bf16`` (:mod:`re2_tf.serving.auto_precision`), recorded
+    in ``export_config.json`` (``precision_choice``): ``"auto"`` (``re2-export``'s default)
+    decides from the CPU's units without building anything else
+    (:func:`~re2_tf.serving.auto_precision.known_precision`); ``"measure"`` exports and times
+    both, checked on the first ``max_pairs`` pairs of the run's dev split
+    (:func:`~re2_tf.serving.auto_precision.choose_precision`). A TFLite export is ``fp32``
+    under either.
     """
     from re2_tf import runs
     from re2_tf.models import get_spec
@@ -842,16 +849,21 @@ def export_run(run_dir, export_dir, *, precision="fp32", max_pairs=1000, **kwarg
         "model_kwargs": config.model_kwargs,
         "run_dir": os.fspath(run_dir),
     }
-    if precision == "auto":
-        precision, extra["precision_choice"] = _auto_precision(run_dir, model, kwargs, max_pairs)
+    if precision in CHOICES:
+        precision, extra["precision_choice"] = _chosen_precision(
+            precision, run_dir, model, kwargs, max_pairs
+        )
     return export_model(model, export_dir, precision=precision, extra_config=extra, **kwargs)
 
 
-def _auto_precision(run_dir, model, kwargs, max_pairs):
-    from re2_tf.serving.auto_precision import choose_precision
+def _chosen_precision(how, run_dir, model, kwargs, max_pairs):
+    from re2_tf.serving.auto_precision import choose_precision, known_precision
 
     if kwargs.get("fmt", "savedmodel") != "savedmodel":
-        return "fp32", {"chosen": "fp32", "reason": "a TFLite export is fp32 unless asked"}
+        reason = "a TFLite export is fp32 unless asked"
+        return "fp32", {"chosen": "fp32", "reason": reason, "measured": False}
+    if how == "auto":
+        return known_precision()
     from re2_tf.inference import load_examples
 
     try:
