@@ -458,6 +458,9 @@ def _train_run(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
         length_multiple=multiple,
         group_by_length=config.group_by_length,
         endless=True,
+        # under op determinism tf.data runs the stream's map sequentially anyway; asking for
+        # that spares a rewrite that logs a spurious error (re2_tf.data.pipeline._map_batches)
+        parallel=not config.deterministic,
     )
     train_ds = (
         make_dataset(encoded, training=True, **stream_options)

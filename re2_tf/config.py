@@ -171,7 +171,8 @@ class TrainConfig:
         0,
         "optimisation",
         "Stop after this many training samples (pairs, or ranking triples), even within a "
-        "pass; 0 = no limit (epochs passes). Schedules and warm-up follow the shorter run.",
+        "pass; 0 = no limit (epochs passes). Schedules and warm-up follow the shorter run; a "
+        "run that ends before its first evaluation point evaluates at its last update.",
     )
     batch_size: int = _field(128, "optimisation", "Pairs (or ranking triples) per update.")
     optimizer: str = _field("adam", "optimisation", "Optimiser.")

@@ -557,24 +557,102 @@ def _cpu_with(bfloat16):
     return lambda features=None: {"float32": True, "bfloat16": bfloat16, "int8": False}
 
 
-def test_precision_auto_is_fp32_without_measuring_on_a_cpu_without_bfloat16_units(
+def _bf16_units_from_cpuinfo():
+    """Whether /proc/cpuinfo lists a bfloat16 unit (read here, independently of re2_tf), or
+    ``None`` where there is no /proc/cpuinfo."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.exists():
+        return None
+    flags = set()
+    for line in cpuinfo.read_text().splitlines():
+        if line.startswith("flags"):
+            flags.update(line.split(":", 1)[1].split())
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def _check_unmeasured_choice(choice, bf16_units):
+    """An ``auto`` record: fp32, not measured, nothing timed, the reason fitting the units."""
+    assert choice["chosen"] == "fp32" and choice["measured"] is False
+    assert not {"median_ms", "label_agreement", "pairs"} & set(choice)  # nothing timed/scored
+    if bf16_units is not None:
+        assert choice["units"]["bfloat16"] is bf16_units
+    if choice["units"]["bfloat16"]:
+        assert "--precision=measure" in choice["reason"] and "bfloat16 units" in choice["reason"]
+    else:
+        assert choice["reason"].startswith("no bfloat16 units")
+
+
+def test_default_export_states_its_precision_choice_without_measuring(run_and_export, tmp_path):
+    """Issue 49 (3): ``re2-export`` without --precision decides from the CPU's units, builds
+    no bf16 candidate, and says what it chose and why on stderr and in export_config.json."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "re2_tf.cli.export",
+            f"--run_dir={run_and_export[0]}",
+            f"--export_dir={tmp_path / 'default'}",
+            "--max_length=64",
+            "--length_buckets=8,16,32",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((tmp_path / "default" / "assets" / "export_config.json").read_text())
+    assert config["precision"] == "fp32"
+    choice = config["precision_choice"]
+    _check_unmeasured_choice(choice, _bf16_units_from_cpuinfo())
+    assert f"precision fp32 (not measured): {choice['reason']}" in proc.stderr.splitlines()
+    assert proc.stdout.strip().splitlines()[-1] == str(tmp_path / "default")
+
+
+def test_precision_auto_exports_once_and_times_nothing(run_and_export, tmp_path, monkeypatch):
+    """``precision="auto"`` builds the one export it writes: export_model runs once, in fp32,
+    and no timing process starts (the real functions, counted)."""
+    from re2_tf import benchmarking
+    from re2_tf.serving import export as export_lib
+
+    built, real_export = [], export_lib.export_model
+
+    def counted_export(model, export_dir, **kwargs):
+        built.append((Path(export_dir), kwargs.get("precision")))
+        return real_export(model, export_dir, **kwargs)
+
+    def no_timing(*args, **kwargs):
+        raise AssertionError("precision=auto timed an export")
+
+    monkeypatch.setattr(export_lib, "export_model", counted_export)
+    monkeypatch.setattr(benchmarking, "time_export", no_timing)
+    export_dir = export_run(
+        run_and_export[0], tmp_path / "auto", precision="auto", length_buckets=[8, 16, 32]
+    )
+    assert built == [(tmp_path / "auto", "fp32")]
+    config = json.loads((export_dir / "assets" / "export_config.json").read_text())
+    _check_unmeasured_choice(config["precision_choice"], _bf16_units_from_cpuinfo())
+
+
+def test_precision_measure_is_fp32_without_measuring_on_a_cpu_without_bfloat16_units(
     run_and_export, tmp_path, monkeypatch
 ):
     from re2_tf import roofline
 
     monkeypatch.setattr(roofline, "cpu_units", _cpu_with(False))  # an AVX2-only CPU
     export_dir = export_run(
-        run_and_export[0], tmp_path / "auto", precision="auto", length_buckets=[8, 16, 32]
+        run_and_export[0], tmp_path / "measure", precision="measure", length_buckets=[8, 16, 32]
     )
     config = json.loads((export_dir / "assets" / "export_config.json").read_text())
     assert config["precision"] == "fp32"
     choice = config["precision_choice"]
     assert choice["chosen"] == "fp32" and "no bfloat16 units" in choice["reason"]
+    assert choice["measured"] is False
     assert "median_ms" not in choice  # nothing was exported twice or timed
 
 
 @pytest.mark.slow
-def test_precision_auto_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its_rule(
+def test_precision_measure_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its_rule(
     run_and_export, tmp_path, monkeypatch
 ):
     from re2_tf import roofline
@@ -582,10 +660,11 @@ def test_precision_auto_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its_ru
 
     monkeypatch.setattr(roofline, "cpu_units", _cpu_with(True))
     export_dir = export_run(
-        run_and_export[0], tmp_path / "auto", precision="auto", length_buckets=[8, 16, 32]
+        run_and_export[0], tmp_path / "measure", precision="measure", length_buckets=[8, 16, 32]
     )
     config = json.loads((export_dir / "assets" / "export_config.json").read_text())
     choice = config["precision_choice"]
+    assert choice["measured"] is True
     assert sorted(choice["median_ms"]) == ["bf16", "fp32"]
     assert all(sorted(m) == ["128x20", "8x20"] for m in choice["median_ms"].values())
     dev = _sample_lines("dev")

@@ -28,7 +28,7 @@ from re2_tf.data.pipeline import encode_examples, make_dataset
 from re2_tf.data.readers import PairExample
 from re2_tf.data.vocab import Vocab
 from re2_tf.models import MODEL_SPECS, get_spec
-from re2_tf.serving.export import BATCH_MISMATCH, ID_RANGE, export_run
+from re2_tf.serving.export import BATCH_MISMATCH, ID_RANGE, SAME_BATCH, export_run
 from re2_tf.training.losses import output_kind
 
 REPO = Path(__file__).resolve().parents[1]
@@ -460,12 +460,33 @@ def test_every_feature_input_is_checked_by_name(exported):
         with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(f"{name} must be")):
             fn(**bad)
         bad = dict(features, **{name: x[:1]})
-        with pytest.raises(tf.errors.InvalidArgumentError, match=BATCH_MISMATCH):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=SAME_BATCH) as error:
             fn(**bad)
+        # the message names this signature's inputs, the Python pipeline's feature names
+        listed = re.search(r"([\w, ]+) and (\w+) " + SAME_BATCH, str(error.value))
+        assert listed, str(error.value)
+        assert {*listed.group(1).split(", "), listed.group(2)} == set(features)
         if name in vocab_sizes:
             too_big = tf.where(tf.equal(x, 0), x, tf.cast(vocab_sizes[name], x.dtype))
             with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(ID_RANGE[:20])):
                 fn(**dict(features, **{name: too_big}))
+
+
+def test_bert_serving_ids_names_its_own_inputs_in_a_batch_mismatch(exported):
+    """Issue 49 (5b): BERT+MatchLSTM's serving_ids reported mismatched batches as "text1 and
+    text2 ..." although its inputs are token_ids, segment_ids and padding_mask."""
+    name, _, featurizers, loaded, _ = exported
+    if name != "bert_matchlstm":
+        pytest.skip("BERT+MatchLSTM's packed-pair inputs")
+    features = _python_features(featurizers, ["a man plays", "two dogs"], ["music", "dogs"])
+    assert sorted(features) == ["padding_mask", "segment_ids", "token_ids"]
+    for short in features:
+        bad = {k: v[:1] if k == short else v for k, v in features.items()}
+        with pytest.raises(tf.errors.InvalidArgumentError) as error:
+            loaded.signatures["serving_ids"](**bad)
+        message = str(error.value)
+        assert "token_ids, segment_ids and padding_mask must have the same batch size" in message
+        assert "text1" not in message and "text2" not in message
 
 
 def test_a_one_score_model_also_serves_its_raw_score(exported):

@@ -112,9 +112,14 @@ def train_command(data, run_dir, *extra):
 
 
 def run(cmd, **kwargs):
+    return run_process(cmd, **kwargs).stdout
+
+
+def run_process(cmd, **kwargs):
+    """Run ``cmd`` from the repository, assert it succeeded; returns the completed process."""
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300, **kwargs)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
+    return proc
 
 
 def kill_after_evaluations(command, run_dir, evaluations):
@@ -154,10 +159,11 @@ def evaluated_updates(log):
 
 @pytest.fixture(scope="module")
 def schedule_run(tmp_path_factory):
-    """One small real run shared by the tests that only read its outputs."""
+    """One small real run shared by the tests that only read its outputs: ``(tmp_path, data
+    dir, stdout, stderr)``."""
     tmp_path = tmp_path_factory.mktemp("schedule")
     data = make_data(tmp_path, 40)
-    log = run(
+    proc = run_process(
         train_command(
             data,
             tmp_path / "run",
@@ -170,14 +176,14 @@ def schedule_run(tmp_path_factory):
             "--log_per_samples=8",
         )
     )
-    return tmp_path, data, log
+    return tmp_path, data, proc.stdout, proc.stderr
 
 
 def test_evaluation_schedule_follows_the_release(schedule_run):
     # 40 pairs, batch 4 -> 10 updates per pass, 2 passes -> 20 updates. Eval warm-up covers
     # updates <= 6 with interval 8; after it the interval is 4; plus every pass end (10, 20).
     # Updates 1-6: none (8 > 6). Then 8, 12, 16, 20 and the pass ends 10, 20.
-    tmp_path, data, log = schedule_run
+    tmp_path, data, log, _ = schedule_run
     assert evaluated_updates(log) == [8, 10, 12, 16, 20]
     assert "Training complete after 20 updates" in log
     # the attempt names its CPU (the model name as /proc/cpuinfo gives it, read here)
@@ -210,6 +216,44 @@ def test_evaluation_schedule_follows_the_release(schedule_run):
         "train/loss_task",
         "train/loss_regularization",
     } <= tags
+
+
+def test_training_output_has_no_tf_data_rewrite_error(schedule_run):
+    """Issue 49 (5e): under op determinism (the default) tf.data rewrote the training stream's
+    parallel map into a sequential one and TensorFlow logged ``E0000 ... NodeDef mentions
+    attribute use_unbounded_threadpool which is not in the op definition`` amid the progress
+    lines; the stream now asks for the sequential map (``re2_tf.data.pipeline._map_batches``).
+    """
+    _, _, log, stderr = schedule_run
+    assert "Training complete after 20 updates" in log  # the run trained and was captured
+    assert "use_unbounded_threadpool" not in stderr + log
+    assert "NodeDef mentions attribute" not in stderr + log
+
+
+def test_a_run_shorter_than_its_first_evaluation_point_evaluates_at_its_end(tmp_path):
+    """Issue 49 (5a): --max_samples below the first evaluation point used to end with no
+    checkpoint (and exit 0). 8 samples of batch 4 = 2 updates; evaluations every 16 samples
+    (4 updates, warm-up the same) -> none scheduled, so the run evaluates at update 2."""
+    data = make_data(tmp_path, 40)
+    log = run(
+        train_command(
+            data,
+            tmp_path / "run",
+            "--batch_size=4",
+            "--max_samples=8",
+            "--eval_per_samples=16",
+            "--eval_per_samples_warmup=16",
+            "--eval_warmup_samples=0",
+        )
+    )
+    assert evaluated_updates(log) == [2]
+    assert "before its first scheduled evaluation" in log
+    assert "Training complete after 2 updates" in log
+    assert (tmp_path / "run" / "best.keras").exists()
+    state = json.loads((tmp_path / "run" / "state.json").read_text())
+    assert state["evaluations"] == 1 and state["best_step"] == 2
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["best_step"] == 2 and set(results["splits"]) == {"dev", "test"}
 
 
 @pytest.mark.slow
@@ -487,7 +531,7 @@ def test_frozen_embeddings_stay_out_of_the_backup_and_empty_texts_train_without_
 
 
 def test_evaluate_cli_scores_the_best_checkpoint(schedule_run, tmp_path):
-    _, data, _ = schedule_run
+    _, data, _, _ = schedule_run
     run_dir = schedule_run[0] / "run"
     out = run(
         [

@@ -1,16 +1,18 @@
 r"""``re2-export``: export a trained run as a SavedModel or a TFLite file (a thin layer over
 :func:`re2_tf.serving.export.export_run`).
 
-    re2-export --run_dir=checkpoints/snli --export_dir=exports/snli   # precision chosen by the CPU
+    re2-export --run_dir=checkpoints/snli --export_dir=exports/snli   # --precision=auto
+    re2-export --run_dir=... --export_dir=... --precision=measure  # time fp32 against bf16
     re2-export --run_dir=... --export_dir=... --precision=fp32
     re2-export --run_dir=... --export_dir=... --format=tflite --precision=int8
     python -m re2_tf.cli.export ...                        # the same
 
-Prints the export directory (and, on stderr, the precision ``--precision=auto`` chose and
-why: :mod:`re2_tf.serving.auto_precision`). The export's signatures, assets and errors are
-described in :mod:`re2_tf.serving.export`. A missing run directory or an unsupported
-format/precision ends the command with one line ``re2-export: error: <message>`` (exit
-status 1).
+Prints the export directory, and on stderr the precision ``--precision=auto`` (the default:
+from the CPU's units, building nothing else) or ``--precision=measure`` (exports and times
+both) chose and why (:mod:`re2_tf.serving.auto_precision`). The export's signatures, assets
+and errors are described in :mod:`re2_tf.serving.export`. A missing run directory or an
+unsupported format/precision ends the command with one line ``re2-export: error: <message>``
+(exit status 1).
 """
 
 from __future__ import annotations
@@ -51,10 +53,12 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_enum(
         "precision",
         "auto",
-        ["auto", "fp32", "bf16", "int8"],
-        "auto: fp32 or bf16 as this CPU serves faster with the same labels on the run's dev "
-        "pairs (fp32 without bf16 units; re2_tf.serving.auto_precision); fp32; bf16 "
-        "(savedmodel) or int8 dynamic-range quantisation (tflite).",
+        ["auto", "measure", "fp32", "bf16", "int8"],
+        "auto: chosen from what is known without measuring (fp32; the reason names the CPU's "
+        "bf16 units); measure: export fp32 and bf16, time both on this CPU and keep bf16 only "
+        "if it is faster with the same labels on the run's dev pairs (slow: several exports; "
+        "re2_tf.serving.auto_precision); fp32; bf16 (savedmodel) or int8 dynamic-range "
+        "quantisation (tflite).",
         flag_values=flag_values,
     )
     flags.DEFINE_string(
@@ -111,7 +115,8 @@ def main(argv):
         "precision_choice"
     )
     if choice:
-        print(f"precision {choice['chosen']}: {choice['reason']}", file=sys.stderr)
+        how = "measured" if choice.get("measured") else "not measured"
+        print(f"precision {choice['chosen']} ({how}): {choice['reason']}", file=sys.stderr)
     print(export_dir)
 
 

@@ -246,6 +246,25 @@ def _one_pass(dataset, count, batch_size, seed, lengths, group_by_length, reshuf
     return dataset.shuffle(group_by_length, seed=second, reshuffle_each_iteration=reshuffle)
 
 
+def _map_batches(dataset, batch_of, parallel):
+    """``dataset.map(batch_of)``, in parallel (``num_parallel_calls=AUTOTUNE``) or not.
+
+    Training under op determinism maps its stream sequentially (``parallel=False``): an
+    endless stream shuffles each pass inside ``Dataset.flat_map``, ``ShuffleDatasetV3`` is a
+    stateful op tf.data does not list as deterministic, so with op determinism on, tf.data's
+    ``make_deterministic`` graph rewrite turns every asynchronous node of the pipeline into
+    its sequential form (the parallel map into a ``MapDataset``, prefetch into a 0-buffer
+    one). That rewrite (``ConvertMapOrInterleave``, TensorFlow 2.21) keeps the parallel op's
+    ``use_unbounded_threadpool`` attribute, which ``MapDataset``'s op definition lacks, and
+    the runtime logs ``E0000 ... NodeDef mentions attribute use_unbounded_threadpool which is
+    not in the op definition`` amid training's output. Asking for the sequential map that runs
+    anyway leaves nothing to rewrite: the same batches, no error line.
+    """
+    if parallel:
+        return dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset.map(batch_of)
+
+
 def make_dataset(
     encoded: EncodedPairs,
     *,
@@ -257,6 +276,7 @@ def make_dataset(
     group_by_length: int = 0,
     order: np.ndarray | None = None,
     endless: bool = False,
+    parallel: bool = True,
 ) -> tf.data.Dataset:
     """Padded batches of featurised pairs.
 
@@ -281,6 +301,9 @@ def make_dataset(
             distributes it, yields the same batches (a reshuffling dataset's order depends on
             how often it was iterated, which a strategy does not promise). What training
             and its resume (``skip(updates done)``) read.
+        parallel: gather index batches with ``num_parallel_calls=AUTOTUNE`` (default), else
+            one at a time (the same batches). Training under op determinism asks for ``False``
+            (why: ``_map_batches``).
 
     Returns:
         A dataset of ``{name: tensor [b, len_in_batch, *inner]}`` (and int32 ``[b]`` labels)
@@ -315,7 +338,7 @@ def make_dataset(
         order=order,
         endless=endless,
     )
-    dataset = dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    dataset = _map_batches(dataset, batch_of, parallel)
     if not endless:
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-count // batch_size)))
     return dataset.prefetch(tf.data.AUTOTUNE)
@@ -330,6 +353,7 @@ def make_triple_dataset(
     length_multiple: int = 0,
     group_by_length: int = 0,
     endless: bool = False,
+    parallel: bool = True,
 ) -> tf.data.Dataset:
     """Shuffled batches of (query, positive, negative) triples for a pairwise ranking loss.
 
@@ -337,7 +361,8 @@ def make_triple_dataset(
         encoded: featurised pairs; a triple names two of them that share their query.
         triples: int ``[m, 2]`` (positive pair index, negative pair index) into ``encoded``
             (positions, not ``kept`` indices), e.g. from :mod:`re2_tf.training.sampling`.
-        batch_size, seed, length_multiple, group_by_length, endless: as :func:`make_dataset`
+        batch_size, seed, length_multiple, group_by_length, endless, parallel: as
+            :func:`make_dataset`
             (always shuffled, every pass; a triple's length is its two pairs' together).
 
     Returns:
@@ -367,7 +392,7 @@ def make_triple_dataset(
         group_by_length=group_by_length,
         endless=endless,
     )
-    dataset = dataset.map(batch_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    dataset = _map_batches(dataset, batch_of, parallel)
     if not endless:
         dataset = dataset.apply(
             tf.data.experimental.assert_cardinality(-(-len(triples) // batch_size))

@@ -1,19 +1,29 @@
-"""``re2-export --precision=auto`` (the default): the export precision chosen by this CPU.
+"""How ``re2-export`` chooses between fp32 and bf16: ``--precision=auto`` (the default)
+decides from what is known, ``--precision=measure`` measures.
 
-:func:`choose_precision` asks the CPU which matrix units it has
-(:func:`re2_tf.roofline.cpu_units`). Without bfloat16 units (``avx512_bf16``, ``amx_bf16``),
-bfloat16 arithmetic is emulated and slower than float32, so the answer is ``fp32`` without
-measuring anything. With them, the model is exported in both precisions, each export is timed
-in a fresh process at every serving shape (:func:`re2_tf.benchmarking.time_export`: batch x
-length of random inputs, median of ``batches`` batches), and both exports score the same
-held-out pairs (:class:`re2_tf.serving.predictor.Predictor`); ``bf16`` is chosen when it agrees
-with ``fp32`` on at least ``min_agreement`` of the labels (our threshold: 99 %) *and* is faster
-at every shape, ``fp32`` otherwise. The measurements and the reason go into the export's
-``export_config.json`` (``precision_choice``), so a served model says why it runs in the
-precision it does.
+The rule (ours): a SavedModel is exported in bf16 only where the CPU has bfloat16 units
+(``avx512_bf16``, ``amx_bf16``; without them bf16 arithmetic is emulated and slower than
+float32) *and* a bf16 export of this run agrees with the fp32 one on at least 99 % of the
+labels of its held-out pairs *and* serves faster at every serving shape. fp32 otherwise.
 
-A TFLite export under ``auto`` is ``fp32``: its int8 variant changes weights, not just
-arithmetic, and stays a choice the user makes (``--precision=int8``;
+- :func:`known_precision` (``auto``) reads the CPU's units (:func:`re2_tf.roofline.cpu_units`,
+  from ``/proc/cpuinfo``) and builds nothing: without bfloat16 units the rule's answer is
+  fp32; with them, the agreement and the speed are properties of this run's model that only
+  a measurement shows, so the unmeasured answer is still fp32, and the reason says how to
+  measure. Building, loading and timing a second export in fresh processes is the slow part
+  of an export, so the default leaves it to those who ask for it.
+- :func:`choose_precision` (``measure``) applies the whole rule: with bfloat16 units, the
+  model is exported in both precisions, each export is timed in a fresh process at every
+  serving shape (:func:`re2_tf.benchmarking.time_export`: batch x length of random inputs,
+  median of ``batches`` batches), and both exports score the same held-out pairs
+  (:class:`re2_tf.serving.predictor.Predictor`).
+
+Either way the decision and its reason go into the export's ``export_config.json``
+(``precision_choice``; ``measured`` says which of the two made it), and ``re2-export``
+prints them on stderr, so a served model says why it runs in the precision it does.
+
+A TFLite export under ``auto`` or ``measure`` is ``fp32``: its int8 variant changes weights,
+not just arithmetic, and stays a choice the user makes (``--precision=int8``;
 :mod:`re2_tf.serving.precision` measures what it costs on real dev files).
 """
 
@@ -24,10 +34,42 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SHAPES", "choose_precision"]
+__all__ = ["MIN_AGREEMENT", "SHAPES", "choose_precision", "known_precision"]
 
 #: Serving shapes timed (batch, tokens per text): Table 5's and a batch of 128.
 SHAPES = ((8, 20), (128, 20))
+#: Least share of held-out labels a bf16 export must share with the fp32 one (our threshold).
+MIN_AGREEMENT = 0.99
+#: The reason of a CPU without bfloat16 units.
+NO_UNITS = "no bfloat16 units (avx512_bf16, amx_bf16): bf16 would be emulated"
+
+
+def known_precision(*, probe=None):
+    """``re2-export --precision=auto``: the precision the rule gives without a measurement
+    (fp32), with the reason this CPU's units give; builds and times nothing.
+
+    Args:
+        probe: ``() -> {"float32", "bfloat16", "int8": bool}`` (default
+            :func:`re2_tf.roofline.cpu_units`, which reads ``/proc/cpuinfo``).
+
+    Returns:
+        ``("fp32", choice)``: the JSON-serialisable record ``chosen``, ``reason``, ``units``,
+        ``measured`` (False). Without bfloat16 units the reason is :data:`NO_UNITS`; with
+        them it says that bf16 needs a measurement and names ``--precision=measure``
+        (:func:`choose_precision`).
+    """
+    from re2_tf import roofline
+
+    units = (probe or roofline.cpu_units)()
+    if not units.get("bfloat16"):
+        reason = NO_UNITS
+    else:
+        reason = (
+            "this CPU has bfloat16 units, but bf16 is kept only where it agrees with fp32 on "
+            "the run's dev labels and serves faster, which takes a measurement: "
+            "--precision=measure exports both and times them"
+        )
+    return "fp32", {"units": units, "chosen": "fp32", "reason": reason, "measured": False}
 
 
 def choose_precision(
@@ -39,11 +81,12 @@ def choose_precision(
     shapes=SHAPES,
     batches=30,
     threads=0,
-    min_agreement=0.99,
+    min_agreement=MIN_AGREEMENT,
     workdir=None,
     log=print,
 ):
-    """Pick ``fp32`` or ``bf16`` for a SavedModel export of ``model`` on this CPU.
+    """``re2-export --precision=measure``: ``fp32`` or ``bf16`` for a SavedModel export of
+    ``model`` on this CPU, measured (see the module docstring).
 
     Args:
         model: the trained Keras model.
@@ -57,10 +100,14 @@ def choose_precision(
         batches: timed batches per shape (after ``min(10, batches)`` warm-up ones).
         threads: intra-op threads of the timing processes (0: TensorFlow's default).
         min_agreement: least share of held-out labels bf16 must share with fp32.
+        workdir: where the two candidate exports are written (a temporary directory in it,
+            removed afterwards; default: the system's temporary directory).
+        log: ``(message) -> None`` told the measured choice.
 
     Returns:
         ``(precision, choice)``: ``"fp32"`` or ``"bf16"``, and the JSON-serialisable record of
-        the decision: ``chosen``, ``reason``, ``units``, and where measured ``median_ms``
+        the decision: ``chosen``, ``reason``, ``units``, ``measured`` (True once both exports
+        were timed), and where measured ``median_ms``
         (``{precision: {"<batch>x<length>": ms}}``), ``label_agreement``, ``max_abs_dp``,
         ``pairs``, ``min_agreement``.
     """
@@ -69,10 +116,9 @@ def choose_precision(
     from re2_tf.serving.predictor import Predictor
 
     units = (probe or roofline.cpu_units)()
-    choice = {"units": units}
+    choice = {"units": units, "measured": False}
     if not units.get("bfloat16"):
-        reason = "no bfloat16 units (avx512_bf16, amx_bf16): bf16 would be emulated"
-        return "fp32", dict(choice, chosen="fp32", reason=reason)
+        return "fp32", dict(choice, chosen="fp32", reason=NO_UNITS)
     pairs = list(pairs or [])
     if not pairs:
         reason = "no held-out pairs to check bf16 against fp32"
@@ -111,11 +157,12 @@ def choose_precision(
     choice.update(
         chosen=chosen,
         reason=reason,
+        measured=True,
         median_ms=medians,
         label_agreement=round(agreement, 4),
         max_abs_dp=float(np.abs(fp32 - bf16).max()),
         pairs=len(pairs),
         min_agreement=min_agreement,
     )
-    log(f"precision=auto: {chosen} ({reason}; median ms {medians})")
+    log(f"precision=measure: {chosen} ({reason}; median ms {medians})")
     return chosen, choice

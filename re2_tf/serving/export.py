@@ -36,7 +36,9 @@ Signatures (batch dimension first, TF Serving conventions):
 An empty batch gives ``probabilities [0, num_classes]``, ``label [0]``, ``truncated [0]``.
 
 Errors (``InvalidArgumentError`` from a loaded signature, ``INVALID_ARGUMENT`` in TF
-Serving): ``text1 and text2 must have the same batch size`` for mismatched batches; ``text1
+Serving): ``text1 and text2 must have the same batch size`` for mismatched batches
+(``serving_ids`` names its own inputs: ``token_ids, segment_ids and padding_mask must ...``
+for BERT, every feature input for DRCN and FITN); ``text1
 must be valid UTF-8; rows: [...]`` (or ``text2``) for a text that is not valid UTF-8 (the
 predict CLI rejects such a line too, naming file and line); ``token
 ids must be in [0, vocab_size)`` for out-of-range ids; ``text1 must be tf.string [batch]`` /
@@ -89,6 +91,7 @@ from re2_tf.serving import text as text_lib
 
 __all__ = [
     "ServingModule",
+    "batch_mismatch",
     "export_run",
     "export_model",
     "DEFAULT_LENGTH_BUCKETS",
@@ -119,8 +122,11 @@ DEFAULT_LENGTH_BUCKETS = (
     512,
 )
 EXPORT_CONFIG_FILE = "export_config.json"
+#: ``precision`` values of :func:`export_run` that choose between fp32 and bf16.
+CHOICES = ("auto", "measure")
 TFLITE_FILE = "model.tflite"
-BATCH_MISMATCH = "text1 and text2 must have the same batch size"
+SAME_BATCH = "must have the same batch size"  # after the inputs' names (batch_mismatch)
+BATCH_MISMATCH = "text1 and text2 " + SAME_BATCH  # serving_default's (and RE2's serving_ids')
 ID_RANGE = "token ids must be in [0, vocab_size)"
 TEXT_SHAPE = "must be tf.string [batch]"  # after the input name: "text1 must be ..."
 IDS_SHAPE = "must be int32 [batch, length]"
@@ -256,6 +262,15 @@ def _predict(module, features, truncated):
     return result
 
 
+def batch_mismatch(names):
+    """The run-time error of a signature whose inputs ``names`` (in signature order) came
+    with different batch sizes: ``"text1 and text2 must have the same batch size"``,
+    ``"token_ids, segment_ids and padding_mask must have the same batch size"``."""
+    names = list(names)
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    return f"{listed} {SAME_BATCH}"
+
+
 def _checked(inputs, specs):
     """``inputs`` after run-time checks of each one's rank, then of their batch sizes.
 
@@ -267,14 +282,14 @@ def _checked(inputs, specs):
 
     Args:
         inputs: ``{name: tensor}``.
-        specs: ``{name: (rank, message)}``.
+        specs: ``{name: (rank, message)}``, in the signature's input order.
 
     Returns:
         ``{name: tensor}``, the same values behind the checks.
 
     Raises:
         InvalidArgumentError (at run time): ``"<name> <message>"`` for a wrong rank;
-            :data:`BATCH_MISMATCH` for different batch sizes.
+            :func:`batch_mismatch` of the ``specs``' names for different batch sizes.
     """
     checks = [
         tf.debugging.assert_equal(
@@ -287,8 +302,9 @@ def _checked(inputs, specs):
     with tf.control_dependencies(checks):
         inputs = {name: tf.identity(x) for name, x in inputs.items()}
     batches = [tf.shape(x)[0] for x in inputs.values()]
+    mismatch = batch_mismatch(specs)
     with tf.control_dependencies(
-        [tf.debugging.assert_equal(b, batches[0], message=BATCH_MISMATCH) for b in batches[1:]]
+        [tf.debugging.assert_equal(b, batches[0], message=mismatch) for b in batches[1:]]
     ):
         return {name: tf.identity(x) for name, x in inputs.items()}
 
@@ -478,7 +494,9 @@ def _features_signature(module):
 
         Raises:
             InvalidArgumentError: ``<name> must be <dtype> [batch, length, ...]`` for
-                another rank; :data:`BATCH_MISMATCH`; :data:`ID_RANGE`.
+                another rank; :func:`batch_mismatch` naming every feature input (BERT:
+                ``token_ids, segment_ids and padding_mask must have the same batch size``);
+                :data:`ID_RANGE`.
         """
         features = _checked(
             features, {s.name: (2 + len(s.inner_shape), _feature_shape(s)) for s in specs}
@@ -796,11 +814,16 @@ def export_run(run_dir, export_dir, *, precision="fp32", max_pairs=1000, **kwarg
 
     The model's spec (``config.json``'s ``model``) gives the serving backend and output kind;
     ``tokenizer`` defaults to the run's; the Python tokeniser recorded for
-    :class:`~re2_tf.serving.predictor.Predictor` is always the run's. ``precision="auto"``
-    (``re2-export``'s default) lets this CPU choose between ``fp32`` and ``bf16``
-    (:func:`re2_tf.serving.auto_precision.choose_precision`, checked on the first
-    ``max_pairs`` pairs of the run's dev split; a TFLite export is ``fp32``) and records the
-    choice in ``export_config.json`` (``precision_choice``).
+    :class:`~re2_tf.serving.predictor.Predictor` is always the run's.
+
+    ``precision`` is ``fp32``, ``bf16``, ``int8`` (:func:`export_model`) or one of two
+    choices between ``fp32`` and ``bf16`` (:mod:`re2_tf.serving.auto_precision`), recorded
+    in ``export_config.json`` (``precision_choice``): ``"auto"`` (``re2-export``'s default)
+    decides from the CPU's units without building anything else
+    (:func:`~re2_tf.serving.auto_precision.known_precision`); ``"measure"`` exports and times
+    both, checked on the first ``max_pairs`` pairs of the run's dev split
+    (:func:`~re2_tf.serving.auto_precision.choose_precision`). A TFLite export is ``fp32``
+    under either.
     """
     from re2_tf import runs
     from re2_tf.models import get_spec
@@ -826,16 +849,21 @@ def export_run(run_dir, export_dir, *, precision="fp32", max_pairs=1000, **kwarg
         "model_kwargs": config.model_kwargs,
         "run_dir": os.fspath(run_dir),
     }
-    if precision == "auto":
-        precision, extra["precision_choice"] = _auto_precision(run_dir, model, kwargs, max_pairs)
+    if precision in CHOICES:
+        precision, extra["precision_choice"] = _chosen_precision(
+            precision, run_dir, model, kwargs, max_pairs
+        )
     return export_model(model, export_dir, precision=precision, extra_config=extra, **kwargs)
 
 
-def _auto_precision(run_dir, model, kwargs, max_pairs):
-    from re2_tf.serving.auto_precision import choose_precision
+def _chosen_precision(how, run_dir, model, kwargs, max_pairs):
+    from re2_tf.serving.auto_precision import choose_precision, known_precision
 
     if kwargs.get("fmt", "savedmodel") != "savedmodel":
-        return "fp32", {"chosen": "fp32", "reason": "a TFLite export is fp32 unless asked"}
+        reason = "a TFLite export is fp32 unless asked"
+        return "fp32", {"chosen": "fp32", "reason": reason, "measured": False}
+    if how == "auto":
+        return known_precision()
     from re2_tf.inference import load_examples
 
     try:

@@ -36,7 +36,9 @@ class ReleaseRoutine(keras.callbacks.Callback):
       warm-up), or when ``s`` ends a pass over the training data and ``eval_epoch`` is set;
     - a strictly better dev score (``metric``) saves ``network`` to ``best.keras``;
     - stop when ``s - best_step > early_stopping_steps`` and ``s > min_steps``, when the batch
-      loss exceeds ``max_loss``, or after ``total_steps``.
+      loss exceeds ``max_loss``, or after ``total_steps``;
+    - a run that reaches ``total_steps`` without any evaluation (``max_samples`` below the
+      first evaluation point) evaluates at its last update, so it ends with ``best.keras``.
 
     Its own state (best score and step, evaluations so far, and the run's time) is written
     to ``state.json`` at every evaluation. At every Keras epoch end -- where
@@ -304,6 +306,12 @@ class ReleaseRoutine(keras.callbacks.Callback):
         epoch_end = self.eval_epoch and step % self.steps_per_data_epoch == 0
         if step % interval == 0 or epoch_end:
             self._evaluate(step)
+        elif step >= self.total_steps and not self.state["evaluations"]:
+            self.logger.info(
+                f"Training ends at update {step}, before its first scheduled evaluation: "
+                "evaluating now so that the run has a checkpoint."
+            )
+            self._evaluate(step)
         if self.model.stop_training:
             return
         if step >= self.total_steps:
@@ -322,7 +330,8 @@ class ReleaseRoutine(keras.callbacks.Callback):
     # ------------------------------------------------------------------ helpers
     def next_evaluation(self, step):
         """The first update after ``step`` at which the schedule evaluates on dev (see the
-        class docstring), or ``None`` when there is none up to ``total_steps``."""
+        class docstring; ``total_steps`` for a run that would otherwise end without any), or
+        ``None`` when there is none up to ``total_steps``."""
 
         def next_multiple(n, after):
             return (after // n + 1) * n
@@ -335,6 +344,8 @@ class ReleaseRoutine(keras.callbacks.Callback):
         if self.eval_epoch:
             candidates.append(next_multiple(self.steps_per_data_epoch, step))
         first = min(candidates)
+        if first > self.total_steps and not self.state["evaluations"]:
+            return self.total_steps  # the evaluation a run without any gets at its end
         return first if first <= self.total_steps else None
 
     #: TensorBoard names of the trainer's step logs (others are written as ``train/<name>``).
