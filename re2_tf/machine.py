@@ -11,7 +11,14 @@ import os
 import platform
 from pathlib import Path
 
-__all__ = ["VECTOR_FEATURES", "cpu_features", "cpu_name", "describe_machine", "machine"]
+__all__ = [
+    "VECTOR_FEATURES",
+    "cpu_features",
+    "cpu_name",
+    "cpu_units",
+    "describe_machine",
+    "machine",
+]
 
 
 def cpu_name():
@@ -57,3 +64,15 @@ def describe_machine(record):
     features = ", ".join(record.get("cpu_features") or []) or "vector units unknown"
     text = f"{record.get('cpu_count') or '?'} cores of {record['cpu']} ({features})"
     return text + (f", {record['date'][:10]}" if record.get("date") else "")
+
+
+def cpu_units(features=None):
+    """``{"float32": True, "bfloat16": bool, "int8": bool}``: which precisions this CPU has
+    matrix units for (bfloat16: ``avx512_bf16`` or ``amx_bf16``; int8: ``avx512_vnni`` or
+    ``amx_int8``), from ``features`` (default: :func:`cpu_features`)."""
+    features = set(cpu_features() if features is None else features)
+    return {
+        "float32": True,
+        "bfloat16": bool(features & {"avx512_bf16", "amx_bf16"}),
+        "int8": bool(features & {"avx512_vnni", "amx_int8"}),
+    }

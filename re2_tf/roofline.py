@@ -32,6 +32,8 @@ import dataclasses
 import re
 from pathlib import Path
 
+from re2_tf.machine import cpu_units  # noqa: F401  (re-exported)
+
 __all__ = [
     "dependency_floor",
     "function_flops",
@@ -476,21 +478,6 @@ EXPORTS = {
     "tflite_fp32": ("tflite", "fp32", False, "float32", None),
     "tflite_int8": ("tflite", "int8", False, None, None),
 }
-
-
-def cpu_units(features=None):
-    """``{"float32": True, "bfloat16": bool, "int8": bool}``: which precisions this CPU has
-    matrix units for (bfloat16: ``avx512_bf16`` or ``amx_bf16``; int8: ``avx512_vnni`` or
-    ``amx_int8``), from ``features`` (default: :func:`re2_tf.training.throughput.cpu_features`).
-    """
-    from re2_tf.training import throughput
-
-    features = set(throughput.cpu_features() if features is None else features)
-    return {
-        "float32": True,
-        "bfloat16": bool(features & {"avx512_bf16", "amx_bf16"}),
-        "int8": bool(features & {"avx512_vnni", "amx_int8"}),
-    }
 
 
 def peaks(units=None):

@@ -637,9 +637,9 @@ def test_precision_auto_exports_once_and_times_nothing(run_and_export, tmp_path,
 def test_precision_measure_is_fp32_without_measuring_on_a_cpu_without_bfloat16_units(
     run_and_export, tmp_path, monkeypatch
 ):
-    from re2_tf import roofline
+    from re2_tf.serving import auto_precision
 
-    monkeypatch.setattr(roofline, "cpu_units", _cpu_with(False))  # an AVX2-only CPU
+    monkeypatch.setattr(auto_precision, "cpu_units", _cpu_with(False))  # an AVX2-only CPU
     export_dir = export_run(
         run_and_export[0], tmp_path / "measure", precision="measure", length_buckets=[8, 16, 32]
     )
@@ -655,10 +655,10 @@ def test_precision_measure_is_fp32_without_measuring_on_a_cpu_without_bfloat16_u
 def test_precision_measure_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its_rule(
     run_and_export, tmp_path, monkeypatch
 ):
-    from re2_tf import roofline
+    from re2_tf.serving import auto_precision
     from re2_tf.serving.predictor import Predictor
 
-    monkeypatch.setattr(roofline, "cpu_units", _cpu_with(True))
+    monkeypatch.setattr(auto_precision, "cpu_units", _cpu_with(True))
     export_dir = export_run(
         run_and_export[0], tmp_path / "measure", precision="measure", length_buckets=[8, 16, 32]
     )

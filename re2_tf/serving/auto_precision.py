@@ -6,7 +6,7 @@ The rule (ours): a SavedModel is exported in bf16 only where the CPU has bfloat1
 float32) *and* a bf16 export of this run agrees with the fp32 one on at least 99 % of the
 labels of its held-out pairs *and* serves faster at every serving shape. fp32 otherwise.
 
-- :func:`known_precision` (``auto``) reads the CPU's units (:func:`re2_tf.roofline.cpu_units`,
+- :func:`known_precision` (``auto``) reads the CPU's units (:func:`re2_tf.machine.cpu_units`,
   from ``/proc/cpuinfo``) and builds nothing: without bfloat16 units the rule's answer is
   fp32; with them, the agreement and the speed are properties of this run's model that only
   a measurement shows, so the unmeasured answer is still fp32, and the reason says how to
@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from re2_tf.machine import cpu_units
+
 __all__ = ["MIN_AGREEMENT", "SHAPES", "choose_precision", "known_precision"]
 
 #: Serving shapes timed (batch, tokens per text): Table 5's and a batch of 128.
@@ -50,7 +52,7 @@ def known_precision(*, probe=None):
 
     Args:
         probe: ``() -> {"float32", "bfloat16", "int8": bool}`` (default
-            :func:`re2_tf.roofline.cpu_units`, which reads ``/proc/cpuinfo``).
+            :func:`re2_tf.machine.cpu_units`, which reads ``/proc/cpuinfo``).
 
     Returns:
         ``("fp32", choice)``: the JSON-serialisable record ``chosen``, ``reason``, ``units``,
@@ -58,9 +60,7 @@ def known_precision(*, probe=None):
         them it says that bf16 needs a measurement and names ``--precision=measure``
         (:func:`choose_precision`).
     """
-    from re2_tf import roofline
-
-    units = (probe or roofline.cpu_units)()
+    units = (probe or cpu_units)()
     if not units.get("bfloat16"):
         reason = NO_UNITS
     else:
@@ -95,7 +95,7 @@ def choose_precision(
         pairs: held-out ``(text1, text2)`` pairs both exports score (e.g. the run's dev
             split); with none, bf16 cannot be checked and ``fp32`` is chosen.
         probe: ``() -> {"float32", "bfloat16", "int8": bool}`` (default
-            :func:`re2_tf.roofline.cpu_units`).
+            :func:`re2_tf.machine.cpu_units`).
         shapes: ``(batch, length)`` serving shapes to time.
         batches: timed batches per shape (after ``min(10, batches)`` warm-up ones).
         threads: intra-op threads of the timing processes (0: TensorFlow's default).
@@ -111,11 +111,11 @@ def choose_precision(
         (``{precision: {"<batch>x<length>": ms}}``), ``label_agreement``, ``max_abs_dp``,
         ``pairs``, ``min_agreement``.
     """
-    from re2_tf import benchmarking, roofline
+    from re2_tf import benchmarking
     from re2_tf.serving.export import export_model
     from re2_tf.serving.predictor import Predictor
 
-    units = (probe or roofline.cpu_units)()
+    units = (probe or cpu_units)()
     choice = {"units": units, "measured": False}
     if not units.get("bfloat16"):
         return "fp32", dict(choice, chosen="fp32", reason=NO_UNITS)
