@@ -197,3 +197,28 @@ def test_readme_quick_start_runs_end_to_end(command, tmp_path):
             assert report[name]["max |p - p_keras|"] <= 1e-5, name
         for name in ("savedmodel bf16", "tflite int8"):
             assert report[name]["same label as keras"] >= 0.99, name
+
+
+def test_the_cross_cpu_note_is_its_record():
+    """The note under the quick-start table: the RE2 command's scores with oneDNN's kernels
+    off are those of its record, which ran the README's RE2 command with that setting."""
+    from re2_tf import runs
+
+    record = RECORDS / "re2-sample-onednn-off"
+    (result,) = runs.load_results(record)
+    command = (record / "command.txt").read_text()
+    assert command.startswith(
+        "TF_ENABLE_ONEDNN_OPTS=0 re2-train --flagfile=configs/re2/sample.flags"
+    )
+    assert _flags_of(record) == _flags_of(RECORDS / "re2-sample")
+    text = README.read_text(encoding="utf-8")
+    note = " ".join(text[text.index(HEADING) :].split("\n## ", 1)[0].split())
+    dev, test = (result["splits"][s]["acc"] for s in ("dev", "test"))
+    assert f"gives dev acc {dev:.4f} / test acc {test:.4f}" in note
+    assert "`TF_ENABLE_ONEDNN_OPTS=0`" in note
+
+
+def _flags_of(record):
+    """A record's ``flags.txt`` without its run directory."""
+    lines = (record / "flags.txt").read_text().splitlines()
+    return [line for line in lines if not line.startswith("--run_dir=")]
