@@ -473,7 +473,7 @@ class Matcher:
         if self._source.given_model:
             raise ValueError(
                 "this matcher holds a model given to from_run(model=...), not the run's "
-                f"best checkpoint: export it with re2_tf.serving.export.export_model"
+                "best checkpoint: export it with re2_tf.serving.export.export_model"
             )
         from re2_tf.serving.export import export_run
 

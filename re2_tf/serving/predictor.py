@@ -3,7 +3,8 @@ r"""Predict labels for text pairs with an exported model (:mod:`re2_tf.serving.e
 Library: :class:`re2_tf.Matcher` (``Matcher.from_export(export_dir)``: ``predict``,
 ``scores``, ``rank``, ``evaluate``) over :class:`Predictor`, which loads an export and runs it
 (tokenisation, runtime; its own ``predict``/``scores``/``rank`` are the Matcher's, kept for
-existing callers); :func:`read_pairs` (parse input lines). Command line (:mod:`re2_tf.cli.predict`)::
+existing callers); :func:`read_pairs` (parse input lines). Command line
+(:mod:`re2_tf.cli.predict`)::
 
     re2-predict --export_dir=exports/snli --input=pairs.tsv > predictions.jsonl
     echo '{"text1": "A man sleeps.", "text2": "A person rests."}' | \
