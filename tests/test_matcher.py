@@ -141,17 +141,16 @@ def classifier(request, tmp_path_factory):
     test_lines = [line.split("\t") for line in (data / "test.txt").read_text().splitlines()]
     evaluated = root / "evaluate.json"
     _command("evaluate", f"--run_dir={result.run_dir}", "--splits=test", f"--output={evaluated}")
+    test_pairs = [(a, b) for a, b, _ in test_lines]
+    predicted = _predict_cli(export_dir, PAIRS + test_pairs, root / "pairs.jsonl")
     return {
         "model": model,
         "run": from_run,
         "export": re2_tf.Matcher.from_export(export_dir),
         "export_dir": export_dir,
-        "predicted": _predict_cli(export_dir, PAIRS, root / "pairs.jsonl"),
-        "test_pairs": [(a, b) for a, b, _ in test_lines],
+        "predicted": predicted[: len(PAIRS)],
         "test_labels": [int(label) for _, _, label in test_lines],
-        "test_predicted": _predict_cli(
-            export_dir, [(a, b) for a, b, _ in test_lines], root / "test.jsonl"
-        ),
+        "test_predicted": predicted[len(PAIRS) :],
         "evaluated": json.loads(evaluated.read_text())["test"],
     }
 
@@ -275,3 +274,14 @@ def test_fit_writes_nothing_to_stdout(tmp_path, capfd):
     assert out == ""
     log = (result.run_dir / "train.log").read_text()
     assert "preset: sample" in log and "best checkpoint on test:" in log
+
+
+def test_a_repeats_result_has_one_matcher_per_seed(tmp_path):
+    seed = re2_tf.RunResult(tmp_path, TrainConfig(), "acc", None, 0, {}, "", 0.0, None)
+    with pytest.raises(FileNotFoundError, match="no best checkpoint"):
+        seed.matcher()
+    result = re2_tf.RunResult(tmp_path, TrainConfig(), "acc", None, 0, {}, "", 0.0, None, (seed,))
+    with pytest.raises(ValueError, match=r"result\.seeds\[k\]\.matcher\(\)"):
+        result.matcher()
+    with pytest.raises(FileNotFoundError, match="not a run directory"):
+        re2_tf.Matcher.from_run(tmp_path)
