@@ -139,7 +139,7 @@ class _RunSource:
             for a, b in zip(texts1, texts2)
         ]
         raw = self.raw_outputs(examples)
-        result = {"probabilities": to_probabilities(raw).reshape(len(examples), -1)}
+        result = {"probabilities": to_probabilities(raw)}
         if raw.ndim == 1:
             result["score"] = raw.astype(np.float32)
         return result
