@@ -7,9 +7,17 @@ The library in one screen::
     config = re2_tf.TrainConfig(model="drcn", dataset="sample", epochs=1)
     result = re2_tf.fit(config, run_dir="checkpoints/sample-drcn")   # a RunResult
     print(result.best_score, result.test_scores)
-    re2_tf.evaluate("checkpoints/sample-drcn", "test")                 # {metric: value}
-    # after `re2-export --run_dir=checkpoints/sample-drcn --export_dir=exports/drcn`:
-    re2_tf.predict("exports/drcn", [("A man sleeps.", "A person rests.")])
+    matcher = result.matcher()              # = re2_tf.Matcher.from_run("checkpoints/sample-drcn")
+    matcher.predict([("A man sleeps.", "A person rests.")])    # [{"label", "probabilities"}]
+    matcher.evaluate("test")                                    # {metric: value}
+    matcher.export("exports/drcn")                              # what re2-export does
+    re2_tf.Matcher.from_export("exports/drcn").rank("A man sleeps.", ["A person rests."])
+
+``re2_tf.evaluate(run_dir, split)`` and ``re2_tf.predict(export_dir, pairs)`` are one-call
+shorthands of ``Matcher.from_run(run_dir).evaluate(split)`` and
+``Matcher.from_export(export_dir).predict(pairs)`` (:mod:`re2_tf.inference`). :func:`fit`
+writes nothing to stdout: its lines go to the run's ``train.log`` and to the ``logging``
+logger ``re2_tf.train`` (``re2-train`` shows them on stdout).
 
 Importing re2_tf imports TensorFlow and Keras and registers every custom layer and model
 with Keras (``keras.saving.register_keras_serializable``), so ``keras.saving.load_model`` of
@@ -46,6 +54,7 @@ _LAZY = {
     "RunResult": "re2_tf.api",
     "evaluate": "re2_tf.inference",
     "predict": "re2_tf.inference",
+    "Matcher": "re2_tf.matcher",
     "Predictor": "re2_tf.serving.predictor",
 }
 

@@ -75,6 +75,26 @@ class RunResult:
         """``{split: metrics}`` of the best checkpoint on the test splits that were scored."""
         return {s: m for s, m in self.scores.items() if s != self.config.eval_split}
 
+    def matcher(self, **options):
+        """The run's best checkpoint as a :class:`re2_tf.Matcher`
+        (``Matcher.from_run(self.run_dir, **options)``; loads ``best.keras``).
+
+        Raises:
+            ValueError: a result of ``repeats > 1`` (one model per seed: use
+                ``result.seeds[k].matcher()``). FileNotFoundError: training stopped before
+                its first checkpoint (``best_model`` is ``None``), or a worker's result.
+        """
+        from re2_tf.matcher import Matcher
+
+        if self.seeds:
+            raise ValueError(
+                f"{self.run_dir} holds {len(self.seeds)} seeds' runs: take one seed's "
+                "matcher, result.seeds[k].matcher()"
+            )
+        if self.best_model is None:
+            raise FileNotFoundError(f"{self.run_dir}: no best checkpoint to load")
+        return Matcher.from_run(self.run_dir, **options)
+
 
 # ------------------------------------------------------------------------------ records
 def _file_signature(path):
@@ -205,20 +225,43 @@ def _create_run_dir(run_dir: Path):
         ) from None
 
 
-def _make_logger(run_dir):
-    logger = logging.getLogger(f"re2_tf.train.{run_dir}")
+#: The parent of every run's logger (``re2_tf.train.<run_dir>``): its records reach the
+#: handlers of this logger and of its ancestors (``re2-train`` prints them on stdout,
+#: :func:`console_handler`); :func:`fit` itself writes nothing to stdout or stderr.
+TRAIN_LOGGER = "re2_tf.train"
+
+
+def log_formatter():
+    """The training log's line format: ``<date> <time> <message>``."""
+    return logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
+
+
+def console_handler(stream=None):
+    """Show the training log's lines on ``stream`` (default ``sys.stdout``) as ``re2-train``
+    does: a handler on :data:`TRAIN_LOGGER` in the log's format, that logger's records no
+    longer passed to the root logger's handlers (they would be shown twice). Returns the
+    handler (``logging.getLogger(TRAIN_LOGGER).removeHandler(it)`` undoes it)."""
+    handler = logging.StreamHandler(sys.stdout if stream is None else stream)
+    handler.setFormatter(log_formatter())
+    logger = logging.getLogger(TRAIN_LOGGER)
     logger.setLevel(logging.INFO)
     logger.propagate = False
+    logger.addHandler(handler)
+    return handler
+
+
+def _make_logger(run_dir):
+    """The run's logger: writes ``<run_dir>/train.log`` and passes its records on to
+    :data:`TRAIN_LOGGER`."""
+    logger = logging.getLogger(f"{TRAIN_LOGGER}.{run_dir}")
+    logger.setLevel(logging.INFO)
+    logger.propagate = True
     for handler in list(logger.handlers):
         handler.close()
         logger.removeHandler(handler)
-    formatter = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
-    for handler in (
-        logging.FileHandler(Path(run_dir) / runs.LOG_FILE),
-        logging.StreamHandler(sys.stdout),
-    ):
-        handler.setFormatter(formatter)
-        logger.addHandler(handler)
+    handler = logging.FileHandler(Path(run_dir) / runs.LOG_FILE)
+    handler.setFormatter(log_formatter())
+    logger.addHandler(handler)
     return logger
 
 
@@ -616,7 +659,7 @@ def _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers, t
     split its scores are those it was selected on), write ``results.json``; returns the
     results dict."""
     from re2_tf.data import datasets
-    from re2_tf.evaluation import evaluate, format_metrics
+    from re2_tf.evaluation import evaluate_examples, format_metrics
 
     routine.state["finished"] = True
     if not routine.state.get("stop_reason"):
@@ -648,7 +691,7 @@ def _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers, t
                 if split == config.eval_split
                 else datasets.load_split(dataset, data_dir, split, lower=config.lower_case)
             )
-            results["splits"][split] = evaluate(best, dataset, examples, featurizers)
+            results["splits"][split] = evaluate_examples(best, dataset, examples, featurizers)
             logger.info(f"best checkpoint on {split}: {format_metrics(results['splits'][split])}")
     (run_dir / runs.RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n")
     routine.save_state()
@@ -709,7 +752,7 @@ def fit(config: TrainConfig | None = None, run_dir=None, callbacks=(), **overrid
     table, summary = runs.summarize_results(all_results)
     (run_dir / "results.md").write_text(table + "\n")
     (run_dir / runs.RESULTS_FILE).write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"\n{config.repeats} seeds ({run_dir}):\n{table}")
+    logging.getLogger(TRAIN_LOGGER).info(f"{config.repeats} seeds ({run_dir}):\n{table}")
     return RunResult(
         run_dir=run_dir,
         config=config,

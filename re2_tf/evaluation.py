@@ -101,7 +101,7 @@ def predict_probabilities(network, dataset):
     return to_probabilities(predict_outputs(network, dataset))
 
 
-def score(spec, examples, outputs):
+def score(spec, examples, outputs, *, kind="logits"):
     """All metrics of a dataset: ``acc`` (+ ``f1``/``auc`` for two classes, + ``map``/``mrr``
     over the filtered question set for ranking datasets such as WikiQA).
 
@@ -109,15 +109,22 @@ def score(spec, examples, outputs):
         spec: ``re2_tf.data.datasets.DatasetSpec``.
         examples: the scored ``PairExample`` list (labels, and ``qid``/``docid`` when ranking).
         outputs: network outputs (:func:`predict_outputs`): logits ``[n, num_classes]`` or
-            scores ``[n]``.
+            scores ``[n]``; with ``kind="probabilities"``, class probabilities
+            ``[n, num_classes]`` (an export's output).
+        kind: ``logits`` or ``probabilities``: what a 2-D ``outputs`` holds.
 
     Raises:
-        ValueError: scores for a dataset with more than two classes.
+        ValueError: scores for a dataset with more than two classes, or an unknown ``kind``.
     """
+    if kind not in ("logits", "probabilities"):
+        raise ValueError(f"kind must be logits or probabilities, got {kind!r}")
     outputs = np.asarray(outputs)
     if outputs.ndim == 1 and spec.num_classes != 2:
         raise ValueError(f"a single score cannot be scored on {spec.num_classes} classes")
-    probabilities = to_probabilities(outputs)
+    if kind == "probabilities" and outputs.ndim == 2:
+        probabilities = outputs.astype("float32")
+    else:
+        probabilities = to_probabilities(outputs)
     labels = np.array([ex.label for ex in examples])
     result = metrics_lib.classification_metrics(labels, probabilities)
     if spec.ranking:
@@ -131,8 +138,10 @@ def score(spec, examples, outputs):
     return result
 
 
-def evaluate(network, spec, examples, featurizers, batch_size=256):
-    """Featurise, predict and score ``examples``; returns the metrics dict of :func:`score`."""
+def evaluate_examples(network, spec, examples, featurizers, batch_size=256):
+    """Featurise, predict and score ``examples`` (prepared ``PairExample`` s) with a Keras
+    network; returns the metrics dict of :func:`score`. The public way to evaluate is
+    :meth:`re2_tf.Matcher.evaluate`, which calls this for a run's matcher."""
     encoded = encode_examples(examples, featurizers)
     return score(spec, examples, predict_outputs(network, inference_dataset(encoded, batch_size)))
 

@@ -1,4 +1,4 @@
-"""Using a trained model: score a run on labelled data, predict pairs with an export.
+"""Loading labelled data for a run, and two one-call shorthands of :class:`re2_tf.Matcher`.
 
     from re2_tf.inference import evaluate_run, predict
 
@@ -6,9 +6,12 @@
     metrics = evaluate_run("checkpoints/wikiqa-re2", "WikiQA-test.txt", fmt="wikiqa_txt")
     records = predict("exports/snli", [("A man sleeps.", "A person rests.")])
 
-:func:`evaluate_run` is what ``re2-evaluate`` does for each split, :func:`predict` what
-``re2-predict`` does for each input line (:class:`re2_tf.serving.predictor.Predictor`, whose
-``rank`` orders candidates for a query).
+:func:`evaluate_run` (``re2_tf.evaluate``) is ``Matcher.from_run(run).evaluate(split)``, what
+``re2-evaluate`` does for each split; :func:`predict` (``re2_tf.predict``) is
+``Matcher.from_export(export).predict(pairs)`` with the probabilities rounded to 6 decimals as
+``re2-predict`` writes them. Both load the model on every call: keep a
+:class:`re2_tf.Matcher` to reuse it. :func:`load_examples` reads the labelled pairs of a split
+or file the way evaluation does.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["evaluate_run", "load_examples", "predict", "run_data_dir"]
+__all__ = ["evaluate_run", "examples_for", "load_examples", "predict", "run_data_dir"]
 
 
 def run_data_dir(run_dir):
@@ -59,16 +62,34 @@ def load_examples(run_dir, split_file, *, fmt="processed", data_dir=None):
             ``<file>:<line>: ...``), or an unknown ``fmt``.
     """
     from re2_tf import runs
-    from re2_tf.data import datasets
 
     config = runs.load_config(run_dir)
-    spec = runs.dataset_spec(config)
+    return examples_for(
+        runs.dataset_spec(config),
+        split_file,
+        fmt=fmt,
+        data_dir=data_dir,
+        lower=config.lower,
+        run_dir=run_dir,
+    )
+
+
+def examples_for(spec, split_file, *, fmt="processed", data_dir=None, lower=True, run_dir=None):
+    """``(spec, examples)``: the labelled pairs of a split or file scored as dataset ``spec``
+    (see :func:`load_examples`; ``run_dir``, when given, supplies the default ``data_dir``,
+    ``lower`` lower-cases a custom dataset's raw text)."""
+    from re2_tf.data import datasets
+
     if _is_split_name(split_file):
-        data_dir = data_dir or run_data_dir(run_dir) or datasets.default_data_dir(spec.name)
-        return spec, datasets.load_split(spec, data_dir, split_file, lower=config.lower)
+        data_dir = (
+            data_dir
+            or (run_data_dir(run_dir) if run_dir is not None else None)
+            or datasets.default_data_dir(spec.name)
+        )
+        return spec, datasets.load_split(spec, data_dir, split_file, lower=lower)
     if fmt not in datasets.FORMAT_TOKENIZERS:
         raise ValueError(f"unknown format {fmt!r}; known: {sorted(datasets.FORMAT_TOKENIZERS)}")
-    return spec, datasets.load_file(os.fspath(split_file), fmt, spec, lower=config.lower)
+    return spec, datasets.load_file(os.fspath(split_file), fmt, spec, lower=lower)
 
 
 def evaluate_run(
@@ -94,8 +115,7 @@ def evaluate_run(
         ValueError: a model without ``run_dir``, ``batch_size`` < 1, or bad data (see
             :func:`load_examples`). FileNotFoundError: a missing run or data file.
     """
-    from re2_tf import runs
-    from re2_tf.evaluation import evaluate
+    from re2_tf.matcher import Matcher
 
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -107,32 +127,9 @@ def evaluate_run(
         raise ValueError("a model needs run_dir=<its run directory> (featurisers, labels)")
     else:
         network = run_dir_or_model
+    # Bad data stops the call before the model is loaded.
     spec, examples = load_examples(run_dir, split_file, fmt=fmt, data_dir=data_dir)
-    featurizers = runs.load_featurizers(run_dir)
-    if network is None:
-        network = runs.load_best_model(run_dir)
-    return evaluate(network, spec, examples, featurizers, int(batch_size))
-
-
-def _pair_dicts(pairs):
-    """``pairs`` as ``read_pairs`` gives them: dicts with ``str`` ``text1`` and ``text2``."""
-    if isinstance(pairs, (str, bytes, dict)):
-        raise ValueError("pairs must be a list of (text1, text2) tuples or of dicts")
-    result = []
-    for i, pair in enumerate(pairs):
-        if isinstance(pair, dict):
-            record = dict(pair)
-        elif isinstance(pair, (tuple, list)) and len(pair) == 2:
-            record = {"text1": pair[0], "text2": pair[1]}
-        else:
-            raise ValueError(
-                f"pairs[{i}]: expected a (text1, text2) pair or a dict with "
-                f"'text1' and 'text2', got {pair!r:.80}"
-            )
-        if not all(isinstance(record.get(k), str) for k in ("text1", "text2")):
-            raise ValueError(f"pairs[{i}]: text1 and text2 must both be str")
-        result.append(record)
-    return result
+    return Matcher.from_run(run_dir, model=network, batch_size=batch_size)._evaluate(spec, examples)
 
 
 def predict(model_or_export, pairs, **kwargs) -> list[dict]:
@@ -140,9 +137,9 @@ def predict(model_or_export, pairs, **kwargs) -> list[dict]:
 
     Args:
         model_or_export: an export directory (``re2-export`` /
-            :func:`re2_tf.serving.export.export_model`) or a loaded
-            :class:`~re2_tf.serving.predictor.Predictor` (reuse it across calls: loading
-            an export takes seconds).
+            :func:`re2_tf.serving.export.export_model`), or a loaded
+            :class:`~re2_tf.Matcher` or :class:`~re2_tf.serving.predictor.Predictor`
+            (reuse it across calls: loading an export takes seconds).
         pairs: list of ``(text1, text2)`` tuples of ``str``, or of dicts with ``str``
             ``text1`` and ``text2`` (their other fields are copied to the output).
         **kwargs: ``tokenize`` (``auto``, ``graph``, ``python``) and ``batch_size`` for the
@@ -150,22 +147,26 @@ def predict(model_or_export, pairs, **kwargs) -> list[dict]:
 
     Returns:
         one dict per pair, in order: ``label`` (``str``), ``probabilities`` (``{label:
-        float}``) and a dict pair's other fields (see
-        :meth:`~re2_tf.serving.predictor.Predictor.predict`).
+        float}``, rounded to 6 decimals) and a dict pair's other fields (see
+        :meth:`re2_tf.Matcher.predict`).
 
     Raises:
-        ValueError: a malformed pair, or ``kwargs`` given with a Predictor.
+        ValueError: a malformed pair, or ``kwargs`` given with a loaded Matcher/Predictor.
         FileNotFoundError: not an export directory.
     """
+    from re2_tf.matcher import Matcher, _pair_dicts
     from re2_tf.serving.predictor import Predictor
 
     records = _pair_dicts(pairs)
-    if isinstance(model_or_export, Predictor):
+    if isinstance(model_or_export, (Predictor, Matcher)):
         if kwargs:
             raise ValueError(
-                f"{sorted(kwargs)} apply when loading an export; this Predictor is already loaded"
+                f"{sorted(kwargs)} apply when loading an export; this "
+                f"{type(model_or_export).__name__} is already loaded"
             )
-        predictor = model_or_export
+        matcher = model_or_export
+        if isinstance(matcher, Predictor):
+            matcher = Matcher._of(matcher)
     else:
-        predictor = Predictor(model_or_export, **kwargs)
-    return predictor.predict(records)[0]
+        matcher = Matcher.from_export(model_or_export, **kwargs)
+    return matcher._records(records, digits=6)[0]

@@ -1,5 +1,5 @@
 r"""``re2-evaluate``: score a run's best checkpoint on splits or any file (a thin layer over
-:func:`re2_tf.inference.load_examples` and :func:`re2_tf.evaluation.evaluate`, the
+:func:`re2_tf.inference.load_examples` and :func:`re2_tf.evaluation.evaluate_examples`, the
 steps of :func:`re2_tf.inference.evaluate_run`).
 
     re2-evaluate --run_dir=checkpoints/sample-re2                 # dev and test
@@ -71,7 +71,7 @@ def main(argv):
     if len(argv) > 1:
         raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
     from re2_tf import runs
-    from re2_tf.evaluation import evaluate, format_metrics
+    from re2_tf.evaluation import evaluate_examples, format_metrics
     from re2_tf.inference import load_examples
 
     # Every set is read first: bad data stops the command before the model is loaded.
@@ -89,7 +89,7 @@ def main(argv):
     network = runs.load_best_model(FLAGS.run_dir)
     results = {}
     for name, (spec, examples) in sets.items():
-        results[name] = evaluate(network, spec, examples, featurizers, FLAGS.batch_size)
+        results[name] = evaluate_examples(network, spec, examples, featurizers, FLAGS.batch_size)
         print(f"{name} ({len(examples)} pairs): {format_metrics(results[name])}")
     if FLAGS.output:
         Path(FLAGS.output).write_text(json.dumps(results, indent=2) + "\n")

@@ -176,9 +176,10 @@ def main(argv):
         raise flags.Error(
             f"unexpected arguments: {' '.join(argv[1:])} (settings are --name=value flags)"
         )
-    from re2_tf.api import fit
+    from re2_tf.api import console_handler, fit
     from re2_tf.config import TrainConfig
 
+    console_handler()  # the library logs; the command shows the lines on stdout
     fit(TrainConfig.from_flags(FLAGS))
 
 

@@ -1,8 +1,10 @@
 r"""Predict labels for text pairs with an exported model (:mod:`re2_tf.serving.export`).
 
-Library: :class:`Predictor` (load an export; ``predict``, ``probabilities``, ``scores``,
-``rank``), :func:`read_pairs` (parse input lines); :func:`re2_tf.inference.predict` is the
-one-call form. Command line (:mod:`re2_tf.cli.predict`)::
+Library: :class:`re2_tf.Matcher` (``Matcher.from_export(export_dir)``: ``predict``,
+``scores``, ``rank``, ``evaluate``) over :class:`Predictor`, which loads an export and runs it
+(tokenisation, runtime; its own ``predict``/``scores``/``rank`` are the Matcher's, kept for
+existing callers); :func:`read_pairs` (parse input lines). Command line
+(:mod:`re2_tf.cli.predict`)::
 
     re2-predict --export_dir=exports/snli --input=pairs.tsv > predictions.jsonl
     echo '{"text1": "A man sleeps.", "text2": "A person rests."}' | \
@@ -66,6 +68,8 @@ from pathlib import Path
 
 import numpy as np
 
+from re2_tf.matcher import OUTPUT_FIELDS, Matcher
+
 __all__ = [
     "InputError",
     "MissingOpError",
@@ -85,8 +89,6 @@ class MissingOpError(RuntimeError):
     what to install."""
 
 
-#: Fields every output record has; input fields of these names are renamed (``input_...``).
-OUTPUT_FIELDS = ("label", "probabilities")
 _BOM = "\ufeff"
 
 
@@ -364,124 +366,36 @@ class Predictor:
         outputs = self._outputs(texts1, texts2)
         return outputs["probabilities"], outputs["truncated"]
 
+    # The verbs below are re2_tf.Matcher's (one implementation for runs and exports); they stay
+    # here with their old signatures for existing callers.
     def scores(self, texts1, texts2, positive=None):
-        """One relevance score per pair: float32 ``[n]``, higher = better match.
-
-        - An export of a score model (``export_config.json`` ``"output": "score"``, e.g.
-          Match-SRNN trained with the pairwise hinge loss): the model's own score (its
-          ``score`` output; a TFLite export, which serves only probabilities
-          ``[1 - sigmoid(s), sigmoid(s)]``, gives ``s`` back as their log-odds).
-        - A classification export: the probability of the class ``positive`` (a label name
-          or index); by default the last class of a two-class export (``correct``,
-          ``duplicate``: the positive class of every two-class dataset of re2_tf).
+        """One relevance score per pair, float32 ``[n]``: :meth:`re2_tf.Matcher.scores` of
+        ``zip(texts1, texts2)``.
 
         Raises:
-            ValueError: a classification export with more than two classes and no
-                ``positive`` (e.g. SNLI: which class is a match is the caller's choice), an
-                unknown ``positive``, or ``texts1``/``texts2`` of different lengths.
+            ValueError: as :meth:`re2_tf.Matcher.scores`, or ``texts1``/``texts2`` of
+                different lengths.
         """
-        column = None
-        if self.config.get("output", "logits") != "score" or positive is not None:
-            column = self._positive_column(positive)
-        outputs = self._outputs(texts1, texts2)
-        probabilities = outputs["probabilities"]
-        if column is not None:
-            return probabilities[:, column].astype(np.float32)
-        if "score" in outputs:
-            return outputs["score"].astype(np.float32)
-        p = np.clip(probabilities.astype(np.float64), 1e-38, None)
-        return (np.log(p[:, 1]) - np.log(p[:, 0])).astype(np.float32)
-
-    def _positive_column(self, positive):
-        names = list(self.label_names)
-        if positive is None:
-            if len(names) != 2:
-                raise ValueError(
-                    f"{self.export_dir} has {len(names)} classes {names}: pass "
-                    "positive=<label name> to rank by that class's probability"
-                )
-            return 1
-        if isinstance(positive, str):
-            if positive not in names:
-                raise ValueError(
-                    f"positive={positive!r} is not a label of {self.export_dir} ({names})"
-                )
-            return names.index(positive)
-        if (
-            isinstance(positive, (int, np.integer))
-            and not isinstance(positive, bool)
-            and -len(names) <= positive < len(names)
-        ):
-            return int(positive) % len(names)
-        raise ValueError(f"positive must be a label name or index of {names}, got {positive!r}")
+        if len(texts1) != len(texts2):
+            raise ValueError(f"{len(texts1)} text1 but {len(texts2)} text2")
+        return Matcher._of(self).scores(list(zip(texts1, texts2)), positive=positive)
 
     def rank(self, query, candidates, top_k=None, *, positive=None, return_texts=True):
-        """Rank ``candidates`` for ``query``, best first (as sentence-transformers'
-        ``CrossEncoder.rank``): each pair ``(query, candidate)`` is scored by :meth:`scores`.
-
-        Args:
-            query: ``str``, the first text of every pair.
-            candidates: non-empty list of ``str``, the second texts.
-            top_k: keep the best ``top_k`` (an int >= 1; ``None`` = all).
-            positive: see :meth:`scores` (classification exports with more than two classes).
-            return_texts: include each candidate's text under ``"text"``.
-
-        Returns:
-            list of ``{"corpus_id": int (index into candidates), "score": float, "text":
-            str}``, by score descending; equal scores keep the candidates' order.
-
-        Raises:
-            ValueError: ``query`` or a candidate is not a ``str``, ``candidates`` is empty or
-                a bare string, ``top_k`` < 1, or :meth:`scores`'s errors.
-        """
-        if not isinstance(query, str):
-            raise ValueError(f"query must be a str, got {type(query).__name__}")
-        if isinstance(candidates, (str, bytes)):
-            raise ValueError("candidates must be a list of str, not one string")
-        candidates = list(candidates)
-        if not candidates:
-            raise ValueError("candidates is empty: give at least one text to rank")
-        for i, candidate in enumerate(candidates):
-            if not isinstance(candidate, str):
-                raise ValueError(f"candidates[{i}] must be a str, got {type(candidate).__name__}")
-        if top_k is not None and (
-            isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1
-        ):
-            raise ValueError(f"top_k must be an int >= 1 or None, got {top_k!r}")
-        scores = self.scores([query] * len(candidates), candidates, positive=positive)
-        order = sorted(range(len(candidates)), key=lambda i: -float(scores[i]))
-        ranked = []
-        for i in order[:top_k]:
-            entry = {"corpus_id": i, "score": float(scores[i])}
-            if return_texts:
-                entry["text"] = candidates[i]
-            ranked.append(entry)
-        return ranked
+        """:meth:`re2_tf.Matcher.rank` with ``return_documents=return_texts``: list of
+        ``{"corpus_id": int, "score": float, "text": str}``, by score descending."""
+        return Matcher._of(self).rank(
+            query, candidates, top_k, return_documents=return_texts, positive=positive
+        )
 
     def probabilities(self, texts1, texts2):
         """float32 ``[n, num_classes]`` for ``n`` pairs of raw texts."""
         return self.run(texts1, texts2)[0]
 
     def predict(self, pairs):
-        """Predict ``pairs`` (dicts from :func:`read_pairs`).
+        """Predict ``pairs`` (dicts from :func:`read_pairs`), as ``re2-predict`` writes them.
 
         Returns:
-            ``(records, truncated)``: one output dict per pair (``label``,
-            ``probabilities`` and the pair's other fields, renamed ``input_<name>`` where
-            they collide with :data:`OUTPUT_FIELDS`) and the number of pairs truncated.
+            ``(records, truncated)``: :meth:`re2_tf.Matcher.predict`'s records with the
+            probabilities rounded to 6 decimals, and the number of pairs truncated.
         """
-        probs, cut = self.run([p["text1"] for p in pairs], [p["text2"] for p in pairs])
-        records = []
-        for pair, row in zip(pairs, probs):
-            record = {
-                "label": self.label_names[int(np.argmax(row))],
-                "probabilities": {n: round(float(p), 6) for n, p in zip(self.label_names, row)},
-            }
-            for key, value in pair.items():
-                if key not in ("text1", "text2"):
-                    name = key
-                    while name in OUTPUT_FIELDS or (name != key and name in pair):
-                        name = "input_" + name
-                    record[name] = value
-            records.append(record)
-        return records, int(np.count_nonzero(cut))
+        return Matcher._of(self)._records(list(pairs), digits=6)
