@@ -8,7 +8,8 @@ with random weights over a synthetic vocabulary of ``--vocab_size`` words and fe
 of every input feature the model takes. Every model is **exported**
 (:mod:`re2_tf.serving.export`) and timed through the exported artefact loaded in a **fresh
 process** (``serving/timing_worker.py``, which never imports ``re2_tf``): first call (XLA
-compilation), ``--warmup`` untimed batches, then ``--batches`` timed batches -> mean ± std s/batch,
+compilation), ``--warmup`` untimed batches, then ``--batches`` timed batches, each a fresh
+draw whose texts are 20 ± 5 words long (:data:`TABLE5_LENGTH_SPREAD`) -> mean ± std s/batch,
 median and p99 ms, plus throughput at
 batch ``--throughput_batch`` and the worker's peak resident memory (after loading, and after
 all calls: the growth is what the calls needed, e.g. FITN's ``[batch, len1, len2, d]``
@@ -91,6 +92,7 @@ def time_export(
     throughput_batch=0,
     throughput_batches=5,
     seed=0,
+    length_spread=0,
     timeout=1800,
     options=None,
 ):
@@ -101,7 +103,10 @@ def time_export(
         signature: signature name.
         input_spec: ``{input name: {"dtype", "shape", "low", "high" | "words"}}`` (see
             ``serving/timing_worker.py``); the first input's ``shape[0]`` is the batch.
-        batches, warmup: timed / untimed batches (after the first call).
+        batches, warmup: timed / untimed batches (after the first call), each a fresh draw
+            of ``input_spec`` (unless ``options`` gives an ``inputs_file``).
+        length_spread: each text's length is drawn per row from ``length ± length_spread``
+            (0: every text ``length`` long; ``serving/timing_worker.py``).
         intra_op_threads, inter_op_threads: thread pools (0 = default; TFLite uses intra).
         throughput_batch: if > 0, also measure pairs/s at this batch size.
         options: more request keys of ``serving/timing_worker.py`` (``inputs_file``,
@@ -109,7 +114,8 @@ def time_export(
 
     Returns:
         dict with ``first_call_s``, ``mean_s``, ``std_s``, ``median_ms``, ``p99_ms``,
-        ``throughput_pairs_per_s``, ``interpreter``, ``times_s``.
+        ``throughput_pairs_per_s``, ``interpreter``, ``times_s``, ``length_spread``,
+        ``load_average`` (the 1-minute load before and after timing).
 
     Raises:
         RuntimeError: with the worker's stderr tail if it fails.
@@ -125,6 +131,7 @@ def time_export(
         throughput_batch=throughput_batch,
         throughput_batches=throughput_batches,
         seed=seed,
+        length_spread=int(length_spread),
         **(options or {}),
     )
     result = run_worker(WORKER, request, timeout=timeout)
@@ -138,11 +145,18 @@ def time_export(
     return result
 
 
+#: Table 5 timing: each text's length is drawn per row from 20 ± this many words (mean 20), so
+#: every batch has fresh lengths and an export that compiles per length cannot hide.
+TABLE5_LENGTH_SPREAD = 5
+
+
 def time_table5(path, signature, input_spec, *, threads, batches=100, throughput_batch=0, **kw):
     """:func:`time_export` with the Table 5 protocol every re2_tf latency figure uses: a fresh
     process, ``threads`` intra-op threads and one inter-op thread, ``min(10, batches)``
-    untimed batches after the first call, then ``batches`` timed ones (median reported);
-    ``kw`` as :func:`time_export`'s (``options``, ``seed``, ``timeout``)."""
+    untimed batches after the first call, then ``batches`` timed ones (median reported), every
+    batch a fresh draw with text lengths ``length ±`` :data:`TABLE5_LENGTH_SPREAD`; ``kw`` as
+    :func:`time_export`'s (``options``, ``seed``, ``timeout``, ``length_spread``)."""
+    kw.setdefault("length_spread", TABLE5_LENGTH_SPREAD)
     return time_export(
         path,
         signature,
@@ -169,6 +183,7 @@ def features_spec(featurizers, batch, length):
                 "shape": [batch, length, *feature.inner_shape],
                 "low": 2 if integer else 0,
                 "high": max(int(featurizer.vocab_size or 2), 3) if integer else 2,
+                "side": feature.side,
             }
     return spec
 
@@ -180,7 +195,7 @@ def text_spec(batch, length, words):
     """Input spec of ``serving_default``: ``text1``/``text2`` strings of ``length`` words drawn
     uniformly from ``words``."""
     one = {"dtype": "string", "shape": [batch, length], "words": list(words)}
-    return {"text1": dict(one), "text2": dict(one)}
+    return {"text1": dict(one, side="text1"), "text2": dict(one, side="text2")}
 
 
 def sample_words(path=SAMPLE_TEXT):
@@ -209,7 +224,7 @@ def ids_spec(batch, length, vocab_size):
     """Input spec of a word-id model's ``serving_ids``: int32 ``text1``/``text2``
     ``[batch, length]``."""
     one = {"dtype": "int32", "shape": [batch, length], "low": 2, "high": int(vocab_size)}
-    return {"text1": dict(one), "text2": dict(one)}
+    return {"text1": dict(one, side="text1"), "text2": dict(one, side="text2")}
 
 
 def synthetic_featurizers(spec, hparams, vocab_size):
@@ -336,17 +351,21 @@ def run_benchmark(
     workdir=None,
     plain=False,
     runtime=None,
+    length_spread=None,
 ):
     """Export each benchmark variant of ``model``'s spec (RE2: Table 5's 1/2/3 blocks) and
     time it with the Table 5 protocol; return ``(rows, markdown)``. ``plain`` adds a row per
     variant for the same network exported with Keras' ``model.export``. ``runtime``
     (``openvino``, ``onnxruntime``): time instead the ``xla=False`` export's ``serving_ids``
     converted for it (:func:`re2_tf.serving.runtimes.convert`; inputs:
-    :func:`re2_tf.serving.runtimes.timing_inputs`).
+    :func:`re2_tf.serving.runtimes.timing_inputs`). Every timed batch is a fresh draw whose
+    texts are ``length ± length_spread`` long (default :data:`TABLE5_LENGTH_SPREAD`).
 
     Raises:
         KeyError: an unknown model or variant.
     """
+    if length_spread is None:
+        length_spread = TABLE5_LENGTH_SPREAD
     from re2_tf.models import get_spec
 
     spec = get_spec(model)
@@ -408,6 +427,7 @@ def run_benchmark(
                     intra_op_threads=intra_op_threads,
                     inter_op_threads=inter_op_threads,
                     throughput_batch=0 if "inputs_file" in (options or {}) else throughput_batch,
+                    length_spread=length_spread,
                     options=options,
                 )
                 result.update(model=name, params=params, paper=entry.get("paper_seconds", "—"))

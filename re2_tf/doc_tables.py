@@ -172,7 +172,25 @@ def _bench(record):
     )
     parts = [table]
     parts += [f"{title}:\n\n{text}" for title, text in record.get("components", {}).items()]
-    return "\n\n".join(parts) + f"\n\nMeasured on {_machine(record)}."
+    return "\n\n".join(parts) + f"\n\nMeasured on {_machine(record)}." + _timing_notes(record)
+
+
+def _timing_notes(record):
+    """What the worker recorded about the timed batches (absent from older records): the
+    length draw and the 1-minute load average before and after timing, per row."""
+    rows = [r for r in record["rows"] if "load_average" in r]
+    if not rows:
+        return ""
+    spread = rows[0].get("length_spread", 0)
+    length = record["settings"]["length"]
+    loads = "; ".join(
+        f"{r['model']}: {r['load_average'][0]:.1f} -> {r['load_average'][1]:.1f}" for r in rows
+    )
+    return (
+        f" Every timed batch a fresh draw, each text {length} ± {spread} words. "
+        f"Load average (1 min, {record.get('cpu_count', '?')} cores) before -> after timing: "
+        f"{loads}."
+    )
 
 
 def _spread(values, fmt):

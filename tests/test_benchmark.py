@@ -127,3 +127,35 @@ def test_packed_pairs_are_timed_on_raw_text_and_other_models_on_ids():
     assert spec["text1"]["dtype"] == "string" and spec["text1"]["shape"] == [8, 20]
     assert {"man", "woman", "guitar"} <= set(spec["text1"]["words"])  # SNLI sample words
     assert all(w.isalpha() for w in spec["text1"]["words"])
+
+
+def test_timing_worker_draws_fresh_lengths_per_row_shared_by_side():
+    # The worker is a script run in a fresh process; its draw function is loaded from its file.
+    import importlib.util
+
+    import numpy as np
+
+    loader = importlib.util.spec_from_file_location("timing_worker", benchmark.WORKER)
+    worker = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(worker)
+    spec = {
+        "text1": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 50, "side": "text1"},
+        "text1_chars": {"dtype": "int32", "shape": [8, 20, 3], "low": 2, "high": 9},
+        "text2": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 50, "side": "text2"},
+        "words": {"dtype": "string", "shape": [8, 20], "words": ["a", "b"], "side": "text1"},
+    }
+    spec["text1_chars"]["side"] = "text1"
+    rng = np.random.default_rng(0)
+    widths = set()
+    for _ in range(20):
+        batch = worker.make_inputs(spec, 8, rng, spread=5)
+        rows = (batch["text1"] > 0).sum(1)  # ids are >= 2, padding 0: the row lengths
+        assert ((rows >= 15) & (rows <= 25)).all() and batch["text1"].shape[1] == rows.max()
+        assert (batch["text1"][np.arange(rows.max()) >= rows[:, None]] == 0).all()
+        # same side, same lengths: the characters and the texts; text2 has its own
+        np.testing.assert_array_equal((batch["text1_chars"] > 0).all(-1).sum(1), rows)
+        np.testing.assert_array_equal([len(t.split()) for t in batch["words"]], rows)
+        widths.add((batch["text1"].shape[1], batch["text2"].shape[1]))
+    assert len(widths) > 5  # fresh lengths per batch
+    exact = worker.make_inputs(spec, 8, rng)  # length_spread 0: every text 20 long
+    assert exact["text1"].shape == (8, 20) and (exact["text1"] > 0).all()

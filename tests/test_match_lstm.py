@@ -184,6 +184,28 @@ def test_appending_padding_leaves_outputs_unchanged(direction):
     assert np.all(np.isfinite(got_sequence))
 
 
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_last_state_skips_trailing_padding_columns_eagerly_and_under_xla(go_backwards):
+    # With only the last state out, the loop stops after B's last token in any row (a run-time
+    # trip count): the numpy reference at the tight width, however many padding columns follow;
+    # and a batch whose B is empty in every row gives zeros.
+    layer = built(seed=8, go_backwards=go_backwards)
+    h_b, h_a, mask_b, mask_a = batch(seed=8)
+    want = reference(layer, h_b, h_a, go_backwards)[0]
+    compiled = tf.function(layer, jit_compile=True)
+    for extra in (0, 4):
+        args = (
+            np.pad(h_b, [(0, 0), (0, extra), (0, 0)], constant_values=7.0),
+            h_a,
+            np.pad(mask_b, [(0, 0), (0, extra)]),
+            mask_a,
+        )
+        np.testing.assert_allclose(layer(*args), want, atol=1e-5, rtol=0)
+        np.testing.assert_allclose(compiled(*args), want, atol=1e-5, rtol=0)
+    empty = np.zeros_like(mask_b)
+    np.testing.assert_array_equal(compiled(h_b, h_a, empty, mask_a), 0.0)
+
+
 def test_empty_rows_have_finite_gradients_and_padding_gets_none():
     layer = built_bidirectional(seed=8)
     h_b, h_a, mask_b, mask_a = (tf.constant(x) for x in batch(seed=8, padding=0.0))

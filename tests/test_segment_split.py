@@ -242,3 +242,27 @@ def test_multi_window_cnn_rejects_bad_arguments():
         MultiWindowCNN(3, window_sizes=(0, 1))
     with pytest.raises(ValueError, match="inputs"):
         MultiWindowCNN(3).build((None, None, None))
+
+
+def test_input_width_pads_both_texts_to_the_input_length_under_xla():
+    """``width="input"``: the same positions as by hand, both outputs L = 128 wide (zeros and
+    mask 0 after each row's text), under XLA; the config keeps the width."""
+    hidden, ids, segments, padding_mask = packed_batch()
+    split = PairSegmentSplit(width="input")
+    outputs = tf.function(split, jit_compile=True)(
+        *(tf.constant(x) for x in (hidden, segments, padding_mask))
+    )
+    h_a, mask_a, h_b, mask_b = (np.asarray(x) for x in outputs)
+    assert h_a.shape == h_b.shape == (4, LENGTH, DIM) and mask_a.shape == (4, LENGTH, 1)
+    for out, mask, want in (
+        (h_a, mask_a, padded(WANT_A, LENGTH)),
+        (h_b, mask_b, padded(WANT_B, LENGTH)),
+    ):
+        np.testing.assert_array_equal(mask[..., 0], (want >= 0).astype("float32"))
+        for b in range(4):
+            taken = want[b] >= 0
+            np.testing.assert_array_equal(out[b, taken], hidden[b, want[b, taken]])
+            np.testing.assert_array_equal(out[b, ~taken], 0.0)
+    assert PairSegmentSplit.from_config(split.get_config()).width == "input"
+    with pytest.raises(ValueError, match="width must be one of"):
+        PairSegmentSplit(width="longest")

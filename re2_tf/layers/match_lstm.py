@@ -291,8 +291,16 @@ class MatchLSTM(keras.layers.Layer):
             for x in (projected_b, inputs_b, tokens)
         )
 
+        # Positions after the last one holding a token of any row change no state. With only
+        # the last state out, the loop stops there (a run-time trip count: one compiled loop
+        # serves every B width within a padded shape), the backward direction starting there.
+        used = steps
+        if not (self.return_sequences or return_attention):
+            columns = tf.reduce_any(tokens_b, axis=0)  # [len_b]
+            used = tf.maximum(tf.reduce_max(tf.where(columns, tf.range(1, steps + 1), 0)), 0)
+
         def body(t, state, cell, sequence, weights):
-            i = steps - 1 - t if self.go_backwards else t
+            i = used - 1 - t if self.go_backwards else t
             query = projected_b.read(i) + tf.matmul(state, attention_kernel_s)  # [batch, D]
             logits = tf.reduce_sum(
                 tf.tanh(projected_a + query[:, None, :]) * attention_vector, axis=-1
@@ -325,7 +333,7 @@ class MatchLSTM(keras.layers.Layer):
             )
             weights = weights.write(steps, tf.zeros(tf.shape(h_a)[:2], dtype))
         _, last, _, sequence, weights = tf.while_loop(
-            lambda t, *_: t < steps,
+            lambda t, *_: t < used,
             body,
             (tf.constant(0, "int32"), initial, initial, sequence, weights),
             maximum_iterations=steps,

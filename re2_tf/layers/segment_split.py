@@ -2,8 +2,11 @@
 2019, Section 3.2: "we first split the final hidden state h into h^A and h^B ... according to
 its position information").
 
-Written with TensorFlow ops (``tf.gather`` with per-row offsets); output widths depend on the
-batch's lengths and still compile under ``jit_compile=True`` (XLA's bounded dynamic shapes).
+Written with TensorFlow ops (``tf.gather`` with per-row offsets). With ``width="batch"`` the
+output widths depend on the batch's *values* (its longest segments): under ``jit_compile=True``
+XLA then takes ``segment_ids`` and ``padding_mask`` as compile-time constants and compiles one
+program per distinct mask. ``width="input"`` gives both outputs the input's length, so the
+compiled program depends on shapes only (what the XLA export uses, :mod:`re2_tf.serving.export`).
 """
 
 import keras
@@ -15,10 +18,14 @@ def _as_bool(x):
     return x if x.dtype == tf.bool else tf.not_equal(x, tf.zeros([], x.dtype))
 
 
-def _gather_span(hidden, start, lengths, dtype):
+WIDTHS = ("batch", "input")
+
+
+def _gather_span(hidden, start, lengths, dtype, width=None):
     """Rows ``hidden[b, start[b] : start[b] + lengths[b]]`` left-aligned and padded with zeros
-    to ``max(lengths)``, and their float mask ``[batch, width, 1]``."""
-    width = tf.maximum(tf.reduce_max(lengths), 0)
+    to ``width`` (default ``max(lengths)``), and their float mask ``[batch, width, 1]``."""
+    if width is None:
+        width = tf.maximum(tf.reduce_max(lengths), 0)
     offsets = tf.range(width, dtype=tf.int32)[None, :]  # [1, width]
     inside = offsets < lengths[:, None]  # [batch, width]
     index = tf.minimum(start[:, None] + offsets, tf.shape(hidden)[1] - 1)
@@ -49,8 +56,16 @@ class PairSegmentSplit(keras.layers.Layer):
     padding) splits the same way. The layer trusts the packing (one run of segment 0 first,
     then segment 1, then padding); it does not look at token ids.
 
-    Output widths are ``max_b |A|`` and ``max_b |B|`` (dynamic); under XLA they are bounded
-    dynamic sizes. No weights.
+    Output widths: ``max_b |A|`` and ``max_b |B|`` with ``width="batch"`` (the default: the
+    fewest MatchLSTM steps; the widths depend on the values of ``segment_ids`` and
+    ``padding_mask``, so under ``jit_compile`` XLA compiles once per distinct mask), or ``L``
+    for both with ``width="input"`` (the widths depend on the input's shape only: one XLA
+    program per input shape). The columns beyond ``max_b |A|`` / ``max_b |B|`` are padding
+    (0, mask 0), so a padding-invariant consumer (the MatchLSTM) gives the same result with
+    either. No weights.
+
+    Args:
+        width: ``"batch"`` or ``"input"``, as above.
 
     Call arguments:
         hidden: float ``[batch, L, d]``, BERT's final hidden states.
@@ -65,7 +80,8 @@ class PairSegmentSplit(keras.layers.Layer):
         (the project's mask convention, see :mod:`re2_tf.layers.masking`).
 
     Raises:
-        ValueError: ``hidden`` not of rank 3.
+        ValueError: ``width`` not in :data:`WIDTHS` (at construction); ``hidden`` not of rank
+            3.
 
     Reference: Shao et al., "Aggregating Bidirectional Encoder Representations Using
     MatchLSTM for Sequence Matching", 2019, Section 3.1 (packing) and Section
@@ -80,6 +96,12 @@ class PairSegmentSplit(keras.layers.Layer):
     ```
     """
 
+    def __init__(self, width="batch", **kwargs):
+        super().__init__(**kwargs)
+        if width not in WIDTHS:
+            raise ValueError(f"PairSegmentSplit: width must be one of {WIDTHS}, got {width!r}")
+        self.width = width
+
     def call(self, hidden, segment_ids, padding_mask):
         hidden = tf.convert_to_tensor(hidden)
         if hidden.shape.rank != 3:
@@ -89,10 +111,17 @@ class PairSegmentSplit(keras.layers.Layer):
         length = tf.reduce_sum(tf.cast(tokens, tf.int32), axis=1)
         length_a = tf.maximum(tf.reduce_sum(tf.cast(first, tf.int32), axis=1) - 1, 0)
         length_b = tf.maximum(length - length_a, 0)
-        h_a, mask_a = _gather_span(hidden, tf.zeros_like(length_a), length_a, self.compute_dtype)
-        h_b, mask_b = _gather_span(hidden, length_a, length_b, self.compute_dtype)
+        width = tf.shape(hidden)[1] if self.width == "input" else None
+        h_a, mask_a = _gather_span(
+            hidden, tf.zeros_like(length_a), length_a, self.compute_dtype, width
+        )
+        h_b, mask_b = _gather_span(hidden, length_a, length_b, self.compute_dtype, width)
         return h_a, mask_a, h_b, mask_b
 
     def compute_output_shape(self, hidden_shape):
         batch, dim = hidden_shape[0], hidden_shape[-1]
-        return (batch, None, dim), (batch, None, 1), (batch, None, dim), (batch, None, 1)
+        width = hidden_shape[1] if self.width == "input" else None
+        return (batch, width, dim), (batch, width, 1), (batch, width, dim), (batch, width, 1)
+
+    def get_config(self):
+        return {**super().get_config(), "width": self.width}

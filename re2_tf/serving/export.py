@@ -61,7 +61,10 @@ Speed (``--xla``, default on): weight normalisation is folded into plain kernels
 fusion layer's G1/G2 are one matmul (:mod:`re2_tf.serving.folded`); the model function is
 saved with ``jit_compile=True``. XLA compiles once per input shape, so inputs are padded
 (with 0 = padding; the model is padding-invariant) to a length bucket (``--length_buckets``)
-and the batch to a power of two; the first call per bucket shape costs ~1-2 s.
+and the batch to a power of two; the first call per bucket shape costs ~1-2 s. The model
+function's shapes must follow the input's shape only (no width taken from input values:
+BERT+MatchLSTM's segment split is exported with ``width="input"``), or XLA compiles once per
+distinct input value instead (``tests/test_export_buckets.py`` counts the compilations).
 
 Attributes of the loaded object: ``vocab_size`` (int64: token ids -- word ids, or BERT's
 word pieces; not characters -- are in ``[0, vocab_size)``), ``num_classes`` (int64),
@@ -74,6 +77,7 @@ for models without packed pairs); assets ``vocab.txt`` (BERT: its WordPiece voca
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -86,7 +90,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from re2_tf._compat import all_sublayers
 from re2_tf.data.features import TRUNCATED_KEY
+from re2_tf.layers import PairSegmentSplit
 from re2_tf.serving import text as text_lib
 
 __all__ = [
@@ -137,6 +143,35 @@ def _buckets_for(max_length, length_buckets):
     """int32 ``[n]`` sorted length buckets: those in ``(0, max_length)``, then ``max_length``."""
     buckets = sorted({int(b) for b in length_buckets if 0 < int(b) < max_length} | {max_length})
     return tf.constant(buckets, tf.int32)
+
+
+@contextlib.contextmanager
+def _shape_only_widths(model, enabled):
+    """While exporting with XLA: every :class:`~re2_tf.layers.PairSegmentSplit` in ``model``
+    splits to the input's length (``width="input"``), restored on exit.
+
+    With its default ``width="batch"`` the split's output widths depend on the values of
+    ``segment_ids`` / ``padding_mask``, so XLA would take those inputs as compile-time
+    constants and compile a new program for every distinct mask, bucketing or not; with
+    ``"input"`` the model function's shapes follow the (bucket-padded) input shape only. The
+    outputs are the same (the MatchLSTM after the split ignores padding).
+
+    Args:
+        model: a Keras model; enabled: bool (``False``: leave ``model`` as it is).
+    """
+    splits = [
+        layer
+        for layer in (all_sublayers(model, include_self=True) if enabled else [])
+        if isinstance(layer, PairSegmentSplit)
+    ]
+    before = [layer.width for layer in splits]
+    for layer in splits:
+        layer.width = "input"
+    try:
+        yield
+    finally:
+        for layer, width in zip(splits, before):
+            layer.width = width
 
 
 def _feature_shape(spec):
@@ -740,7 +775,10 @@ def export_model(
         },
         **(extra_config or {}),
     }
-    with tempfile.TemporaryDirectory() as tmp:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        _shape_only_widths(model, xla and fmt == "savedmodel"),
+    ):
         tmp = Path(tmp)
         files = [name for f in featurizers for name in f.save(tmp)]
         (tmp / "label_names.txt").write_text(

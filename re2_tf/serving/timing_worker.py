@@ -9,15 +9,24 @@ Request keys:
     path: SavedModel directory, or a ``.tflite``, ``.onnx`` or OpenVINO ``.xml`` file.
     signature: signature name (``serving_ids``, ``serving_default``, ...).
     inputs: ``{name: {"dtype": "int32"|"string", "shape": [batch, length?],
-            "low": int, "high": int, "words": [...]}}`` -- int inputs are uniform in
-            ``[low, high)``; string inputs join ``shape[1]`` random ``words`` per row.
-    batches: timed batches; warmup: untimed batches after the first call.
+            "low": int, "high": int, "words": [...], "side": str}}`` -- int inputs are
+            uniform in ``[low, high)``; string inputs join ``length`` random ``words`` per row.
+    length_spread: each row's text length is drawn uniformly from ``length -
+            length_spread .. length + length_spread`` (at least 1; default 0: exactly
+            ``length``). String rows join that many words; the other inputs get, per row,
+            that many values then padding (0), and the batch is as wide as its longest row.
+            Inputs with the same ``side`` (default: their name) share the row lengths.
+    batches: timed batches; warmup: untimed batches after the first call. Every one of them
+            is a fresh draw (fresh words or ids, fresh lengths), so an export that compiles
+            per input length or value shows it in the times; with ``inputs_file`` they cycle
+            through its 4 batches.
     throughput_batch: if > 0, also time ``throughput_batches`` batches of this size.
     intra_op_threads, inter_op_threads: 0 = TensorFlow's default.
     seed: input RNG seed.
     inputs_file: optional ``.npz`` of the 4 batches (keys ``<i>/<input name>``), used
             instead of drawing them (``inputs`` then only gives the batch size).
-    outputs_file: optional ``.npz`` written after timing: ``probabilities`` of the 4 batches.
+    outputs_file: optional ``.npz`` written after timing: ``probabilities`` of 4 batches (the
+            first call's and 3 more, drawn before timing; or ``inputs_file``'s).
     precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``).
 
 Output keys: ``first_call_s`` (first call, includes XLA compilation / TFLite allocation),
@@ -25,9 +34,12 @@ Output keys: ``first_call_s`` (first call, includes XLA compilation / TFLite all
 ``loaded_rss_mib`` (the process's peak resident memory once the model is loaded, before any
 call) and ``peak_rss_mib`` (its peak after every call; ``getrusage``'s ``ru_maxrss``, MiB).
 The difference bounds the memory the calls needed (activations, XLA compilation).
+``length_spread`` (as requested) and ``load_average`` (``os.getloadavg()``'s 1-minute load
+before the first call and after the last timed one: other processes sharing the CPU).
 """
 
 import json
+import os
 import resource
 import sys
 import time
@@ -38,22 +50,28 @@ def peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def make_inputs(spec, batch, rng):
+def make_inputs(spec, batch, rng, spread=0):
+    """One batch of fresh inputs (the module docstring's ``inputs`` and ``length_spread``)."""
     import numpy as np
 
-    out = {}
+    out, lengths = {}, {}
     for name, s in spec.items():
         shape = [batch] + list(s["shape"][1:])
+        length = shape[1] if len(shape) > 1 else 20
+        side = s.get("side", name)
+        if side not in lengths:
+            lengths[side] = rng.integers(max(length - spread, 1), length + spread + 1, batch)
+        rows = lengths[side]
         if s["dtype"] == "string":
             words = np.asarray(s["words"], dtype=object)
-            length = shape[1] if len(shape) > 1 else 20
-            out[name] = np.asarray(
-                [" ".join(rng.choice(words, size=length)) for _ in range(batch)], dtype=object
-            )
+            out[name] = np.asarray([" ".join(rng.choice(words, size=n)) for n in rows], object)
         else:
-            out[name] = rng.integers(s.get("low", 0), s.get("high", 2), size=shape).astype(
-                s["dtype"]
-            )
+            if len(shape) > 1:
+                shape[1] = int(rows.max())
+            x = rng.integers(s.get("low", 0), s.get("high", 2), size=shape).astype(s["dtype"])
+            if len(shape) > 1:
+                x[np.arange(shape[1])[None, :] >= rows[:, None]] = 0  # padding after each row
+            out[name] = x
     return out
 
 
@@ -130,6 +148,7 @@ def main(request):
             return {k: v.numpy() for k, v in out.items()}
 
     spec, batch = request["inputs"], request["inputs"][next(iter(request["inputs"]))]["shape"][0]
+    spread = int(request.get("length_spread", 0))
     if request.get("inputs_file"):
         data = np.load(request["inputs_file"])
         batches = [
@@ -137,19 +156,27 @@ def main(request):
             for i in range(4)
         ]
     else:
-        batches = [make_inputs(spec, batch, rng) for _ in range(4)]
+        batches = [make_inputs(spec, batch, rng, spread) for _ in range(4)]
+
+    def next_inputs(i):
+        if request.get("inputs_file"):
+            return batches[i % 4]
+        return make_inputs(spec, batch, rng, spread)
+
     loaded_rss = peak_rss_mib()
+    load_before = os.getloadavg()[0]
     start = time.perf_counter()
     call(batches[0])
     first = time.perf_counter() - start
     for i in range(request.get("warmup", 10)):
-        call(batches[i % 4])
+        call(next_inputs(i))
     times = []
     for i in range(request["batches"]):
-        inputs = batches[i % 4]
+        inputs = next_inputs(i)
         start = time.perf_counter()
         call(inputs)
         times.append(time.perf_counter() - start)
+    load_after = os.getloadavg()[0]
     throughput = None
     big = request.get("throughput_batch", 0)
     if big:
@@ -172,6 +199,8 @@ def main(request):
                 "interpreter": interpreter_name,
                 "loaded_rss_mib": loaded_rss,
                 "peak_rss_mib": peak_rss_mib(),
+                "length_spread": spread,
+                "load_average": [load_before, load_after],
             }
         )
     )

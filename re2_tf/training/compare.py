@@ -253,6 +253,17 @@ def report(records, models=MODELS):
     )
     if machines:
         lines += ["", f"Latency, serving and training speed measured on {'; '.join(machines)}."]
+    fresh = {m: s for m, s in serving.items() if s.get("load_average")}
+    if fresh:  # recorded by the timing worker since its batches are fresh draws
+        lines[-1] += (
+            " Latency timed on fresh batches (texts of 20 ± spread words) for "
+            + ", ".join(
+                f"`{m}` (spread {s.get('length_spread', 0)}; load average, 1 min, before -> after "
+                f"timing: {s['load_average'][0]:.1f} -> {s['load_average'][1]:.1f})"
+                for m, s in fresh.items()
+            )
+            + "; the others on 4 fixed batches of 20 words."
+        )
     return "\n".join(lines), {
         "tasks": tasks,
         "serving": list(serving.values()),
