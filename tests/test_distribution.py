@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_train_api import TINY, make_data
+from registered import tiny
+from test_train_api import make_data
 
 from re2_tf import ConfigError
 from re2_tf.training.checkpoint import stable_path
@@ -79,7 +80,7 @@ def _ranking_data(root, n_train=48, n_eval=16):
 def _config(case, data):
     model, extra, ranking = CASES[case]
     extra = dict(extra)
-    hparams = {**TINY[model], **NO_DROPOUT[model], **extra.pop("hparams", {})}
+    hparams = {**tiny(model), **NO_DROPOUT[model], **extra.pop("hparams", {})}
     return {
         "model": model,
         "dataset": "sample_ranking" if ranking else "sample",

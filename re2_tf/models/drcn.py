@@ -541,5 +541,14 @@ SPEC = register(
         benchmark={"DRCN": {"hparams": dict(batch_norm=True)}},
         reference="Kim, Kang and Kwak, AAAI 2019 (no official code)",
         analysis=ANALYSIS,
+        tiny=dict(
+            embedding_dim=4,
+            char_embedding_dim=3,
+            char_filters=4,
+            char_kernel_size=3,
+            hidden_size=3,
+            autoencoder_units=5,
+            fc_units=6,
+        ),
     )
 )

@@ -365,5 +365,14 @@ SPEC = register(
         benchmark={"FITN": {"hparams": {}}},
         reference="Qi et al., Findings of NAACL 2022 (no public code)",
         analysis=ANALYSIS,
+        tiny=dict(
+            embedding_dim=4,
+            char_embedding_dim=3,
+            char_filters=4,
+            char_kernel_size=3,
+            hidden_size=3,
+            memory_size=5,
+            fc_units=6,
+        ),
     )
 )

@@ -353,5 +353,6 @@ SPEC = register(
         },
         reference="Wan et al., IJCAI 2016",
         analysis=ANALYSIS,
+        tiny=dict(embedding_dim=4, slices=3, hidden_size=2),
     )
 )

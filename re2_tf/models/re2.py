@@ -369,5 +369,6 @@ SPEC = register(
         },
         reference="Yang et al., ACL 2019; the authors' TensorFlow release",
         analysis=ANALYSIS,
+        tiny=dict(embedding_dim=8, hidden_size=8, blocks=2, enc_layers=2),
     )
 )
