@@ -257,3 +257,19 @@ def test_the_corrected_command_trains_in_the_same_run_dir(tmp_path):
     re2_tf.fit(small)
     record = json.loads((config.resolved_run_dir / "config.json").read_text())
     assert record["model_kwargs"]["blocks"] == 3
+
+
+# ---------------------------------------------------------------------- datasets
+def test_every_dataset_is_one_entry_of_each_registry():
+    from re2_tf.cli.prepare import define_flags
+    from re2_tf.data.datasets import DATASETS
+    from re2_tf.data.prepare import PREPARATIONS
+
+    assert set(PREPARATIONS) == set(DATASETS)
+    values = flags.FlagValues()
+    define_flags(values)
+    assert sorted(values["dataset"].parser.enum_values) == sorted(DATASETS)
+    for name, entry in PREPARATIONS.items():
+        # the common path (raw files of the three splits and their reader) or a path of its own
+        assert (entry.prepare is None) == (entry.read is not None), name
+        assert entry.prepare is not None or set(entry.files) == {"train", "dev", "test"}, name
