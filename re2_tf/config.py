@@ -799,6 +799,8 @@ def _validate(config):
                 f"hparams.{name}",
                 f"must be one of {', '.join(map(str, hparam.choices))}, got {value!r}",
             )
+        problem = hparam.range_error(value)
+        _check(not problem, f"hparams.{name}", problem)
     if config.dataset == datasets.CUSTOM:
         _check(
             len(config.labels) >= 2,

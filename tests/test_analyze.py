@@ -30,27 +30,8 @@ from re2_tf.models.re2 import build_re2
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS, CHARS, CLASSES = 30, 40, 3
-TINY_DRCN = dict(
-    embedding_dim=4,
-    char_embedding_dim=3,
-    char_filters=4,
-    char_kernel_size=3,
-    hidden_size=3,
-    num_layers=2,
-    autoencoder_layers="2",
-    autoencoder_units=5,
-    fc_units=6,
-)
-TINY_FITN = dict(
-    embedding_dim=4,
-    char_embedding_dim=3,
-    char_filters=4,
-    char_kernel_size=3,
-    hidden_size=3,
-    memory_size=5,
-    fc_units=6,
-    rounds=2,
-)
+TINY_DRCN = dict(get_spec("drcn").tiny, num_layers=2, autoencoder_layers="2")
+TINY_FITN = dict(get_spec("fitn").tiny, rounds=2)
 
 
 def tiny(name, return_attention=False, seed=0):
@@ -69,7 +50,7 @@ def tiny(name, return_attention=False, seed=0):
     elif name == "fitn":
         model = build_fitn(WORDS, CHARS, CLASSES, return_attention=return_attention, **TINY_FITN)
     else:
-        model = build_match_srnn(WORDS, CLASSES, embedding_dim=4, slices=3, hidden_size=2)
+        model = build_match_srnn(WORDS, CLASSES, **get_spec("match_srnn").tiny)
     randomize_weights(model, seed)
     return model
 

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from test_train_api import TINY, make_data
+from registered import tiny
+from test_train_api import make_data
 
 from re2_tf import ConfigError, WorkerLostError
 from re2_tf.cli.common import run_app
@@ -86,7 +87,7 @@ def _ranking_data(root, n_train=48, n_eval=16):
 def _config(case, data):
     model, extra, ranking = CASES[case]
     extra = dict(extra)
-    hparams = {**TINY[model], **NO_DROPOUT[model], **extra.pop("hparams", {})}
+    hparams = {**tiny(model), **NO_DROPOUT[model], **extra.pop("hparams", {})}
     return {
         "model": model,
         "dataset": "sample_ranking" if ranking else "sample",
@@ -468,7 +469,7 @@ def test_a_killed_worker_ends_the_chief_with_one_line_and_the_same_command_resum
         f"--data_dir={data}",
         f"--run_dir={run_dir}",
         "--distribution=multi_worker",
-        *[f"--{name}={value}" for name, value in TINY["re2"].items()],
+        *[f"--{name}={value}" for name, value in tiny("re2").items()],
         "--batch_size=16",
         "--epochs=1000",
         f"--max_samples={16 * 24}",  # 24 updates

@@ -20,15 +20,7 @@ from re2_tf.training.trainer import model_loss_terms
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS, CHARS, CLASSES = 30, 12, 3
-TINY = dict(
-    embedding_dim=4,
-    char_embedding_dim=3,
-    char_filters=4,
-    char_kernel_size=3,
-    hidden_size=3,
-    autoencoder_units=5,
-    fc_units=6,
-)
+TINY = get_spec("drcn").tiny
 
 
 # --------------------------------------------------------------------------- helpers

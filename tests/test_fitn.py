@@ -29,16 +29,7 @@ from re2_tf.models.fitn import FITN_DEFAULTS, build_fitn
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS, CHARS, CLASSES = 30, 12, 3
-TINY = dict(
-    embedding_dim=4,
-    char_embedding_dim=3,
-    char_filters=4,
-    char_kernel_size=3,
-    hidden_size=3,
-    memory_size=5,
-    fc_units=6,
-    dropout=0.3,
-)
+TINY = dict(get_spec("fitn").tiny, dropout=0.3)
 
 
 def tiny_batch(seed=0, width=5):

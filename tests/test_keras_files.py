@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from weights import randomize_weights
 
-from re2_tf.models import build_drcn, build_fitn, build_match_srnn, build_re2
+from re2_tf.models import build_drcn, build_fitn, build_match_srnn, build_re2, get_spec
 
 WORDS, CHARS, CLASSES, BERT_VOCAB = 30, 12, 3, 40
 CLS, SEP = 2, 3
@@ -89,14 +89,6 @@ def tiny_bert_matchlstm(**options):
     )
 
 
-CHAR_TINY = dict(
-    embedding_dim=4,
-    char_embedding_dim=3,
-    char_filters=4,
-    char_kernel_size=3,
-    hidden_size=3,
-    fc_units=6,
-)
 #: name -> (build the tiny model with non-default hyper-parameters, its batch).
 MODELS = {
     "re2": (
@@ -119,21 +111,18 @@ MODELS = {
             WORDS,
             CHARS,
             CLASSES,
-            **CHAR_TINY,
-            autoencoder_units=5,
+            **get_spec("drcn").tiny,
             num_layers=3,
             autoencoder_layers="2,3",
         ),
         lambda rng: text_batch(rng, chars=True, exact_match=True),
     ),
     "fitn": (
-        lambda: build_fitn(WORDS, CHARS, CLASSES, **CHAR_TINY, memory_size=5, rounds=2),
+        lambda: build_fitn(WORDS, CHARS, CLASSES, **get_spec("fitn").tiny, rounds=2),
         lambda rng: text_batch(rng, chars=True),
     ),
     "match_srnn": (
-        lambda: build_match_srnn(
-            WORDS, CLASSES, embedding_dim=4, slices=3, hidden_size=2, bidirectional=True
-        ),
+        lambda: build_match_srnn(WORDS, CLASSES, **get_spec("match_srnn").tiny, bidirectional=True),
         lambda rng: text_batch(rng),
     ),
     "bert_matchlstm": (tiny_bert_matchlstm, bert_batch),

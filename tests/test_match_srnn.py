@@ -15,7 +15,7 @@ from re2_tf.models.match_srnn import MATCH_SRNN_DEFAULTS, MATCH_SRNN_LOSSES, bui
 from re2_tf.training.losses import output_kind
 
 WORDS, CLASSES = 30, 3
-TINY = dict(embedding_dim=4, slices=3, hidden_size=2)
+TINY = get_spec("match_srnn").tiny
 # Unequal lengths, padding in both texts, one text filling its padded width, an empty text.
 TEXT1 = np.array(
     [[3, 4, 5, 6, 0], [7, 8, 0, 0, 0], [9, 10, 11, 12, 13], [2, 0, 0, 0, 0], [5, 6, 7, 0, 0]],

@@ -13,8 +13,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from registered import models, tiny
 from test_keras_files import MODELS
-from test_train_api import TINY, make_data
+from test_train_api import make_data
 from weights import randomize_weights
 
 import re2_tf
@@ -166,7 +167,7 @@ def test_fp16_overflow_skips_the_update_halves_the_scale_and_counts_it():
     assert int(optimizer.iterations.numpy()) == 1
 
 
-@pytest.mark.parametrize("model", ["re2", "drcn", "fitn", "match_srnn", "bert_matchlstm"])
+@pytest.mark.parametrize("model", models())
 @pytest.mark.parametrize("mixed_precision", ["bf16", "fp16"])
 def test_fit_trains_saves_and_scores_in_mixed_precision(tmp_path, model, mixed_precision):
     if model == "bert_matchlstm":
@@ -183,7 +184,7 @@ def test_fit_trains_saves_and_scores_in_mixed_precision(tmp_path, model, mixed_p
         min_df=1,
         progress=False,
         mixed_precision=mixed_precision,
-        hparams=TINY[model],
+        hparams=tiny(model),
     )
     result = re2_tf.fit(config)
     assert result.best_step > 0

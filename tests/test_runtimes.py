@@ -19,10 +19,6 @@ from re2_tf.serving.export import export_model, export_run
 from re2_tf.training.losses import output_kind
 
 LABELS = ["entailment", "neutral", "contradiction"]
-TINY = {
-    "re2": dict(embedding_dim=16, hidden_size=16, blocks=1, enc_layers=2),
-    "match_srnn": dict(embedding_dim=8, slices=4, hidden_size=4),
-}
 
 
 def test_unsupported_ops_are_read_from_each_tools_message():
@@ -64,7 +60,7 @@ def _tiny_export(name, path, xla=False, seed=0):
 
     spec = get_spec(name)
     keras.utils.set_random_seed(seed)
-    hparams = dict(spec.defaults(), **TINY[name])
+    hparams = dict(spec.defaults(), **spec.tiny)
     featurizers = benchmarking.synthetic_featurizers(spec, hparams, vocab_size=200)
     model = spec.build(3, {f.kind: f.vocab_size for f in featurizers}, None, **hparams)
     randomize_weights(model, seed)
@@ -174,17 +170,19 @@ def run_export(tmp_path_factory):
 
     words = "a man woman dog is are sleeping playing the on in park guitar".split()
     vocab = Vocab(words)
-    model = build_re2(len(vocab), 3, **TINY["re2"])
+    model = build_re2(len(vocab), 3, **get_spec("re2").tiny)
     randomize_weights(model, 3)
     run_dir = tmp_path_factory.mktemp("run")
     model.save(run_dir / runs.BEST_MODEL_FILE)
     vocab.save(run_dir / runs.VOCAB_FILE)
-    (run_dir / runs.RUN_FLAGFILE).write_text("--blocks=1\n")
+    (run_dir / runs.RUN_FLAGFILE).write_text(
+        "".join(f"--{k}={v}\n" for k, v in get_spec("re2").tiny.items())
+    )
     runs.save_config(
         run_dir,
         runs.RunConfig(
             model="re2",
-            model_kwargs=TINY["re2"],
+            model_kwargs=get_spec("re2").tiny,
             dataset="sample",
             label_names=LABELS,
             tokenizer="whitespace",

@@ -12,38 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from registered import models, tiny
 
 import re2_tf
 from re2_tf import ConfigError, TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
-
-#: Tiny hyper-parameters per model (paper architectures, small widths) for two-update runs.
-TINY = {
-    "re2": {"embedding_dim": 8, "hidden_size": 8, "blocks": 1, "enc_layers": 1},
-    "drcn": {
-        "embedding_dim": 8,
-        "char_embedding_dim": 4,
-        "char_filters": 4,
-        "num_layers": 2,
-        "hidden_size": 6,
-        "autoencoder_layers": "2",
-        "autoencoder_units": 8,
-        "fc_units": 8,
-    },
-    "fitn": {
-        "embedding_dim": 8,
-        "char_embedding_dim": 4,
-        "char_filters": 4,
-        "rounds": 1,
-        "hidden_size": 6,
-        "memory_size": 6,
-        "fc_units": 8,
-    },
-    "match_srnn": {"embedding_dim": 8, "slices": 2, "hidden_size": 4},
-    "bert_matchlstm": {"match_units": 8},
-}
 
 
 def make_data(root, n_train=16, n_eval=8):
@@ -167,7 +142,7 @@ def test_from_json_rebuilds_the_config_a_run_recorded(tmp_path):
         batch_size=8,
         min_df=1,
         eval_per_samples=8,
-        hparams=TINY["re2"],
+        hparams=tiny("re2"),
         progress=False,
     )
     result = re2_tf.fit(config, run_dir=tmp_path / "run")
@@ -192,7 +167,7 @@ def test_run_writes_a_tensorboard_hparams_record(tmp_path):
         batch_size=8,
         min_df=1,
         eval_per_samples=8,
-        hparams=TINY["re2"],
+        hparams=tiny("re2"),
         lr=0.0025,
     )
     re2_tf.fit(config, run_dir=tmp_path / "run")
@@ -209,7 +184,7 @@ def test_run_writes_a_tensorboard_hparams_record(tmp_path):
                     for name, v in data_pb.session_start_info.hparams.items():
                         recorded[name] = v.WhichOneof("kind") and getattr(v, v.WhichOneof("kind"))
     assert recorded["lr"] == pytest.approx(0.0025) and recorded["model"] == "re2"
-    assert recorded["hparams.hidden_size"] == TINY["re2"]["hidden_size"]
+    assert recorded["hparams.hidden_size"] == tiny("re2")["hidden_size"]
     assert recorded["batch_size"] == 8 and recorded["lower_case"] is True
 
 
@@ -221,7 +196,7 @@ FAST_MODELS = ("re2",)
 
 @pytest.mark.parametrize(
     "model",
-    [m if m in FAST_MODELS else pytest.param(m, marks=pytest.mark.slow) for m in sorted(TINY)],
+    [m if m in FAST_MODELS else pytest.param(m, marks=pytest.mark.slow) for m in models()],
 )
 def test_fit_from_python_equals_the_cli(model, tmp_path):
     """Two updates of each model on a cut of the bundled sample: ``re2_tf.fit`` in this
@@ -238,7 +213,7 @@ def test_fit_from_python_equals_the_cli(model, tmp_path):
     )
     assert not flags.FLAGS.is_parsed() or "batch_size" not in flags.FLAGS
     result = re2_tf.fit(
-        TrainConfig(model=model, hparams=TINY[model], **settings), run_dir=tmp_path / "library"
+        TrainConfig(model=model, hparams=tiny(model), **settings), run_dir=tmp_path / "library"
     )
     assert isinstance(result, re2_tf.RunResult)
     assert result.best_model == tmp_path / "library" / "best.keras"
@@ -248,7 +223,7 @@ def test_fit_from_python_equals_the_cli(model, tmp_path):
     assert result.wall_time > 0
 
     args = [f"--model={model}", f"--run_dir={tmp_path / 'cli'}"]
-    args += [f"--{k}={v}" for k, v in {**settings, **TINY[model]}.items()]
+    args += [f"--{k}={v}" for k, v in {**settings, **tiny(model)}.items()]
     proc = cli(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     library, command = (
@@ -273,7 +248,7 @@ def test_repeats_train_each_seed_and_summarise(tmp_path):
             batch_size=8,
             min_df=1,
             eval_per_samples=8,
-            hparams=TINY["re2"],
+            hparams=tiny("re2"),
             progress=False,
             repeats=2,
             seed=4,
@@ -538,7 +513,7 @@ def test_custom_task_from_the_command_line(tmp_path):
     exports and predicts from the command line with its own label names."""
     data = _compass_task(tmp_path / "toy")
     run_dir, export_dir = tmp_path / "run", tmp_path / "export"
-    tiny = [f"--{name}={value}" for name, value in TINY["re2"].items()]
+    tiny_flags = [f"--{name}={value}" for name, value in tiny("re2").items()]
     trained = cli(
         "--model=re2",
         "--dataset=custom",
@@ -551,7 +526,7 @@ def test_custom_task_from_the_command_line(tmp_path):
         "--eval_per_samples=32",
         f"--data_dir={data}",
         f"--run_dir={run_dir}",
-        *tiny,
+        *tiny_flags,
     )
     assert trained.returncode == 0, trained.stderr[-3000:]
     flags_txt = (run_dir / "flags.txt").read_text().splitlines()
@@ -606,7 +581,7 @@ def test_custom_four_label_task_trains_and_serves(tmp_path):
         batch_size=16,
         min_df=1,
         eval_per_samples=32,
-        hparams=TINY["re2"],
+        hparams=tiny("re2"),
     )
     result = re2_tf.fit(config, run_dir=tmp_path / "run")
     record = json.loads((tmp_path / "run" / "config.json").read_text())

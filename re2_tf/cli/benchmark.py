@@ -54,9 +54,12 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
-    flags.DEFINE_string(
+    from re2_tf.models.spec import model_names
+
+    flags.DEFINE_enum(
         "model",
         "re2",
+        list(model_names()),
         "Registered model whose benchmark variants are timed.",
         flag_values=flag_values,
     )
@@ -102,8 +105,8 @@ def define_flags(flag_values=FLAGS):
     )
     flags.DEFINE_list(
         "runtimes_models",
-        ["re2", "drcn", "fitn", "match_srnn", "bert_matchlstm"],
-        "Models of --runtimes (each its first benchmark variant).",
+        list(model_names()),
+        "Models of --runtimes (each its first benchmark variant; default: every registered one).",
         flag_values=flag_values,
     )
     flags.DEFINE_bool(
@@ -161,8 +164,9 @@ def define_flags(flag_values=FLAGS):
     )
     flags.DEFINE_list(
         "roofline_models",
-        ["re2", "drcn", "fitn", "match_srnn", "bert_matchlstm"],
-        "Models of --roofline (each with all its benchmark variants).",
+        list(model_names()),
+        "Models of --roofline (each with all its benchmark variants; default: every registered "
+        "one).",
         flag_values=flag_values,
     )
     flags.DEFINE_list(

@@ -39,7 +39,7 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
-    from re2_tf.training.compare import MODELS, TASKS
+    from re2_tf.training.compare import TASKS, model_names
 
     flags.DEFINE_enum(
         "task", None, list(TASKS), "Task to train (none: only the table).", flag_values=flag_values
@@ -47,7 +47,7 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_string("data_dir", None, "The task's data directory.", flag_values=flag_values)
     flags.DEFINE_list(
         "models",
-        list(MODELS),
+        list(model_names()),
         "Models to train or measure; the table shows them and every model with records.",
         flag_values=flag_values,
     )

@@ -25,14 +25,19 @@ from re2_tf.cli.common import run_command
 __all__ = ["define_flags", "main", "run"]
 
 FLAGS = flags.FLAGS
-MODELS = ("re2", "drcn", "fitn", "match_srnn", "bert_matchlstm")
 
 
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
+    from re2_tf.models.spec import model_names
     from re2_tf.training.throughput import MODES
 
-    flags.DEFINE_list("models", list(MODELS), "Models to measure.", flag_values=flag_values)
+    flags.DEFINE_list(
+        "models",
+        list(model_names()),
+        "Models to measure (default: every registered one).",
+        flag_values=flag_values,
+    )
     flags.DEFINE_list(
         "modes", list(MODES), f"Modes to measure: {list(MODES)}.", flag_values=flag_values
     )

@@ -87,7 +87,9 @@ def define_model_flags(spec, flag_values=FLAGS):
             float: flags.DEFINE_float,
             str: flags.DEFINE_string,
         }[type(hparam.default)]
-        define(name, hparam.default, hparam.help, flag_values=flag_values)
+        bounds = hparam.range_text()
+        text = f"{hparam.help} Range: {bounds}." if bounds else hparam.help
+        define(name, hparam.default, text, flag_values=flag_values)
 
 
 def _sniff(args, name, default):
@@ -163,6 +165,9 @@ def _layer_defaults(args, flag_values):
     preset = _sniff(args, "preset", None)
     layered = layered_defaults(model, dataset, preset)
     define_model_flags(MODEL_SPECS[model], flag_values)
+    flag_values[
+        "model"
+    ].help = f"Architecture: one of the registered models ({', '.join(MODEL_SPECS)})."
     for field in _fields():
         if field.name in layered:  # a custom dataset's labels have no default
             flag_values.set_default(field.name, layered[field.name])

@@ -74,6 +74,9 @@ class DatasetSpec:
         turns the distribution's raw text into the prepared form.
       ranking: True if pairs are grouped by question and scored with MAP/MRR.
       watch_metrics: further metrics worth logging.
+      raw_text: its split files hold raw text and labels by name or id, tokenised on loading
+        with ``tokenizer`` (a user's own data, :func:`custom_dataset`); otherwise they are
+        prepared (tokenised, label ids).
     """
 
     name: str
@@ -82,6 +85,7 @@ class DatasetSpec:
     tokenizer: str
     ranking: bool = False
     watch_metrics: tuple[str, ...] = ()
+    raw_text: bool = False
 
     @property
     def num_classes(self) -> int:
@@ -171,6 +175,7 @@ def custom_dataset(
         tokenizer,
         ranking=ranking,
         watch_metrics=tuple(watch_metrics),
+        raw_text=True,
     )
 
 
@@ -229,7 +234,7 @@ def load_split(
     path = directory / f"{split}.txt"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found; run re2-prepare --dataset={name}")
-    if name == CUSTOM:
+    if spec.raw_text:
         examples = _read_custom(path, spec, lower)
     else:
         examples = readers.read_processed(path, num_classes=spec.num_classes)
@@ -339,7 +344,7 @@ def load_file(
       outside ``spec``'s labels (``<path>:<line>: ...``), or, for a ranking ``spec``, pairs
       without ids and no ``.ids`` file (or one of another length).
     """
-    if spec is not None and spec.name == CUSTOM and fmt == "processed":
+    if spec is not None and spec.raw_text and fmt == "processed":
         examples = _read_custom(Path(path), spec, lower)
         if spec.ranking:
             examples = _with_ids(

@@ -39,16 +39,19 @@ import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from absl import logging
 
 from re2_tf.data import readers
-from re2_tf.data.datasets import DATASETS, get_dataset
+from re2_tf.data.datasets import get_dataset
 from re2_tf.data.tokenization import get_tokenizer
 
 __all__ = [
     "PREPARABLE",
+    "PREPARATIONS",
+    "Preparation",
     "RAW_FILES",
     "TRECQA_SPLITS",
     "build_sample_ranking",
@@ -56,21 +59,6 @@ __all__ = [
     "prepare",
 ]
 
-# Relative path endings of the raw files, per dataset and split (first match wins).
-RAW_FILES = {
-    "snli": {s: [f"snli_1.0_{s}.jsonl"] for s in ("train", "dev", "test")},
-    "scitail": {
-        s: [f"snli_format/scitail_1.0_{s}.txt", f"tsv_format/scitail_1.0_{s}.tsv"]
-        for s in ("train", "dev", "test")
-    },
-    "quora": {
-        s: [f"Quora_question_pair_partition/{s}.tsv", f"{s}.tsv"] for s in ("train", "dev", "test")
-    },
-    "wikiqa": {s: [f"WikiQA-{s}.txt"] for s in ("train", "dev", "test")},
-}
-#: Datasets :func:`prepare` knows (``sample``: the bundled SNLI cut; ``sample_ranking``: the
-#: ranking sample built from it).
-PREPARABLE = tuple(sorted(DATASETS))
 # TrecQA: output split -> castorini split directory; the raw sets are optional.
 TRECQA_SPLITS = {
     "train": "train",
@@ -81,6 +69,31 @@ TRECQA_SPLITS = {
 }
 TRECQA_OPTIONAL = ("raw_dev", "raw_test")
 RAW_FORMAT = {".jsonl": "snli_jsonl", ".txt": "scitail_jsonl", ".tsv": "scitail_tsv"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Preparation:
+    """How :func:`prepare` turns one dataset's raw distribution into its prepared splits (one
+    entry of :data:`PREPARATIONS` per dataset of :data:`re2_tf.data.datasets.DATASETS`).
+
+    Either the common path -- per split, the first raw file below the input whose path ends
+    with one of ``files[split]``, read by ``read``, tokenised with the dataset's tokeniser,
+    written as ``<split>.txt`` -- or a whole path of its own (``prepare``).
+
+    Attributes:
+      files: ``{split: (path ending, ...)}``, first match wins.
+      read: ``read(path, ending, split) -> [PairExample]``, the raw file's pairs.
+      ids: also write ``<split>.ids`` (``qid<TAB>docid``) from the pairs read.
+      extras: ``{output file name: raw path ending}``, further raw files copied unchanged.
+      prepare: ``prepare(input_path, output, lower, sample_train, sample_test) -> counts``,
+        instead of the common path.
+    """
+
+    files: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    read: Callable | None = None
+    ids: bool = False
+    extras: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    prepare: Callable | None = None
 
 
 def _find(root: Path, endings: list[str]) -> tuple[Path, str]:
@@ -178,43 +191,31 @@ def prepare(
     Raises:
       FileNotFoundError: a required raw file is missing. ValueError: malformed raw data.
     """
+    spec = get_dataset(dataset)  # KeyError naming the known datasets
+    entry = PREPARATIONS[dataset]
     input_path, output = Path(input_path), Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    if dataset == "sample":
-        return _prepare_sample(input_path, output, sample_train, sample_test)
-    if dataset == "sample_ranking":
-        return _prepare_sample_ranking(input_path, output)
-    if dataset == "trecqa":
-        return _prepare_trecqa(input_path, output, lower)
-    spec = get_dataset(dataset)
+    if entry.prepare is not None:
+        return entry.prepare(input_path, output, lower, sample_train, sample_test)
     with tempfile.TemporaryDirectory() as tmp:
         root = input_path
-        wanted = [e for endings in RAW_FILES[dataset].values() for e in endings]
-        if dataset == "wikiqa":
-            wanted += ["WikiQA-dev-filtered.ref", "WikiQA-test-filtered.ref"]
+        wanted = [e for endings in entry.files.values() for e in endings]
+        wanted += list(entry.extras.values())
         if input_path.is_file() and input_path.suffix == ".zip":
             _extract(input_path, wanted, Path(tmp))
             root = Path(tmp)
         counts = {}
-        for split, endings in RAW_FILES[dataset].items():
-            path, ending = _find(root, endings)
+        for split, endings in entry.files.items():
+            path, ending = _find(root, list(endings))
             logging.info("%s %s <- %s", dataset, split, path)
-            if dataset == "snli":
-                examples, dropped = readers.read_snli_jsonl(path)
-                logging.info("snli %s: dropped %d pairs without gold label", split, dropped)
-            elif dataset == "scitail":
-                examples = readers.read_file(path, RAW_FORMAT[Path(ending).suffix])
-            elif dataset == "quora":
-                examples = readers.read_quora_tsv(path)
-            else:
-                examples = readers.read_wikiqa_txt(path)
+            examples = entry.read(path, ending, split)
+            if entry.ids:
                 readers.write_ids(output / f"{split}.ids", examples)
             examples = _tokenized(examples, spec.tokenizer, lower)
             counts[split] = _write_split(output, dataset, split, examples)
-        if dataset == "wikiqa":
-            for split in ("dev", "test"):
-                ref, _ = _find(root, [f"WikiQA-{split}-filtered.ref"])
-                shutil.copyfile(ref, output / f"{split}.ref")
+        for name, ending in entry.extras.items():
+            extra, _ = _find(root, [ending])
+            shutil.copyfile(extra, output / name)
     logging.info("wrote %s to %s", counts, output)
     return counts
 
@@ -256,7 +257,7 @@ def learning_check(prepared, output) -> dict:
     return counts
 
 
-def _prepare_trecqa(input_path: Path, output: Path, lower: bool) -> dict:
+def _prepare_trecqa(input_path: Path, output: Path, lower: bool, *_) -> dict:
     """TrecQA, castorini layout (see :func:`re2_tf.data.readers.read_trecqa_dir`).
 
     Writes ``<split>.txt`` and ``<split>.ids`` for each split of :data:`TRECQA_SPLITS` whose
@@ -291,9 +292,9 @@ def _prepare_trecqa(input_path: Path, output: Path, lower: bool) -> dict:
     return counts
 
 
-def _prepare_sample(input_dir: Path, output: Path, n_train: int, n_test: int) -> dict:
+def _prepare_sample(input_dir: Path, output: Path, lower: bool, n_train: int, n_test: int) -> dict:
     """train = first ``n_train`` lines of SNLI dev, dev = the rest, test = first ``n_test`` of
-    test."""
+    test (the bundled sample is prepared already: ``lower`` is not used)."""
     dev = readers.read_processed(_find(input_dir, ["dev.txt"])[0], num_classes=3)
     test = readers.read_processed(_find(input_dir, ["test.txt"])[0], num_classes=3)
     if len(dev) <= n_train or len(test) < n_test:
@@ -364,7 +365,7 @@ def build_sample_ranking(examples) -> tuple[list, dict]:
     return pairs, counts
 
 
-def _prepare_sample_ranking(input_dir: Path, output: Path) -> dict:
+def _prepare_sample_ranking(input_dir: Path, output: Path, *_) -> dict:
     """``data/sample_ranking`` from the SNLI sample's ``{train,dev,test}.txt`` in
     ``input_dir`` (:func:`build_sample_ranking` per split): ``<split>.txt``,
     ``<split>.ids`` and, for dev and test, ``<split>.ref`` (TREC qrels ``qid 0 docid rel``,
@@ -392,3 +393,43 @@ def _prepare_sample_ranking(input_dir: Path, output: Path) -> dict:
                     f.write(f"{ex.qid} 0 {ex.docid} {ex.label}\n")
     logging.info("wrote %s to %s", counts, output)
     return counts
+
+
+def _read_snli(path, ending, split):
+    examples, dropped = readers.read_snli_jsonl(path)
+    logging.info("snli %s: dropped %d pairs without gold label", split, dropped)
+    return examples
+
+
+def _each_split(endings):
+    """``{split: (ending, ...)}`` with ``{s}`` in each ending replaced by the split."""
+    return {s: tuple(e.format(s=s) for e in endings) for s in ("train", "dev", "test")}
+
+
+#: Every dataset's :class:`Preparation` (the raw side of :data:`re2_tf.data.datasets.DATASETS`).
+PREPARATIONS = {
+    "snli": Preparation(_each_split(["snli_1.0_{s}.jsonl"]), _read_snli),
+    "scitail": Preparation(
+        _each_split(["snli_format/scitail_1.0_{s}.txt", "tsv_format/scitail_1.0_{s}.tsv"]),
+        lambda path, ending, split: readers.read_file(path, RAW_FORMAT[Path(ending).suffix]),
+    ),
+    "quora": Preparation(
+        _each_split(["Quora_question_pair_partition/{s}.tsv", "{s}.tsv"]),
+        lambda path, ending, split: readers.read_quora_tsv(path),
+    ),
+    "wikiqa": Preparation(
+        _each_split(["WikiQA-{s}.txt"]),
+        lambda path, ending, split: readers.read_wikiqa_txt(path),
+        ids=True,
+        extras={f"{s}.ref": f"WikiQA-{s}-filtered.ref" for s in ("dev", "test")},
+    ),
+    "trecqa": Preparation(prepare=_prepare_trecqa),
+    "sample": Preparation(prepare=_prepare_sample),
+    "sample_ranking": Preparation(prepare=_prepare_sample_ranking),
+}
+#: Relative path endings of the raw files, per dataset and split (first match wins), of the
+#: datasets prepared by the common path.
+RAW_FILES = {name: dict(entry.files) for name, entry in PREPARATIONS.items() if entry.files}
+#: Datasets :func:`prepare` knows (``sample``: the bundled SNLI cut; ``sample_ranking``: the
+#: ranking sample built from it).
+PREPARABLE = tuple(sorted(PREPARATIONS))

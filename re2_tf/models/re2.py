@@ -27,6 +27,7 @@ from re2_tf.models.spec import (
     AnalysisOutput,
     HParam,
     ModelSpec,
+    check_hparam,
     register,
 )
 
@@ -35,38 +36,37 @@ from re2_tf.models.spec import (
 #: presets (the release's ``configs/data/*.json5``).
 RE2_HPARAMS = {
     "embedding_dim": HParam(
-        300, "Embedding width when no --embeddings are given (with vectors, their width)."
+        300,
+        "Embedding width when no --embeddings are given (with vectors, their width).",
+        low=1,
     ),
-    "hidden_size": HParam(150, "Hidden size of every layer."),
-    "dropout_rate": HParam(0.2, "Dropout drop probability (the release's keep 0.8)."),
-    "blocks": HParam(2, "Number of stacked blocks (1-5)."),
-    "enc_layers": HParam(2, "Convolutional layers per encoder (1-5)."),
-    "kernel_size": HParam(3, "Encoder convolution width."),
+    "hidden_size": HParam(150, "Hidden size of every layer.", low=1),
+    "dropout_rate": HParam(
+        0.2, "Dropout drop probability (the release's keep 0.8).", low=0, high=1, high_open=True
+    ),
+    "blocks": HParam(2, "Number of stacked blocks.", low=1, high=5),
+    "enc_layers": HParam(2, "Convolutional layers per encoder.", low=1, high=5),
+    "kernel_size": HParam(3, "Encoder convolution width.", low=1),
     "encoder_activation": HParam(
         "relu",
         "Encoder convolution activation: relu = the "
         "authors' TensorFlow release, gelu = their PyTorch port.",
         ("relu", "gelu"),
     ),
-    "alignment": HParam("linear", "Alignment projection F (Eq. 2).", ("linear", "identity")),
-    "fusion": HParam("full", "Fusion layer (Eq. 4 or simple).", ("full", "simple")),
+    "alignment": HParam("linear", "Alignment projection F (Eq. 2).", ALIGNMENTS),
+    "fusion": HParam("full", "Fusion layer (Eq. 4 or simple).", FUSIONS),
     "connection": HParam(
         "aug",
         "Connection between blocks (augmented residual, Eq. 1, or residual).",
-        ("aug", "residual"),
+        CONNECTIONS,
     ),
-    "prediction": HParam("full", "Prediction layer (Eq. 5/6/7).", ("full", "symmetric", "simple")),
+    "prediction": HParam("full", "Prediction layer (Eq. 5/6/7).", PREDICTIONS),
     "enc_in": HParam(True, "Feed [x; encoder(x)] to alignment (False = ablation 'w/o enc-in')."),
     "parallel_blocks": HParam(False, "Ablation 'parallel blocks'."),
 }
 
 #: ``{name: default}`` of :data:`RE2_HPARAMS` (the builder's keyword defaults).
 RE2_DEFAULTS = {name: hparam.default for name, hparam in RE2_HPARAMS.items()}
-
-
-def _check_range(name, value, low, high):
-    if not isinstance(value, (int, np.integer)) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
 
 
 def build_re2(
@@ -144,18 +144,16 @@ def build_re2(
     release, github.com/alibaba-edu/simple-effective-text-matching (Apache-2.0), for the
     details the paper leaves out.
     """
-    _check_range("blocks", blocks, 1, 5)
-    _check_range("enc_layers", enc_layers, 1, 5)
-    for option, value, choices in (
-        ("alignment", alignment, ALIGNMENTS),
-        ("fusion", fusion, FUSIONS),
-        ("connection", connection, CONNECTIONS),
-        ("prediction", prediction, PREDICTIONS),
+    for option, value in (
+        ("blocks", blocks),
+        ("enc_layers", enc_layers),
+        ("alignment", alignment),
+        ("fusion", fusion),
+        ("connection", connection),
+        ("prediction", prediction),
+        ("dropout_rate", dropout_rate),
     ):
-        if value not in choices:
-            raise ValueError(f"{option} must be one of {choices}, got {value!r}")
-    if not 0.0 <= float(dropout_rate) < 1.0:
-        raise ValueError(f"dropout_rate must be in [0, 1), got {dropout_rate!r}")
+        check_hparam(RE2_HPARAMS, option, value)
     if embeddings is not None:
         embeddings = np.asarray(embeddings, dtype="float32")
         if embeddings.ndim != 2 or embeddings.shape[0] != vocab_size:
@@ -371,5 +369,6 @@ SPEC = register(
         },
         reference="Yang et al., ACL 2019; the authors' TensorFlow release",
         analysis=ANALYSIS,
+        tiny=dict(embedding_dim=8, hidden_size=8, blocks=2, enc_layers=2),
     )
 )

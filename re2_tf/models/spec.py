@@ -38,8 +38,10 @@ A spec holds
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -53,9 +55,13 @@ __all__ = [
     "MODEL_SPECS",
     "WORD_EMBEDDING_WEIGHTS",
     "check_embeddings",
+    "check_hparam",
     "count_parameters",
+    "model_names",
     "register",
+    "registered",
     "get_spec",
+    "unregister",
 ]
 
 #: Paths of the weights that :func:`count_parameters` leaves out: the word embedding of the
@@ -102,18 +108,93 @@ def check_embeddings(embeddings, vocab_size):
 
 @dataclasses.dataclass(frozen=True)
 class HParam:
-    """One hyper-parameter: its default, help text and (for strings) the allowed values.
+    """One hyper-parameter: its default, help text, allowed values and numeric range.
 
     The flag type follows the default's Python type (``bool``, ``int``, ``float``, ``str``).
+
+    Attributes:
+        default: the value a run takes when nothing sets it.
+        help: the flag's help text.
+        choices: for strings, the allowed values (``None``: any).
+        low, high: for numbers, the inclusive bounds (``None``: unbounded on that side).
+        high_open: the upper bound is excluded (``[low, high)``: a drop rate in ``[0, 1)``).
+
+    Raises:
+        ValueError: (at declaration) a default outside ``choices`` or the range.
     """
 
     default: Any
     help: str
     choices: tuple | None = None
+    low: float | None = None
+    high: float | None = None
+    high_open: bool = False
 
     def __post_init__(self):
         if self.choices is not None and self.default not in self.choices:
             raise ValueError(f"default {self.default!r} not in {self.choices}")
+        if (self.low is not None or self.high is not None) and (
+            isinstance(self.default, bool) or not isinstance(self.default, (int, float))
+        ):
+            raise ValueError(f"a range needs a numeric default, got {self.default!r}")
+        if self.high_open and self.high is None:
+            raise ValueError("high_open needs a high bound")
+        problem = self.range_error(self.default)
+        if problem:
+            raise ValueError(f"default {problem}")
+
+    def range_text(self) -> str:
+        """The range as text: ``[1, 5]``, ``[0, 1)``, ``>= 1``, ``<= 9``; ``""`` for none."""
+        if self.low is not None and self.high is not None:
+            return f"[{self.low}, {self.high}{')' if self.high_open else ']'}"
+        if self.low is not None:
+            return f">= {self.low}"
+        if self.high is not None:
+            return f"{'<' if self.high_open else '<='} {self.high}"
+        return ""
+
+    def range_error(self, value) -> str:
+        """``""`` when ``value`` is in range (or there is no range), else what is wrong:
+        ``"must be an integer in [1, 5], got 9"`` (``"must be in [0, 1), ..."`` for floats)."""
+        if self.low is None and self.high is None:
+            return ""
+        integer = isinstance(self.default, int)
+        try:
+            number = float(value)
+            inside = (
+                not isinstance(value, bool)
+                and (not integer or isinstance(value, numbers.Integral))
+                and (self.low is None or number >= self.low)
+                and (
+                    self.high is None
+                    or (number < self.high if self.high_open else number <= self.high)
+                )
+            )
+        except (TypeError, ValueError):
+            inside = False
+        if inside:
+            return ""
+        kind = "an integer " if integer else ""
+        bounds = self.range_text()
+        where = f"in {bounds}" if bounds.startswith("[") else bounds
+        return f"must be {kind}{where}, got {value!r}"
+
+
+def check_hparam(hparams: Mapping[str, HParam], name: str, value) -> None:
+    """Check ``value`` of hyper-parameter ``name`` against its declaration in ``hparams``
+    (choices and range): the builders' check for direct Python callers (training checks the
+    same declarations earlier, in :class:`re2_tf.TrainConfig`).
+
+    Raises:
+        ValueError: ``"<name> must be one of (...), got ..."`` or
+            ``"<name> must be an integer in [1, 5], got 9"``.
+    """
+    hparam = hparams[name]
+    if hparam.choices is not None and value not in hparam.choices:
+        raise ValueError(f"{name} must be one of {hparam.choices}, got {value!r}")
+    problem = hparam.range_error(value)
+    if problem:
+        raise ValueError(f"{name} {problem}")
 
 
 #: What an :class:`AnalysisOutput` holds per pair (``rows``, ``cols``: the lengths of its two
@@ -223,6 +304,12 @@ class ModelSpec:
             (Match-SRNN: the wavefront spatial GRU against a cell-by-cell scan).
         reference: paper (and release) the model follows.
         analysis: :class:`Analysis`, the maps ``re2-analyze`` reads (``None``: none).
+        tiny: ``{hparam: value}``, the smallest widths that still build the architecture:
+            the settings of the tests' quick builds and two-update runs (the rest are the
+            defaults).
+
+    Raises:
+        ValueError: a ``tiny`` setting that names no hyper-parameter or is out of range.
     """
 
     name: str
@@ -237,6 +324,13 @@ class ModelSpec:
     component_benchmarks: Mapping[str, Callable[..., str]] = dataclasses.field(default_factory=dict)
     reference: str = ""
     analysis: Analysis | None = None
+    tiny: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        for name, value in self.tiny.items():
+            if name not in self.hparams:
+                raise ValueError(f"{self.name}: tiny setting {name!r} is no hyper-parameter")
+            check_hparam(self.hparams, name, value)
 
     def defaults(self) -> dict:
         """``{hparam: default}``."""
@@ -278,6 +372,37 @@ def register(spec: ModelSpec) -> ModelSpec:
         raise ValueError(f"model {spec.name!r} is registered twice")
     MODEL_SPECS[spec.name] = spec
     return spec
+
+
+def unregister(name: str) -> ModelSpec:
+    """Remove model ``name`` from :data:`MODEL_SPECS` and return its spec.
+
+    Raises:
+        KeyError: no model ``name`` is registered.
+    """
+    return MODEL_SPECS.pop(name)
+
+
+@contextlib.contextmanager
+def registered(spec: ModelSpec):
+    """``with registered(spec):`` -- ``spec`` is a registered model inside the block only
+    (a model defined for a test or an experiment)."""
+    import re2_tf.models  # noqa: F401  (registers every model first, so they keep their order)
+
+    register(spec)
+    try:
+        yield spec
+    finally:
+        unregister(spec.name)
+
+
+def model_names() -> tuple:
+    """Names of the registered models, in registration order (the order of
+    :mod:`re2_tf.models`' imports, then models registered later): every list of models
+    (``re2-bench``'s, ``re2-compare``'s, the throughput command's) is this one."""
+    import re2_tf.models  # noqa: F401  (registers every model)
+
+    return tuple(MODEL_SPECS)
 
 
 def get_spec(name: str) -> ModelSpec:

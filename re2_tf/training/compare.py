@@ -26,13 +26,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from re2_tf.models.spec import model_names
 from re2_tf.training.sweep import Cell, pyplot, summarize_sweep
 from re2_tf.training.throughput import read_jsonl
 
-__all__ = ["MODELS", "TASKS", "Task", "cells", "common_args", "measure", "report"]
+__all__ = ["TASKS", "Task", "cells", "common_args", "measure", "model_names", "report"]
 
 REPO = Path(__file__).resolve().parents[2]
-MODELS = ("re2", "drcn", "fitn", "match_srnn", "bert_matchlstm")
 SERVING = "serving.jsonl"
 
 
@@ -69,8 +69,9 @@ def _task(name):
     return TASKS[name]
 
 
-def cells(task, models=MODELS):
-    """One :class:`Cell` per model (setting ``model``), its base the model's flagfile for
+def cells(task, models=None):
+    """One :class:`Cell` per model (setting ``model``; ``models`` default: every registered
+    model, :func:`~re2_tf.models.spec.model_names`), its base the model's flagfile for
     ``task`` or ``--model=<m> --dataset=<dataset>``.
 
     Raises:
@@ -80,7 +81,7 @@ def cells(task, models=MODELS):
 
     spec = _task(task)
     out = []
-    for model in models:
+    for model in model_names() if models is None else models:
         get_spec(model)  # KeyError -> below
         flagfile = REPO / "configs" / model / spec.flagfile
         base = (
@@ -168,17 +169,21 @@ def measure(models, records, snli_dir, *, threads=2, batches=100, updates=10, lo
 
 
 def shown_models(records, models):
-    """The models a comparison's table and plot show: every one of :data:`MODELS` that has a
-    record under ``records`` (a test result of any task, or a serving record) or is in
-    ``models`` (the ones this command trains or measures), then ``models`` not in
-    :data:`MODELS`, in order. So a command run for one model never drops the others' rows."""
+    """The models a comparison's table and plot show: every registered model
+    (:func:`~re2_tf.models.spec.model_names`) that has a record under ``records`` (a test
+    result of any task, or a serving record) or is in ``models`` (the ones this command trains
+    or measures), then ``models`` not registered, in order. So a command run for one model
+    never drops the others' rows."""
+    registered = model_names()
     records = Path(records)
     serving = {r["model"] for r in read_jsonl(records / SERVING)}
     recorded = {
-        m for m in MODELS if m in serving or any(records.glob(f"*/model-{m}/seed*/results.json"))
+        m
+        for m in registered
+        if m in serving or any(records.glob(f"*/model-{m}/seed*/results.json"))
     }
-    return [m for m in MODELS if m in recorded or m in models] + [
-        m for m in models if m not in MODELS
+    return [m for m in registered if m in recorded or m in models] + [
+        m for m in models if m not in registered
     ]
 
 
@@ -192,7 +197,7 @@ def format_metric(metric):
     return f"{metric['mean']:.4f} ± {metric['std']:.4f}"
 
 
-def report(records, models=MODELS):
+def report(records, models=None):
     """The comparison's Markdown table and its summary, from the records alone.
 
     Returns:
