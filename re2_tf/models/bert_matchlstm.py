@@ -376,7 +376,7 @@ SPEC = register(
         # splits take longer to score) at 1e-4, twice the top of BERT's fine-tuning range
         # (Devlin et al. 2019, App. A.3: 5e-5, 3e-5, 2e-5) for so few updates, packed pairs
         # cut at 64 word pieces (SNLI pairs are short; cut pairs are counted), one
-        # evaluation at the end: about 3 minutes on 2 cores, most of it scoring dev and test.
+        # evaluation at the end (its time: the README's quick-start table).
         presets={
             "sample": dict(_SAMPLE),
             "sample_ranking": dict(_SAMPLE, max_samples=512, eval_per_samples=512),

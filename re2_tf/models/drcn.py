@@ -523,7 +523,8 @@ SPEC = register(
             # bundled samples (configs/drcn/sample*.flags): 3 layers of 50 units per
             # direction, one autoencoder (after layer 3), FC 200 x 2, 100-d embeddings,
             # texts cut at 35 words (SNLI's length), 2 passes, evaluated at the end of each
-            # (eval_per_samples 8,000 = one pass of the SNLI sample): under 3 minutes on 2 cores.
+            # (eval_per_samples 8,000 = one pass of the SNLI sample). Its time: the README's
+            # quick-start table (docs/runs/quick-start/).
             "sample": dict(_SAMPLE, epochs=2),
             "sample_ranking": dict(_SAMPLE, epochs=2),
             "snli": dict(max_len=35, batch_norm=True),

@@ -284,7 +284,8 @@ _SAMPLE = dict(
 
 #: RE2 on the shared path. Presets are the release's ``configs/data/*.json5`` settings; the
 #: ``sample`` and ``sample_ranking`` presets are our choices (not the release's): quick CPU
-#: runs on the bundled samples (``configs/re2/sample*.flags``, a few minutes on 2 cores).
+#: runs on the bundled samples (``configs/re2/sample*.flags``; their times: the README's
+#: quick-start table).
 SPEC = register(
     ModelSpec(
         name="re2",
