@@ -40,6 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from re2_tf.data.datasets import BUNDLED
+
 __all__ = [
     "benchmark_inputs",
     "export_benchmark_model",
@@ -188,7 +190,7 @@ def features_spec(featurizers, batch, length):
     return spec
 
 
-SAMPLE_TEXT = Path(__file__).resolve().parents[1] / "data" / "sample" / "train.txt"
+SAMPLE_TEXT = BUNDLED / "sample" / "train.txt"
 
 
 def text_spec(batch, length, words):

@@ -465,7 +465,8 @@ class TrainConfig:
 
     @property
     def resolved_data_dir(self) -> Path:
-        """``data_dir``, or ``data/<dataset>`` of the repository when unset."""
+        """``data_dir``, or when unset :func:`re2_tf.data.datasets.default_data_dir`: the bundled
+        sample inside the package, else ``data/<dataset>`` under the current directory."""
         from re2_tf.data import datasets
 
         return Path(self.data_dir) if self.data_dir else datasets.default_data_dir(self.dataset)

@@ -2,6 +2,7 @@
 file naming this version and the papers implemented, a changelog entry for this version, and
 the PEP 561 marker, all shipped in the wheel."""
 
+import json
 import re
 import subprocess
 import sys
@@ -73,3 +74,73 @@ def test_the_wheel_ships_licence_and_type_marker(tmp_path):
     licence = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     assert len(licence) == 1
     assert zipfile.ZipFile(wheel).read(licence[0]).decode() == (REPO / "LICENSE").read_text()
+
+
+#: Run in the fresh virtual environment, outside the checkout: the model object of the run
+#: trained there predicts two pairs; prints where re2_tf was imported from and the records.
+PREDICT_THROUGH_MATCHER = """
+import json, sys
+import re2_tf
+matcher = re2_tf.Matcher.from_run(sys.argv[1])
+records = matcher.predict([("A man plays a guitar.", "A man is making music."),
+                           ("A dog runs in a field.", "A cat sleeps on a sofa.")])
+print(json.dumps({"file": re2_tf.__file__, "records": records}))
+"""
+
+
+@pytest.mark.slow
+def test_a_wheel_installed_outside_the_checkout_trains_on_the_bundled_sample(tmp_path):
+    """The wheel, installed in a fresh virtual environment and run from a directory outside
+    the checkout, trains RE2 on ``--dataset=sample`` (the sample is package data) and predicts
+    through :class:`re2_tf.Matcher`."""
+    wheels, venv, work = tmp_path / "wheels", tmp_path / "venv", tmp_path / "work"
+    work.mkdir()
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
+        check=True,
+        timeout=600,
+    )
+    (wheel,) = wheels.glob("re2_tf-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for split in ("train", "dev", "test"):
+        assert f"re2_tf/data/bundled/sample/{split}.txt" in names
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=1200)
+    train = subprocess.run(
+        [
+            venv / "bin" / "re2-train",
+            "--model=re2",
+            "--dataset=sample",
+            "--epochs=1",
+            "--max_samples=256",
+            "--eval_per_samples=128",
+            "--embedding_dim=8",
+            "--hidden_size=8",
+            "--blocks=1",
+            "--enc_layers=1",
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert train.returncode == 0, train.stderr[-3000:]
+    run_dir = work / "checkpoints" / "sample-re2"
+    assert (run_dir / "best.keras").is_file() and (run_dir / "results.json").is_file()
+    predicted = subprocess.run(
+        [python, "-c", PREDICT_THROUGH_MATCHER, str(run_dir)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    out = json.loads(predicted.stdout.strip().splitlines()[-1])
+    assert Path(out["file"]).resolve().is_relative_to(venv.resolve())
+    assert len(out["records"]) == 2
+    for record in out["records"]:
+        probabilities = record["probabilities"]
+        assert set(probabilities) == {"entailment", "neutral", "contradiction"}
+        assert sum(probabilities.values()) == pytest.approx(1.0, abs=1e-5)
+        assert record["label"] == max(probabilities, key=probabilities.get)

@@ -58,7 +58,9 @@ __all__ = [
 ]
 
 SPLITS = ("train", "dev", "test")
-REPO_ROOT = Path(__file__).resolve().parents[2]
+#: The samples shipped inside the package (``data/sample`` and ``data/sample_ranking`` of the
+#: repository link here), so ``--dataset=sample`` trains from an installed wheel.
+BUNDLED = Path(__file__).resolve().parent / "bundled"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,8 +201,11 @@ def get_dataset(name: str) -> DatasetSpec:
 
 
 def default_data_dir(name: str) -> Path:
-    """``<repo>/data/<name>``, where ``re2-prepare`` writes by default."""
-    return REPO_ROOT / "data" / name
+    """Where dataset ``name`` is read from when no directory is given: the package's own copy
+    for a bundled sample (``sample``, ``sample_ranking``), else ``data/<name>`` under the
+    current directory, where ``re2-prepare`` writes by default."""
+    bundled = BUNDLED / name
+    return bundled if bundled.is_dir() else Path("data") / name
 
 
 def load_split(
