@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from re2_tf.data.datasets import BUNDLED
+from re2_tf.serving.files import TFLITE_FILE
 
 __all__ = [
     "benchmark_inputs",
@@ -268,7 +269,7 @@ def export_benchmark_model(
     import keras
 
     from re2_tf.models import count_parameters
-    from re2_tf.serving.export import TFLITE_FILE, export_model
+    from re2_tf.serving.export import export_model
     from re2_tf.training.losses import output_kind
 
     keras.utils.set_random_seed(seed)

@@ -94,6 +94,7 @@ from re2_tf._compat import all_sublayers
 from re2_tf.data.features import TRUNCATED_KEY
 from re2_tf.layers import PairSegmentSplit
 from re2_tf.serving import text as text_lib
+from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE  # noqa: F401  (re-exported)
 
 __all__ = [
     "ServingModule",
@@ -127,10 +128,8 @@ DEFAULT_LENGTH_BUCKETS = (
     448,
     512,
 )
-EXPORT_CONFIG_FILE = "export_config.json"
 #: ``precision`` values of :func:`export_run` that choose between fp32 and bf16.
 CHOICES = ("auto", "measure")
-TFLITE_FILE = "model.tflite"
 SAME_BATCH = "must have the same batch size"  # after the inputs' names (batch_mismatch)
 BATCH_MISMATCH = "text1 and text2 " + SAME_BATCH  # serving_default's (and RE2's serving_ids')
 ID_RANGE = "token ids must be in [0, vocab_size)"

@@ -69,6 +69,7 @@ from pathlib import Path
 import numpy as np
 
 from re2_tf.matcher import OUTPUT_FIELDS, Matcher
+from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE
 
 __all__ = [
     "InputError",
@@ -236,8 +237,6 @@ class Predictor:
 
     def __init__(self, export_dir, tokenize="auto", batch_size=64, backend=None):
         import tensorflow as tf
-
-        from re2_tf.serving.export import EXPORT_CONFIG_FILE, TFLITE_FILE
 
         if int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")

@@ -41,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from re2_tf.serving.files import TFLITE_FILE
+
 __all__ = [
     "BACKENDS",
     "CONVERTED",
@@ -304,7 +306,6 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
         ValueError: an unknown backend, or an export of the other format.
         ConversionError, MissingPackageError: see :func:`convert`.
     """
-    from re2_tf.serving.export import TFLITE_FILE
 
     export_dir = Path(export_dir)
     if backend not in BACKENDS:
