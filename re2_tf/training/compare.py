@@ -211,6 +211,7 @@ def report(records, models=None):
     from re2_tf.training import throughput
 
     records = Path(records)
+    models = model_names() if models is None else models
     tasks = {}
     for name, spec in TASKS.items():
         seeds = range(1, spec.seeds + 1)
