@@ -261,6 +261,7 @@ def report(records, models=None):
         lines += ["", f"Latency, serving and training speed measured on {'; '.join(machines)}."]
     fresh = {m: s for m, s in serving.items() if s.get("load_average")}
     if fresh:  # recorded by the timing worker since its batches are fresh draws
+        fixed = [m for m in serving if m not in fresh]
         lines[-1] += (
             " Latency timed on fresh batches (texts of 20 ± spread words) for "
             + ", ".join(
@@ -268,7 +269,11 @@ def report(records, models=None):
                 f"timing: {s['load_average'][0]:.1f} -> {s['load_average'][1]:.1f})"
                 for m, s in fresh.items()
             )
-            + "; the others on 4 fixed batches of 20 words."
+            + (
+                f"; {', '.join(f'`{m}`' for m in fixed)} on 4 fixed batches of 20 words."
+                if fixed
+                else "."
+            )
         )
     return "\n".join(lines), {
         "tasks": tasks,
