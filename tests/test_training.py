@@ -485,12 +485,18 @@ def test_helpfull_lists_the_models_hyper_parameters_with_preset_defaults():
         "--[no]parallel_blocks",
     ):
         assert name in out, name
-    assert re.search(r"--blocks: Number of stacked blocks \(1-5\)\.\s+\(default: '2'\)", out)
+    assert re.search(
+        r"--blocks: Number of stacked blocks\. Range: \[1, 5\]\.\s+\(default: '2'\)", out
+    )
     # --dataset picks the model's preset: RE2's SNLI settings have 3 blocks
     out = _help("--model=re2", "--dataset=snli")
-    assert re.search(r"--blocks: Number of stacked blocks \(1-5\)\.\s+\(default: '3'\)", out)
+    assert re.search(
+        r"--blocks: Number of stacked blocks\. Range: \[1, 5\]\.\s+\(default: '3'\)", out
+    )
     out = _help("--model=re2", "--dataset=snli", "--preset=none")
-    assert re.search(r"--blocks: Number of stacked blocks \(1-5\)\.\s+\(default: '2'\)", out)
+    assert re.search(
+        r"--blocks: Number of stacked blocks\. Range: \[1, 5\]\.\s+\(default: '2'\)", out
+    )
 
 
 @pytest.mark.slow
