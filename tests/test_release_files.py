@@ -60,15 +60,22 @@ def test_package_is_typed():
     assert (REPO / "re2_tf" / "py.typed").is_file()
 
 
-@pytest.mark.slow
-def test_the_wheel_ships_licence_and_type_marker(tmp_path):
-    """A wheel built from the checkout holds ``re2_tf/py.typed`` and the licence text."""
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """A wheel built from the checkout (``pip wheel``, no dependencies)."""
+    out = tmp_path_factory.mktemp("wheels")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
         check=True,
         timeout=600,
     )
-    (wheel,) = tmp_path.glob("re2_tf-*.whl")
+    (built,) = out.glob("re2_tf-*.whl")
+    return built
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_licence_and_type_marker(wheel):
+    """A wheel built from the checkout holds ``re2_tf/py.typed`` and the licence text."""
     names = zipfile.ZipFile(wheel).namelist()
     assert "re2_tf/py.typed" in names
     licence = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
@@ -89,18 +96,12 @@ print(json.dumps({"file": re2_tf.__file__, "records": records}))
 
 
 @pytest.mark.slow
-def test_a_wheel_installed_outside_the_checkout_trains_on_the_bundled_sample(tmp_path):
+def test_a_wheel_installed_outside_the_checkout_trains_on_the_bundled_sample(wheel, tmp_path):
     """The wheel, installed in a fresh virtual environment and run from a directory outside
     the checkout, trains RE2 on ``--dataset=sample`` (the sample is package data) and predicts
     through :class:`re2_tf.Matcher`."""
-    wheels, venv, work = tmp_path / "wheels", tmp_path / "venv", tmp_path / "work"
+    venv, work = tmp_path / "venv", tmp_path / "work"
     work.mkdir()
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(REPO)],
-        check=True,
-        timeout=600,
-    )
-    (wheel,) = wheels.glob("re2_tf-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     for split in ("train", "dev", "test"):
         assert f"re2_tf/data/bundled/sample/{split}.txt" in names
