@@ -19,30 +19,23 @@ shorthands of ``Matcher.from_run(run_dir).evaluate(split)`` and
 writes nothing to stdout: its lines go to the run's ``train.log`` and to the ``logging``
 logger ``re2_tf.train`` (``re2-train`` shows them on stdout).
 
-Importing re2_tf imports TensorFlow and Keras and registers every custom layer and model
-with Keras (``keras.saving.register_keras_serializable``), so ``keras.saving.load_model`` of
-any re2_tf ``.keras`` file works in a process that has imported ``re2_tf``. Imported as a
-library, re2_tf does not touch the process's stderr: TensorFlow's start-up notices are its
-own. The command-line entry points are in :mod:`re2_tf.cli`; only in a process started as
-one of them is TensorFlow's import kept quiet (:mod:`re2_tf.cli.startup`), and in a process
-started as ``re2-predict``, which serves exports only, ``import re2_tf`` imports neither Keras
-nor the layers and models (``re2_tf.layers`` and ``re2_tf.models`` import them on first use).
+``import re2_tf`` imports neither TensorFlow nor Keras and reads no ``sys.argv``: every public
+name above is imported on first use (PEP 562). ``import re2_tf.models`` registers every custom
+layer and model with Keras (``keras.saving.register_keras_serializable``), so
+``keras.saving.load_model`` of an re2_tf ``.keras`` file works after it; every re2_tf function
+that builds or loads a model imports it. Imported as a library, re2_tf does not touch the
+process's stderr: TensorFlow's start-up notices are its own. The command-line entry points are
+in :mod:`re2_tf.cli`, whose package start-up (:mod:`re2_tf.cli.startup`) keeps TensorFlow's
+import quiet in a process started as one of them, before any command module is imported; a
+process started as ``re2-predict``, which serves exports only, imports no Keras.
 """
 
 import importlib
-import sys
 
 __version__ = "0.2.0"
 
-from re2_tf.cli import startup as _startup  # noqa: E402  (imports no TensorFlow)
-
-if _startup.started_as_command():
-    _startup.import_tensorflow(quiet="--verbose" not in sys.argv, keras=not _startup.exports_only())
-
-if not _startup.exports_only():
-    from re2_tf import layers, models  # noqa: E402,F401  (registers the custom Keras objects)
-
-#: Subpackages imported on first use where ``import re2_tf`` has not imported them.
+#: Subpackages imported on first use (``import re2_tf.models`` registers the custom Keras
+#: objects; every re2_tf function that builds or loads a model imports it).
 _SUBMODULES = ("layers", "models")
 
 #: Public names resolved on first use (PEP 562), so ``import re2_tf`` stays light.

@@ -469,7 +469,7 @@ def save_maps(maps, out_dir, plots=True):
         ``[Path]`` of the files written, the JSON first.
 
     Raises:
-        ImportError: ``plots`` without matplotlib (the ``plot`` extra).
+        ImportError: ``plots`` without matplotlib (the message names the ``plot`` extra).
         OSError: ``out_dir`` cannot be written.
     """
     out_dir = Path(out_dir)
@@ -479,10 +479,15 @@ def save_maps(maps, out_dir, plots=True):
     written = [json_path]
     if not plots:
         return written
-    import matplotlib
+    try:  # lazy: matplotlib is the optional plot extra
+        import matplotlib
+    except ImportError as error:
+        raise ImportError(
+            f"heat-map PNGs need matplotlib: pip install 're2_tf[plot]' ({error})"
+        ) from error
 
     matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
+    from matplotlib import pyplot as plt  # lazy: the plot extra
 
     for name, array in maps.arrays.items():
         kind = maps.kinds[name]

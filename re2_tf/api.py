@@ -708,7 +708,7 @@ def fit(config: TrainConfig | None = None, run_dir=None, callbacks=(), **overrid
             ``checkpoints/<dataset>-<model>``).
         callbacks: more ``keras.callbacks.Callback`` objects for the training loop, called
             after the release routine's and the backup's (e.g.
-            :class:`re2_tf.training.throughput.UpdateTimer`); their ``model`` is the
+            :class:`re2_lab.throughput.UpdateTimer`); their ``model`` is the
             :class:`~re2_tf.training.MatchingTrainer` (``model.network`` the network).
         **overrides: fields replaced in ``config`` first (``fit(config, seed=2)``).
 

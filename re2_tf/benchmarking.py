@@ -31,6 +31,7 @@ Command line (:mod:`re2_tf.cli.benchmark`)::
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import subprocess
@@ -38,24 +39,40 @@ import sys
 import tempfile
 from pathlib import Path
 
+import keras
 import numpy as np
 
 from re2_tf.data.datasets import BUNDLED
+from re2_tf.data.features import FEATURIZERS
+from re2_tf.data.pipeline import encode_examples, make_dataset
+from re2_tf.data.readers import PairExample
+from re2_tf.data.vocab import Vocab
+from re2_tf.machine import machine
+from re2_tf.models import count_parameters, get_spec
+from re2_tf.serving import runtimes
+from re2_tf.serving.export import export_model
 from re2_tf.serving.files import TFLITE_FILE
+from re2_tf.serving.timing_worker import make_inputs
+from re2_tf.training.losses import output_kind
 
 __all__ = [
     "benchmark_inputs",
     "export_benchmark_model",
     "features_spec",
+    "id_batches",
     "ids_spec",
     "markdown_table",
+    "pair_batch",
     "run_benchmark",
     "sample_words",
+    "single_position_words",
     "synthetic_featurizers",
     "run_worker",
     "text_spec",
     "time_export",
     "time_table5",
+    "timing_inputs",
+    "write_batches",
 ]
 
 WORKER = Path(__file__).resolve().parent / "serving" / "timing_worker.py"
@@ -223,6 +240,83 @@ def benchmark_inputs(featurizers, batch, length, words=None):
     return "serving_ids", features_spec(featurizers, batch, length)
 
 
+def single_position_words(featurizers, words):
+    """The ``words`` every featuriser encodes as one position of a text (WordPiece: one
+    sub-word), so that a text of ``n`` of them is ``n`` positions long and a batch of such
+    texts needs no padding. One :func:`re2_tf.data.pipeline.encode_examples` call encodes
+    every word once alone and once doubled."""
+    candidates = ["the", *words]
+    examples = [PairExample(t, t, 0) for w in candidates for t in (w, f"{w} {w}")]
+    features = encode_examples(examples, featurizers).features
+
+    def positions(k):
+        return {name: len(values[k]) for name, values in features.items()}
+
+    one, two = positions(0), positions(1)
+    return [
+        w
+        for k, w in enumerate(candidates[1:], start=1)
+        if positions(2 * k) == one and positions(2 * k + 1) == two
+    ]
+
+
+def pair_batch(featurizers, batch, length, words, *, length_multiple=0, seed=0):
+    """Input features of ``batch`` pairs whose texts are ``length`` random ``words`` each,
+    padded as the training pipeline pads them (to a multiple of ``length_multiple``)."""
+    rng = np.random.default_rng(seed)
+    examples = [
+        PairExample(" ".join(rng.choice(words, length)), " ".join(rng.choice(words, length)), 0)
+        for _ in range(batch)
+    ]
+    dataset = make_dataset(
+        encode_examples(examples, featurizers),
+        batch_size=batch,
+        training=False,
+        with_labels=False,
+        length_multiple=length_multiple,
+    )
+    return next(iter(dataset))
+
+
+def id_batches(featurizers, batch, length, *, count=4, seed=0):
+    """``count`` batches of ``serving_ids`` inputs (``[{name: np.ndarray}]``) for a model with
+    these featurisers: the random ids this module times (its
+    :func:`benchmark_inputs`, drawn as ``serving/timing_worker.py`` draws them), or -- for a model
+    whose input packs both texts (BERT's ``[CLS] a [SEP] b [SEP]``), which random ids cannot
+    form -- pairs of ``length`` random words of the bundled sample that each featuriser
+    encodes as one position, packed by the model's own featurisers in Python."""
+    signature, spec = benchmark_inputs(featurizers, batch, length, words=["w"])
+    if signature == runtimes.SIGNATURE:
+        rng = np.random.default_rng(seed)
+        return [make_inputs(spec, batch, rng) for _ in range(count)]
+    words = single_position_words(featurizers, sample_words())
+    return [
+        {
+            k: np.asarray(v)
+            for k, v in pair_batch(featurizers, batch, length, words, seed=seed + i).items()
+        }
+        for i in range(count)
+    ]
+
+
+def timing_inputs(featurizers, batch, length, path):
+    """``(input spec, time_export options)`` timing a converted ``serving_ids`` the way
+    :func:`time_export` times the SavedModel: its random-id spec (the worker draws the
+    batches), or for a packed-pair model the :func:`id_batches` written to ``path`` (``.npz``,
+    options ``{"inputs_file": path}``; no throughput batch can be drawn then)."""
+    signature, spec = benchmark_inputs(featurizers, batch, length, words=["w"])
+    if signature == runtimes.SIGNATURE:
+        return spec, {}
+    return write_batches(id_batches(featurizers, batch, length), path), {"inputs_file": str(path)}
+
+
+def write_batches(batches, path):
+    """Write ``batches`` (``[{name: np.ndarray}]``) to ``path`` (``.npz``) as the timing
+    worker's ``inputs_file``; return their input spec."""
+    np.savez(path, **{f"{i}/{k}": v for i, b in enumerate(batches) for k, v in b.items()})
+    return {k: {"dtype": str(v.dtype), "shape": list(v.shape)} for k, v in batches[0].items()}
+
+
 def ids_spec(batch, length, vocab_size):
     """Input spec of a word-id model's ``serving_ids``: int32 ``text1``/``text2``
     ``[batch, length]``."""
@@ -232,9 +326,6 @@ def ids_spec(batch, length, vocab_size):
 
 def synthetic_featurizers(spec, hparams, vocab_size):
     """The model's featurisers over a synthetic vocabulary ``w2 .. w<vocab_size-1>``."""
-    from re2_tf.data.features import FEATURIZERS
-    from re2_tf.data.vocab import Vocab
-
     words = [f"w{i}" for i in range(2, vocab_size)]
     vocab = Vocab(words)
     featurizers = []
@@ -266,12 +357,6 @@ def export_benchmark_model(
     With ``plain_dir``, the same network is also written there with Keras' own
     ``model.export`` (signature ``serving_default`` over the model's inputs): the baseline a
     user gets without re2_tf's export."""
-    import keras
-
-    from re2_tf.models import count_parameters
-    from re2_tf.serving.export import export_model
-    from re2_tf.training.losses import output_kind
-
     keras.utils.set_random_seed(seed)
     hparams = dict(spec.defaults(), **hparams)
     featurizers = synthetic_featurizers(spec, hparams, vocab_size)
@@ -321,16 +406,12 @@ def markdown_table(rows, batch, length, throughput_batch):
 
 def benchmark_record(rows, *, argv=(), settings=None):
     """A latency measurement as a record (``re2-bench --json_out``): ``{"command": "re2-bench
-    <argv>", "settings": settings, **throughput.machine(), "date": <UTC ISO date>, "rows": rows
+    <argv>", "settings": settings, **re2_tf.machine.machine(), "date": <UTC ISO date>, "rows": rows
     without their per-batch times}``."""
-    import datetime
-
-    from re2_tf.training import throughput
-
     return {
         "command": " ".join(["re2-bench", *argv]),
         "settings": dict(settings or {}),
-        **throughput.machine(),
+        **machine(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "rows": [{k: v for k, v in r.items() if k != "times_s"} for r in rows],
     }
@@ -361,7 +442,7 @@ def run_benchmark(
     variant for the same network exported with Keras' ``model.export``. ``runtime``
     (``openvino``, ``onnxruntime``): time instead the ``xla=False`` export's ``serving_ids``
     converted for it (:func:`re2_tf.serving.runtimes.convert`; inputs:
-    :func:`re2_tf.serving.runtimes.timing_inputs`). Every timed batch is a fresh draw whose
+    :func:`timing_inputs`). Every timed batch is a fresh draw whose
     texts are ``length ± length_spread`` long (default :data:`TABLE5_LENGTH_SPREAD`).
 
     Raises:
@@ -369,8 +450,6 @@ def run_benchmark(
     """
     if length_spread is None:
         length_spread = TABLE5_LENGTH_SPREAD
-    from re2_tf.models import get_spec
-
     spec = get_spec(model)
     xla = xla and not runtime  # the converters need the xla=False export
     variants = list(spec.benchmark) if not variants else list(variants)
@@ -395,11 +474,9 @@ def run_benchmark(
             signature, inputs = benchmark_inputs(featurizers, batch, length)
             options, kind = None, f"{fmt}, {precision}"
             if runtime:
-                from re2_tf.serving import runtimes
-
                 path = runtimes.convert(path, runtime, Path(tmp) / f"{runtime}{k}")
                 signature, kind = runtimes.SIGNATURE, f"{runtime}, fp32"
-                inputs, options = runtimes.timing_inputs(
+                inputs, options = timing_inputs(
                     featurizers, batch, length, Path(tmp) / f"inputs{k}.npz"
                 )
                 options["precision"] = "f32"  # OpenVINO's default is bf16 where the CPU has it

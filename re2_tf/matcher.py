@@ -217,11 +217,11 @@ class Matcher:
         """
         from re2_tf.serving.predictor import Predictor
 
-        return cls._of(Predictor(export_dir, tokenize, batch_size, backend))
+        return cls.from_predictor(Predictor(export_dir, tokenize, batch_size, backend))
 
     @classmethod
-    def _of(cls, predictor) -> Matcher:
-        """The matcher of an already loaded Predictor (its verbs delegate here)."""
+    def from_predictor(cls, predictor) -> Matcher:
+        """The matcher of an already loaded :class:`~re2_tf.serving.predictor.Predictor`."""
         return cls(predictor, _predictor=predictor)
 
     # ------------------------------------------------------------------ raw outputs
@@ -229,7 +229,7 @@ class Matcher:
         if len(texts1) != len(texts2):
             raise ValueError(f"{len(texts1)} text1 but {len(texts2)} text2")
         if self.predictor is not None:
-            return self.predictor._outputs(texts1, texts2)
+            return self.predictor.outputs(texts1, texts2)
         return self._source.outputs(texts1, texts2)
 
     def _scores_of(self, outputs, column):
@@ -407,7 +407,7 @@ class Matcher:
 
     def _examples(self, split_or_file, fmt="processed", data_dir=None):
         """``(spec, examples)`` of :meth:`evaluate`'s split or file."""
-        from re2_tf.inference import examples_for
+        from re2_tf.runs import examples_for
 
         if self.predictor is None:
             source = self._source
@@ -446,12 +446,12 @@ class Matcher:
         return score(spec, examples, outputs["probabilities"], kind="probabilities")
 
     def export(self, export_dir, **options) -> Path:
-        """Export this run's best checkpoint (:func:`re2_tf.serving.export.export_run`, what
+        """Export this run's best checkpoint (:func:`re2_tf.serving.run_export.export_run`, what
         ``re2-export`` does).
 
         Args:
             export_dir: output directory (replaced if it exists).
-            **options: :func:`~re2_tf.serving.export.export_run`'s and
+            **options: :func:`~re2_tf.serving.run_export.export_run`'s and
                 :func:`~re2_tf.serving.export.export_model`'s keywords: ``fmt``
                 (``savedmodel``/``tflite``), ``precision`` (``fp32`` is the default here;
                 ``auto``, ``bf16``, ``int8``), ``max_length``, ``length_buckets``, ``xla``,
@@ -475,7 +475,7 @@ class Matcher:
                 "this matcher holds a model given to from_run(model=...), not the run's "
                 "best checkpoint: export it with re2_tf.serving.export.export_model"
             )
-        from re2_tf.serving.export import export_run
+        from re2_tf.serving.run_export import export_run
 
         return export_run(self.run_dir, export_dir, **options)
 

@@ -25,7 +25,7 @@ A run directory ``checkpoints/<name>/`` holds:
 
 ``--repeats=N`` trains seeds under ``<run_dir>/seed<k>/`` and writes, in ``<run_dir>``,
 ``results.md`` and a ``results.json`` holding the mean ± std over the seeds
-(:func:`summarize_results`); ``re2-summarize`` computes the same table from any
+(:func:`summarize_results`); ``python -m re2_lab.cli.summarize`` computes the same table from any
 set of finished runs or their ``results.json`` files.
 """
 
@@ -35,6 +35,8 @@ import math
 import os
 from pathlib import Path
 
+import re2_tf.models  # noqa: F401  (registers the custom Keras objects load_best_model reads)
+from re2_tf.data import datasets
 from re2_tf.data.embeddings import VOCAB_FILE  # the cache's own name
 
 RUN_FLAGFILE = "flags.txt"
@@ -130,8 +132,6 @@ def dataset_spec(config):
     """The :class:`re2_tf.data.datasets.DatasetSpec` a run was trained on, from its
     :class:`RunConfig`: a registered dataset with the run's label names, or a custom one
     rebuilt from the recorded labels, metric and tokeniser."""
-    from re2_tf.data import datasets
-
     if config.dataset == datasets.CUSTOM:
         ranking = config.metric in ("mrr", "map")
         watch = {"acc": (), "f1": ("acc", "auc"), "mrr": ("map",)}.get(config.metric, ())
@@ -345,3 +345,63 @@ def load_results(path):
             )
         results.append(result)
     return results
+
+
+def run_data_dir(run_dir):
+    """The prepared data directory a run was trained on (the folder of the training file its
+    ``config.json`` records), or ``None`` when it records none."""
+    train = load_config(run_dir).data.get("train")
+    return str(Path(train["path"]).parent) if train else None
+
+
+def _is_split_name(split_file):
+    return isinstance(split_file, str) and not any(c in split_file for c in "./" + os.sep)
+
+
+def load_examples(run_dir, split_file, *, fmt="processed", data_dir=None):
+    """The run's dataset spec (with the run's label names) and the labelled pairs to score.
+
+    Args:
+        run_dir: a run directory (``config.json``).
+        split_file: a split name of the run's prepared data (``"dev"``, ``"test"``,
+            ``"raw_test"``: a ``str`` without ``.`` or ``/``), read from ``data_dir``, else
+            the run's own ``--data_dir``, else ``data/<dataset>``; or a file path (a
+            ``str`` with ``.`` or ``/``, or any ``os.PathLike``) in format ``fmt``.
+        fmt: format of a file (``re2_tf.data.datasets.FORMAT_TOKENIZERS``); a ranking
+            dataset's file without question ids (any format but ``wikiqa_txt``) takes them
+            from its sibling ``.ids`` file.
+        data_dir: prepared data directory for a split name.
+
+    Returns:
+        ``(spec, examples)``: ``re2_tf.data.datasets.DatasetSpec`` and ``PairExample`` list.
+
+    Raises:
+        FileNotFoundError: no run directory, data file or ``.ids`` file. ValueError: a
+            malformed line or a label that is not one of the run's (message
+            ``<file>:<line>: ...``), or an unknown ``fmt``.
+    """
+    config = load_config(run_dir)
+    return examples_for(
+        dataset_spec(config),
+        split_file,
+        fmt=fmt,
+        data_dir=data_dir,
+        lower=config.lower,
+        run_dir=run_dir,
+    )
+
+
+def examples_for(spec, split_file, *, fmt="processed", data_dir=None, lower=True, run_dir=None):
+    """``(spec, examples)``: the labelled pairs of a split or file scored as dataset ``spec``
+    (see :func:`load_examples`; ``run_dir``, when given, supplies the default ``data_dir``,
+    ``lower`` lower-cases a custom dataset's raw text)."""
+    if _is_split_name(split_file):
+        data_dir = (
+            data_dir
+            or (run_data_dir(run_dir) if run_dir is not None else None)
+            or datasets.default_data_dir(spec.name)
+        )
+        return spec, datasets.load_split(spec, data_dir, split_file, lower=lower)
+    if fmt not in datasets.FORMAT_TOKENIZERS:
+        raise ValueError(f"unknown format {fmt!r}; known: {sorted(datasets.FORMAT_TOKENIZERS)}")
+    return spec, datasets.load_file(os.fspath(split_file), fmt, spec, lower=lower)

@@ -91,7 +91,7 @@ def test_cli_times_an_existing_export_and_tflite(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "| model | params" in proc.stdout
-    # --json_out: the record the docs' latency tables are generated from (re2_tf.doc_tables)
+    # --json_out: the record the docs' latency tables are generated from (re2_lab.doc_tables)
     record = json.loads((tmp_path / "record" / "bench.json").read_text())
     assert record["command"].startswith(f"re2-bench --saved_model={path} ")
     assert (

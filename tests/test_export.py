@@ -28,8 +28,8 @@ from re2_tf.serving.export import (
     IDS_SHAPE,
     TEXT_SHAPE,
     export_model,
-    export_run,
 )
+from re2_tf.serving.run_export import export_run
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
@@ -613,7 +613,7 @@ def test_precision_auto_exports_once_and_times_nothing(run_and_export, tmp_path,
     """``precision="auto"`` builds the one export it writes: export_model runs once, in fp32,
     and no timing process starts (the real functions, counted)."""
     from re2_tf import benchmarking
-    from re2_tf.serving import export as export_lib
+    from re2_tf.serving import run_export as export_lib
 
     built, real_export = [], export_lib.export_model
 

@@ -1,7 +1,6 @@
 """Every registered architecture through the one export path: a run directory written the way
-training writes it, exported with ``re2_tf.serving.export.export_run``, served in a fresh process
-that
-cannot import re2_tf, and fed bad input.
+training writes it, exported with ``re2_tf.serving.run_export.export_run``, served in a fresh
+process that cannot import re2_tf, and fed bad input.
 
 The reference for every served probability is the Keras model called on the features of the
 *Python* pipeline (``re2_tf.data.pipeline``), an independent path from the SavedModel's in-graph
@@ -29,7 +28,8 @@ from re2_tf.data.pipeline import encode_examples, make_dataset
 from re2_tf.data.readers import PairExample
 from re2_tf.data.vocab import Vocab
 from re2_tf.models import MODEL_SPECS, get_spec
-from re2_tf.serving.export import BATCH_MISMATCH, ID_RANGE, SAME_BATCH, export_run
+from re2_tf.serving.export import BATCH_MISMATCH, ID_RANGE, SAME_BATCH
+from re2_tf.serving.run_export import export_run
 from re2_tf.training.losses import output_kind
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,5 +1,6 @@
 """A ``.keras`` file of each of the five models says what built it: a fresh Python process that
-imports only ``keras``, ``numpy`` and ``re2_tf`` loads it with ``keras.saving.load_model(path)``
+imports only ``keras``, ``numpy`` and ``re2_tf.models`` (which registers every custom object)
+loads it with ``keras.saving.load_model(path)``
 -- no ``custom_objects``, the file alone (outside any run directory) -- and gets the same
 network: the same outputs on a fixed batch (every weight random, biases, gains and
 temperatures included) and the same hyper-parameters (``get_config``)."""
@@ -134,7 +135,7 @@ MODELS = {
 
 LOADER = textwrap.dedent("""
     import json, sys, traceback
-    import keras, numpy, re2_tf
+    import keras, numpy, re2_tf.models
 
     for job in json.loads(sys.argv[1]):
         try:
@@ -220,7 +221,7 @@ def test_a_fresh_process_rebuilds_the_model_from_its_keras_file(loaded_elsewhere
 
 
 def test_import_re2_tf_works_without_keras_hub_and_still_loads_the_others(tmp_path):
-    # keras-hub is optional: with it blocked, ``import re2_tf`` succeeds, registers no BERT
+    # keras-hub is optional: with it blocked, ``import re2_tf.models`` succeeds, registers no BERT
     # backbone, and a saved RE2 model still loads.
     keras.utils.set_random_seed(0)
     model = build_re2(WORDS, CLASSES, embedding_dim=4, hidden_size=4, blocks=1)
@@ -228,7 +229,7 @@ def test_import_re2_tf_works_without_keras_hub_and_still_loads_the_others(tmp_pa
     script = textwrap.dedent(f"""
         import sys
         sys.modules["keras_hub"] = None          # as if not installed
-        import keras, re2_tf
+        import keras, re2_tf.models
         assert keras.saving.get_registered_object("re2_tf>BertBackbone") is None
         keras.saving.load_model({str(tmp_path / "re2.keras")!r})
         print("ok")

@@ -18,6 +18,7 @@ from weights import randomize_weights
 from re2_tf.data.features import WordIds
 from re2_tf.data.tokenization import get_tokenizer
 from re2_tf.data.vocab import Vocab
+from re2_tf.matcher import Matcher
 from re2_tf.models import build_re2
 from re2_tf.serving.export import export_model
 from re2_tf.serving.predictor import InputError, Predictor, read_pairs
@@ -59,6 +60,11 @@ def _reference(model, vocab, pairs, tokenizer):
         ids = [np.asarray([vocab.encode(tok(t))[:16] or [0]], np.int32) for t in (t1, t2)]
         probs.append(tf.nn.softmax(model({"text1": ids[0], "text2": ids[1]})).numpy()[0])
     return np.asarray(probs)
+
+
+def _served(predictor, pairs):
+    """``(records, truncated)`` as ``re2-predict`` writes them (probabilities to 6 decimals)."""
+    return Matcher.from_predictor(predictor)._records(list(pairs), digits=6)
 
 
 def test_read_pairs_formats_and_errors():
@@ -141,8 +147,8 @@ def test_predictor_matches_keras(setup, tokenizer, mode):
         predictor.probabilities([p[0] for p in pairs], [p[1] for p in pairs]), got
     )
     assert cut.tolist() == [0, 0, 10_000 - 16, 0]  # "dog dog " * 5000 is 10,000 tokens
-    out, truncated = predictor.predict(
-        [{"text1": a, "text2": b, "id": i} for i, (a, b) in enumerate(pairs)]
+    out, truncated = _served(
+        predictor, [{"text1": a, "text2": b, "id": i} for i, (a, b) in enumerate(pairs)]
     )
     assert truncated == 1 and [o["id"] for o in out] == [0, 1, 2, 3]
     assert all(o["label"] in LABELS and set(o["probabilities"]) == set(LABELS) for o in out)
@@ -161,7 +167,7 @@ def test_input_fields_named_like_outputs_are_kept(setup):
         },
         {"text1": "", "text2": "", "label": None},
     ]
-    (first, second), _ = predictor.predict(pairs)
+    (first, second), _ = _served(predictor, pairs)
     assert first["label"] in LABELS and set(first["probabilities"]) == set(LABELS)
     assert {k: v for k, v in first.items() if k not in ("label", "probabilities")} == {
         "input_input_label": "gold",
@@ -347,8 +353,8 @@ def test_rank_orders_candidates_by_the_models_score(score_model_exports):
     model, vocab, exports = score_model_exports
     expected = _keras_scores(model, vocab, QUERY, CANDIDATES)
     order = sorted(range(len(CANDIDATES)), key=lambda i: expected[i], reverse=True)
-    predictor = Predictor(exports["savedmodel"], batch_size=4)
-    ranked = predictor.rank(QUERY, CANDIDATES)
+    predictor = Matcher.from_predictor(Predictor(exports["savedmodel"], batch_size=4))
+    ranked = predictor.rank(QUERY, CANDIDATES, return_documents=True)
     assert [r["corpus_id"] for r in ranked] == order
     assert [r["text"] for r in ranked] == [CANDIDATES[i] for i in order]
     np.testing.assert_allclose(
@@ -356,14 +362,15 @@ def test_rank_orders_candidates_by_the_models_score(score_model_exports):
     )
     # candidates 0 and 3 are the same text: equal scores keep the candidates' order
     assert [r["corpus_id"] for r in ranked if r["text"] == CANDIDATES[0]] == [0, 3]
-    top = predictor.rank(QUERY, CANDIDATES, top_k=2, return_texts=False)
+    top = predictor.rank(QUERY, CANDIDATES, top_k=2, return_documents=False)
     assert top == [{"corpus_id": r["corpus_id"], "score": r["score"]} for r in ranked[:2]]
     assert len(predictor.rank(QUERY, CANDIDATES, top_k=100)) == len(CANDIDATES)
+    assert "text" not in predictor.rank(QUERY, CANDIDATES)[0]  # CrossEncoder.rank's default
 
 
 def test_rank_of_a_classification_export_uses_a_class_probability(setup):
     model, vocab, exports, _ = setup
-    predictor = Predictor(exports["whitespace"])
+    predictor = Matcher.from_predictor(Predictor(exports["whitespace"]))
     with pytest.raises(ValueError, match=r"has 3 classes .*pass positive=<label name>"):
         predictor.rank(QUERY, CANDIDATES)
     expected = _reference(model, vocab, [(QUERY, c) for c in CANDIDATES], "whitespace")[:, 0]
@@ -380,7 +387,7 @@ def test_rank_of_a_classification_export_uses_a_class_probability(setup):
 
 
 def test_rank_errors(score_model_exports):
-    predictor = Predictor(score_model_exports[2]["savedmodel"])
+    predictor = Matcher.from_predictor(Predictor(score_model_exports[2]["savedmodel"]))
     with pytest.raises(ValueError, match="candidates is empty"):
         predictor.rank(QUERY, [])
     with pytest.raises(ValueError, match=r"candidates\[1\] must be a str, got int"):
@@ -401,7 +408,7 @@ def test_predict_function_takes_tuples_dicts_an_export_or_a_predictor(setup):
     pairs = [("a man is sleeping", "a woman"), {"text1": "the dog", "text2": "", "id": 7}]
     as_dicts = [{"text1": "a man is sleeping", "text2": "a woman"}, pairs[1]]
     predictor = Predictor(exports["whitespace"])
-    expected = predictor.predict(as_dicts)[0]
+    expected = _served(predictor, as_dicts)[0]
     assert predict(exports["whitespace"], pairs) == expected
     assert predict(predictor, pairs) == expected and expected[1]["id"] == 7
     assert predict(exports["whitespace"], pairs, batch_size=1) == expected
@@ -465,7 +472,7 @@ def test_cli_serves_a_savedmodel_without_keras(setup, tmp_path, tokenizer):
         == build_re2(5, 3, embedding_dim=2, hidden_size=2, blocks=1, enc_layers=1).count_params()
     )
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
-    expected = Predictor(exports[tokenizer]).predict([{"text1": a, "text2": b} for a, b in pairs])
+    expected = _served(Predictor(exports[tokenizer]), [{"text1": a, "text2": b} for a, b in pairs])
     assert [line["label"] for line in lines] == [r["label"] for r in expected[0]]
     for line, record in zip(lines, expected[0]):
         assert list(line["probabilities"]) == LABELS

@@ -182,7 +182,7 @@ def test_readme_quick_start_runs_end_to_end(command, tmp_path):
             [
                 sys.executable,
                 "-m",
-                "re2_tf.cli.precision_check",
+                "re2_lab.cli.precision_check",
                 f"--run_dir={run_dir}",
                 f"--out={tmp_path / 'exports'}",
             ],

@@ -2,8 +2,9 @@
 written (issue 50, items 4 and 5).
 
 A toy sixth model, registered here and nowhere else, appears in ``re2-train``'s ``--model``
-help and takes its hyper-parameters as flags, in ``re2-bench``'s model list, in the comparison's
-cells and in the tests' model lists; it trains two updates through :func:`re2_tf.fit`. The
+help and takes its hyper-parameters as flags, in ``re2-bench``'s model list and in the tests'
+model lists (the lab's lists: re2_lab/tests/test_lab_registry.py); it trains two updates
+through :func:`re2_tf.fit`. The
 hyper-parameter ranges declared with each :class:`~re2_tf.models.spec.HParam` are checked by
 :class:`re2_tf.TrainConfig`: ``re2-train --blocks=9`` leaves no run directory, and the
 corrected command is then accepted for the same ``--run_dir``.
@@ -68,9 +69,8 @@ def test_the_registry_lists_the_five_models_in_their_order():
 
 
 def test_a_toy_sixth_model_is_in_every_list(toy):
-    from re2_tf.cli import benchmark, compare, throughput
+    from re2_tf.cli import benchmark
     from re2_tf.cli.train import config_from_args, define_flags, parse_flags
-    from re2_tf.training import compare as comparison
 
     assert model_names()[-1] == "toy"
     # re2-train: --model's help names it; its hyper-parameters are flags (range in the help)
@@ -83,22 +83,10 @@ def test_a_toy_sixth_model_is_in_every_list(toy):
     config = config_from_args(["--model=toy", "--dataset=snli", "--width=3", "--run_dir=unused"])
     assert dict(config.hparams) == {"width": 3, "dropout": 0.0}
     assert config.optimizer == "adam"
-    # re2-bench: --model choices, --runtimes_models and --roofline_models defaults
+    # re2-bench: --model choices
     values = flags.FlagValues()
     benchmark.define_flags(values)
     assert "toy" in values["model"].parser.enum_values
-    assert values["runtimes_models"].default[-1] == "toy"
-    assert values["roofline_models"].default[-1] == "toy"
-    # the throughput command and the comparison
-    values = flags.FlagValues()
-    throughput.define_flags(values)
-    assert values["models"].default[-1] == "toy"
-    values = flags.FlagValues()
-    compare.define_flags(values)
-    assert values["models"].default[-1] == "toy"
-    cells = {dict(c.settings)["model"]: c.base for c in comparison.cells("snli_check")}
-    assert list(cells) == list(model_names())
-    assert cells["toy"] == ("--model=toy", "--dataset=snli")  # no flagfile: its preset
     # the tests' lists
     assert models()[-1] == "toy" and tiny("toy") == {"width": 2}
 

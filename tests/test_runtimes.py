@@ -13,9 +13,11 @@ import tensorflow as tf
 from weights import randomize_weights
 
 from re2_tf import benchmarking, runs
+from re2_tf.matcher import Matcher
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes
-from re2_tf.serving.export import export_model, export_run
+from re2_tf.serving.export import export_model
+from re2_tf.serving.run_export import export_run
 from re2_tf.training.losses import output_kind
 
 LABELS = ["entailment", "neutral", "contradiction"]
@@ -213,7 +215,7 @@ def test_predict_backend_onnxruntime_matches_the_savedmodel_on_raw_text(run_expo
     # The reference: TensorFlow on raw text, tokenised in the graph (serving_default).
     reference = Predictor(run_export, backend="savedmodel")
     assert reference.tokenize == "graph"
-    records, _ = reference.predict(
+    records = Matcher.from_predictor(reference).predict(
         [
             {"text1": a, "text2": b}
             for a, b in (line.split("\t") for line in pairs.read_text().splitlines())

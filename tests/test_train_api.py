@@ -289,8 +289,8 @@ def test_flags_file_rebuilds_the_same_config(tmp_path):
 
 
 #: Every flagfile under configs/, at any depth.
-#: ``re2-train``'s flagfiles; the sweep configs (``--grid=``: ``re2-sweep``'s flags over one of
-#: these) are checked cell by cell in tests/test_sweep.py.
+#: ``re2-train``'s flagfiles; the sweep configs (``--grid=``: ``python -m re2_lab.cli.sweep``'s
+#: flags over one of these) are checked cell by cell in tests/test_sweep.py.
 FLAGFILES = sorted(
     p.relative_to(REPO).as_posix()
     for p in (REPO / "configs").rglob("*.flags")
@@ -601,7 +601,7 @@ def test_custom_four_label_task_trains_and_serves(tmp_path):
         and dev.keys() == result.scores["dev"].keys()
     )
     from re2_tf import runs
-    from re2_tf.serving.export import export_run
+    from re2_tf.serving.run_export import export_run
 
     export_run(tmp_path / "run", tmp_path / "export", xla=False)
     pairs = [("Which way is EAST?", "go east now"), ("Which way is west?", "go north now")]

@@ -18,21 +18,6 @@ pieces, per direction. The predicted label (or score) is printed.
 An empty text is allowed (its maps have no rows or columns and get no PNG). A missing run,
 checkpoint or matplotlib, or a bad flag, ends the command with one line on stderr,
 ``re2-analyze: error: <reason>``, exit status 1.
-
-**The papers' analysis figures** from recorded runs, one command:
-
-    python -m re2_tf.analyze --paper_figures --out=docs/figures
-
-writes every figure of every registered figure set (:mod:`re2_tf.figures`: RE2 Figures 2 and
-3, DRCN's attentive-weight figures for DRCN and its residual-connection ablation, FITN Figure
-4, Match-SRNN Figure 5) as ``<out>/<figure>.png`` with ``<out>/<figure>.json`` (its data and
-caption, which names the run's record, data, budget and test metrics). Each run is a flag pair
-``--<key>_run`` (the trained run directory) and ``--<key>_record`` (its record under
-``docs/runs/``), defaults the recorded runs; a figure drawn from a sweep's records alone (FITN
-Figure 4) has ``--<key>_records``, default its flagfile's ``--records`` (``--helpfull`` lists
-them all). A figure whose run or records are absent is not made: it is listed on stderr with
-the run directory and the command that trains it, and the exit status is 1 (the other figures
-are still written).
 """
 
 from __future__ import annotations
@@ -70,53 +55,18 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_bool(
         "plots", True, "Write heat-map PNGs (needs matplotlib).", flag_values=flag_values
     )
-    flags.DEFINE_bool(
-        "paper_figures",
-        False,
-        "Write the papers' analysis figures from recorded runs to --out (no --run_dir, --text1, "
-        "--text2).",
-        flag_values=flag_values,
-    )
-    from re2_tf.figures import FIGURE_SETS
-
-    for figure_set in FIGURE_SETS.values():
-        for run in figure_set.runs:
-            flags.DEFINE_string(
-                f"{run.key}_run",
-                run.run_dir,
-                f"--paper_figures, {figure_set.doc}: trained run directory.",
-                flag_values=flag_values,
-            )
-            flags.DEFINE_string(
-                f"{run.key}_record",
-                run.record,
-                f"--paper_figures: the record of --{run.key}_run (results.json, flags.txt, "
-                "train.log).",
-                flag_values=flag_values,
-            )
-        for sweep in figure_set.sweeps:
-            flags.DEFINE_string(
-                f"{sweep.key}_records",
-                None,
-                f"--paper_figures, {figure_set.doc}: the sweep's records directory (default: "
-                f"the --records of {sweep.flagfile}).",
-                flag_values=flag_values,
-            )
     flags.mark_flag_as_required("out", flag_values=flag_values)
 
 
 def main(argv):
-    """Compute the maps of ``--text1`` / ``--text2`` and write them to ``--out``, or with
-    ``--paper_figures`` every paper figure."""
+    """Compute the maps of ``--text1`` / ``--text2`` and write them to ``--out``."""
     from re2_tf.analysis import attention_maps, save_maps
 
     if len(argv) > 1:
         raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
-    if FLAGS.paper_figures:
-        return paper_figures()
     missing = [f"--{n}" for n in ("run_dir", "text1", "text2") if FLAGS[n].value is None]
     if missing:
-        raise flags.Error(f"{', '.join(missing)} required (or --paper_figures)")
+        raise flags.Error(f"{', '.join(missing)} required")
     maps = attention_maps(FLAGS.run_dir, FLAGS.text1, FLAGS.text2, dimension=FLAGS.dimension)
     try:
         written = save_maps(maps, FLAGS.out, plots=FLAGS.plots)
@@ -125,33 +75,6 @@ def main(argv):
     print(json.dumps(maps.prediction, ensure_ascii=False))
     print(f"wrote {len(written)} files to {FLAGS.out}")
     return 0
-
-
-def paper_figures():
-    """``--paper_figures``: every registered figure set's figures from the flags' runs."""
-    import sys
-
-    from re2_tf.figures import FIGURE_SETS, paper_figures
-
-    runs = {
-        run.key: (FLAGS[f"{run.key}_run"].value, FLAGS[f"{run.key}_record"].value)
-        for figure_set in FIGURE_SETS.values()
-        for run in figure_set.runs
-    }
-    sweeps = {
-        sweep.key: FLAGS[f"{sweep.key}_records"].value
-        for figure_set in FIGURE_SETS.values()
-        for sweep in figure_set.sweeps
-    }
-    try:
-        figures, missing = paper_figures(FLAGS.out, runs, sweeps=sweeps)
-    except ImportError as error:
-        raise OSError(f"{error}: install the plot extra (matplotlib)") from error
-    for figure in figures:
-        print(f"wrote {figure.png} and {figure.json.name}")
-    for message in missing:
-        print(f"not made: {message}", file=sys.stderr)
-    return 1 if missing else 0
 
 
 def run(argv=None):

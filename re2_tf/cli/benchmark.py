@@ -5,9 +5,7 @@ layer over :func:`re2_tf.benchmarking.run_benchmark` and
     re2-bench --intra_op_threads=2 --inter_op_threads=1          # Table 5: RE2 1/2/3 blocks
     re2-bench --model=re2 --variants="RE2 3 blocks" --xla=false
     re2-bench --format=tflite --precision=int8
-    re2-bench --roofline --json_out=docs/runs/roofline/roofline.json   # against the CPU's limit
     re2-bench --backend=onnxruntime                  # through ONNX Runtime (or openvino, tflite)
-    re2-bench --runtimes --json_out=docs/runs/runtimes/runtimes.json   # every model x runtime
     re2-bench --saved_model=exports/snli --signature=serving_ids \
         --input_spec='{"text1": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 1000},
                        "text2": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 1000}}'
@@ -17,7 +15,7 @@ Prints one Markdown row per timed export (and the model's component timings unle
 ``--components=false``); ``--json_out`` also writes a record of the measurement as JSON
 (:func:`re2_tf.benchmarking.benchmark_record`: the rows, the settings, the command line, the
 CPU and the date, and the component timings as printed), from which the README's latency
-tables are generated (:mod:`re2_tf.doc_tables`). An unknown model or variant, a malformed
+tables are generated (:mod:`re2_lab.doc_tables`). An unknown model or variant, a malformed
 ``--input_spec`` or a missing ``--saved_model`` ends the command with one line
 ``re2-bench: error: <message>``, exit status 1.
 
@@ -26,8 +24,7 @@ tables are generated (:mod:`re2_tf.doc_tables`). An unknown model or variant, a 
 on the same inputs as the other backends (for a packed-pair model, pairs of sample words packed
 in Python); ``--backend=tflite`` is ``--format=tflite``. They need the optional extras
 (``pip install -e '.[openvino]'`` / ``'.[onnx]'``); a model a converter cannot convert ends the
-command with the ops it named. ``--runtimes`` times every ``--runtimes_models`` model through
-every runtime with the outputs' agreement (:func:`re2_tf.serving.runtimes.report`).
+command with the ops it named.
 """
 
 from __future__ import annotations
@@ -97,26 +94,6 @@ def define_flags(flag_values=FLAGS):
         flag_values=flag_values,
     )
     flags.DEFINE_bool(
-        "runtimes",
-        False,
-        "Instead: every --runtimes_models model through SavedModel, TFLite, ONNX Runtime and "
-        "OpenVINO, with the outputs' agreement (re2_tf.serving.runtimes.report).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_list(
-        "runtimes_models",
-        list(model_names()),
-        "Models of --runtimes (each its first benchmark variant; default: every registered one).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_bool(
-        "runtimes_all_variants",
-        False,
-        "--runtimes times every benchmark variant of each model (RE2: 1, 2 and 3 blocks), "
-        "not only its first.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_bool(
         "xla", True, "Export with jit_compile (SavedModel only).", flag_values=flag_values
     )
     flags.DEFINE_bool(
@@ -155,49 +132,6 @@ def define_flags(flag_values=FLAGS):
         "json_out", None, "Also write the rows as JSON here.", flag_values=flag_values
     )
     flags.DEFINE_bool(
-        "roofline",
-        False,
-        "Instead: this CPU's measured peaks, and every --roofline_models model's latency, "
-        "throughput and training speed beside its FLOP and dependency floors "
-        "(re2_tf.roofline.report).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_list(
-        "roofline_models",
-        list(model_names()),
-        "Models of --roofline (each with all its benchmark variants; default: every registered "
-        "one).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_list(
-        "roofline_exports",
-        ["savedmodel_fp32"],
-        "Exports timed by --roofline: savedmodel_fp32 (the default export, XLA), "
-        "savedmodel_fp32_keras (RE2 without its folded forward pass), savedmodel_fp32_noxla, "
-        "savedmodel_bf16, tflite_fp32, tflite_int8.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_bool(
-        "roofline_training",
-        True,
-        "--roofline also times training (re2-train, one process) against its floor.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_bool(
-        "roofline_training_jit",
-        False,
-        "--roofline also times each model's training XLA-compiled (--jit_compile "
-        "--nodeterministic).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_integer(
-        "roofline_profile",
-        0,
-        "If > 0, --roofline also profiles this many calls of each SavedModel export at the "
-        "timed shape (tf.profiler, fresh process): where the time goes, by op kind.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_bool(
         "components",
         True,
         "Also print the model's component timings "
@@ -205,14 +139,6 @@ def define_flags(flag_values=FLAGS):
         "cell-by-cell spatial GRU), in this process.",
         flag_values=flag_values,
     )
-
-
-def _report(record, table):
-    """Print a report's Markdown table; write its record to ``--json_out`` if given."""
-    print(table)
-    if FLAGS.json_out:
-        Path(FLAGS.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(FLAGS.json_out).write_text(json.dumps(record, indent=2) + "\n")
 
 
 def main(argv):
@@ -234,39 +160,6 @@ def _main(argv):
 
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
         tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
-    if FLAGS.roofline:
-        from re2_tf import roofline
-
-        record = roofline.report(
-            FLAGS.roofline_models,
-            exports=FLAGS.roofline_exports,
-            threads=FLAGS.intra_op_threads or 2,
-            batch=FLAGS.batch,
-            length=FLAGS.length,
-            throughput_batch=FLAGS.throughput_batch,
-            batches=FLAGS.batches,
-            training=FLAGS.roofline_training,
-            training_jit=FLAGS.roofline_training_jit,
-            profile_calls=FLAGS.roofline_profile,
-            argv=sys.argv[1:],
-        )
-        _report(record, roofline.markdown(record))
-        return
-    if FLAGS.runtimes:
-        from re2_tf.serving import runtimes
-
-        record = runtimes.report(
-            FLAGS.runtimes_models,
-            threads=FLAGS.intra_op_threads or 2,
-            batch=FLAGS.batch,
-            length=FLAGS.length,
-            batches=FLAGS.batches,
-            warmup=FLAGS.warmup,
-            all_variants=FLAGS.runtimes_all_variants,
-            argv=sys.argv[1:],
-        )
-        _report(record, runtimes.markdown(record))
-        return
     fmt = "tflite" if FLAGS.backend == "tflite" else FLAGS.format
     converted = FLAGS.backend in ("openvino", "onnxruntime")
     if FLAGS.saved_model:

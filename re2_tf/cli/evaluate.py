@@ -1,5 +1,5 @@
 r"""``re2-evaluate``: score a run's best checkpoint on splits or any file (a thin layer over
-:func:`re2_tf.inference.load_examples` and :func:`re2_tf.evaluation.evaluate_examples`, the
+:func:`re2_tf.runs.load_examples` and :func:`re2_tf.evaluation.evaluate_examples`, the
 steps of :func:`re2_tf.inference.evaluate_run`).
 
     re2-evaluate --run_dir=checkpoints/sample-re2                 # dev and test
@@ -72,7 +72,7 @@ def main(argv):
         raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
     from re2_tf import runs
     from re2_tf.evaluation import evaluate_examples, format_metrics
-    from re2_tf.inference import load_examples
+    from re2_tf.runs import load_examples
 
     # Every set is read first: bad data stops the command before the model is loaded.
     names = [FLAGS.file] if FLAGS.file else FLAGS.splits

@@ -1,5 +1,5 @@
 r"""``re2-export``: export a trained run as a SavedModel or a TFLite file (a thin layer over
-:func:`re2_tf.serving.export.export_run`).
+:func:`re2_tf.serving.run_export.export_run`).
 
     re2-export --run_dir=checkpoints/snli --export_dir=exports/snli   # --precision=auto
     re2-export --run_dir=... --export_dir=... --precision=measure  # time fp32 against bf16
@@ -23,12 +23,8 @@ import sys
 from absl import flags
 
 from re2_tf.cli.common import run_command
-from re2_tf.serving.export import (
-    DEFAULT_LENGTH_BUCKETS,
-    DEFAULT_MAX_LENGTH,
-    EXPORT_CONFIG_FILE,
-    export_run,
-)
+from re2_tf.serving.export import DEFAULT_LENGTH_BUCKETS, DEFAULT_MAX_LENGTH, EXPORT_CONFIG_FILE
+from re2_tf.serving.run_export import export_run
 from re2_tf.serving.text import IN_GRAPH_TOKENIZERS
 
 __all__ = ["define_flags", "main", "run"]

@@ -43,6 +43,7 @@ from pathlib import Path
 from absl import flags
 
 from re2_tf.cli.common import run_command
+from re2_tf.matcher import Matcher
 from re2_tf.serving.predictor import MissingOpError, Predictor, read_pairs
 from re2_tf.serving.runtimes import ConversionError, MissingPackageError
 
@@ -105,7 +106,7 @@ def main(argv):
         Path(FLAGS.output).parent.mkdir(parents=True, exist_ok=True)
     out = sys.stdout if FLAGS.output == "-" else open(FLAGS.output, "w", encoding="utf-8")
     try:
-        records, truncated = predictor.predict(pairs)
+        records, truncated = Matcher.from_predictor(predictor)._records(pairs, digits=6)
         for record in records:
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
     finally:

@@ -46,7 +46,7 @@ _KERAS_EAGER_IMPORT = "keras.src.optimizers"
 
 def command_name(argv=None, orig_argv=None) -> str | None:
     """The command this process was started as (``"predict"`` for ``re2-predict`` or
-    ``python -m re2_tf.cli.predict``; ``"sweep"`` for ``python -m re2_tf.sweep``), or ``None``
+    ``python -m re2_tf.cli.predict``; ``"sweep"`` for ``python -m re2_lab.cli.sweep``), or ``None``
     when it is not an re2_tf command."""
     argv = sys.argv if argv is None else argv
     orig_argv = getattr(sys, "orig_argv", []) if orig_argv is None else orig_argv

@@ -399,7 +399,7 @@ def registered(spec: ModelSpec):
 def model_names() -> tuple:
     """Names of the registered models, in registration order (the order of
     :mod:`re2_tf.models`' imports, then models registered later): every list of models
-    (``re2-bench``'s, ``re2-compare``'s, the throughput command's) is this one."""
+    (``re2-bench``'s, ``python -m re2_lab.cli.compare``'s, the throughput command's) is this one."""
     import re2_tf.models  # noqa: F401  (registers every model)
 
     return tuple(MODEL_SPECS)

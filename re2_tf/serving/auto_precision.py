@@ -24,7 +24,7 @@ prints them on stderr, so a served model says why it runs in the precision it do
 
 A TFLite export under ``auto`` or ``measure`` is ``fp32``: its int8 variant changes weights,
 not just arithmetic, and stays a choice the user makes (``--precision=int8``;
-:mod:`re2_tf.serving.precision` measures what it costs on real dev files).
+:mod:`re2_lab.precision` measures what it costs on real dev files).
 """
 
 from __future__ import annotations

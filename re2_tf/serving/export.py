@@ -80,7 +80,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -99,7 +98,6 @@ from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE  # noqa: F401  
 __all__ = [
     "ServingModule",
     "batch_mismatch",
-    "export_run",
     "export_model",
     "DEFAULT_LENGTH_BUCKETS",
     "EXPORT_CONFIG_FILE",
@@ -844,68 +842,3 @@ def export_model(
                 shutil.copy(tmp / name, export_dir / "assets" / name)
     logging.info("exported %s (%s, %s) to %s", fmt, precision, tokenizer, export_dir)
     return export_dir
-
-
-def export_run(run_dir, export_dir, *, precision="fp32", max_pairs=1000, **kwargs):
-    """Export a run directory (``re2_tf.runs`` layout). ``kwargs`` go to :func:`export_model`.
-
-    The model's spec (``config.json``'s ``model``) gives the serving backend and output kind;
-    ``tokenizer`` defaults to the run's; the Python tokeniser recorded for
-    :class:`~re2_tf.serving.predictor.Predictor` is always the run's.
-
-    ``precision`` is ``fp32``, ``bf16``, ``int8`` (:func:`export_model`) or one of two
-    choices between ``fp32`` and ``bf16`` (:mod:`re2_tf.serving.auto_precision`), recorded
-    in ``export_config.json`` (``precision_choice``): ``"auto"`` (``re2-export``'s default)
-    decides from the CPU's units without building anything else
-    (:func:`~re2_tf.serving.auto_precision.known_precision`); ``"measure"`` exports and times
-    both, checked on the first ``max_pairs`` pairs of the run's dev split
-    (:func:`~re2_tf.serving.auto_precision.choose_precision`). A TFLite export is ``fp32``
-    under either.
-    """
-    from re2_tf import runs
-    from re2_tf.models import get_spec
-
-    config = runs.load_config(run_dir)
-    spec = get_spec(config.model)
-    flags_path = Path(run_dir) / runs.RUN_FLAGFILE  # the run's recorded flagfile, a text asset
-    flags_text = flags_path.read_text() if flags_path.exists() else ""
-    kwargs.setdefault("tokenizer", config.tokenizer)
-    model = runs.load_best_model(run_dir)
-    kwargs.update(
-        featurizers=runs.load_featurizers(run_dir),
-        label_names=config.label_names,
-        backend=spec.export_backend,
-        output=config.output,
-        lower=config.lower,
-        flags_text=flags_text,
-        python_tokenizer=config.tokenizer,
-    )
-    extra = {
-        "dataset": config.dataset,
-        "model": config.model,
-        "model_kwargs": config.model_kwargs,
-        "run_dir": os.fspath(run_dir),
-    }
-    if precision in CHOICES:
-        precision, extra["precision_choice"] = _chosen_precision(
-            precision, run_dir, model, kwargs, max_pairs
-        )
-    return export_model(model, export_dir, precision=precision, extra_config=extra, **kwargs)
-
-
-def _chosen_precision(how, run_dir, model, kwargs, max_pairs):
-    from re2_tf.serving.auto_precision import choose_precision, known_precision
-
-    if kwargs.get("fmt", "savedmodel") != "savedmodel":
-        reason = "a TFLite export is fp32 unless asked"
-        return "fp32", {"chosen": "fp32", "reason": reason, "measured": False}
-    if how == "auto":
-        return known_precision()
-    from re2_tf.inference import load_examples
-
-    try:
-        _, examples = load_examples(run_dir, "dev")
-    except FileNotFoundError:
-        examples = []
-    pairs = [(ex.text1, ex.text2) for ex in examples[:max_pairs]]
-    return choose_precision(model, kwargs, pairs, log=logging.info)

@@ -1,9 +1,9 @@
 r"""Predict labels for text pairs with an exported model (:mod:`re2_tf.serving.export`).
 
-Library: :class:`re2_tf.Matcher` (``Matcher.from_export(export_dir)``: ``predict``,
-``scores``, ``rank``, ``evaluate``) over :class:`Predictor`, which loads an export and runs it
-(tokenisation, runtime; its own ``predict``/``scores``/``rank`` are the Matcher's, kept for
-existing callers); :func:`read_pairs` (parse input lines). Command line
+Library: :class:`Predictor`, which loads an export and runs it (tokenisation, runtime:
+:meth:`Predictor.outputs`); :class:`re2_tf.Matcher` (``Matcher.from_export(export_dir)``:
+``predict``, ``scores``, ``rank``, ``evaluate``) is the model object over it;
+:func:`read_pairs` (parse input lines). Command line
 (:mod:`re2_tf.cli.predict`)::
 
     re2-predict --export_dir=exports/snli --input=pairs.tsv > predictions.jsonl
@@ -63,18 +63,16 @@ tensorflow-text``.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import numpy as np
 
-from re2_tf.matcher import OUTPUT_FIELDS, Matcher
 from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE
+from re2_tf.serving.runtimes import MissingOpError, load_saved_model
 
 __all__ = [
     "InputError",
     "MissingOpError",
-    "OUTPUT_FIELDS",
     "Predictor",
     "load_saved_model",
     "read_pairs",
@@ -83,11 +81,6 @@ __all__ = [
 
 class InputError(ValueError):
     """A malformed input line (message ``<source>:<line>: <reason>``)."""
-
-
-class MissingOpError(RuntimeError):
-    """A SavedModel needs ops this TensorFlow lacks (TensorFlow Text's); the message says
-    what to install."""
 
 
 _BOM = "\ufeff"
@@ -158,61 +151,6 @@ def read_pairs(lines, source="<stdin>", fmt="auto"):
                 )
             pairs.append({"text1": fields[0], "text2": fields[1]})
     return pairs
-
-
-def _missing_op(error):
-    """The op name of TensorFlow's "Op type not registered '<op>'" in ``error``, or ``None``."""
-    match = re.search(r"Op type not registered '([^']+)'", str(error))
-    return None if match is None else match.group(1)
-
-
-def load_saved_model(path):
-    """``tf.saved_model.load(path)``, with TensorFlow Text's ops registered when it needs them.
-
-    TensorFlow Text's ops (used by keras-hub's WordPiece tokenizer in BERT exports) are
-    registered only by ``import tensorflow_text`` (about 0.3 s, and it imports Keras), so it
-    is imported only when loading fails with "Op type not registered", and loading is tried
-    again; the import is skipped when the package is absent.
-
-    Raises:
-        MissingOpError: ``<path>: the SavedModel needs the op '<op>' ...`` naming the fix
-            (``pip install tensorflow-text``) when loading fails with "Op type not
-            registered" with TensorFlow Text imported, or absent; other loading errors
-            propagate unchanged.
-    """
-    import tensorflow as tf
-
-    errors = (RuntimeError, tf.errors.NotFoundError)
-    try:
-        return tf.saved_model.load(str(path))
-    except errors as e:
-        if _missing_op(e) is None:
-            raise
-        error = e
-    try:
-        import tensorflow_text  # noqa: F401  (registers NormalizeUTF8, FastWordpiece..., ...)
-
-        text_installed = True
-    except ImportError:
-        text_installed = False
-    if text_installed:
-        try:
-            return tf.saved_model.load(str(path))
-        except errors as e:
-            if _missing_op(e) is None:
-                raise
-            error = e
-    fix = (
-        f"tensorflow-text is installed but does not register it: install the "
-        f"tensorflow-text release matching TensorFlow {tf.__version__}"
-        if text_installed
-        else "pip install tensorflow-text (or pip install -e '.[bert]')"
-    )
-    raise MissingOpError(
-        f"{path}: the SavedModel needs the op '{_missing_op(error)}', which "
-        f"this TensorFlow does not have (TensorFlow Text ops, used by BERT "
-        f"exports): {fix}"
-    ) from error
 
 
 class Predictor:
@@ -328,7 +266,7 @@ class Predictor:
         }
         return features, np.asarray(cut)
 
-    def _outputs(self, texts1, texts2):
+    def outputs(self, texts1, texts2):
         """``{"probabilities": float32 [n, C], "truncated": int [n]}`` plus ``"score"``
         float32 ``[n]`` when the export serves one, for ``n`` pairs of raw texts."""
         if len(texts1) != len(texts2):
@@ -362,39 +300,9 @@ class Predictor:
         Raises:
             ValueError: ``texts1`` and ``texts2`` differ in length.
         """
-        outputs = self._outputs(texts1, texts2)
+        outputs = self.outputs(texts1, texts2)
         return outputs["probabilities"], outputs["truncated"]
-
-    # The verbs below are re2_tf.Matcher's (one implementation for runs and exports); they stay
-    # here with their old signatures for existing callers.
-    def scores(self, texts1, texts2, positive=None):
-        """One relevance score per pair, float32 ``[n]``: :meth:`re2_tf.Matcher.scores` of
-        ``zip(texts1, texts2)``.
-
-        Raises:
-            ValueError: as :meth:`re2_tf.Matcher.scores`, or ``texts1``/``texts2`` of
-                different lengths.
-        """
-        if len(texts1) != len(texts2):
-            raise ValueError(f"{len(texts1)} text1 but {len(texts2)} text2")
-        return Matcher._of(self).scores(list(zip(texts1, texts2)), positive=positive)
-
-    def rank(self, query, candidates, top_k=None, *, positive=None, return_texts=True):
-        """:meth:`re2_tf.Matcher.rank` with ``return_documents=return_texts``: list of
-        ``{"corpus_id": int, "score": float, "text": str}``, by score descending."""
-        return Matcher._of(self).rank(
-            query, candidates, top_k, return_documents=return_texts, positive=positive
-        )
 
     def probabilities(self, texts1, texts2):
         """float32 ``[n, num_classes]`` for ``n`` pairs of raw texts."""
         return self.run(texts1, texts2)[0]
-
-    def predict(self, pairs):
-        """Predict ``pairs`` (dicts from :func:`read_pairs`), as ``re2-predict`` writes them.
-
-        Returns:
-            ``(records, truncated)``: :meth:`re2_tf.Matcher.predict`'s records with the
-            probabilities rounded to 6 decimals, and the number of pairs truncated.
-        """
-        return Matcher._of(self)._records(list(pairs), digits=6)

@@ -24,9 +24,8 @@ converter handles) and keeps its ``jit_compile`` function as an opaque call.
 :class:`ConversionError` names the ops a converter could not convert.
 
 Library: :func:`load` (a :class:`Runtime`: features in, outputs out), :func:`convert` (the
-converted file), :func:`report` / :func:`markdown` / :func:`summary` (``re2-bench
---runtimes``: every model through every runtime with the Table 5 protocol, with the agreement
-of the outputs; the docs' tables are generated from its record, :mod:`re2_tf.doc_tables`).
+converted file), :func:`load_saved_model` (a SavedModel, with TensorFlow Text's ops when it
+needs them), :func:`agreement` / :func:`agrees` (how far two runtimes' outputs are apart).
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ import json
 import os
 import re
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +45,7 @@ __all__ = [
     "BACKENDS",
     "CONVERTED",
     "ConversionError",
+    "MissingOpError",
     "MissingPackageError",
     "OPSET",
     "Runtime",
@@ -54,13 +53,9 @@ __all__ = [
     "agrees",
     "convert",
     "cpu_has_bf16",
-    "id_batches",
     "load",
-    "markdown",
-    "report",
+    "load_saved_model",
     "require",
-    "summary",
-    "timing_inputs",
     "unsupported_ops",
     "versions",
 ]
@@ -148,11 +143,69 @@ def _hint(export_dir):
     return ""
 
 
+class MissingOpError(RuntimeError):
+    """A SavedModel needs ops this TensorFlow lacks (TensorFlow Text's); the message says
+    what to install."""
+
+
+def _missing_op(error):
+    """The op name of TensorFlow's "Op type not registered '<op>'" in ``error``, or ``None``."""
+    match = re.search(r"Op type not registered '([^']+)'", str(error))
+    return None if match is None else match.group(1)
+
+
+def load_saved_model(path):
+    """``tf.saved_model.load(path)``, with TensorFlow Text's ops registered when it needs them.
+
+    TensorFlow Text's ops (used by keras-hub's WordPiece tokenizer in BERT exports) are
+    registered only by ``import tensorflow_text`` (about 0.3 s, and it imports Keras), so it
+    is imported only when loading fails with "Op type not registered", and loading is tried
+    again; the import is skipped when the package is absent.
+
+    Raises:
+        MissingOpError: ``<path>: the SavedModel needs the op '<op>' ...`` naming the fix
+            (``pip install tensorflow-text``) when loading fails with "Op type not
+            registered" with TensorFlow Text imported, or absent; other loading errors
+            propagate unchanged.
+    """
+    import tensorflow as tf
+
+    errors = (RuntimeError, tf.errors.NotFoundError)
+    try:
+        return tf.saved_model.load(str(path))
+    except errors as e:
+        if _missing_op(e) is None:
+            raise
+        error = e
+    try:
+        import tensorflow_text  # noqa: F401  (registers NormalizeUTF8, FastWordpiece..., ...)
+
+        text_installed = True
+    except ImportError:
+        text_installed = False
+    if text_installed:
+        try:
+            return tf.saved_model.load(str(path))
+        except errors as e:
+            if _missing_op(e) is None:
+                raise
+            error = e
+    fix = (
+        f"tensorflow-text is installed but does not register it: install the "
+        f"tensorflow-text release matching TensorFlow {tf.__version__}"
+        if text_installed
+        else "pip install tensorflow-text (or pip install -e '.[bert]')"
+    )
+    raise MissingOpError(
+        f"{path}: the SavedModel needs the op '{_missing_op(error)}', which "
+        f"this TensorFlow does not have (TensorFlow Text ops, used by BERT "
+        f"exports): {fix}"
+    ) from error
+
+
 def _signature(export_dir):
     """``(loaded SavedModel, its serving_ids function)``; keep the first alive while the
     function is used (it reads the model's variables)."""
-    from re2_tf.serving.predictor import load_saved_model
-
     loaded = load_saved_model(export_dir)
     return loaded, loaded.signatures[SIGNATURE]
 
@@ -378,51 +431,6 @@ def versions():
     return found
 
 
-def id_batches(featurizers, batch, length, *, count=4, seed=0):
-    """``count`` batches of ``serving_ids`` inputs (``[{name: np.ndarray}]``) for a model with
-    these featurisers: the random ids :mod:`re2_tf.benchmarking` times (its
-    ``benchmark_inputs``, drawn as ``serving/timing_worker.py`` draws them), or -- for a model
-    whose input packs both texts (BERT's ``[CLS] a [SEP] b [SEP]``), which random ids cannot
-    form -- pairs of ``length`` random words of the bundled sample that each featuriser
-    encodes as one position, packed by the model's own featurisers in Python."""
-    from re2_tf import benchmarking
-    from re2_tf.serving.timing_worker import make_inputs
-
-    signature, spec = benchmarking.benchmark_inputs(featurizers, batch, length, words=["w"])
-    if signature == SIGNATURE:
-        rng = np.random.default_rng(seed)
-        return [make_inputs(spec, batch, rng) for _ in range(count)]
-    from re2_tf.roofline import pair_batch, single_position_words
-
-    words = single_position_words(featurizers, benchmarking.sample_words())
-    return [
-        {
-            k: np.asarray(v)
-            for k, v in pair_batch(featurizers, batch, length, words, seed=seed + i).items()
-        }
-        for i in range(count)
-    ]
-
-
-def timing_inputs(featurizers, batch, length, path):
-    """``(input spec, time_export options)`` timing a converted ``serving_ids`` the way
-    :mod:`re2_tf.benchmarking` times the SavedModel: its random-id spec (the worker draws the
-    batches), or for a packed-pair model the :func:`id_batches` written to ``path`` (``.npz``,
-    options ``{"inputs_file": path}``; no throughput batch can be drawn then)."""
-    from re2_tf import benchmarking
-
-    signature, spec = benchmarking.benchmark_inputs(featurizers, batch, length, words=["w"])
-    if signature == SIGNATURE:
-        return spec, {}
-    return _write_batches(id_batches(featurizers, batch, length), path), {"inputs_file": str(path)}
-
-
-def _write_batches(batches, path):
-    """Write batches as the worker's ``inputs_file``; return their input spec."""
-    np.savez(path, **{f"{i}/{k}": v for i, b in enumerate(batches) for k, v in b.items()})
-    return {k: {"dtype": str(v.dtype), "shape": list(v.shape)} for k, v in batches[0].items()}
-
-
 def agreement(reference, probabilities):
     """How far ``probabilities`` are from ``reference`` (float ``[n, num_classes]`` each):
     ``max_abs_dp`` (max |Δp|), ``dp_over_spread`` (that over the reference's spread, the std
@@ -450,234 +458,3 @@ def agrees(measured, precision="f32"):
     (``f32``, ``bf16``); ``False`` when the measure is undefined."""
     key, limit = TOLERANCE[precision]
     return measured.get(key) is not None and measured[key] <= limit
-
-
-def _failure(error):
-    if isinstance(error, ConversionError):
-        return "failed: " + (", ".join(error.ops) if error.ops else error.detail)
-    text = str(error)
-    ops = unsupported_ops(text)
-    return "failed: " + (
-        ", ".join(ops) if ops else _first_line(text.splitlines()[-1] if text else "")
-    )
-
-
-def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16, tmp, log):
-    """The rows of :func:`report` of one benchmark variant of a model."""
-    from re2_tf import benchmarking
-
-    entry = spec.benchmark[variant]
-    tmp = Path(tmp)
-
-    def export(name, **kwargs):
-        path, _, featurizers = benchmarking.export_benchmark_model(
-            spec, entry["hparams"], tmp / name, **kwargs
-        )
-        return path, featurizers
-
-    xla_path, featurizers = export("xla")
-    plain_path, _ = export("noxla", xla=False)
-    inputs_file = tmp / "inputs.npz"
-    input_spec = _write_batches(id_batches(featurizers, batch, length), inputs_file)
-    targets = [("savedmodel (XLA)", "f32", xla_path, "—", None)]
-    targets.append(("savedmodel (xla=False)", "f32", plain_path, "—", None))
-    start = time.perf_counter()
-    try:
-        path, _ = export("tflite", fmt="tflite")
-        targets.append(("tflite", "f32", path, "ok", time.perf_counter() - start))
-    except ValueError as error:  # the TFLite converter names the op it cannot convert
-        found = re.search(r"'(tf\.\w+)' op", str(error))
-        targets.append(
-            (
-                "tflite",
-                "f32",
-                None,
-                "failed: " + (found.group(1) if found else _first_line(error)),
-                None,
-            )
-        )
-    for backend in ("onnxruntime", "openvino"):
-        start = time.perf_counter()
-        try:
-            path = convert(plain_path, backend, tmp / backend)
-            status, seconds = "ok", time.perf_counter() - start
-        except ConversionError as error:
-            path, status, seconds = None, _failure(error), None
-        log(f"{variant}: {backend} conversion {status}")
-        for precision in ("f32", "bf16") if backend == "openvino" and bf16 else ("f32",):
-            name = backend if backend == "onnxruntime" else f"openvino {precision}"
-            targets.append((name, precision, path, status, seconds))
-    try:  # the default (XLA) export: which op stops the conversion
-        convert(xla_path, "openvino", tmp / "openvino_xla")
-        xla_status = "ok"
-    except ConversionError as error:
-        xla_status = _failure(error)
-    rows, reference = [], None
-    for runtime, precision, path, status, seconds in targets:
-        row = {"model": variant, "runtime": runtime, "precision": precision, "conversion": status}
-        row["convert_s"] = seconds
-        if path is not None:
-            outputs = tmp / f"out_{len(rows)}.npz"
-            try:
-                timed = benchmarking.time_export(
-                    path, SIGNATURE, input_spec, batches=batches, warmup=warmup,
-                    intra_op_threads=threads, inter_op_threads=1, throughput_batch=0,
-                    options={"inputs_file": str(inputs_file), "outputs_file": str(outputs),
-                             "precision": precision},
-                )  # fmt: skip
-                row.update({k: timed[k] for k in ("median_ms", "p99_ms", "first_call_s")})
-                row.update(interpreter=timed["interpreter"], loadavg=os.getloadavg()[0])
-                probabilities = np.load(outputs)["probabilities"]
-                if reference is None:
-                    reference = probabilities
-                row.update(agreement(reference, probabilities))
-                row["agrees"] = agrees(row, precision)
-            except RuntimeError as error:  # the runtime refused the converted model
-                row["conversion"] = _failure(error)
-        log(f"{variant}: {runtime}: {row.get('median_ms', row['conversion'])}")
-        rows.append(row)
-    return rows, {"model": variant, "xla_export_openvino": xla_status}
-
-
-def report(
-    models,
-    *,
-    threads=2,
-    batch=8,
-    length=20,
-    batches=100,
-    warmup=10,
-    all_variants=False,
-    argv=(),
-    log=print,
-):
-    """Time each model's first benchmark variant (every one with ``all_variants``; random
-    weights, as ``re2-bench``) through
-    every runtime with the Table 5 protocol (:func:`re2_tf.benchmarking.time_export`: a fresh
-    process each, ``batches`` timed batches of ``batch x length`` after ``warmup``; median
-    ms), all on the same 4 batches of ``serving_ids`` inputs (:func:`id_batches`), and check
-    each runtime's probabilities on them against the default SavedModel's
-    (:func:`agreement`, :data:`TOLERANCE`).
-
-    Runtimes: the SavedModel (default XLA export, and ``xla=False``), TFLite, ONNX Runtime
-    and OpenVINO ``f32`` (plus ``bf16`` where :func:`cpu_has_bf16`), the last two converted
-    from the ``xla=False`` export; a conversion that fails is a row naming the ops.
-
-    Returns:
-        the record (JSON-serialisable; :func:`markdown` prints it): ``command``, ``date``,
-        the CPU (``re2_tf.training.throughput.machine``), ``threads``, ``batch``, ``length``,
-        ``batches``, ``warmup``, ``versions``, ``bf16_units``, ``loadavg`` (1-minute load
-        average at the start and the end), ``tolerance``, ``models`` (per model: the default
-        export's OpenVINO conversion) and ``rows``.
-
-    Raises:
-        KeyError: an unknown model. MissingPackageError: OpenVINO, ONNX Runtime or tf2onnx
-        is not installed.
-    """
-    import datetime
-
-    from re2_tf.models import get_spec
-    from re2_tf.training import throughput
-
-    specs = [get_spec(m) for m in models]
-    for package in ("openvino", "onnxruntime", "tf2onnx", "onnx"):
-        require(package)
-    bf16 = cpu_has_bf16()
-    record = {
-        "command": " ".join(["re2-bench", *argv]),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-        **throughput.machine(),
-        "threads": threads, "batch": batch, "length": length, "batches": batches,
-        "warmup": warmup, "versions": versions(), "bf16_units": bf16,
-        "loadavg": [os.getloadavg()[0]], "tolerance": {k: list(v) for k, v in TOLERANCE.items()},
-        "models": [], "rows": [],
-    }  # fmt: skip
-    for spec in specs:
-        for variant in list(spec.benchmark)[: None if all_variants else 1]:
-            with tempfile.TemporaryDirectory() as tmp:
-                rows, model = _model_rows(
-                    spec, variant, threads=threads, batch=batch, length=length,
-                    batches=batches, warmup=warmup, bf16=bf16, tmp=tmp, log=log,
-                )  # fmt: skip
-            record["rows"] += rows
-            record["models"].append(model)
-    record["loadavg"].append(os.getloadavg()[0])
-    return record
-
-
-_AGREEMENT = ("max_abs_dp", "dp_over_spread", "argmax_agreement")
-
-
-def _number(value, fmt):
-    return "—" if value is None else format(value, fmt)
-
-
-def markdown(record):
-    """A :func:`report` record as Markdown: the machine, versions and load, then one row per
-    model and runtime, then the default XLA export's conversion."""
-    from re2_tf.training.throughput import describe_machine
-
-    versions_text = ", ".join(f"{k} {v}" for k, v in record["versions"].items() if v)
-    load = " → ".join(f"{x:.1f}" for x in record["loadavg"])
-    lines = [
-        f"{describe_machine(record)}; {record['threads']} thread(s); batch "
-        f"{record['batch']}×{record['length']}, median of {record['batches']} batches, each "
-        f"runtime in a fresh process; 1-minute load average {load}. Versions: {versions_text}.",
-        "",
-        "| model | runtime | conversion | median ms | × SavedModel (XLA) | max abs Δp | "
-        "Δp / spread | argmax agree | agrees |",
-        "|---|---|---|---:|---:|---:|---:|---:|---|",
-    ]
-    base = {}
-    for row in record["rows"]:
-        first = row["model"] not in base  # each model's first row is the reference
-        base.setdefault(row["model"], row.get("median_ms"))
-        ratio = (
-            row["median_ms"] / base[row["model"]]
-            if row.get("median_ms") and base[row["model"]]
-            else None
-        )
-        agrees = {True: "yes", False: "**no**", None: "—"}[row.get("agrees")]
-        if first:
-            agrees, row = "reference", {k: v for k, v in row.items() if k not in _AGREEMENT}
-        lines.append(
-            f"| {row['model']} | {row['runtime']} | {row['conversion']} | "
-            f"{_number(row.get('median_ms'), '.2f')} | {_number(ratio, '.2f')} | "
-            f"{_number(row.get('max_abs_dp'), '.1e')} | "
-            f"{_number(row.get('dp_over_spread'), '.3g')} | "
-            f"{_number(row.get('argmax_agreement'), '.3f')} | {agrees} |"
-        )
-    xla = "; ".join(f"{m['model']}: {m['xla_export_openvino']}" for m in record["models"])
-    lines += ["", f"The default (XLA) export through OpenVINO's converter: {xla}."]
-    return "\n".join(lines)
-
-
-def summary(record):
-    """A :func:`report` record in one paragraph (the README's): per model, the default
-    SavedModel's median ms beside ONNX Runtime's and OpenVINO f32's -- or the ops a
-    conversion failed on, or that the outputs disagree -- and the versions."""
-    v = record["versions"]
-    parts = []
-    for model in dict.fromkeys(row["model"] for row in record["rows"]):
-        rows = {r["runtime"]: r for r in record["rows"] if r["model"] == model}
-        cells = []
-        for runtime, name in (("onnxruntime", "ONNX Runtime"), ("openvino f32", "OpenVINO")):
-            row = rows.get(runtime, {"conversion": "not run"})
-            if row.get("median_ms") is None:
-                cells.append(f"{name} {row['conversion']}")
-            elif row.get("agrees") is False:
-                cells.append(
-                    f"{name} **wrong** (max |Δp| {row['max_abs_dp']:.0e}, argmax agreement "
-                    f"{row['argmax_agreement']:.3f})"
-                )
-            else:
-                cells.append(f"{name} {row['median_ms']:.1f}")
-        base = next(iter(rows.values()))
-        parts.append(f"{model} {_number(base.get('median_ms'), '.1f')}, {', '.join(cells)}")
-    return (
-        f"Other CPU runtimes on the id-level signature (ONNX Runtime {v.get('onnxruntime')} via "
-        f"tf2onnx {v.get('tf2onnx')}, OpenVINO {v.get('openvino')}; both converted from the "
-        f"`--xla=false` export), median ms at batch {record['batch']}×{record['length']} beside "
-        f"the default SavedModel's (1-minute load average "
-        f"{' → '.join(f'{x:.1f}' for x in record['loadavg'])}): {'; '.join(parts)}."
-    )

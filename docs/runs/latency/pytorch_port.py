@@ -25,7 +25,7 @@ import json
 import subprocess
 import sys
 
-from re2_tf.training.throughput import machine
+from re2_lab.throughput import machine
 
 #: Runs in the PyTorch interpreter: argv = port_dir blocks threads batches warmup.
 TIMER = r"""

@@ -87,7 +87,7 @@ def measure(checkout, model):
 
 
 def main():
-    from re2_tf.training import throughput
+    from re2_lab import throughput
 
     before = ARGS["before"]
     record = {

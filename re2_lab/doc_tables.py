@@ -1,0 +1,293 @@
+"""Tables in the README and ``docs/`` generated from the committed run records.
+
+A generated table sits between two HTML comments that Markdown does not show; the first names
+what generates it::
+
+    <!-- generated: compare docs/runs/compare -->
+    | model | SNLI learning check acc (seeds) | ... |
+    <!-- end generated -->
+
+Kinds (paths relative to the repository root):
+
+- ``compare <records>``: the five-model comparison's table,
+  :func:`re2_lab.compare.report` over ``<records>`` (``docs/runs/compare``);
+- ``sweep <flagfile> [<split>/<metric> ...]``: a sweep config's summary
+  (``configs/re2/table7.flags``): its ``--grid``, ``--seeds`` and ``--records`` read from the
+  flagfile, the table of :func:`re2_lab.sweep.summarize_sweep` over the records alone
+  (with metrics named: only those columns, in that order; default every recorded metric);
+- ``bench <record.json>``: one ``re2-bench --json_out`` record
+  (:func:`re2_tf.benchmarking.benchmark_record`) as ``re2-bench`` prints it (its component
+  timings included), then the CPU, the date and the command it was measured with;
+- ``table5 <record.json> ...``: several such records of one model's variants (RE2's 1, 2 and
+  3 blocks) side by side, one line per record (export format and options), median ms per
+  variant and the last variant's mean ± std, under the paper's own row;
+- ``roofline <record.json> [export]``: a ``re2-bench --roofline --json_out`` record
+  (:func:`re2_lab.roofline.report`) as :func:`re2_lab.roofline.markdown` prints it (with
+  ``export``: that export's serving rows only), then its command;
+- ``runtimes <record.json> [summary]``: a ``re2-bench --runtimes --json_out`` record
+  (:func:`re2_tf.serving.runtimes.report`) as :func:`re2_tf.serving.runtimes.markdown` prints
+  it, then its command (with ``summary``: :func:`re2_tf.serving.runtimes.summary`'s paragraph);
+- ``ab <record.json>``: an A/B record of ``docs/runs/`` (paths timed alternately in fresh
+  processes): ``docs/runs/training-profile/bilstm_ab.py``'s (``models``: per model,
+  ``before``/``after`` lists of measurements) as pairs/s and profile time per side, or
+  ``docs/runs/roofline/folded_ab.py``'s (``variants``: per variant, ``{"<path>@<batch>":
+  [median ms per round]}``) as ms per path and batch; each the median over the rounds with
+  the rounds' range, then the CPU and the command.
+
+``python -m re2_lab.cli.summarize --update_docs README.md docs/*.md`` rewrites every block from
+the records, and
+``tests/test_recorded_runs.py`` checks that each block in the README and ``docs/`` is what the
+records give today (so a table cannot go stale after a new record).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+__all__ = ["BLOCK", "blocks", "generate", "sweep_config", "update"]
+
+REPO = Path(__file__).resolve().parents[1]
+#: One generated block: ``spec`` is what follows ``generated:``, ``body`` the table.
+BLOCK = re.compile(
+    r"<!-- generated: (?P<spec>[^\n]*?) -->\n(?P<body>.*?)<!-- end generated -->", re.S
+)
+
+
+def sweep_config(flagfile, root=REPO):
+    """``(grid, seeds, records)`` of a sweep flagfile (``--grid=``, ``--seeds=``,
+    ``--records=`` lines; ``#`` lines are comments).
+
+    Raises:
+        ValueError: naming the flagfile, when it lacks ``--grid`` or ``--records``.
+    """
+    values = {}
+    for line in (Path(root) / flagfile).read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line.startswith("--") and "=" in line:
+            name, value = line[2:].split("=", 1)
+            values[name] = value
+    missing = [n for n in ("grid", "records") if n not in values]
+    if missing:
+        raise ValueError(f"{flagfile}: no --{' or --'.join(missing)} line")
+    return values["grid"], int(values.get("seeds", 1)), values["records"]
+
+
+def generate(spec, root=REPO):
+    """The Markdown table a block's ``spec`` names (module docstring), from records alone.
+
+    Raises:
+        ValueError: an unknown kind or a malformed spec.
+    """
+    kind, *args = spec.split()
+    root = Path(root)
+    if kind == "compare" and len(args) == 1:
+        from re2_lab import compare
+
+        table, _ = compare.report(root / args[0])
+        return table
+    if kind == "sweep" and args and all("/" in a for a in args[1:]):
+        from re2_lab import sweep
+
+        grid, seeds, records = sweep_config(args[0], root)
+        table, _ = sweep.summarize_sweep(
+            sweep.parse_grid(grid),
+            range(1, seeds + 1),
+            None,
+            records=root / records,
+            columns=args[1:] or None,
+        )
+        return table
+    if kind == "bench" and len(args) == 1:
+        return _bench(_read(root / args[0]))
+    if kind == "table5" and args:
+        return _table5([_read(root / a) for a in args])
+    if kind == "roofline" and len(args) in (1, 2):
+        from re2_lab import roofline
+
+        record = _read(root / args[0])
+        table = roofline.markdown(record, *args[1:])
+        return table + f"\n\nCommand: `{record['command']}`."
+    if kind == "runtimes" and len(args) in (1, 2) and args[1:] in ([], ["summary"]):
+        from re2_tf.serving import runtimes
+
+        record = _read(root / args[0])
+        if args[1:]:
+            return runtimes.summary(record)
+        return runtimes.markdown(record) + f"\n\nCommand: `{record['command']}`."
+    if kind == "ab" and len(args) == 1:
+        record = _read(root / args[0])
+        return _training_ab(record) if "models" in record else _paths_ab(record)
+    raise ValueError(
+        f"unknown generated table {spec!r}: expected 'compare <records>', 'sweep <flagfile> "
+        "[<split>/<metric> ...]', 'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
+        "'runtimes <json> [summary]' or 'ab <json>'"
+    )
+
+
+def blocks(text):
+    """``[(spec, body)]`` of every generated block in ``text``."""
+    return [(m["spec"], m["body"]) for m in BLOCK.finditer(text)]
+
+
+def update(path, root=REPO):
+    """Rewrite every generated block of the Markdown file ``path`` from the records.
+
+    Returns:
+        int, how many blocks changed.
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    changed = 0
+
+    def replace(match):
+        nonlocal changed
+        body = generate(match["spec"], root) + "\n"
+        changed += body != match["body"]
+        return f"<!-- generated: {match['spec']} -->\n{body}<!-- end generated -->"
+
+    new = BLOCK.sub(replace, text)
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return changed
+
+
+def _read(path):
+    import json
+
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _machine(record):
+    from re2_lab.throughput import describe_machine
+
+    return f"{describe_machine(record)}: `{record['command']}`"
+
+
+def _bench(record):
+    from re2_tf.benchmarking import markdown_table
+
+    settings = record["settings"]
+    table = markdown_table(
+        record["rows"], settings["batch"], settings["length"], settings["throughput_batch"]
+    )
+    parts = [table]
+    parts += [f"{title}:\n\n{text}" for title, text in record.get("components", {}).items()]
+    return "\n\n".join(parts) + f"\n\nMeasured on {_machine(record)}." + _timing_notes(record)
+
+
+def _timing_notes(record):
+    """What the worker recorded about the timed batches (absent from older records): the
+    length draw and the 1-minute load average before and after timing, per row."""
+    rows = [r for r in record["rows"] if "load_average" in r]
+    if not rows:
+        return ""
+    spread = rows[0].get("length_spread", 0)
+    length = record["settings"]["length"]
+    loads = "; ".join(
+        f"{r['model']}: {r['load_average'][0]:.1f} -> {r['load_average'][1]:.1f}" for r in rows
+    )
+    return (
+        f" Every timed batch a fresh draw, each text {length} ± {spread} words. "
+        f"Load average (1 min, {record.get('cpu_count', '?')} cores) before -> after timing: "
+        f"{loads}."
+    )
+
+
+def _spread(values, fmt):
+    """``"median (min-max)"`` of a round's values."""
+    import statistics
+
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
+
+
+def _training_ab(record):
+    import statistics
+
+    from re2_lab.throughput import describe_machine
+
+    batch = record["batch_size"]
+    lines = [
+        "| model | side | pairs/s (rounds' range) | thread-ms in ops per update | of which in "
+        "the recurrences | largest op kinds (thread-ms) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for model, sides in record["models"].items():
+        for side in ("before", "after"):
+            runs = sides[side]
+            kinds = {}
+            for run in runs:
+                for kind, ms in run["kinds"].items():
+                    kinds.setdefault(kind, []).append(ms)
+            top = sorted(kinds, key=lambda k: -statistics.median(kinds[k]))[:3]
+            lines.append(
+                f"| {model} | {side} (`{record[side][:7]}`) | "
+                f"{_spread([batch / r['seconds_per_update'] for r in runs], '.1f')} | "
+                f"{statistics.median(r['op_ms'] for r in runs):.0f} | "
+                f"{statistics.median(r['in_loops_ms'] for r in runs):.0f} | "
+                + "; ".join(f"{k} {statistics.median(kinds[k]):.0f}" for k in top)
+                + " |"
+            )
+    return (
+        "\n".join(lines)
+        + f"\n\n{record['rounds']} rounds, batch {batch}, {record['threads']} threads, on "
+        f"{describe_machine(record)}: `{record['command']}`"
+    )
+
+
+def _paths_ab(record):
+    from re2_lab.throughput import describe_machine
+
+    lines = []
+    for variant, medians in record["variants"].items():
+        paths = list(dict.fromkeys(key.rsplit("@", 1)[0] for key in medians))
+        batches = list(dict.fromkeys(key.rsplit("@", 1)[1] for key in medians))
+        if not lines:
+            lines += [
+                "| variant | path | "
+                + " | ".join(f"ms @ {b} x 20 (rounds' range)" for b in batches)
+                + " |",
+                "|---|---|" + "---|" * len(batches),
+            ]
+        for path in paths:
+            cells = [
+                _spread(medians[f"{path}@{b}"], ".2f") if f"{path}@{b}" in medians else "—"
+                for b in batches
+            ]
+            lines.append(f"| {variant} | {path} | " + " | ".join(cells) + " |")
+    return (
+        "\n".join(lines) + f"\n\n{record['rounds']} rounds, {record['threads']} threads, on "
+        f"{describe_machine(record)}: `{record['command']}`"
+    )
+
+
+def _split_name(name):
+    """``"RE2 3 blocks (savedmodel, fp32, XLA)"`` -> ``("RE2 3 blocks", "savedmodel, fp32,
+    XLA")``."""
+    variant, _, rest = name.partition(" (")
+    return variant, rest[:-1] if rest.endswith(")") else rest
+
+
+def _table5(records):
+    variants, lines = [], {}
+    for record in records:
+        for row in record["rows"]:
+            variant, export = _split_name(row["model"])
+            if variant not in variants:
+                variants.append(variant)
+            lines.setdefault(export, {})[variant] = row
+    last = variants[-1]
+    header = ["export", *variants, f"{last}, mean ± std s/batch"]
+    out = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    paper = {v: r.get("paper") for rows in lines.values() for v, r in rows.items()}
+    if any(isinstance(p, (int, float)) for p in paper.values()):
+        cells = [f"{paper[v] * 1000:.0f} ms" if paper.get(v) else "" for v in variants]
+        out.append(f"| paper Table 5 (Core i7 laptop, TF1) | {' | '.join(cells)} | |")
+    for export, rows in lines.items():
+        cells = [f"{rows[v]['median_ms']:.1f} ms" if v in rows else "" for v in variants]
+        spread = rows.get(last)
+        tail = f"{spread['mean_s']:.4f} ± {spread['std_s']:.4f}" if spread else ""
+        out.append(f"| {export} | {' | '.join(cells)} | {tail} |")
+    machines = sorted({_machine(r).split(": `")[0] for r in records})
+    commands = "; ".join(f"`{r['command']}`" for r in records)
+    return "\n".join(out) + f"\n\nMeasured on {' and '.join(machines)}: {commands}."

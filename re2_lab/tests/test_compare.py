@@ -1,0 +1,211 @@
+"""The five-model comparison (re2_lab/compare.py, ``python -m re2_lab.cli.compare``): each model's
+run keeps its recipe and takes the common budget, and the table is its records, checked against
+hand-made records with hand-computed figures."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from re2_lab import compare
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "data" / "sample"
+
+
+def test_each_model_starts_from_its_flagfile_or_its_preset(tmp_path, monkeypatch):
+    snli = {c.settings: c.base for c in compare.cells("snli_check")}
+    assert snli[(("model", "drcn"),)] == (
+        f"--flagfile={REPO / 'configs/drcn/snli_learning_check.flags'}",
+    )
+    for task, spec in compare.TASKS.items():  # every model has a flagfile for every task
+        for cell in compare.cells(task):
+            model = dict(cell.settings)["model"]
+            assert cell.base == (f"--flagfile={REPO / 'configs' / model / spec.flagfile}",)
+    # a model without one starts from its preset for the task's dataset
+    (tmp_path / "configs" / "re2").mkdir(parents=True)
+    (tmp_path / "configs" / "re2" / "wikiqa.flags").write_text("--model=re2\n")
+    monkeypatch.setattr(compare, "REPO", tmp_path)
+    wikiqa = {c.settings: c.base for c in compare.cells("wikiqa")}
+    assert wikiqa[(("model", "drcn"),)] == ("--model=drcn", "--dataset=wikiqa")
+    assert wikiqa[(("model", "re2"),)] == (f"--flagfile={tmp_path / 'configs/re2/wikiqa.flags'}",)
+    assert [c.name for c in compare.cells("trecqa")] == [
+        f"model-{m}" for m in compare.model_names()
+    ]
+    with pytest.raises(ValueError, match="unknown task 'snli'"):
+        compare.cells("snli")
+
+
+@pytest.mark.parametrize("task", sorted(compare.TASKS))
+def test_every_run_takes_the_common_budget_and_keeps_its_recipe(task):
+    from re2_tf.cli.train import config_from_args
+
+    optimizers = {}
+    for cell in compare.cells(task):
+        args = [*cell.base, *compare.common_args("/data"), *cell.args(), "--run_dir=unused"]
+        config = config_from_args(args)
+        model = dict(cell.settings)["model"]
+        assert (config.model, config.data_dir, config.epochs) == (model, "/data", 5)
+        assert config.eval_per_samples == 2560 and config.embeddings in ("", None)
+        assert config.dataset == compare.TASKS[task].dataset
+        optimizers[model] = config.optimizer
+    # the recipes stay the papers': DRCN's RMSProp, BERT's AdamW, RE2's Adam
+    assert optimizers["drcn"] == "rmsprop" and optimizers["re2"] == "adam"
+    assert optimizers["bert_matchlstm"] == "adamw"
+
+
+def _write(path, content):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+
+
+def _hand_made_records(records):
+    for seed, acc in ((1, 0.5), (2, 0.6), (3, 0.7)):
+        result = {"seed": seed, "best_step": 10, "splits": {"test": {"acc": acc}}}
+        _write(
+            records / "snli_check/model-re2" / f"seed{seed}" / "results.json", json.dumps(result)
+        )
+    result = {"seed": 1, "best_step": 20, "splits": {"test": {"acc": 0.25}}}
+    _write(records / "snli_check/model-drcn/seed1/results.json", json.dumps(result))
+    serving = {
+        "model": "re2",
+        "params": 1234567,
+        "median_ms": 12.34,
+        "throughput_pairs_per_s": 456.7,
+        "peak_rss_mib": 789.4,
+        "cpu": "CPU A",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "date": "2026-01-02",
+    }
+    _write(records / "serving.jsonl", json.dumps(serving) + "\n")
+    training = {"model": "re2", "mode": "one_process", "mixed_precision": "none", "cpu": "CPU B"}
+    training.update(cpu_count=4, date="2026-01-03 10:00 UTC")
+    _write(
+        records / "training/throughput.jsonl", json.dumps(dict(training, pairs_per_s=53.21)) + "\n"
+    )
+
+
+def test_table_is_the_records_with_hand_computed_mean_and_std(tmp_path):
+    _hand_made_records(tmp_path)
+    table, summary = compare.report(tmp_path, ("re2", "drcn"))
+    header, _, re2, drcn, _, machine = table.splitlines()
+    assert header.startswith(
+        "| model | SNLI learning check acc (seeds) | Quora learning check acc (seeds) | "
+        "WikiQA MAP / MRR (seeds) | TrecQA clean MAP / MRR (seeds) | params (w/o emb.) |"
+    )
+    # mean 0.6; sample std sqrt((0.01 + 0 + 0.01) / 2) = 0.1; the tasks without records: —
+    assert re2 == (
+        "| `re2` | 0.6000 ± 0.1000 (3) | — | — | — | 1,234,567 | 12.3 | 457 | 789 | 53.2 |"
+    )
+    assert drcn == "| `drcn` | 0.2500 (1) | — | — | — | — | — | — | — | — |"
+    assert list(summary["tasks"]) == ["snli_check", "quora_check", "wikiqa", "trecqa"]
+    # the CPU of the speed columns, from both kinds of record, each with its own date
+    assert machine == (
+        "Latency, serving and training speed measured on 2 cores of CPU A (avx2), 2026-01-02; "
+        "4 cores of CPU B (vector units unknown), 2026-01-03."
+    )
+
+
+def test_a_command_for_one_model_keeps_every_recorded_models_row(tmp_path):
+    # `python -m re2_lab.cli.compare --models=drcn` (the table only: no --task) must not drop
+    # re2's row from comparison.md: the table shows every model with a record, and the ones
+    # asked for.
+    _hand_made_records(tmp_path)
+    assert compare.shown_models(tmp_path, ["drcn"]) == ["re2", "drcn"]
+    assert compare.shown_models(tmp_path, ["fitn"]) == ["re2", "drcn", "fitn"]
+    assert compare.shown_models(tmp_path / "empty", ["fitn"]) == ["fitn"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "re2_tf.compare", f"--records={tmp_path}", "--models=drcn"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line.split(" | ")[0] for line in (tmp_path / "comparison.md").read_text().splitlines()]
+    assert rows[2:4] == ["| `re2`", "| `drcn`"]
+
+
+def test_plot_is_accuracy_against_latency(tmp_path):
+    pytest.importorskip("matplotlib")
+    _hand_made_records(tmp_path)
+    _, summary = compare.report(tmp_path, ("re2", "drcn"))
+    compare.plot(summary, "snli_check", "test/acc", tmp_path / "c.png")
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(KeyError, match="no model has both wikiqa"):
+        compare.plot(summary, "wikiqa", "test/map", tmp_path / "d.png")
+
+
+@pytest.mark.slow
+def test_a_tiny_comparison_trains_each_model_once_and_resumes(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    train = (SAMPLE / "train.txt").read_text().splitlines()[:40]
+    dev = (SAMPLE / "dev.txt").read_text().splitlines()
+    (data / "train.txt").write_text("\n".join(train) + "\n")
+    (data / "dev.txt").write_text("\n".join(dev[:20]) + "\n")
+    (data / "test.txt").write_text("\n".join(dev[20:40]) + "\n")
+    records = tmp_path / "records"
+    command = [
+        sys.executable,
+        "-m",
+        "re2_tf.compare",
+        "--task=snli_check",
+        f"--data_dir={data}",
+        "--models=re2,match_srnn",
+        "--seeds=1",
+        "--epochs=1",
+        "--threads=1",
+        f"--out={tmp_path / 'out'}",
+        f"--records={records}",
+    ]
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    logs = {
+        m: (records / f"snli_check/model-{m}/seed1/train.log").read_text()
+        for m in ("re2", "match_srnn")
+    }
+    for model in logs:
+        flags = (records / f"snli_check/model-{model}/seed1/flags.txt").read_text().splitlines()
+        assert "--epochs=1" in flags and f"--model={model}" in flags and "--embeddings=" in flags
+        assert "--threads=1" in flags
+    rows = (records / "comparison.md").read_text().splitlines()
+    for model in logs:
+        (row,) = [r for r in rows if r.startswith(f"| `{model}` |")]
+        acc = json.loads((records / f"snli_check/model-{model}/seed1/results.json").read_text())
+        assert row.split(" | ")[1] == f"{acc['splits']['test']['acc']:.4f} (1)"
+    again = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-2000:]
+    for model, log in logs.items():  # recorded runs are not retrained
+        assert (records / f"snli_check/model-{model}/seed1/train.log").read_text() == log
+
+
+@pytest.mark.slow
+def test_measure_times_the_compared_network_and_resumes(tmp_path, shared_data):
+    """`measure` serves Match-SRNN at its SNLI learning-check settings (the compared network:
+    29,323 parameters outside the embedding, counted by hand in tests/test_match_srnn.py),
+    times it and its training, names the CPU, and measures nothing the second time."""
+    from test_throughput import snli_cut
+
+    data = snli_cut(shared_data, tmp_path / "snli", 400)
+    records = tmp_path / "records"
+    serving, training = compare.measure(
+        ["match_srnn"], records, data, batches=3, updates=2, log=lambda line: None
+    )
+    ((row,),) = [serving]
+    assert row["model"] == "match_srnn" and row["params"] == 29_323
+    assert row["flagfile"] == "configs/match_srnn/snli_learning_check.flags"
+    assert row["median_ms"] > 0 and row["throughput_pairs_per_s"] > 0
+    assert row["peak_rss_mib"] >= row["loaded_rss_mib"] > 0
+    assert row["cpu"] and row["cpu_count"] and row["date"] and "times_s" not in row
+    ((speed,),) = [training]
+    assert speed["model"] == "match_srnn" and speed["updates"] == 2 and speed["pairs_per_s"] > 0
+    assert compare.measure(["match_srnn"], records, data, log=lambda line: None) == (
+        serving,
+        training,
+    )
+    table, _ = compare.report(records, ("match_srnn",))
+    assert f"| {row['median_ms']:.1f} |" in table.splitlines()[2]

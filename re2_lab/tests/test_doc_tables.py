@@ -1,0 +1,324 @@
+"""re2_lab.doc_tables: the README's and docs' tables generated from records, checked on
+hand-written records whose tables are worked out here by hand."""
+
+import json
+
+import pytest
+
+from re2_lab import doc_tables
+
+
+def _row(name, median_ms, mean_s, std_s, paper):
+    return {
+        "model": name,
+        "params": 1000,
+        "mean_s": mean_s,
+        "std_s": std_s,
+        "median_ms": median_ms,
+        "p99_ms": median_ms + 2.0,
+        "first_call_s": 0.5,
+        "throughput_pairs_per_s": None,
+        "peak_rss_mib": None,
+        "paper": paper,
+    }
+
+
+def _record(export, medians, command):
+    rows = [
+        _row(f"RE2 {n} block{'s' * (n > 1)} ({export})", ms, ms / 1000 + 0.0001, 0.0002, s)
+        for n, ms, s in zip((1, 2, 3), medians, (0.03, 0.04, 0.05))
+    ]
+    return {
+        "command": command,
+        "settings": {"batch": 8, "length": 20, "throughput_batch": 0},
+        "cpu": "Test CPU",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "date": "2026-01-02",
+        "rows": rows,
+    }
+
+
+@pytest.fixture
+def records(tmp_path):
+    (tmp_path / "a.json").write_text(
+        json.dumps(_record("savedmodel, fp32, XLA", (2.5, 5.1, 8.1), "re2-bench"))
+    )
+    (tmp_path / "b.json").write_text(
+        json.dumps(_record("tflite, int8", (1.3, 2.6, 4.1), "re2-bench --format=tflite"))
+    )
+    return tmp_path
+
+
+def test_table5_puts_each_record_on_a_line_under_the_paper(records):
+    table = doc_tables.generate("table5 a.json b.json", root=records)
+    lines = table.splitlines()
+    assert lines[0] == (
+        "| export | RE2 1 block | RE2 2 blocks | RE2 3 blocks | RE2 3 blocks, mean ± std s/batch |"
+    )
+    assert lines[2] == "| paper Table 5 (Core i7 laptop, TF1) | 30 ms | 40 ms | 50 ms | |"
+    assert lines[3] == "| savedmodel, fp32, XLA | 2.5 ms | 5.1 ms | 8.1 ms | 0.0082 ± 0.0002 |"
+    assert lines[4] == "| tflite, int8 | 1.3 ms | 2.6 ms | 4.1 ms | 0.0042 ± 0.0002 |"
+    assert lines[-1] == (
+        "Measured on 2 cores of Test CPU (avx2), 2026-01-02: `re2-bench`; "
+        "`re2-bench --format=tflite`."
+    )
+
+
+def test_bench_is_the_benchmark_table_then_the_machine(records):
+    text = doc_tables.generate("bench b.json", root=records)
+    lines = text.splitlines()
+    assert lines[0].startswith("| model | params (w/o emb.) | mean ± std s/batch (8×20) |")
+    assert lines[4] == (
+        "| RE2 3 blocks (tflite, int8) | 1,000 | 0.0042 ± 0.0002 | 4.1 | 6.1 | 0.50 | — | — "
+        "| 0.05 |"
+    )
+    assert lines[-1] == (
+        "Measured on 2 cores of Test CPU (avx2), 2026-01-02: `re2-bench --format=tflite`."
+    )
+
+
+def test_update_rewrites_each_block_once_and_leaves_the_rest(records):
+    page = records / "page.md"
+    page.write_text(
+        "intro\n<!-- generated: table5 a.json -->\nstale\n<!-- end generated -->\noutro\n"
+    )
+    assert doc_tables.update(page, root=records) == 1
+    text = page.read_text()
+    assert text.startswith("intro\n<!-- generated: table5 a.json -->\n| export |")
+    assert text.endswith("`re2-bench`.\n<!-- end generated -->\noutro\n")
+    assert "stale" not in text
+    assert doc_tables.update(page, root=records) == 0
+    ((spec, body),) = doc_tables.blocks(text)
+    assert spec == "table5 a.json" and body.startswith("| export |")
+
+
+def test_sweep_config_reads_grid_seeds_and_records(tmp_path):
+    (tmp_path / "s.flags").write_text(
+        "# comment\n--flagfile=x.flags\n--grid=a=1,2 | b=3\n--seeds=3\n--records=docs/runs/x\n"
+    )
+    assert doc_tables.sweep_config("s.flags", tmp_path) == ("a=1,2 | b=3", 3, "docs/runs/x")
+    (tmp_path / "t.flags").write_text("--seeds=3\n")
+    with pytest.raises(ValueError, match=r"t.flags: no --grid or --records line"):
+        doc_tables.sweep_config("t.flags", tmp_path)
+
+
+def test_a_sweep_block_can_name_its_columns(tmp_path):
+    """`sweep <flagfile> <split>/<metric> ...` shows those metrics only, in that order; a
+    metric no record has is named with the recorded ones."""
+    (tmp_path / "s.flags").write_text("--grid=blocks=1,2\n--seeds=2\n--records=recs\n")
+    for seed, (map_, mrr) in enumerate([(0.6, 0.7), (0.8, 0.9)], 1):
+        run = tmp_path / "recs" / "blocks-1" / f"seed{seed}"
+        run.mkdir(parents=True)
+        splits = {"test": {"acc": 0.5, "map": map_, "mrr": mrr}, "dev": {"mrr": 0.1}}
+        (run / "results.json").write_text(json.dumps({"best_step": seed, "splits": splits}))
+    header, _, first, second = doc_tables.generate(
+        "sweep s.flags test/mrr test/map", tmp_path
+    ).splitlines()
+    assert (
+        header
+        == "| cell | runs | test/mrr | test/map | best update | wall time (min) | CPU time (min) |"
+    )
+    # by hand: means 0.8 and 0.7, each with sample std sqrt(0.02 / 1) = 0.1414
+    assert first == "| blocks=1 | 2/2 | 0.8000 ± 0.1414 | 0.7000 ± 0.1414 | 1, 2 |  |  |"
+    assert second == "| blocks=2 | 0/2 |  |  |  |  |  |"
+    everything = doc_tables.generate("sweep s.flags", tmp_path).splitlines()[0]
+    assert "test/acc" in everything and "dev/mrr" in everything
+    with pytest.raises(ValueError, match=r"no run recorded test/auc; recorded: test/acc"):
+        doc_tables.generate("sweep s.flags test/auc", tmp_path)
+    with pytest.raises(ValueError, match="unknown generated table 'sweep s.flags mrr'"):
+        doc_tables.generate("sweep s.flags mrr", tmp_path)
+
+
+def test_an_unknown_kind_is_named():
+    with pytest.raises(ValueError, match="unknown generated table 'plot x'"):
+        doc_tables.generate("plot x")
+
+
+def test_a_roofline_block_is_the_reports_tables_and_its_command(tmp_path):
+    import json
+
+    record = {
+        "command": "python -m re2_tf.benchmark --roofline",
+        "cpu": "Some CPU",
+        "cpu_features": [],
+        "cpu_count": 2,
+        "threads": 2,
+        "units": {"float32": True, "bfloat16": False, "int8": False},
+        "peaks": {"float32": 1e11, "bfloat16": None, "int8": None},
+        "batch": 8,
+        "length": 20,
+        "throughput_batch": 512,
+        "serving": [],
+        "training": [],
+    }
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    assert doc_tables.generate("roofline r.json", tmp_path).splitlines() == [
+        "2 cores of Some CPU (vector units unknown); 2 threads; measured peak: float32 100 "
+        "GFLOP/s, no bfloat16 units, no int8 units.",
+        "",
+        "| model | export | GFLOP per 8×20 batch | median ms | FLOP floor ms | sequential steps "
+        "| dependency floor ms | × floor | pairs/s @ 512 | % of peak @ 512 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "",
+        "Command: `python -m re2_tf.benchmark --roofline`.",
+    ]
+
+
+def test_a_roofline_block_of_one_export_keeps_its_rows_and_drops_training(tmp_path):
+    import json
+
+    row = {
+        "variant": "Net",
+        "flops": 1e9,
+        "median_ms": 20.0,
+        "flop_floor_ms": 10.0,
+        "sequential_steps": 0,
+        "dependency_floor_ms": 0.0,
+        "times_floor": 2.0,
+        "bound": "FLOPs",
+        "throughput_pairs_per_s": None,
+        "percent_of_peak": None,
+    }
+    record = {
+        "command": "c",
+        "cpu": "Some CPU",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "threads": 2,
+        "units": {"float32": True, "bfloat16": False, "int8": False},
+        "peaks": {"float32": 1e11, "bfloat16": None, "int8": None},
+        "batch": 8,
+        "length": 20,
+        "throughput_batch": 512,
+        "serving": [dict(row, export="a"), dict(row, export="b", median_ms=30.0)],
+        "training": [
+            {
+                "model": "net",
+                "batch_size": 4,
+                "length": 8,
+                "flops_per_update": 1e9,
+                "pairs_per_s": 1.0,
+                "floor_pairs_per_s": 2.0,
+                "percent_of_peak": 50.0,
+            }
+        ],
+    }
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    lines = doc_tables.generate("roofline r.json b", tmp_path).splitlines()
+    assert lines[4:] == [
+        "| Net | b | 1.000 | 30.0 | 10.0 | 0 | — | 2.0 (FLOPs) | — | — |",
+        "",
+        "Command: `c`.",
+    ]
+    assert len(doc_tables.generate("roofline r.json", tmp_path).splitlines()) == 12
+
+
+def test_a_runtimes_block_is_the_table_its_summary_and_command(tmp_path):
+    def row(model, runtime, conversion, median_ms=None, dp=None, spread=None, argmax=None, ok=None):
+        return {
+            "model": model,
+            "runtime": runtime,
+            "precision": "f32",
+            "conversion": conversion,
+            "median_ms": median_ms,
+            "max_abs_dp": dp,
+            "dp_over_spread": spread,
+            "argmax_agreement": argmax,
+            "agrees": ok,
+        }
+
+    record = {
+        "command": "re2-bench --runtimes",
+        "date": "2026-01-02",
+        "cpu": "Some CPU",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "threads": 2,
+        "batch": 8,
+        "length": 20,
+        "batches": 100,
+        "versions": {"openvino": "1.0", "onnxruntime": "2.0", "tf2onnx": "3.0", "onnx": None},
+        "loadavg": [0.5, 1.25],
+        "models": [{"model": "Net", "xla_export_openvino": "failed: LowerBound"}],
+        "rows": [
+            row("Net", "savedmodel (XLA)", "—", 10.0, 0.0, 0.0, 1.0, True),
+            row("Net", "onnxruntime", "failed: Erfc"),
+            row("Net", "openvino f32", "ok", 5.0, 2e-3, 1.04, 0.96875, False),
+        ],
+    }
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    assert doc_tables.generate("runtimes r.json", tmp_path).splitlines() == [
+        "2 cores of Some CPU (avx2), 2026-01-02; 2 thread(s); batch 8×20, median of 100 "
+        "batches, each runtime in a fresh process; 1-minute load average 0.5 → 1.2. Versions: "
+        "openvino 1.0, onnxruntime 2.0, tf2onnx 3.0.",
+        "",
+        "| model | runtime | conversion | median ms | × SavedModel (XLA) | max abs Δp | "
+        "Δp / spread | argmax agree | agrees |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+        "| Net | savedmodel (XLA) | — | 10.00 | 1.00 | — | — | — | reference |",
+        "| Net | onnxruntime | failed: Erfc | — | — | — | — | — | — |",
+        "| Net | openvino f32 | ok | 5.00 | 0.50 | 2.0e-03 | 1.04 | 0.969 | **no** |",
+        "",
+        "The default (XLA) export through OpenVINO's converter: Net: failed: LowerBound.",
+        "",
+        "Command: `re2-bench --runtimes`.",
+    ]
+    assert doc_tables.generate("runtimes r.json summary", tmp_path) == (
+        "Other CPU runtimes on the id-level signature (ONNX Runtime 2.0 via tf2onnx 3.0, "
+        "OpenVINO 1.0; both converted from the `--xla=false` export), median ms at batch 8×20 "
+        "beside the default SavedModel's (1-minute load average 0.5 → 1.2): Net 10.0, ONNX "
+        "Runtime failed: Erfc, OpenVINO "
+        "**wrong** (max |Δp| 2e-03, argmax agreement 0.969)."
+    )
+    with pytest.raises(ValueError, match="unknown generated table"):
+        doc_tables.generate("runtimes r.json extra", tmp_path)
+
+
+def test_an_ab_block_gives_medians_and_ranges_of_the_rounds(tmp_path):
+    machine = {"cpu": "X", "cpu_features": ["avx2"], "cpu_count": 2, "date": "2026-01-02 03:04"}
+    profile = {"kinds": {"MatMul": 10.0, "AddN": 4.0, "Mul": 1.0, "Tanh": 0.5}}
+    training = {
+        "command": "c1",
+        "before": "aaaaaaaaaa",
+        "after": "bbbbbbbbbb",
+        **machine,
+        "batch_size": 128,
+        "threads": 2,
+        "rounds": 2,
+        "models": {
+            "m": {
+                # 128 / 2.0 = 64 and 128 / 1.0 = 128 pairs/s: median 96
+                "before": [
+                    dict(profile, seconds_per_update=2.0, op_ms=300.0, in_loops_ms=200.0),
+                    dict(profile, seconds_per_update=1.0, op_ms=100.0, in_loops_ms=50.0),
+                ],
+                "after": [
+                    dict(profile, seconds_per_update=0.5, op_ms=80.0, in_loops_ms=10.0),
+                    dict(profile, seconds_per_update=0.5, op_ms=60.0, in_loops_ms=30.0),
+                ],
+            }
+        },
+    }
+    paths = {
+        "command": "c2",
+        **machine,
+        "rounds": 3,
+        "threads": 2,
+        "variants": {"V": {"a@8": [3.0, 1.0, 2.0], "b@8": [4.0, 4.0, 5.0], "a@512": [9.0] * 3}},
+    }
+    (tmp_path / "t.json").write_text(json.dumps(training))
+    (tmp_path / "p.json").write_text(json.dumps(paths))
+    assert doc_tables.generate("ab t.json", tmp_path).splitlines()[2:5] == [
+        "| m | before (`aaaaaaa`) | 96.0 (64.0-128.0) | 200 | 125 | MatMul 10; AddN 4; Mul 1 |",
+        "| m | after (`bbbbbbb`) | 256.0 (256.0-256.0) | 70 | 20 | MatMul 10; AddN 4; Mul 1 |",
+        "",
+    ]
+    lines = doc_tables.generate("ab p.json", tmp_path).splitlines()
+    assert (
+        lines[0]
+        == "| variant | path | ms @ 8 x 20 (rounds' range) | ms @ 512 x 20 (rounds' range) |"
+    )
+    assert lines[2] == "| V | a | 2.00 (1.00-3.00) | 9.00 (9.00-9.00) |"
+    assert lines[3].startswith("| V | b | 4.00 (4.00-5.00) |")
+    assert lines[-1] == "3 rounds, 2 threads, on 2 cores of X (avx2), 2026-01-02: `c2`"

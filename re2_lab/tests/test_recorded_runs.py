@@ -1,0 +1,750 @@
+"""The tables of the README and of docs/<model>.md against the run records in `docs/runs/`.
+
+The pages report each finished run's figures by hand; `docs/runs/<experiment>/<head>/seed<k>/
+results.json` is what the run wrote. These tests re-read the pages' table rows and check every
+figure against the records, and every "mean ± std" row against a re-computation with Python's
+`statistics` module (sample standard deviation), independent of `python -m re2_lab.cli.summarize`
+(re2_lab.results). A transcription slip or a mean left stale after a new seed fails here.
+
+The number of WikiQA questions each record says it scored is checked against the corpus' own
+filtered reference files (`WikiQA-{dev,test}-filtered.ref`, counted by the test; skipped without
+../shared/data), and so is the count today's scorer (re2_tf.evaluation.score) gives on the real
+splits.
+"""
+
+import json
+import math
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+from re2_tf import runs
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+BERT_PAGE = ROOT / "docs" / "bert_matchlstm.md"
+RUNS = ROOT / "docs" / "runs"
+WIKIQA_HEADS = ("matchlstm", "bert", "avg")
+COLUMNS = (("dev", "map"), ("dev", "mrr"), ("test", "map"), ("test", "mrr"))
+
+
+def _records(experiment, head):
+    """{seed: results.json contents} of `docs/runs/<experiment>/<head>/seed*/`."""
+    return {r["seed"]: r for r in runs.load_results(RUNS / experiment / head)}
+
+
+def _table_after(heading, page=README):
+    """Rows (lists of stripped cells) of the first Markdown table after `heading` in `page`."""
+    text = page.read_text(encoding="utf-8")
+    start = text.index(heading)
+    rows = []
+    for line in text[start:].splitlines():
+        if line.startswith("|"):
+            rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+        elif rows:
+            break
+    assert rows, f"no table after {heading!r}"
+    return rows[2:]  # header and |---| line
+
+
+def _plain(cell):
+    return cell.replace("*", "").replace(",", "").strip()
+
+
+def _head_of(cell):
+    found = re.match(r"`(\w+)`", _plain(cell))
+    return found.group(1) if found else None
+
+
+def _wikiqa_rows():
+    return _table_after("**WikiQA fine-tuning, per head and seed**", BERT_PAGE)
+
+
+def test_every_recorded_wikiqa_seed_is_in_the_readme_with_its_figures():
+    rows = _wikiqa_rows()
+    for head in WIKIQA_HEADS:
+        records = _records("bert_matchlstm-wikiqa", head)
+        assert sorted(records) == [1, 2, 3], head
+        for seed, result in records.items():
+            matching = [r for r in rows if _head_of(r[0]) == head and _plain(r[1]) == str(seed)]
+            assert len(matching) == 1, (head, seed)
+            row = matching[0]
+            assert int(_plain(row[2])) == result["best_step"], (head, seed)
+            for cell, (split, metric) in zip(row[3:7], COLUMNS):
+                assert _plain(cell) == f"{result['splits'][split][metric]:.4f}", (
+                    head,
+                    seed,
+                    split,
+                    metric,
+                )
+
+
+def test_readme_mean_and_std_rows_match_a_recomputation():
+    rows = _wikiqa_rows()
+    for head in WIKIQA_HEADS:
+        records = _records("bert_matchlstm-wikiqa", head).values()
+        matching = [r for r in rows if _head_of(r[0]) == head and "mean ± std" in r[0]]
+        assert len(matching) == 1, head
+        for cell, (split, metric) in zip(matching[0][3:7], COLUMNS):
+            values = [r["splits"][split][metric] for r in records]
+            expected = f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+            assert _plain(cell) == expected, (head, split, metric)
+
+
+def test_readme_snli_check_rows_match_the_records():
+    rows = _table_after("**SNLI learning check**", BERT_PAGE)
+    for head in ("matchlstm", "bert"):
+        (result,) = _records("bert_matchlstm-snli-check", head).values()
+        (row,) = [r for r in rows if _head_of(r[0]) == head]
+        assert _plain(row[1]) == f"{result['splits']['test']['acc']:.4f}"
+        assert _plain(row[2]) == (f"{result['splits']['dev']['acc']:.4f} ({result['best_step']})")
+
+
+def _filtered_question_count(shared_data, split):
+    """Questions of the corpus' `WikiQA-<split>-filtered.ref`: the set trec_eval averages over
+    (questions with at least one correct and one incorrect candidate)."""
+    lines = (shared_data / "wikiqa" / f"WikiQA-{split}-filtered.ref").read_text().splitlines()
+    return len({line.split()[0] for line in lines if line.strip()})
+
+
+def _sweep_cells(flagfile):
+    """Record directory names of a sweep config's cells."""
+    from re2_lab import doc_tables
+    from re2_lab.sweep import parse_grid
+
+    return tuple(cell.name for cell in parse_grid(doc_tables.sweep_config(flagfile)[0]))
+
+
+#: Record directories of WikiQA Table 1's cells (docs/runs/bert_matchlstm-wikiqa-table1/).
+WIKIQA_TABLE1 = _sweep_cells("configs/bert_matchlstm/wikiqa_table1.flags")
+
+
+@pytest.mark.parametrize(
+    "experiment, head",
+    [("bert_matchlstm-wikiqa", head) for head in WIKIQA_HEADS]
+    + [("bert_matchlstm-wikiqa-table1", cell) for cell in WIKIQA_TABLE1],
+)
+def test_recorded_wikiqa_runs_scored_the_filtered_question_set(shared_data, experiment, head):
+    # Each record's question count against the corpus' filtered reference, counted here.
+    if not (RUNS / experiment / head).is_dir():
+        pytest.skip(f"docs/runs/{experiment}/{head}: no record yet")
+    expected = {split: _filtered_question_count(shared_data, split) for split in ("dev", "test")}
+    for seed, result in _records(experiment, head).items():
+        for split, count in expected.items():
+            assert result["splits"][split]["questions"] == count, (head, seed, split)
+
+
+@pytest.mark.parametrize("split", ["dev", "test"])
+def test_evaluation_scores_the_filtered_question_set(shared_data, split):
+    # The code that wrote the records' "questions" (re2_tf.evaluation.score) scores, on the
+    # real WikiQA split, as many questions as the corpus' filtered reference holds, whatever
+    # the scores. All-equal scores keep it independent of any model.
+    from re2_tf.data.datasets import get_dataset
+    from re2_tf.data.readers import read_wikiqa_txt
+    from re2_tf.evaluation import score
+
+    examples = read_wikiqa_txt(shared_data / "wikiqa" / f"WikiQA-{split}.txt")
+    outputs = [[0.0, 0.0]] * len(examples)
+    result = score(get_dataset("wikiqa"), examples, outputs)
+    assert result["questions"] == _filtered_question_count(shared_data, split)
+
+
+def test_readme_sample_run_is_its_record():
+    """The first command's row and comment: dev and test accuracy of
+    `docs/runs/quick-start/re2-sample/results.json`, and its wall time (`time.txt`, the
+    command's `/usr/bin/time -v` report), to the minute in the comment of the first command."""
+    record_dir = RUNS / "quick-start" / "re2-sample"
+    (record,) = runs.load_results(record_dir)
+    rows = _table_after("**Training runs.**", ROOT / "docs" / "re2.md")
+    row = next(r for r in rows if r[0].startswith("bundled sample"))
+    assert "docs/runs/quick-start/re2-sample/" in row[0]
+    assert f"dev acc **{record['splits']['dev']['acc']:.4f}**" in row[2]
+    assert f"test acc **{record['splits']['test']['acc']:.4f}**" in row[2]
+    wall = next(
+        line.rsplit(" ", 1)[1]
+        for line in (record_dir / "time.txt").read_text().splitlines()
+        if "Elapsed (wall clock)" in line
+    )
+    minutes, seconds = (float(x) for x in wall.split(":")[-2:])
+    assert f"({int(minutes)} min {int(seconds)} s on 2 " in row[1]
+    first = README.read_text(encoding="utf-8").split("```sh", 1)[1]
+    assert f"(~{round(minutes + seconds / 60)} min on 2 cores after install)" in first
+
+
+def _minutes(seconds):
+    """``332.75`` -> ``"5 min 32 s"`` (whole seconds, as pytest's ``0:05:32``)."""
+    return f"{int(seconds) // 60} min {int(seconds) % 60} s"
+
+
+def test_readme_test_tier_times_are_the_recorded_ci_run():
+    """The Tests section's counts, times and commit: those of `docs/runs/test-tiers/ci-run.txt`
+    (the default suite after the README's install, the tests that skipped there rerun with
+    every extra, the slow tier)."""
+    log = (RUNS / "test-tiers" / "ci-run.txt").read_text(encoding="utf-8")
+    commit = re.search(r"fresh clone of main at ([0-9a-f]{7,})", log).group(1)
+    tiers = re.findall(r"= (\d+) passed(?:, (\d+) skipped)?.*? in ([\d.]+)s", log)
+    (passed, skipped, seconds), (rerun, rerun_skipped, rerun_seconds), (slow, _, slow_s) = tiers
+    real = re.search(r"real\s+(\d+)m([\d.]+)s", log)
+    section = README.read_text(encoding="utf-8").split("## Tests", 1)[1].split("\n## ", 1)[0]
+    flat = " ".join(section.split())
+    assert f"({passed} passed, {skipped} skipped on two pytest-xdist workers)" in flat
+    assert f"**{_minutes(float(seconds))}**" in flat
+    rerun_time = _minutes(float(rerun_seconds))
+    assert f"{rerun} passed, {rerun_skipped or 0} skipped, in {rerun_time}" in flat
+    assert f"{slow} tests, **{_minutes(float(slow_s))}**" in flat
+    assert f"{int(real.group(1))} min {int(float(real.group(2)))} s in all" in flat
+    assert f"at commit {commit}" in flat
+
+
+def _flags(run):
+    """``{flag: value}`` of a recorded run's ``flags.txt``."""
+    lines = (run / "flags.txt").read_text().splitlines()
+    return dict(line.split("=", 1) if "=" in line else (line, "") for line in lines)
+
+
+def test_readme_mixed_precision_rows_are_the_records():
+    """The bf16-against-float32 table: each row's accuracies are its run's `results.json`, its
+    pairs/s the one-process record of `throughput.jsonl` measured beside it, and the two runs of
+    a model differ in nothing but `--mixed_precision` (same seed, data, passes, settings)."""
+    experiment = RUNS / "mixed-precision"
+    heading = "**SNLI learning check in bf16 and in float32**"
+    page = ROOT / "docs" / "distributed.md"
+    rows = _table_after(heading, page)
+    assert {(_head_of(r[0]), r[1]) for r in rows} == {
+        (m, p) for m in ("re2", "drcn") for p in ("fp32", "bf16")
+    }
+    speed = {
+        (r["model"], r["mixed_precision"]): r
+        for line in (experiment / "throughput" / "throughput.jsonl").read_text().splitlines()
+        for r in [json.loads(line)]
+        if r["mode"] == "one_process"
+    }
+    for row in rows:
+        model, precision = _head_of(row[0]), row[1]
+        run = experiment / f"{model}-{precision}" / "seed1"
+        (result,) = runs.load_results(run.parent)
+        assert _plain(row[2]) == f"{result['splits']['dev']['acc']:.4f} ({result['best_step']})"
+        assert _plain(row[3]) == f"{result['splits']['test']['acc']:.4f}"
+        record = speed[(model, "bf16" if precision == "bf16" else "none")]
+        assert _plain(row[4]) == f"{record['pairs_per_s']:.1f}"
+        assert "avx512_bf16" in record["cpu_features"]
+        flags = _flags(run)
+        assert flags["--epochs"] == "3" and flags["--seed"] == "1"
+        assert flags["--mixed_precision"] == {"fp32": "none", "bf16": "bf16"}[precision]
+    for model in ("re2", "drcn"):
+        fp32, bf16 = (_flags(experiment / f"{model}-{p}" / "seed1") for p in ("fp32", "bf16"))
+        differing = {k for k in fp32.keys() | bf16.keys() if fp32.get(k) != bf16.get(k)}
+        assert differing == {"--mixed_precision", "--run_dir"}
+    section = page.read_text(encoding="utf-8").split(heading, 1)[1]
+    intro, after = section.split("\n|", 1)[0], " ".join(section.split("\n\n", 2)[2].split())
+    assert "`avx512_bf16`" in intro and "3 passes" in intro
+    # the prose under the table: the largest accuracy gap, the same best update, the speed-up
+    gaps, ratios = [], set()
+    for model in ("re2", "drcn"):
+        fp32, bf16 = (runs.load_results(experiment / f"{model}-{p}")[0] for p in ("fp32", "bf16"))
+        assert fp32["best_step"] == bf16["best_step"]
+        gaps += [abs(fp32["splits"][s]["acc"] - bf16["splits"][s]["acc"]) for s in ("dev", "test")]
+        ratios.add(
+            f"{speed[(model, 'bf16')]['pairs_per_s'] / speed[(model, 'none')]['pairs_per_s']:.1f}"
+        )
+    assert max(gaps) <= 0.005 and "(within 0.005 of float32 on both splits" in after
+    (ratio,) = ratios
+    assert f"the same best update) and {ratio}x faster on this CPU" in after
+    distributed = " ".join((ROOT / "docs" / "distributed.md").read_text().split())
+    assert f"bf16 trains RE2 and DRCN {ratio}x faster than float32" in distributed
+
+
+def _pages():
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_every_generated_table_is_what_its_records_give_today():
+    """Each `<!-- generated: ... -->` block of the README and `docs/` is the table its command
+    writes from the committed records (none left stale after a new record)."""
+    from re2_lab import doc_tables
+
+    found = []
+    for page in _pages():
+        for spec, body in doc_tables.blocks(page.read_text(encoding="utf-8")):
+            assert body == doc_tables.generate(spec) + "\n", (page.name, spec)
+            found.append(spec)
+    assert "compare docs/runs/compare" in found
+
+
+def _generated_rows(spec, page=README):
+    text = page.read_text(encoding="utf-8")
+    body = text.split(f"<!-- generated: {spec} -->\n", 1)[1].split("<!-- end generated -->")[0]
+    lines = [line for line in body.splitlines() if line.startswith("|")]
+    split = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    return split[0], split[2:]
+
+
+def _mean_std(values):
+    """`mean ± std` (sample std, Python's statistics) or the one value, to 4 decimals."""
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+
+
+def test_readme_comparison_figures_are_the_records():
+    """The comparison table's accuracy cells against a recomputation from the `results.json`
+    of every recorded run (`docs/runs/compare/<task>/model-<m>/seed<k>/`), and the runs'
+    shared budget from their `flags.txt`: 5 passes, one evaluation per 2,560 pairs, no
+    pretrained vectors, each seed of a model once."""
+    header, rows = _generated_rows("compare docs/runs/compare")
+    tasks = {
+        "SNLI learning check acc (seeds)": ("snli_check", ("acc",)),
+        "Quora learning check acc (seeds)": ("quora_check", ("acc",)),
+        "WikiQA MAP / MRR (seeds)": ("wikiqa", ("map", "mrr")),
+        "TrecQA clean MAP / MRR (seeds)": ("trecqa", ("map", "mrr")),
+    }
+    assert [h for h in header if h in tasks] == list(tasks)
+    assert len(rows) == 5
+    for row in rows:
+        model = _head_of(row[0])
+        for column, cell in zip(header, row):
+            if column not in tasks:
+                continue
+            task, metrics = tasks[column]
+            runs_dir = RUNS / "compare" / task / f"model-{model}"
+            results = [r for r in runs.load_results(runs_dir)] if runs_dir.exists() else []
+            if not results:
+                assert cell == "—", (model, task)
+                continue
+            assert len({r["seed"] for r in results}) == len(results)
+            figures = " / ".join(
+                _mean_std([r["splits"]["test"][m] for r in results]) for m in metrics
+            )
+            assert cell == f"{figures} ({len(results)})", (model, task)
+            for seed_dir in runs_dir.iterdir():
+                flags = _flags(seed_dir)
+                assert flags["--epochs"] == "5" and flags["--eval_per_samples"] == "2560"
+                assert flags["--embeddings"] == "" and flags["--data_dir"]
+
+
+def test_match_srnn_lcs_section_is_its_record():
+    """docs/match_srnn.md's LCS table and its h ≈ 0.17·c claim against
+    `docs/runs/match_srnn-lcs/seed1/`: the table's figures are the record's, and the slope and
+    the largest deviation are recomputed here from the record's learned `h` of the paper's
+    example and a DP table written out from Eq. 7."""
+    record_dir = RUNS / "match_srnn-lcs" / "seed1"
+    record = json.loads((record_dir / "results.json").read_text())
+    flags = _flags(record_dir)
+    assert flags["--train_pairs"] == "10000" and flags["--test_pairs"] == "1000"
+    page = (ROOT / "docs" / "match_srnn.md").read_text(encoding="utf-8")
+    rows = _table_after("**The paper's LCS simulation", ROOT / "docs" / "match_srnn.md")
+    assert f"**{record['mse']:.5f}**" in rows[0][1]
+    assert f"predicting the training mean: {record['mse_mean_baseline']:.5f}" in rows[0][1]
+    assert rows[1][1] == f"**{record['h_c_correlation']:.4f}**"
+    valid = round(record["valid_lcs_paths"] * record["pairs"])
+    assert rows[2][1] == f"**{valid:,} of {record['pairs']:,}**"
+    pair = record["figure_pair"]
+    x, y = pair["x"], pair["y"]
+    c = [[0] * (len(y) + 1) for _ in range(len(x) + 1)]
+    for i in range(1, len(x) + 1):
+        for j in range(1, len(y) + 1):
+            c[i][j] = max(c[i][j - 1], c[i - 1][j], c[i - 1][j - 1] + (x[i - 1] == y[j - 1]))
+    cells = [(pair["h"][i][j], c[i + 1][j + 1]) for i in range(len(x)) for j in range(len(y))]
+    slope = sum(h * v for h, v in cells) / sum(v * v for _, v in cells)
+    worst = max(abs(h - slope * v) for h, v in cells)
+    flat = " ".join(page.split())
+    assert f"≈ **{slope:.2f}** · `c[i, j]`" in flat
+    assert f"no cell off by more than {math.ceil(worst * 1000) / 1000:.3f}" in flat
+    assert pair["gate_path"] == pair["dp_path"] and pair["valid"]
+    wall = next(
+        line.rsplit(" ", 1)[1]
+        for line in (record_dir / "time.txt").read_text().splitlines()
+        if "Elapsed (wall clock)" in line
+    )
+    assert f"({int(wall.split(':')[0])} minutes on 2 cores" in flat
+
+
+def test_re2_page_snli_check_row_is_its_record():
+    """docs/re2.md's 15-pass SNLI learning-check row: `docs/runs/mixed-precision/
+    re2-fp32-15passes/seed1/` (its accuracies, best update, update count and 15 passes)."""
+    run = RUNS / "mixed-precision" / "re2-fp32-15passes" / "seed1"
+    (result,) = runs.load_results(run.parent)
+    assert _flags(run)["--epochs"] == "15"
+    total = re.search(r"Training complete after (\d+) updates", (run / "train.log").read_text())
+    rows = _table_after("**Training runs.**", ROOT / "docs" / "re2.md")
+    (row,) = [r for r in rows if r[0].startswith("SNLI learning check, 15 passes")]
+    assert "docs/runs/mixed-precision/re2-fp32-15passes/" in row[0]
+    assert row[2] == (
+        f"held-out acc **{result['splits']['test']['acc']:.4f}**, selection half "
+        f"{result['splits']['dev']['acc']:.4f} (best at update **{result['best_step']}** of "
+        f"{int(total.group(1)):,})"
+    )
+
+
+def test_bert_page_zero_shot_row_is_its_record():
+    """The WikiQA table's zero-shot row: `docs/runs/bert_matchlstm-zero-shot/results.json`
+    (the experiment's `--output`), run on WikiQA with the pretrained MiniLM."""
+    record_dir = RUNS / "bert_matchlstm-zero-shot"
+    result = json.loads((record_dir / "results.json").read_text())
+    flags = _flags(record_dir)
+    assert flags["--dataset"] == "wikiqa" and flags["--bert_preset"] == ""
+    (row,) = [r for r in _wikiqa_rows() if r[0].startswith("zero-shot MiniLM")]
+    for cell, (split, metric) in zip(row[3:7], COLUMNS):
+        assert _plain(cell) == f"{result[split][metric]:.4f}", (split, metric)
+    assert result["test"]["questions"] == 237 and result["dev"]["questions"] == 122
+
+
+def test_sweep_tables_in_the_docs_are_their_records():
+    """Every generated sweep table (RE2 Tables 6-7, DRCN's ablations, FITN Tables 2-3, the
+    BERT heads): each cell's `runs`, and each `mean ± std` recomputed with `statistics` from
+    the `results.json` of its records (`<records>/<cell>/seed<k>/`)."""
+    from re2_lab import doc_tables
+    from re2_lab.sweep import parse_grid
+
+    specs = [
+        (page, spec)
+        for page in _pages()
+        for spec, _ in doc_tables.blocks(page.read_text(encoding="utf-8"))
+        if spec.startswith("sweep ")
+    ]
+    assert len(specs) == 8  # every sweep config of tests/test_sweep.py has its block
+    for page, spec in specs:
+        grid, seeds, records = doc_tables.sweep_config(spec.split()[1])
+        header, rows = _generated_rows(spec, page)
+        cells = parse_grid(grid)
+        assert [r[0] for r in rows] == [c.label for c in cells]
+        for cell, row in zip(cells, rows):
+            found = [
+                json.loads((ROOT / records / cell.name / f"seed{k}" / "results.json").read_text())
+                for k in range(1, seeds + 1)
+                if (ROOT / records / cell.name / f"seed{k}" / "results.json").exists()
+            ]
+            assert row[1] == f"{len(found)}/{seeds}", (spec, cell.label)
+            for column, text in zip(header[2:], row[2:]):
+                if "/" not in column:
+                    continue
+                split, metric = column.split("/")
+                values = [r["splits"][split][metric] for r in found if split in r["splits"]]
+                if not values:  # a cell not run yet, in a sweep with other cells recorded
+                    assert text == "", (spec, cell.label, column)
+                    continue
+                expected = _mean_std(values) if len(values) > 1 else f"{values[0]:.4f} ± —"
+                assert text == expected, (spec, cell.label, column)
+
+
+def test_re2_table7_reading_is_its_records():
+    """docs/re2.md's reading of Table 7: the spread of the nine cells' held-out means, its two
+    ends and the largest seed std (accuracy points), recomputed with `statistics` from every
+    `results.json` of `docs/runs/re2-table7/` (all 3 seeds of every cell); the spread is under
+    two seed stds, as the page says; and the committed `summary.json` beside the records holds
+    the same means and stds."""
+    from re2_lab import doc_tables
+    from re2_lab.sweep import parse_grid
+
+    grid, seeds, records = doc_tables.sweep_config("configs/re2/table7.flags")
+    means, stds = {}, {}
+    for cell in parse_grid(grid):
+        accs = [
+            json.loads((ROOT / records / cell.name / f"seed{k}" / "results.json").read_text())[
+                "splits"
+            ]["test"]["acc"]
+            for k in range(1, seeds + 1)
+        ]
+        means[cell.label], stds[cell.label] = statistics.mean(accs), statistics.stdev(accs)
+    assert len(means) == 9 and seeds == 3
+    hi, lo = max(means, key=means.get), min(means, key=means.get)
+    widest = max(stds, key=stds.get)
+    text = " ".join((ROOT / "docs" / "re2.md").read_text(encoding="utf-8").split())
+    spread = 100 * (means[hi] - means[lo])
+    assert (
+        f"held-out means span {spread:.2f} points ({100 * means[hi]:.2f}% for `{hi}` to "
+        f"{100 * means[lo]:.2f}% for `{lo}`), and the largest seed std is "
+        f"{100 * stds[widest]:.2f} points (`{widest}`)"
+    ) in text
+    assert "The spread is under two seed stds" in text and spread < 2 * 100 * stds[widest]
+    summary = json.loads((ROOT / records / "summary.json").read_text())
+    for entry in summary["cells"]:
+        test_acc = entry["metrics"]["test/acc"]
+        assert math.isclose(test_acc["mean"], means[entry["cell"]], abs_tol=1e-12)
+        assert math.isclose(test_acc["std"], stds[entry["cell"]], abs_tol=1e-12)
+    assert len(summary["cells"]) == 9
+
+
+def _dev_evaluations(run_dir):
+    """``{update: {metric: printed value}}`` of every dev evaluation in a run's `train.log`
+    (lines ``update <n> (epoch <e>) | dev <metric> <value> | ... | best ...``); a resumed run's
+    repeated evaluation keeps its last line."""
+    log = (run_dir / "train.log").read_text()
+    lines = re.findall(r"update (\d+) \(epoch [\d.]+\) \| dev (.*?) \| best", log)
+    return {int(update): dict(re.findall(r"(\w+) ([\d.]+)", scores)) for update, scores in lines}
+
+
+def test_bert_no_init_reading_is_its_records():
+    """docs/bert_matchlstm.md's reading of "BERT no init" on the SNLI learning check: the gap
+    between the pretrained MatchLSTM's held-out mean (the comparison's 3 records) and the
+    random-init one's (the heads sweep's 3 records), recomputed with `statistics`; "many times
+    either cell's seed spread" (here: over 10 sample stds); the two cells' flags differ only in
+    `--bert_init`, the evaluation cadence and where they ran, as the page says; and every
+    random-init seed's best update is one of its last two evaluations."""
+    pretrained = RUNS / "compare" / "snli_check" / "model-bert_matchlstm"
+    random_init = RUNS / "bert_matchlstm-heads" / "head-matchlstm_bert_init-random"
+    accs = {}
+    for cell in (pretrained, random_init):
+        records = runs.load_results(cell)
+        assert sorted(r["seed"] for r in records) == [1, 2, 3], cell
+        accs[cell] = [r["splits"]["test"]["acc"] for r in records]
+    gap = statistics.mean(accs[pretrained]) - statistics.mean(accs[random_init])
+    text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
+    assert f"held-out accuracy is **{gap:.3f}** below the pretrained one's" in text
+    assert all(gap > 10 * statistics.stdev(a) for a in accs.values())
+    for seed in (1, 2, 3):
+        flags = [set((cell / f"seed{seed}" / "flags.txt").read_text().splitlines())
+                 for cell in (pretrained, random_init)]  # fmt: skip
+        differing = {line.split("=", 1)[0] for line in flags[0] ^ flags[1]}
+        assert differing == {"--bert_init", "--eval_per_samples", "--run_dir"}, seed
+        assert "--bert_init=random" in flags[1]
+        evaluated = _dev_evaluations(random_init / f"seed{seed}")
+        best = json.loads((random_init / f"seed{seed}" / "results.json").read_text())
+        assert best["best_step"] in sorted(evaluated)[-2:], seed
+
+
+def _three_seeds(experiment, cell, metric):
+    """Test-split `metric` of seeds 1-3 of `docs/runs/<experiment>/<cell>/` (all three must
+    be recorded)."""
+    records = _records(experiment, cell)
+    assert sorted(records) == [1, 2, 3], (experiment, cell)
+    return [records[seed]["splits"]["test"][metric] for seed in (1, 2, 3)]
+
+
+def _against(cell, head="matchlstm"):
+    """The page's comparison of a WikiQA Table 1 cell with a recorded head, as it prints it:
+    per metric the cell's test mean ± sample std, the head's, the difference of means, and for
+    MRR the standard error of that difference and its t."""
+    phrases = []
+    for metric in ("mrr", "map"):
+        ours = _three_seeds("bert_matchlstm-wikiqa-table1", cell, metric)
+        theirs = _three_seeds("bert_matchlstm-wikiqa", head, metric)
+        difference = statistics.mean(ours) - statistics.mean(theirs)
+        phrases.append(f"{metric.upper()} {_mean_std(ours)} against {_mean_std(theirs)}")
+        phrases.append(f"{difference:+.3f} {metric.upper()}".replace("-", "−"))
+        if metric == "mrr":
+            se = math.sqrt(statistics.variance(ours) / 3 + statistics.variance(theirs) / 3)
+            phrases.append(f"standard error {se:.3f}, t ≈ {abs(difference) / se:.1f}")
+    return phrases
+
+
+def _same_recipe_as_matchlstm(cell):
+    """Each seed's `flags.txt` gives the recorded `matchlstm` seed's configuration but for the
+    cell's own settings, the paths, `--threads` and two spellings: warm-up as a ratio (the same
+    191 of 1,911 updates as 6,108 pairs) and `--max_len=0` (no limit) where the older run had
+    999, a limit its log shows no pair reached. Seed 1 of `matchlstm` has no `flags.txt`."""
+    from re2_lab.sweep import run_key
+    from re2_tf.cli.train import config_from_args
+
+    for seed in (2, 3):
+        old_dir = RUNS / "bert_matchlstm-wikiqa" / "matchlstm" / f"seed{seed}"
+        new_dir = RUNS / "bert_matchlstm-wikiqa-table1" / cell / f"seed{seed}"
+        flags = [[f"--flagfile={d / 'flags.txt'}"] for d in (old_dir, new_dir)]
+        a, b = (run_key(f) for f in flags)
+        differing = {k for k in a if a[k] != b[k]}
+        spelled = {"lr_warmup_samples", "warmup_ratio", "max_len"}
+        assert differing <= {"hparams", "data_dir", "threads"} | spelled
+        old, new = (config_from_args([*f, "--run_dir=unused"]) for f in flags)
+        assert old.warmup_steps(1911) == new.warmup_steps(1911) == 191
+        assert (old.max_len, new.max_len) == (999, 0)
+        log = (old_dir / "train.log").read_text()
+        assert "0 training pairs longer than max_len=999 dropped, 0 truncated" in log
+        settings = {k: v for k, v in b["hparams"].items() if a["hparams"][k] != v}
+        yield seed, settings
+
+
+def test_wikiqa_fhs_reading_is_its_records():
+    """docs/bert_matchlstm.md's reading of -FHS (`head=matchlstm_no_cls`) on WikiQA: its test
+    MRR and MAP (mean ± sample std of 3 seeds) against the recorded `matchlstm` head's, the
+    differences and the MRR difference's standard error, recomputed with `statistics`; the
+    paper's drop from Table 1 (85.13 → 72.44 MRR, 83.53 → 70.46 MAP), worked out here; and
+    the runs' flags are `matchlstm`'s recipe with only the head changed."""
+    text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
+    for phrase in _against("head-matchlstm_no_cls"):
+        assert phrase in text, phrase
+    assert "loses 12.69 MRR and 13.07 MAP points" in text  # 85.13 - 72.44, 83.53 - 70.46
+    assert "the paper's drop is **not reproduced**" in text
+    records = _records("bert_matchlstm-wikiqa-table1", "head-matchlstm_no_cls")
+    low = min(records, key=lambda k: records[k]["splits"]["test"]["mrr"])
+    others = [f"{records[k]['splits']['test']['mrr']:.4f}" for k in sorted(records) if k != low]
+    assert (
+        f"Most of that spread is seed {low} (test MRR {records[low]['splits']['test']['mrr']:.4f},"
+        f" its checkpoint from update {records[low]['best_step']}); seeds "
+        f"{' and '.join(str(k) for k in sorted(records) if k != low)} score {' and '.join(others)}"
+    ) in text
+    dev = [r["splits"]["dev"]["mrr"] for r in records.values()]
+    full = [
+        r["splits"]["dev"]["mrr"] for r in _records("bert_matchlstm-wikiqa", "matchlstm").values()
+    ]
+    below = statistics.mean(full) - statistics.mean(dev)
+    assert f"On dev, where checkpoints are picked, -FHS is {below:.3f} MRR below" in text
+    for seed, settings in _same_recipe_as_matchlstm("head-matchlstm_no_cls"):
+        assert settings == {"head": "matchlstm_no_cls"}, seed
+
+
+def test_wikiqa_cnn_reading_is_its_records():
+    """docs/bert_matchlstm.md's reading of the CNN head on WikiQA: its test MRR and MAP against
+    the recorded `matchlstm` and `bert` heads' (means, sample stds, differences, the MRR
+    difference's standard error), recomputed with `statistics`; the paper's margins from Table
+    1 (85.13 - 83.16, 83.53 - 81.23, 83.16 - 82.31, 81.23 - 80.15), worked out here; the lowest
+    seed as printed; and the runs' flags are `matchlstm`'s recipe with only the head changed."""
+    text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
+    for head in ("matchlstm", "bert"):
+        for phrase in _against("head-cnn", head):
+            assert phrase in text, (head, phrase)
+    assert "1.97 MRR and 2.30 MAP points below MatchLSTM and 0.85 and 1.08 above BERT" in text
+    records = _records("bert_matchlstm-wikiqa-table1", "head-cnn")
+    low = min(records, key=lambda k: records[k]["splits"]["test"]["mrr"])
+    assert (
+        f"Seed {low} picked its checkpoint at update {records[low]['best_step']} and scores "
+        f"lowest (test MRR {records[low]['splits']['test']['mrr']:.4f})"
+    ) in text
+    for seed, settings in _same_recipe_as_matchlstm("head-cnn"):
+        assert settings == {"head": "cnn"}, seed
+
+
+def test_wikiqa_no_init_reading_is_its_records():
+    """docs/bert_matchlstm.md's reading of "BERT no init" on WikiQA (the MatchLSTM network from
+    random weights): its test MRR and MAP against the pretrained `matchlstm` head's (means,
+    sample stds, differences, the MRR difference's standard error) and the zero-shot record's,
+    recomputed with `statistics`; the paper's gaps from Table 1 (85.13 - 60.09, 83.53 - 58.91,
+    82.31 - 60.09, 80.15 - 58.91) and how far our no-init means are below its 60.09 / 58.91;
+    F1 0 at every dev evaluation and in both best-checkpoint scores; and the runs' flags are
+    `matchlstm`'s recipe with only `--bert_init` changed."""
+    cell = "head-matchlstm_bert_init-random"
+    text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
+    for phrase in _against(cell):
+        assert phrase in text, phrase
+    assert "25.04 MRR and 24.62 MAP points below its BERT+MatchLSTM" in text
+    assert "22.22 and 21.24 below its BERT row (82.31 / 80.15)" in text
+    records = _records("bert_matchlstm-wikiqa-table1", cell)
+    mrr = statistics.mean(r["splits"]["test"]["mrr"] for r in records.values())
+    map_ = statistics.mean(r["splits"]["test"]["map"] for r in records.values())
+    pretrained = statistics.mean(_three_seeds("bert_matchlstm-wikiqa", "matchlstm", "mrr"))
+    assert f"Here pre-training is worth {pretrained - mrr:.3f} of MRR" in text
+    assert round(0.6009 - mrr, 2) == round(0.5891 - map_, 2) == 0.02
+    assert (
+        f"about 0.02 below the paper's (MRR {mrr:.4f} against 0.6009, MAP {map_:.4f} against "
+        "0.5891)"
+    ) in text
+    zero_shot = json.loads((RUNS / "bert_matchlstm-zero-shot" / "results.json").read_text())
+    zero_mrr = zero_shot["test"]["mrr"]
+    assert f"{zero_mrr - mrr:.3f} MRR below the zero-shot baseline ({zero_mrr:.4f})" in text
+    every = {*range(100, 1911, 100), 637, 1274, 1911}  # each 100 updates and epoch end
+    for seed, record in records.items():
+        assert record["splits"]["dev"]["f1"] == record["splits"]["test"]["f1"] == 0, seed
+        evaluated = _dev_evaluations(RUNS / "bert_matchlstm-wikiqa-table1" / cell / f"seed{seed}")
+        assert set(evaluated) == every, seed
+        assert {(s["acc"], s["f1"]) for s in evaluated.values()} == {("0.9488", "0.0000")}, seed
+    assert "its F1 is 0 (accuracy 0.9488 throughout)" in text
+    for seed, settings in _same_recipe_as_matchlstm(cell):
+        assert settings == {"bert_init": "random"}, seed
+
+
+def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its_figures():
+    """The README's roofline table (generated from `docs/runs/roofline/roofline.json`): RE2's
+    FLOPs per Table 5 batch are the layer-by-layer hand count of tests/test_roofline.py, scaled
+    by 64 at batch 512; each row's floors and ratios follow from its own measured figures."""
+    from test_roofline import _re2_table5_by_hand
+
+    record = json.loads((RUNS / "roofline" / "roofline.json").read_text())
+    rows = {(r["variant"], r["export"]): r for r in record["serving"]}
+    for blocks, variant in ((1, "RE2 1 block"), (2, "RE2 2 blocks"), (3, "RE2 3 blocks")):
+        for export in ("savedmodel_fp32", "savedmodel_fp32_keras"):
+            row = rows[(variant, export)]
+            assert row["flops"] == _re2_table5_by_hand(blocks=blocks)
+            assert row["flops_throughput_batch"] == _re2_table5_by_hand(batch=512, blocks=blocks)
+            assert row["sequential_steps"] == 0 and row["bound"] == "FLOPs"
+    peak = record["peaks"]["float32"]
+    for row in record["serving"]:
+        flop_floor = row["flops"] / peak * 1e3
+        assert math.isclose(row["flop_floor_ms"], flop_floor, rel_tol=1e-9)
+        floor = max(flop_floor, row["dependency_floor_ms"])
+        assert math.isclose(row["times_floor"], row["median_ms"] / floor, rel_tol=1e-9)
+        per_pair = row["flops_throughput_batch"] / record["throughput_batch"]
+        rate = 100 * per_pair * row["throughput_pairs_per_s"] / peak
+        assert math.isclose(row["percent_of_peak"], rate, rel_tol=1e-9)
+    for row in record["training"]:
+        per_pair = row["flops_per_update"] / row["batch_size"]
+        assert math.isclose(row["floor_pairs_per_s"], peak / per_pair, rel_tol=1e-9)
+
+
+def test_the_pytorch_port_row_is_the_same_network_and_every_export_beats_it():
+    """docs/re2.md: the port's parameter counts equal ours at 1, 2 and 3 blocks, and every
+    re2_tf export (not Keras' plain model.export) is faster than the port at each size."""
+    latency = ROOT / "docs/runs/latency"
+    port = json.loads((latency / "re2-pytorch-port.json").read_text())["rows"]
+    ours = [
+        row
+        for name in ("re2-savedmodel", "re2-savedmodel-noxla", "re2-tflite", "re2-tflite-int8")
+        for row in json.loads((latency / f"{name}.json").read_text())["rows"]
+    ]
+    assert len(port) == 3 and len(ours) == 15
+    for row in port:
+        size = row["model"].split(" (")[0]  # "RE2 3 blocks"
+        same = [r for r in ours if r["model"].startswith(size + " (")]
+        assert {r["params"] for r in same} == {row["params"]}, size
+        exports = [r for r in same if "plain Keras" not in r["model"]]
+        assert len(exports) == 4 and all(r["median_ms"] < row["median_ms"] for r in exports)
+    flat = " ".join((ROOT / "docs/re2.md").read_text().split())
+    assert "Every re2_tf export is faster than the port at each size" in flat
+    assert "its parameter counts equal ours at 1, 2 and 3 blocks" in flat
+
+
+def test_the_xla_training_decision_is_its_record():
+    """docs/performance.md keeps --jit_compile off for Match-SRNN, the model whose XLA row
+    was fastest, for the whole-run wall times of docs/runs/training-profile/match_srnn-xla."""
+    base = ROOT / "docs/runs/training-profile/match_srnn-xla"
+    record = json.loads((base / "ab.json").read_text())
+    runs = record["runs"]
+    for name, run in runs.items():
+        flags = (base / run["dir"] / "flags.txt").read_text().split()
+        assert ("--jit_compile" in flags) == run["jit_compile"], name
+        assert ("--nodeterministic" in flags) == run["jit_compile"], name
+        assert "--flagfile" not in flags and "--model=match_srnn" in flags
+        results = json.loads((base / run["dir"] / "results.json").read_text())
+        assert results["splits"]["test"]["acc"] > 0
+
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    xla, plain = runs["xla"]["wall_s"], runs["noxla"]["wall_s"]
+    assert f"took {_minutes(xla)} XLA-compiled and {_minutes(plain)} without" in flat
+    assert xla > plain  # the default the docs keep is the faster one
+    # BERT+MatchLSTM: the plain pass's wall time, and how far the XLA run got meanwhile
+    base = ROOT / "docs/runs/training-profile/bert_matchlstm-xla"
+    record = json.loads((base / "ab.json").read_text())
+    plain, xla = record["runs"]["noxla"], record["runs"]["xla"]
+    assert plain["finished"] and not xla["finished"]
+    assert xla["stopped_after_s"] == plain["wall_s"]
+    assert "--jit_compile" in (base / "xla/flags.txt").read_text().split()
+    assert "--nojit_compile" in (base / "noxla/flags.txt").read_text().split()
+    progress = re.findall(r"update (\d+)/(\d+) \|", (base / "xla/train.log").read_text())
+    reached, total = map(int, progress[-1])
+    assert total == record["updates"] and reached < total
+    assert f"took {_minutes(plain['wall_s'])} without XLA" in flat
+    assert f"reached update {reached} of {total}" in flat
+
+
+def test_the_folded_pass_decision_is_its_record():
+    """docs/performance.md keeps the folded pass for its paired ratios in
+    docs/runs/roofline/folded_ab.json: Keras backend / folded pass."""
+    record = json.loads((ROOT / "docs/runs/roofline/folded_ab.json").read_text())
+    times = record["variants"]["RE2 3 blocks"]
+    small = [k / f for k, f in zip(times["keras@8"], times["re2_folded@8"])]
+    large = [k / f for k, f in zip(times["keras@512"], times["re2_folded@512"])]
+    assert record["rounds"] == len(small) == 9
+    claims = (
+        f"{statistics.median(small):.2f} times as long",
+        f"{min(small):.2f} to {max(small):.2f}",
+        f"10 % or more in {sum(r >= 1.1 for r in small)} of them",
+        f"({min(large):.2f} to {max(large):.2f})",
+    )
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    for claim in claims:
+        assert claim in flat
+    # the claims the docs make around the ratios
+    assert statistics.median(small) >= 1.1 and 0.9 < statistics.median(large) < 1.1
+    for batch in (8, 512):
+        bf16 = statistics.median(times[f"openvino bf16@{batch}"])
+        assert bf16 < statistics.median(times[f"re2_folded@{batch}"])

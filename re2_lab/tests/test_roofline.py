@@ -1,0 +1,368 @@
+"""re2_lab.roofline: FLOP counts read from XLA's HLO, against counts worked out by hand."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from re2_lab import roofline
+
+
+def test_a_dense_layer_costs_two_flops_per_multiply_add():
+    import keras
+
+    layer = keras.layers.Dense(7)
+    x = np.ones((5, 11), "float32")
+    layer(x)
+    counts = roofline.function_flops(lambda t: layer(t), x)
+    assert counts == {"dot": 2 * 5 * 11 * 7, "convolution": 0, "total": 2 * 5 * 11 * 7}
+
+
+def test_a_batched_matmul_and_a_conv1d_by_hand():
+    import keras
+    import tensorflow as tf
+
+    conv = keras.layers.Conv1D(6, 3, padding="same")
+    a, b = np.ones((4, 9, 5), "float32"), np.ones((4, 5, 8), "float32")
+    x = np.ones((2, 10, 12), "float32")
+    conv(x)
+    # [4, 9, 5] x [4, 5, 8]: 4 * 9 * 8 outputs, 5 multiply-adds each
+    assert roofline.function_flops(lambda p, q: tf.matmul(p, q), a, b)["dot"] == 2 * 4 * 9 * 8 * 5
+    # length 10 kept ("same"), 6 filters, each output 3 taps x 12 input features
+    assert roofline.function_flops(lambda t: conv(t), x)["convolution"] == 2 * 2 * 10 * 6 * 3 * 12
+
+
+def test_malformed_hlo_is_named():
+    line = "  %dot.1 = f32[2,2]{1,0} dot(f32[2,3]{1,0} %a, f32[3,2]{1,0} %b)"
+    with pytest.raises(ValueError, match="dot without lhs_contracting_dims"):
+        roofline.hlo_flops(line)
+
+
+def _re2_table5_by_hand(batch=8, length=20, emb=300, hidden=150, blocks=3, enc_layers=3, k=3):
+    """RE2's Table 5 network (the release's widths: enc-in concatenation, full fusion, full
+    prediction), its matmul and convolution FLOPs written out layer by layer."""
+    rows = batch * length
+    total = 0
+    for block in range(blocks):
+        enc_in = emb if block == 0 else emb + hidden  # embedding (+ previous block's output)
+        align_in = enc_in + hidden  # encoder input and output, concatenated
+        for _ in range(2):  # each text
+            total += 2 * rows * k * enc_in * hidden  # first convolution
+            total += (enc_layers - 1) * 2 * rows * k * hidden * hidden
+            total += 2 * rows * align_in * hidden  # alignment projection
+            total += 2 * batch * length * length * align_in  # the aligned (attended) vectors
+            total += 3 * 2 * rows * (2 * align_in) * hidden  # fusion: orig, sub, mul
+            total += 2 * rows * (3 * hidden) * hidden  # fusion projection
+        total += 2 * batch * length * length * hidden  # alignment scores e_ij
+        total += 2 * batch * length * length  # the padding mask's outer product
+    total += 2 * batch * (4 * hidden) * hidden + 2 * batch * hidden * 3  # prediction
+    return total
+
+
+def test_re2_table5_model_by_hand():
+    from re2_tf import benchmarking
+    from re2_tf.models import get_spec
+
+    spec = get_spec("re2")
+    hparams = dict(spec.defaults(), **spec.benchmark["RE2 3 blocks"]["hparams"])
+    featurizers = benchmarking.synthetic_featurizers(spec, hparams, 30000)
+    model = spec.build(3, {f.kind: f.vocab_size for f in featurizers}, None, **hparams)
+    ids = np.random.default_rng(0).integers(2, 1000, size=(8, 20)).astype("int32")
+    counts = roofline.model_flops(model, {"text1": ids, "text2": ids})
+    assert counts["total"] == _re2_table5_by_hand() == 1_868_666_400
+
+
+def test_a_training_step_of_a_dense_layer_is_its_forward_and_weight_gradient_matmuls():
+    # forward x W, and the backward pass's gradient for W (x^T g); the input's own gradient
+    # is not asked for. Forward 2 b n m, dW 2 n b m: 4 b n m in all.
+    import keras
+
+    model = keras.Sequential([keras.Input((11,)), keras.layers.Dense(7)])
+    x = np.ones((5, 11), "float32")
+    assert roofline.train_step_flops(model, x)["dot"] == 4 * 5 * 11 * 7
+
+
+def test_a_loop_body_counts_once_per_iteration_and_its_steps_chain():
+    import tensorflow as tf
+
+    w = tf.constant(np.ones((6, 6), "float32"))
+
+    def fn(x):  # i = 3 .. 12: ten iterations
+        return tf.while_loop(lambda i, h: i < 13, lambda i, h: (i + 1, tf.matmul(h, w)), (3, x))[1]
+
+    hlo = roofline.function_hlo(fn, np.ones((4, 6), "float32"))
+    assert roofline.hlo_flops(hlo)["dot"] == 10 * 2 * 4 * 6 * 6
+    module = roofline.parse_hlo(hlo)
+    ((caller, loop),) = [
+        (name, i) for name, c in module.computations.items() for i in c if i.op == "while"
+    ]
+    assert module.trip_count(loop, caller) == 10
+    shapes = []
+    assert roofline.dependency_floor(hlo, lambda s: shapes.append(s) or 0.5) == 10 * 0.5
+    assert shapes == [(4, 6, 6)]
+
+
+def test_an_lstm_by_hand_and_its_directions_overlap_while_stacked_layers_chain():
+    # Keras' LSTM: every step multiplies x_t [b, d] by W [d, 4h] and h [b, h] by U [h, 4h].
+    # (Its TensorFlow backend also computes a first step before the loop, only to learn the
+    # output's shape; XLA drops it as dead code, and so does the count.)
+    import keras
+
+    b, t, d, h = 3, 7, 5, 4
+    x = np.ones((b, t, d), "float32")
+    lstm = keras.layers.LSTM(h, return_sequences=True)
+    bi = keras.layers.Bidirectional(keras.layers.LSTM(h, return_sequences=True))
+    second = keras.layers.LSTM(h)
+    second(bi(lstm(x)))
+    assert roofline.function_flops(lambda v: lstm(v), x)["dot"] == t * (
+        2 * b * d * 4 * h + 2 * b * h * 4 * h
+    )
+    hlo = roofline.function_hlo(lambda v: bi(v), np.ones((b, t, h), "float32"))
+    assert roofline.hlo_flops(hlo)["dot"] == 2 * t * (2 * b * h * 4 * h + 2 * b * h * 4 * h)
+    assert roofline.dependency_floor(hlo, lambda s: 1.0) == t  # the directions overlap
+    stacked = roofline.function_hlo(lambda v: second(bi(lstm(v))), x)
+    assert roofline.dependency_floor(stacked, lambda s: 1.0) == 3 * t
+
+
+def test_an_lstm_training_step_by_hand_its_gradient_loop_runs_as_often_as_the_forward():
+    # forward: t steps of x_t W and h U; backward, t steps of dW += x_t^T g, dU += h^T g and
+    # the recurrent gradient g U^T (the input's own gradient is not needed: it is no weight)
+    import keras
+
+    b, t, d, h = 3, 7, 5, 4
+    model = keras.Sequential([keras.Input((t, d)), keras.layers.LSTM(h)])
+    forward = t * (2 * b * d * 4 * h + 2 * b * h * 4 * h)
+    backward = t * (2 * d * b * 4 * h + 2 * h * b * 4 * h + 2 * b * 4 * h * h)
+    x = np.ones((b, t, d), "float32")
+    assert roofline.train_step_flops(model, x)["dot"] == forward + backward == 14_784
+
+
+def test_a_loop_bounded_by_a_static_shape_counts_that_many_iterations():
+    # tf.shape(x)[1] reaches XLA as constants through reshape / slice / concatenate
+    # (BERT+MatchLSTM's MatchLSTM loops over its second segment this way)
+    import tensorflow as tf
+
+    w = tf.constant(np.ones((6, 6), "float32"))
+
+    def fn(x):
+        n = tf.shape(x)[1]
+        body = lambda i, h: (i + 1, tf.matmul(h, w))  # noqa: E731
+        return tf.while_loop(lambda i, h: i < n, body, (0, x[:, 0, :]))[1]
+
+    hlo = roofline.function_hlo(fn, np.ones((4, 9, 6), "float32"))
+    assert roofline.hlo_flops(hlo)["dot"] == 9 * 2 * 4 * 6 * 6
+    assert roofline.dependency_floor(hlo, lambda s: 1.0) == 9
+
+
+def test_a_loop_without_a_constant_bound_is_named():
+    import tensorflow as tf
+
+    def fn(x, n):
+        return tf.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, v * 2.0), (0, x))[1]
+
+    hlo = roofline.function_hlo(fn, np.ones(3, "float32"), np.int32(4))
+    with pytest.raises(ValueError, match="while loop %.*no constant trip count"):
+        roofline.hlo_flops(hlo)
+
+
+def test_cpu_units_follow_the_cpu_flags():
+    assert roofline.cpu_units(["avx2"]) == {"float32": True, "bfloat16": False, "int8": False}
+    assert roofline.cpu_units(["avx2", "avx512f", "avx512_vnni", "avx512_bf16"]) == {
+        "float32": True,
+        "bfloat16": True,
+        "int8": True,
+    }
+    assert roofline.cpu_units(["amx_bf16", "amx_int8"])["bfloat16"] is True
+
+
+def test_the_report_tables_of_a_hand_written_record():
+    record = {
+        "cpu": "Some CPU",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "date": "2026-11-26",
+        "threads": 2,
+        "units": {"float32": True, "bfloat16": False, "int8": False},
+        "peaks": {"float32": 100e9, "bfloat16": None, "int8": None},
+        "batch": 8,
+        "length": 20,
+        "throughput_batch": 512,
+        "serving": [
+            {
+                "variant": "Net",
+                "export": "savedmodel_fp32",
+                "flops": 2.5e9,
+                "median_ms": 50.0,
+                "flop_floor_ms": 25.0,
+                "sequential_steps": 40,
+                "dependency_floor_ms": 4.0,
+                "times_floor": 2.0,
+                "bound": "FLOPs",
+                "throughput_pairs_per_s": 1234.4,
+                "percent_of_peak": 61.7,
+            }
+        ],
+        "training": [
+            {
+                "model": "net",
+                "batch_size": 64,
+                "length": 24,
+                "flops_per_update": 12.345e9,
+                "pairs_per_s": 80.04,
+                "floor_pairs_per_s": 518.4,
+                "percent_of_peak": 15.4,
+            }
+        ],
+    }
+    assert roofline.markdown(record).splitlines() == [
+        "2 cores of Some CPU (avx2), 2026-11-26; 2 threads; measured peak: float32 100 "
+        "GFLOP/s, no bfloat16 units, no int8 units.",
+        "",
+        "| model | export | GFLOP per 8×20 batch | median ms | FLOP floor ms | sequential steps "
+        "| dependency floor ms | × floor | pairs/s @ 512 | % of peak @ 512 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| Net | savedmodel_fp32 | 2.500 | 50.0 | 25.0 | 40 | 4.00 | 2.0 (FLOPs) | 1,234 | 62 % |",
+        "",
+        "| model (training) | batch × length | GFLOP per update | pairs/s | floor pairs/s "
+        "| % of peak |",
+        "|---|---:|---:|---:|---:|---:|",
+        "| net | 64×24 | 12.35 | 80.0 | 518 | 15 % |",
+    ]
+    record["serving"][0]["profile"] = {
+        "wall_ms": 52.0,
+        "op_ms": 60.5,
+        "matmul_ms": 40.0,
+        "matmul_percent_of_peak": 62.5,
+        "kinds": {},
+        "largest": [["concat.1 (concatenate)", 5.0], ["Softmax:_MklSoftmax (_MklSoftmax)", 0.25]],
+    }
+    assert roofline.markdown(record).splitlines()[-4:] == [
+        "",
+        "| model (profiled) | export | ms per call | thread ms in ops | in matrix products "
+        "| their % of peak | largest other ops (thread ms) |",
+        "|---|---|---:|---:|---:|---:|---|",
+        "| Net | savedmodel_fp32 | 52.0 | 60.5 | 40.0 | 62 % | concat.1 (concatenate) 5.00; "
+        "Softmax:_MklSoftmax (_MklSoftmax) 0.25 |",
+    ]
+
+
+def test_texts_of_single_position_words_are_exactly_their_length_for_wordpiece():
+    pytest.importorskip("keras_hub")
+    from re2_tf import benchmarking
+    from re2_tf.models import get_spec
+
+    spec = get_spec("bert_matchlstm")
+    featurizers = benchmarking.synthetic_featurizers(spec, spec.defaults(), 100)
+    words = roofline.single_position_words(featurizers, ["the", "dog", "unaffordable", "xqzv"])
+    assert words == ["the", "dog"]  # the others are more than one WordPiece
+    batch = roofline.pair_batch(featurizers, 3, 20, words)
+    # [CLS] 20 tokens [SEP] 20 tokens [SEP]: no padding in any row
+    assert {k: tuple(v.shape) for k, v in batch.items()} == {k: (3, 43) for k in batch}
+    assert int(batch["token_ids"].numpy().min()) > 0
+
+
+def test_a_chain_of_dependent_matmuls_takes_time():
+    assert 0 < roofline.loop_step_seconds((4, 8, 8), iterations=50, repeats=2) < 0.01
+
+
+@pytest.mark.slow
+def test_the_roofline_report_of_match_srnn_has_its_fields():
+    record = roofline.report(
+        ["match_srnn"], batches=3, throughput_batch=16, updates=2, log=lambda *_: None
+    )
+    assert [r["variant"] for r in record["serving"]] == ["Match-SRNN", "Bi-Match-SRNN"]
+    for row in record["serving"]:
+        assert row["sequential_steps"] == 39  # 20 + 20 - 1 anti-diagonals of the 20 x 20 grid
+        assert row["flops"] > 0 and row["median_ms"] > 0 and row["dependency_floor_ms"] > 0
+        assert row["flops_throughput_batch"] == 2 * row["flops"]  # 16 pairs against 8
+    (training,) = record["training"]
+    assert training["model"] == "match_srnn" and training["pairs_per_s"] > 0
+    assert "Match-SRNN" in roofline.markdown(record)
+
+
+def _profile_worker():
+    import importlib.util
+
+    path = Path(roofline.__file__).parent / "serving" / "profile_worker.py"
+    module_spec = importlib.util.spec_from_file_location("profile_worker", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def test_profiled_op_times_are_exclusive_and_skip_framework_events():
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(name="/host:CPU")
+    plane.stat_metadata[1].id, plane.stat_metadata[1].name = 1, "hlo_op"
+    for key, name in {2: "while.3", 3: "dot.9", 4: "fusion.1"}.items():
+        plane.stat_metadata[key].id, plane.stat_metadata[key].name = key, name
+    names = {10: "while", 11: "dot", 12: "fusion", 13: "ThunkExecutor::Execute"}
+    names.update({14: "model/Softmax:_MklSoftmax", 15: "signature_wrapper"})
+    for key, name in names.items():
+        plane.event_metadata[key].id, plane.event_metadata[key].name = key, name
+
+    def add(line, metadata, start, duration, hlo=None):
+        event = line.events.add(metadata_id=metadata, offset_ps=start, duration_ps=duration)
+        if hlo:
+            event.stats.add(metadata_id=1, ref_value=hlo)
+
+    worker = plane.lines.add(name="tf_numa_-1_Eigen/1")
+    add(worker, 13, 0, 100)  # the executor's own event: not an op
+    add(worker, 10, 0, 50, hlo=2)  # while.3 [0, 50) encloses dot.9 and fusion.1
+    add(worker, 11, 5, 20, hlo=3)
+    add(worker, 12, 30, 10, hlo=4)
+    add(worker, 11, 60, 7, hlo=3)  # dot.9 again
+    add(worker, 14, 70, 4)  # a TensorFlow kernel outside XLA
+    python = plane.lines.add(name="python")
+    add(python, 15, 0, 100)
+    totals = _profile_worker().exclusive_op_times(space)
+    assert totals == {"while.3": 20, "dot.9": 27, "fusion.1": 10, "model/Softmax:_MklSoftmax": 4}
+
+
+def test_a_profile_summary_splits_matrix_products_from_the_rest():
+    traced = {
+        "wall_ms": 3.0,
+        "ops": {"dot.1": 1.0, "fusion.2": 0.5, "convolution": 0.5, "concat.4": 0.25},
+        "kinds": {
+            "dot.1": "dot",
+            "fusion.2": "fusion with dot",
+            "convolution": "convolution",
+            "concat.4": "concatenate",
+        },
+    }
+    summary = roofline.profile_summary(traced, flops=2e9, peak=1e12, top=1)
+    assert summary["op_ms"] == 2.25 and summary["matmul_ms"] == 2.0
+    # 2 GFLOP in 2 ms = 1 TFLOP/s = the whole peak
+    assert summary["matmul_percent_of_peak"] == pytest.approx(100.0)
+    assert summary["largest"] == [["concat.4 (concatenate)", 0.25]]
+    assert summary["kinds"] == {
+        "dot": 1.0,
+        "fusion with dot": 0.5,
+        "convolution": 0.5,
+        "concatenate": 0.25,
+    }
+
+
+@pytest.mark.slow
+def test_profiling_an_xla_savedmodel_names_its_matmul_by_opcode(tmp_path):
+    import tensorflow as tf
+
+    class Net(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(tf.random.stateless_normal([32, 64], seed=[1, 2]))
+
+        @tf.function(
+            input_signature=[tf.TensorSpec([None, 32], tf.float32, name="x")], jit_compile=True
+        )
+        def __call__(self, x):
+            return {"y": tf.tanh(tf.matmul(x, self.w)) + 1.0}
+
+    net = Net()
+    tf.saved_model.save(net, str(tmp_path / "net"), signatures={"serving": net.__call__})
+    spec = {"x": {"dtype": "float32", "shape": [16, 32], "low": 0, "high": 1}}
+    traced = roofline.profile_export(tmp_path / "net", "serving", spec, calls=5, threads=1)
+    assert traced["calls"] == 5 and traced["wall_ms"] > 0
+    dots = [n for n, kind in traced["kinds"].items() if kind in ("dot", "fusion with dot")]
+    assert len(dots) == 1 and traced["ops"][dots[0]] > 0
