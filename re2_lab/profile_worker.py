@@ -26,12 +26,16 @@ Output keys:
 """
 
 import glob
+import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The library's timing worker (a script beside re2_tf/benchmarking.py, never imported as
+# re2_tf: this process imports only TensorFlow) gives the input maker.
+_RE2_TF = importlib.util.find_spec("re2_tf").submodule_search_locations[0]  # not imported
+sys.path.insert(0, str(Path(_RE2_TF) / "serving"))
 
 from timing_worker import make_inputs  # noqa: E402
 

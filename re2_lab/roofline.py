@@ -635,7 +635,7 @@ MATMUL_KINDS = frozenset(
 
 def profile_export(path, signature, input_spec, *, calls=20, warmup=10, threads=2, seed=0):
     """Profile ``calls`` calls of an exported SavedModel in a fresh process
-    (``serving/profile_worker.py``, ``tf.profiler.experimental``), after ``warmup`` calls,
+    (``re2_lab/profile_worker.py``, ``tf.profiler.experimental``), after ``warmup`` calls,
     with ``threads`` intra-op threads and 1 inter-op thread.
 
     Returns:
@@ -651,7 +651,7 @@ def profile_export(path, signature, input_spec, *, calls=20, warmup=10, threads=
 
     from re2_tf import benchmarking
 
-    worker = Path(__file__).parent / "serving" / "profile_worker.py"
+    worker = Path(__file__).parent / "profile_worker.py"
     with tempfile.TemporaryDirectory() as logdir:
         request = dict(
             path=os.fspath(path),

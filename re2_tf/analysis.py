@@ -26,7 +26,14 @@ import re
 import textwrap
 from pathlib import Path
 
+import keras
 import numpy as np
+
+from re2_tf import runs
+from re2_tf.data.pipeline import encode_examples
+from re2_tf.data.readers import PairExample
+from re2_tf.data.tokenization import get_tokenizer
+from re2_tf.models.spec import ModelSpec, get_spec
 
 __all__ = [
     "AttentionMaps",
@@ -43,8 +50,6 @@ _PREDECESSORS = ((1, (0, -1)), (2, (-1, 0)), (3, (-1, -1)))  # left, top, diagon
 
 
 def _spec_of(model, spec):
-    from re2_tf.models.spec import ModelSpec, get_spec
-
     if isinstance(spec, ModelSpec):
         resolved = spec
     else:
@@ -55,8 +60,6 @@ def _spec_of(model, spec):
 
 
 def _with_maps_class():
-    import keras
-
     class WithMaps(keras.layers.Layer):
         """``inner`` called with ``options`` (the same layer object: the same weights)."""
 
@@ -97,7 +100,6 @@ def analysis_model(model, spec=None):
         KeyError: no spec of that name. ValueError: the spec declares no analysis, or no
         layer of ``model`` matches it.
     """
-    import keras
 
     spec = _spec_of(model, spec)
     with_maps = _with_maps_class()
@@ -261,8 +263,6 @@ class AttentionMaps:
 
 
 def _load_run(run_dir):
-    from re2_tf import runs
-
     config = runs.load_config(run_dir)
     return runs.load_best_model(run_dir), runs.load_featurizers(run_dir), config
 
@@ -270,8 +270,6 @@ def _load_run(run_dir):
 def _featurise(featurizers, tokens1, tokens2):
     """``{input name: array [1, max(len, 1), ...]}``: the pair encoded as the data pipeline
     encodes it; an empty text becomes one padding position (an all-padding row)."""
-    from re2_tf.data.pipeline import encode_examples
-    from re2_tf.data.readers import PairExample
 
     encoded = encode_examples(
         [PairExample(" ".join(tokens1), " ".join(tokens2), None)], list(featurizers)
@@ -346,7 +344,6 @@ def attention_maps(
             ``dimension`` outside the layer's units, non-``str`` texts.
         KeyError: an unknown model name.
     """
-    from re2_tf.data.tokenization import get_tokenizer
 
     if not isinstance(text1, str) or not isinstance(text2, str):
         raise ValueError("text1 and text2 must be str")

@@ -20,10 +20,27 @@ import tempfile
 import time
 from pathlib import Path
 
+import keras
+import numpy as np
+import tensorflow as tf
+
 from re2_tf import runs
 from re2_tf.config import CONTROL_FIELDS, TrainConfig, layered_defaults
+from re2_tf.data import datasets
+from re2_tf.data.embeddings import vocab_and_embeddings
+from re2_tf.data.pipeline import encode_examples, make_dataset, make_triple_dataset
 from re2_tf.errors import ConfigError
+from re2_tf.evaluation import evaluate_examples, format_metrics
 from re2_tf.machine import describe_machine, machine
+from re2_tf.matcher import Matcher
+from re2_tf.models import count_parameters
+from re2_tf.training import MatchingTrainer, precision
+from re2_tf.training.checkpoint import TrainingBackup
+from re2_tf.training.distribution import broadcast_from_chief, make_strategy, reporting_lost_workers
+from re2_tf.training.losses import output_kind, resolve_task_loss
+from re2_tf.training.optimizers import OptimizerRecipe, build_optimizer
+from re2_tf.training.routine import ReleaseRoutine
+from re2_tf.training.sampling import pairwise_triples
 
 __all__ = ["RunResult", "fit", "run_config", "flags_file_lines", "preset_line"]
 
@@ -84,7 +101,6 @@ class RunResult:
                 ``result.seeds[k].matcher()``). FileNotFoundError: training stopped before
                 its first checkpoint (``best_model`` is ``None``), or a worker's result.
         """
-        from re2_tf.matcher import Matcher
 
         if self.seeds:
             raise ValueError(
@@ -118,7 +134,6 @@ def settings_record(config: TrainConfig) -> dict:
 def run_config(config: TrainConfig, hparams: dict) -> runs.RunConfig:
     """The :class:`re2_tf.runs.RunConfig` recorded in ``config.json``: model and resolved
     hyper-parameters, dataset facts, features, data and vectors file signatures, settings."""
-    from re2_tf.training.losses import output_kind
 
     spec, dataset = config.spec, config.dataset_spec
     data_dir = config.resolved_data_dir
@@ -268,7 +283,6 @@ def _make_logger(run_dir):
 def _write_hparams_summary(run_dir: Path, config: TrainConfig):
     """TensorBoard HParams record of the run (every setting and hyper-parameter), so the
     runs of a sweep can be compared in the dashboard's HParams tab against ``dev/<metric>``."""
-    import tensorflow as tf
     from tensorboard.plugins.hparams import api as hp
 
     values = {}
@@ -330,7 +344,6 @@ def _train_one(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
     :class:`~re2_tf.errors.WorkerLostError`."""
     if config.distribution != "multi_worker":
         return _train_run(config, run_dir, callbacks)
-    from re2_tf.training.distribution import reporting_lost_workers
 
     with reporting_lost_workers(run_dir / runs.BACKUP_DIR):
         return _train_run(config, run_dir, callbacks)
@@ -338,21 +351,6 @@ def _train_one(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
 
 def _train_run(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
     """:func:`_train_one`'s run."""
-    import keras
-    import numpy as np
-    import tensorflow as tf
-
-    from re2_tf.data import datasets
-    from re2_tf.data.embeddings import vocab_and_embeddings
-    from re2_tf.data.pipeline import encode_examples, make_dataset, make_triple_dataset
-    from re2_tf.models import count_parameters
-    from re2_tf.training import MatchingTrainer, precision
-    from re2_tf.training.checkpoint import TrainingBackup
-    from re2_tf.training.distribution import broadcast_from_chief, make_strategy
-    from re2_tf.training.losses import resolve_task_loss
-    from re2_tf.training.optimizers import OptimizerRecipe, build_optimizer
-    from re2_tf.training.routine import ReleaseRoutine
-    from re2_tf.training.sampling import pairwise_triples
 
     started, cpu_started = time.perf_counter(), time.process_time()
     spec, dataset = config.spec, config.dataset_spec
@@ -658,8 +656,6 @@ def _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers, t
     """Mark the run finished, score the best checkpoint on the test splits (on the selection
     split its scores are those it was selected on), write ``results.json``; returns the
     results dict."""
-    from re2_tf.data import datasets
-    from re2_tf.evaluation import evaluate_examples, format_metrics
 
     routine.state["finished"] = True
     if not routine.state.get("stop_reason"):

@@ -79,7 +79,7 @@ WORKER = Path(__file__).resolve().parent / "serving" / "timing_worker.py"
 
 
 def run_worker(script, request, *, timeout=1800):
-    """Run a worker script (``serving/timing_worker.py``, ``serving/profile_worker.py``) in a
+    """Run a worker script (such as ``serving/timing_worker.py``) in a
     fresh Python process with ``request`` as its JSON argument; its last stdout line, parsed.
 
     Raises:

@@ -57,7 +57,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from re2_tf.data import datasets
+from re2_tf.data.pipeline import LONG_PAIR_POLICIES
+from re2_tf.data.tokenization import TOKENIZERS
 from re2_tf.errors import ConfigError
+from re2_tf.models import MODEL_SPECS  # importing the package registers every model
+from re2_tf.training.distribution import STRATEGIES
+from re2_tf.training.optimizers import OPTIMIZERS, SCHEDULES
+from re2_tf.training.precision import POLICIES
 
 __all__ = ["TrainConfig", "GROUPS", "CONTROL_FIELDS", "CUSTOM_METRICS", "layered_defaults"]
 
@@ -454,7 +461,6 @@ class TrainConfig:
     def dataset_spec(self):
         """The :class:`re2_tf.data.datasets.DatasetSpec` (built from ``labels``, ``metric``
         and ``tokenizer`` for ``dataset="custom"``)."""
-        from re2_tf.data import datasets
 
         if self.dataset == datasets.CUSTOM:
             selection, watch, ranking = CUSTOM_METRICS[self.metric]
@@ -467,7 +473,6 @@ class TrainConfig:
     def resolved_data_dir(self) -> Path:
         """``data_dir``, or when unset :func:`re2_tf.data.datasets.default_data_dir`: the bundled
         sample inside the package, else ``data/<dataset>`` under the current directory."""
-        from re2_tf.data import datasets
 
         return Path(self.data_dir) if self.data_dir else datasets.default_data_dir(self.dataset)
 
@@ -567,8 +572,6 @@ def _jsonable(value):
 
 
 def _spec(model):
-    from re2_tf.models import MODEL_SPECS  # importing the package registers every model
-
     if model not in MODEL_SPECS:
         raise ConfigError(
             f"model: unknown model {model!r}; known: {', '.join(sorted(MODEL_SPECS))}",
@@ -580,7 +583,6 @@ def _spec(model):
 def _resolve(config):
     """Fill every field the caller did not set from the model's training defaults and its
     preset; resolve ``hparams`` to every hyper-parameter of the model."""
-    from re2_tf.data import datasets
 
     spec = _spec(config.model)
     if config.dataset not in datasets.DATASETS and config.dataset != datasets.CUSTOM:
@@ -665,10 +667,6 @@ def _check(condition, field, message):
 
 def _validate(config):
     """Every value check, in one place: the first failure raises :class:`ConfigError`."""
-    from re2_tf.data import datasets
-    from re2_tf.data.pipeline import LONG_PAIR_POLICIES
-    from re2_tf.data.tokenization import TOKENIZERS
-    from re2_tf.training.optimizers import OPTIMIZERS, SCHEDULES
 
     def at_least(name, low):
         value = getattr(config, name)
@@ -764,8 +762,6 @@ def _validate(config):
         f"cannot XLA-compile a {config.distribution} training step (XLA cannot read "
         "variables placed on other devices): train with --nojit_compile",
     )
-    from re2_tf.training.distribution import STRATEGIES
-    from re2_tf.training.precision import POLICIES
 
     _check(
         config.mixed_precision in POLICIES,
@@ -852,7 +848,6 @@ def layered_defaults(model: str, dataset: str, preset: str | None = None) -> dic
     Raises:
         ConfigError: an unknown model, dataset or preset.
     """
-    from re2_tf.data import datasets
 
     custom = dataset == datasets.CUSTOM
     # Two placeholder names pass the custom-label check; they are dropped from the result.

@@ -35,9 +35,17 @@ import math
 import os
 from pathlib import Path
 
+import keras
+
 import re2_tf.models  # noqa: F401  (registers the custom Keras objects load_best_model reads)
 from re2_tf.data import datasets
-from re2_tf.data.embeddings import VOCAB_FILE  # the cache's own name
+from re2_tf.data import features as features_lib
+from re2_tf.data.embeddings import (
+    VOCAB_FILE,  # the cache's own name
+    load_cache,
+    save_cache,
+)
+from re2_tf.data.vocab import Vocab
 
 RUN_FLAGFILE = "flags.txt"
 CONFIG_FILE = "config.json"
@@ -154,7 +162,6 @@ def load_best_model(run_dir):
     Raises:
         FileNotFoundError: if the run has not saved a best checkpoint yet.
     """
-    import keras
 
     path = Path(run_dir) / BEST_MODEL_FILE
     if not path.exists():
@@ -164,7 +171,6 @@ def load_best_model(run_dir):
 
 def load_vocab(run_dir):
     """Read ``<run_dir>/vocab.txt`` as a :class:`re2_tf.data.vocab.Vocab`."""
-    from re2_tf.data.vocab import Vocab
 
     config = load_config(run_dir)
     return Vocab.load(Path(run_dir) / VOCAB_FILE, lower=config.lower)
@@ -176,7 +182,6 @@ VOCAB_CACHE_FILE = "vocab_cache.json"
 def save_vocab_cache(run_dir, vocab, vectors, settings):
     """Cache the word vocabulary (and embedding matrix) in ``run_dir`` with the ``settings``
     that produced them (vocabulary options, training and vectors file signatures)."""
-    from re2_tf.data.embeddings import save_cache
 
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     if vectors is None:
@@ -195,7 +200,6 @@ def load_vocab_cache(run_dir, settings):
         ValueError: the cache was built with other settings (names the field), or the
             settings ask for vectors and the cache has none.
     """
-    from re2_tf.data.embeddings import load_cache
 
     path = Path(run_dir) / VOCAB_CACHE_FILE
     if not path.exists():
@@ -219,7 +223,6 @@ def make_featurizers(run_dir, features, vocab, train_examples):
     """The featurisers of a training run: each is created from its options (the word-id one
     wraps ``vocab``), fitted on the training tokens and saved in ``run_dir`` -- or, when
     ``run_dir`` already holds its files (a resumed run), loaded from there."""
-    from re2_tf.data import features as features_lib
 
     out = []
     for kind, options in features.items():
@@ -241,7 +244,6 @@ def make_featurizers(run_dir, features, vocab, train_examples):
 
 def load_featurizers(run_dir):
     """The featurisers saved in a run directory (for evaluation, export and prediction)."""
-    from re2_tf.data import features as features_lib
 
     config = load_config(run_dir)
     # Only the word-id featuriser reads the word vocabulary; runs of models without word ids

@@ -26,6 +26,7 @@ import json
 
 from absl import flags
 
+from re2_tf.analysis import attention_maps, save_maps
 from re2_tf.cli.common import run_command
 
 __all__ = ["define_flags", "main", "run"]
@@ -60,7 +61,6 @@ def define_flags(flag_values=FLAGS):
 
 def main(argv):
     """Compute the maps of ``--text1`` / ``--text2`` and write them to ``--out``."""
-    from re2_tf.analysis import attention_maps, save_maps
 
     if len(argv) > 1:
         raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")

@@ -43,6 +43,8 @@ from re2_tf.benchmarking import (
     time_export,
 )
 from re2_tf.cli.common import run_command
+from re2_tf.models.spec import model_names
+from re2_tf.serving.runtimes import MissingPackageError
 
 __all__ = ["define_flags", "main", "run"]
 
@@ -51,7 +53,6 @@ FLAGS = flags.FLAGS
 
 def define_flags(flag_values=FLAGS):
     """The command's flags (defined when it runs, never at import)."""
-    from re2_tf.models.spec import model_names
 
     flags.DEFINE_enum(
         "model",
@@ -143,7 +144,6 @@ def define_flags(flag_values=FLAGS):
 
 def main(argv):
     """Time the model's variants (or ``--saved_model``) and print the table."""
-    from re2_tf.serving.runtimes import MissingPackageError
 
     try:
         return _main(argv)

@@ -26,8 +26,11 @@ from pathlib import Path
 
 from absl import flags
 
+from re2_tf import runs
 from re2_tf.cli.common import run_command
 from re2_tf.data.datasets import FORMAT_TOKENIZERS
+from re2_tf.evaluation import evaluate_examples, format_metrics
+from re2_tf.runs import load_examples
 
 __all__ = ["define_flags", "main", "run"]
 
@@ -70,9 +73,6 @@ def main(argv):
     """Score each split (or ``--file``) and print one line of metrics per set."""
     if len(argv) > 1:
         raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
-    from re2_tf import runs
-    from re2_tf.evaluation import evaluate_examples, format_metrics
-    from re2_tf.runs import load_examples
 
     # Every set is read first: bad data stops the command before the model is loaded.
     names = [FLAGS.file] if FLAGS.file else FLAGS.splits

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import sys
 
-from absl import flags
+import tensorflow as tf
+from absl import flags, logging
 
 from re2_tf.cli.common import run_command
 from re2_tf.serving.export import DEFAULT_LENGTH_BUCKETS, DEFAULT_MAX_LENGTH, EXPORT_CONFIG_FILE
@@ -92,8 +93,6 @@ def main(argv):
         raise flags.Error(
             f"--length_buckets: expected integers, got {','.join(FLAGS.length_buckets)}"
         ) from None
-    import tensorflow as tf
-    from absl import logging
 
     logging.set_verbosity(logging.WARNING)  # SavedModel writing logs every asset at INFO
     tf.get_logger().setLevel("ERROR")

@@ -18,10 +18,13 @@ one line ``re2-prepare: error: <message>``, exit status 1.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from absl import flags
 
 from re2_tf.cli.common import run_command
-from re2_tf.data.prepare import PREPARABLE
+from re2_tf.data.datasets import default_data_dir
+from re2_tf.data.prepare import PREPARABLE, prepare
 
 __all__ = ["define_flags", "main", "run"]
 
@@ -71,10 +74,6 @@ def main(argv):
     """Prepare ``--dataset`` from ``--input`` into ``--output``."""
     if len(argv) > 1:
         raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
-    from pathlib import Path
-
-    from re2_tf.data.datasets import default_data_dir
-    from re2_tf.data.prepare import prepare
 
     if not Path(FLAGS.input).exists():
         raise FileNotFoundError(f"--input: no such file or directory {FLAGS.input}")

@@ -27,7 +27,10 @@ from pathlib import Path
 
 from absl import flags
 
+from re2_tf.api import console_handler, fit
 from re2_tf.cli.common import run_command
+from re2_tf.config import TrainConfig, layered_defaults
+from re2_tf.models import MODEL_SPECS
 
 __all__ = ["config_from_args", "define_flags", "parse_flags", "main", "run"]
 
@@ -40,8 +43,6 @@ _INT_FIELDS = ("length_multiple",)
 
 
 def _fields():
-    from re2_tf.config import TrainConfig
-
     return [
         f
         for f in dataclasses.fields(TrainConfig)
@@ -146,7 +147,6 @@ def config_from_args(args):
     Raises:
         absl.flags.Error, re2_tf.errors.ConfigError: as :func:`parse_flags`.
     """
-    from re2_tf.config import TrainConfig
 
     values = flags.FlagValues()
     define_flags(values)
@@ -157,8 +157,6 @@ def config_from_args(args):
 def _layer_defaults(args, flag_values):
     """Define the hyper-parameter flags of ``args``' ``--model`` and make every flag's
     default the layered one of its ``--model``/``--dataset``/``--preset``."""
-    from re2_tf.config import layered_defaults
-    from re2_tf.models import MODEL_SPECS
 
     model = _sniff(args, "model", flag_values["model"].default)
     dataset = _sniff(args, "dataset", flag_values["dataset"].default)
@@ -181,8 +179,6 @@ def main(argv):
         raise flags.Error(
             f"unexpected arguments: {' '.join(argv[1:])} (settings are --name=value flags)"
         )
-    from re2_tf.api import console_handler, fit
-    from re2_tf.config import TrainConfig
 
     console_handler()  # the library logs; the command shows the lines on stdout
     fit(TrainConfig.from_flags(FLAGS))

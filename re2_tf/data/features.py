@@ -69,6 +69,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from re2_tf._compat import UniqueTextFileInitializer
 from re2_tf.data.vocab import PAD_ID, UNK_ID, Vocab
 from re2_tf.data.wordpiece import WordPieceTokenizer
 from re2_tf.serving.text import whitespace_tokenize
@@ -122,7 +123,6 @@ def _lookup_table(path: str | os.PathLike):
     (``tf.saved_model.load`` and the TF1 session loader of ``saved_model_cli run`` and
     TensorFlow Serving, which runs the SavedModel's main op), and no two tables share contents.
     """
-    from re2_tf._compat import UniqueTextFileInitializer
 
     asset = tf.saved_model.Asset(str(path))
     table = tf.lookup.StaticHashTable(

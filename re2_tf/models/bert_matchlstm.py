@@ -58,6 +58,7 @@ choice or BERT's, the other figures are the paper's.
 from __future__ import annotations
 
 import keras
+import numpy as np
 
 from re2_tf.layers import (
     BidirectionalMatchLSTM,
@@ -66,6 +67,7 @@ from re2_tf.layers import (
     MultiWindowCNN,
     PairSegmentSplit,
 )
+from re2_tf.layers.bert_backbone import load_bert_backbone
 from re2_tf.models.spec import (
     Analysis,
     AnalysisLayer,
@@ -275,7 +277,6 @@ def build_bert_matchlstm(
 def _build_from_spec(num_classes, vocab_sizes, embeddings=None, max_length=None, **hparams):
     """The spec's builder: checks that the packed pair's word pieces fit the backbone
     (``max_length`` is the featuriser's, not the network's)."""
-    from re2_tf.layers.bert_backbone import load_bert_backbone
 
     if embeddings is not None:
         raise ValueError(
@@ -316,7 +317,6 @@ def analysis_tokens(featurizers, features, tokens1, tokens2):
     Returns:
         ``{"pieces_a": [str], "pieces_b": [str]}``.
     """
-    import numpy as np
 
     vocab = next(f for f in featurizers if f.kind == "packed_pair").tokenizer.vocab
     vocab = list(getattr(vocab, "tokens", vocab))  # WordPiece: a list; whole words: a Vocab

@@ -37,10 +37,13 @@ is this module's choice, the other figures are the paper's (Sec. 6.1 unless cite
 
 from __future__ import annotations
 
+import time
+
 import keras
 import numpy as np
+import tensorflow as tf
 
-from re2_tf.layers import NeuralTensorNetwork, PaddingMask, SpatialGRU
+from re2_tf.layers import NeuralTensorNetwork, PaddingMask, SpatialGRU, cell_by_cell_spatial_gru
 from re2_tf.models.spec import (
     Analysis,
     AnalysisLayer,
@@ -218,11 +221,6 @@ def benchmark_spatial_gru_scans(
         A Markdown table: per size and mode, median ms per call of each scan (``batches``
         timed calls after ``warmup``), and the wavefront's speed-up.
     """
-    import time
-
-    import tensorflow as tf
-
-    from re2_tf.layers import SpatialGRU, cell_by_cell_spatial_gru
 
     rng = np.random.default_rng(seed)
     layer = SpatialGRU(units)

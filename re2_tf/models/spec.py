@@ -45,6 +45,8 @@ import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "ANALYSIS_KINDS",
     "Analysis",
@@ -96,7 +98,6 @@ def check_embeddings(embeddings, vocab_size):
     Raises:
         ValueError: ``embeddings must have shape [vocab_size=N, dim], got ...``.
     """
-    import numpy as np
 
     embeddings = np.asarray(embeddings, dtype="float32")
     if embeddings.ndim != 2 or embeddings.shape[0] != vocab_size:

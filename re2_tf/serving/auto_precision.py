@@ -34,7 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
+from re2_tf import benchmarking
 from re2_tf.machine import cpu_units
+from re2_tf.serving.export import export_model
+from re2_tf.serving.predictor import Predictor
 
 __all__ = ["MIN_AGREEMENT", "SHAPES", "choose_precision", "known_precision"]
 
@@ -111,9 +114,6 @@ def choose_precision(
         (``{precision: {"<batch>x<length>": ms}}``), ``label_agreement``, ``max_abs_dp``,
         ``pairs``, ``min_agreement``.
     """
-    from re2_tf import benchmarking
-    from re2_tf.serving.export import export_model
-    from re2_tf.serving.predictor import Predictor
 
     units = (probe or cpu_units)()
     choice = {"units": units, "measured": False}

@@ -20,6 +20,7 @@ when the export asks for it); no Keras and no ``re2_tf`` code is needed to serve
 
 from __future__ import annotations
 
+import keras
 import tensorflow as tf
 
 from re2_tf.serving import folded as folded_lib
@@ -72,7 +73,6 @@ def policy_copy(model, policy):
     Returns:
         ``keras.Model``.
     """
-    import keras
 
     config = keras.saving.serialize_keras_object(model)
     if not _set_policies(config, policy):

@@ -93,6 +93,7 @@ from re2_tf._compat import all_sublayers
 from re2_tf.data.features import TRUNCATED_KEY
 from re2_tf.layers import PairSegmentSplit
 from re2_tf.serving import text as text_lib
+from re2_tf.serving.backends import make_backend
 from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE  # noqa: F401  (re-exported)
 
 __all__ = [
@@ -719,7 +720,6 @@ def export_model(
         ValueError: unsupported ``fmt``/``precision`` combination (for this backend), or a
             model the TFLite converter cannot convert (BERT+MatchLSTM), naming the op.
     """
-    from re2_tf.serving.backends import make_backend
 
     if fmt not in ("savedmodel", "tflite"):
         raise ValueError(f"format must be savedmodel or tflite, got {fmt!r}")
