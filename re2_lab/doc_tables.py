@@ -21,10 +21,10 @@ Kinds (paths relative to the repository root):
 - ``table5 <record.json> ...``: several such records of one model's variants (RE2's 1, 2 and
   3 blocks) side by side, one line per record (export format and options), median ms per
   variant and the last variant's mean ± std, under the paper's own row;
-- ``roofline <record.json> [export]``: a ``re2-bench --roofline --json_out`` record
+- ``roofline <record.json> [export]``: a ``python -m re2_lab.cli.roofline --json_out`` record
   (:func:`re2_lab.roofline.report`) as :func:`re2_lab.roofline.markdown` prints it (with
   ``export``: that export's serving rows only), then its command;
-- ``runtimes <record.json> [summary]``: a ``re2-bench --runtimes --json_out`` record
+- ``runtimes <record.json> [summary]``: a ``python -m re2_lab.cli.runtimes --json_out`` record
   (:func:`re2_tf.serving.runtimes.report`) as :func:`re2_tf.serving.runtimes.markdown` prints
   it, then its command (with ``summary``: :func:`re2_tf.serving.runtimes.summary`'s paragraph);
 - ``ab <record.json>``: an A/B record of ``docs/runs/`` (paths timed alternately in fresh

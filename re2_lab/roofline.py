@@ -22,7 +22,7 @@ one after another (:meth:`HloModule.critical_path`: a BiLSTM's two directions ov
 layers do not) times the measured time of one iteration of its body's smallest matmul
 (:func:`loop_step_seconds`). No implementation on that CPU can beat the larger of the two; the
 ratio of a measured time to it says how far from the hardware a model runs. :func:`report`
-measures both for every model (``python -m re2_tf.benchmark --roofline``), :func:`markdown`
+measures both for every model (``python -m re2_lab.cli.roofline``), :func:`markdown`
 prints it, and the README's table is generated from its record.
 """
 

@@ -61,6 +61,7 @@ def outside_object_sharing():
     an earlier, freed object's copy back when ``id()`` values are reused. Inside this context
     the maps are ``None`` (no scope) and are restored afterwards.
     """
+    # lazy: a private Keras module; if Keras moves it, only the feature needing it fails
     from keras.src.backend.common import global_state
 
     saved = [global_state.get_global_attribute(key) for key in SHARING_MAP_KEYS]
@@ -77,6 +78,7 @@ def sharing_maps():
     """The current values of Keras' object-sharing maps (:data:`SHARING_MAP_KEYS`): two dicts
     inside ``keras.saving.load_model``'s deserialisation, ``None`` outside. For the tests of
     :func:`outside_object_sharing`."""
+    # lazy: a private Keras module; if Keras moves it, only the feature needing it fails
     from keras.src.backend.common import global_state
 
     return tuple(global_state.get_global_attribute(key) for key in SHARING_MAP_KEYS)

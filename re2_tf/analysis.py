@@ -476,8 +476,8 @@ def save_maps(maps, out_dir, plots=True):
     written = [json_path]
     if not plots:
         return written
-    try:  # lazy: matplotlib is the optional plot extra
-        import matplotlib
+    try:
+        import matplotlib  # lazy: matplotlib is the optional plot extra
     except ImportError as error:
         raise ImportError(
             f"heat-map PNGs need matplotlib: pip install 're2_tf[plot]' ({error})"

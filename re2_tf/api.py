@@ -23,6 +23,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
+from tensorboard.plugins.hparams import api as hp
 
 from re2_tf import runs
 from re2_tf.config import CONTROL_FIELDS, TrainConfig, layered_defaults
@@ -283,8 +284,6 @@ def _make_logger(run_dir):
 def _write_hparams_summary(run_dir: Path, config: TrainConfig):
     """TensorBoard HParams record of the run (every setting and hyper-parameter), so the
     runs of a sweep can be compared in the dashboard's HParams tab against ``dev/<metric>``."""
-    from tensorboard.plugins.hparams import api as hp
-
     values = {}
     for name, value in {
         **config.as_dict(),
@@ -413,8 +412,6 @@ def _train_run(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
     if state_path.exists() and json.loads(state_path.read_text()).get("finished"):
         logger.info(f"{run_dir} is a finished run; its results (overwrite to retrain):")
         results = json.loads((chief_dir / runs.RESULTS_FILE).read_text())
-        from re2_tf.evaluation import format_metrics
-
         for split, result in results["splits"].items():
             logger.info(f"{split}: {format_metrics(result)}")
         return _result_from_record(

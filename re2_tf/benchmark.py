@@ -1,5 +1,5 @@
-"""``python -m re2_tf.benchmark``: the same command as ``re2-bench`` (:mod:`re2_tf.cli.benchmark`);
-``python -m re2_tf.benchmark --roofline`` is the report of :mod:`re2_lab.roofline`."""
+"""``python -m re2_tf.benchmark``: the same command as ``re2-bench``
+(:mod:`re2_tf.cli.benchmark`)."""
 
 from re2_tf.cli.benchmark import run
 

@@ -25,16 +25,22 @@ A run's matcher does not truncate texts (as evaluation does not); an export cuts
 its ``max_length`` tokens (``export_config.json``'s ``truncation``), so the two agree on pairs
 within the export's limits.
 
-This module imports only NumPy at load: Keras and TensorFlow are imported by the source that
-needs them (``re2-predict`` serves exports without importing Keras).
+At load this module imports neither Keras nor TensorFlow: a run's matcher imports them when it
+is made (``re2-predict`` serves exports without importing Keras).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 import numpy as np
+
+from re2_tf.data import datasets
+from re2_tf.data.readers import PairExample
+from re2_tf.data.tokenization import get_tokenizer
+from re2_tf.serving.predictor import Predictor
 
 __all__ = ["Matcher", "OUTPUT_FIELDS"]
 
@@ -102,8 +108,8 @@ class _RunSource:
     featurisers, tokeniser and label names; raw outputs computed in-process."""
 
     def __init__(self, run_dir, model=None, batch_size=256):
+        # lazy: an export's Matcher (re2-predict) imports no Keras; a run's imports it here
         from re2_tf import runs
-        from re2_tf.data.tokenization import get_tokenizer
 
         self.run_dir = Path(run_dir)
         self.config = runs.load_config(run_dir)
@@ -120,6 +126,7 @@ class _RunSource:
     def raw_outputs(self, examples):
         """The network's outputs for prepared ``PairExample`` s: float32 logits ``[n, C]``
         or scores ``[n]`` (:func:`re2_tf.evaluation.predict_outputs`)."""
+        # lazy: an export's Matcher (re2-predict) imports no Keras; a run's imports it here
         from re2_tf.data.pipeline import encode_examples
         from re2_tf.evaluation import inference_dataset, predict_outputs
 
@@ -131,7 +138,7 @@ class _RunSource:
     def outputs(self, texts1, texts2):
         """``{"probabilities": float32 [n, C]}`` plus ``"score"`` float32 ``[n]`` for a score
         model, for ``n`` pairs of raw texts (tokenised by the run's tokeniser)."""
-        from re2_tf.data.readers import PairExample
+        # lazy: an export's Matcher (re2-predict) imports no Keras; a run's imports it here
         from re2_tf.evaluation import to_probabilities
 
         examples = [
@@ -215,8 +222,6 @@ class Matcher:
             FileNotFoundError, ValueError, MissingOpError: as
             :class:`~re2_tf.serving.predictor.Predictor`.
         """
-        from re2_tf.serving.predictor import Predictor
-
         return cls.from_predictor(Predictor(export_dir, tokenize, batch_size, backend))
 
     @classmethod
@@ -407,6 +412,7 @@ class Matcher:
 
     def _examples(self, split_or_file, fmt="processed", data_dir=None):
         """``(spec, examples)`` of :meth:`evaluate`'s split or file."""
+        # lazy: an export's Matcher (re2-predict) imports no Keras; a run's imports it here
         from re2_tf.runs import examples_for
 
         if self.predictor is None:
@@ -433,6 +439,7 @@ class Matcher:
     def _evaluate(self, spec, examples):
         """The metrics of :meth:`evaluate` on loaded, prepared ``examples`` of dataset
         ``spec``."""
+        # lazy: an export's Matcher (re2-predict) imports no Keras; a run's imports it here
         from re2_tf.evaluation import evaluate_examples, score
 
         if self.predictor is None:
@@ -475,6 +482,7 @@ class Matcher:
                 "this matcher holds a model given to from_run(model=...), not the run's "
                 "best checkpoint: export it with re2_tf.serving.export.export_model"
             )
+        # lazy: an export's Matcher (re2-predict) imports no Keras; a run's imports it here
         from re2_tf.serving.run_export import export_run
 
         return export_run(self.run_dir, export_dir, **options)
@@ -483,10 +491,6 @@ class Matcher:
 def _export_dataset(config):
     """The ``DatasetSpec`` an export's pairs are scored as: its registered dataset with the
     export's label names, or (a custom dataset) a classification dataset of its labels."""
-    import dataclasses
-
-    from re2_tf.data import datasets
-
     name = config.get("dataset")
     labels = tuple(config["label_names"])
     if name in datasets.DATASETS:

@@ -16,12 +16,12 @@ import tensorflow as tf
 from weights import randomize_weights
 
 from re2_tf import runs
+from re2_tf.data import text as text_lib
 from re2_tf.data.features import WordIds
 from re2_tf.data.tokenization import get_tokenizer
 from re2_tf.data.vocab import Vocab
 from re2_tf.models import build_re2
 from re2_tf.serving import folded
-from re2_tf.serving import text as text_lib
 from re2_tf.serving.export import (
     BATCH_MISMATCH,
     ID_RANGE,

@@ -9,8 +9,8 @@ import tensorflow as tf
 from dev_files import real_dev_pairs
 
 from re2_tf.data import features as F
+from re2_tf.data.text import whitespace_tokenize
 from re2_tf.data.vocab import Vocab
-from re2_tf.serving.text import whitespace_tokenize
 
 
 def _graph(featurizer, directory, texts1, texts2):

@@ -25,8 +25,8 @@ from dev_files import real_dev_pairs  # noqa: E402
 
 from re2_tf.data import features as F  # noqa: E402
 from re2_tf.data import readers  # noqa: E402
+from re2_tf.data.text import whitespace_tokenize  # noqa: E402
 from re2_tf.data.wordpiece import KerasHubPacker, WordPieceTokenizer  # noqa: E402
-from re2_tf.serving.text import whitespace_tokenize  # noqa: E402
 
 # vocab.txt of MiniLM-L6-H384-uncased (BERT uncased vocabulary): id = line number - 1.
 PAD, UNK, CLS, SEP = 0, 100, 101, 102
@@ -219,7 +219,7 @@ WITHOUT_KERAS_HUB = textwrap.dedent("""
     import tensorflow as tf
     from re2_tf.data import features as F
     from re2_tf.models import get_spec
-    from re2_tf.serving.text import whitespace_tokenize
+    from re2_tf.data.text import whitespace_tokenize
     get_spec("re2")
     packed = F.PackedPair(F.WholeWordTokenizer(), max_length=5)
     packed.fit(["a", "b"])

@@ -1,5 +1,5 @@
-"""The papers' analysis figures, made from recorded runs (``python -m re2_tf.analyze
---paper_figures --out=docs/figures``; :mod:`re2_tf.cli.analyze`).
+"""The papers' analysis figures, made from recorded runs (``python -m
+re2_lab.cli.paper_figures --out=docs/figures``; :mod:`re2_lab.cli.paper_figures`).
 
 Each model's figures are a module here that registers a :class:`~re2_lab.figures.base.FigureSet`
 (:data:`FIGURE_SETS`): :mod:`re2_lab.figures.re2` (RE2 Figures 2 and 3: occlusion sensitivity,

@@ -6,7 +6,7 @@ A model's paper figures are a :class:`FigureSet` registered by its module under
 reads (:class:`FigureRun`: the trained run directory, its committed record under
 ``docs/runs/`` and the command that trains it), the sweeps whose records it plots
 (:class:`FigureSweep`: a sweep flagfile and its records) and ``make(runs, out_dir) ->
-[Figure]``. ``re2-analyze --paper_figures`` (:mod:`re2_tf.cli.analyze`) defines one
+[Figure]``. ``python -m re2_lab.cli.paper_figures`` (:mod:`re2_lab.cli.paper_figures`) defines one
 ``--<key>_run`` / ``--<key>_record`` flag pair per run and one ``--<key>_records`` flag per
 sweep from the registry and never names a model itself.
 """

@@ -1,5 +1,5 @@
 """Training throughput records, their tables and the ring all-reduce scaling model
-(re2_tf/training/throughput.py), checked against hand-worked figures; the README's and
+(re2_lab/throughput.py), checked against hand-worked figures; the README's and
 docs/distributed.md's tables against the committed records (docs/runs/throughput/)."""
 
 import json

@@ -1,4 +1,4 @@
-"""The zero-shot cosine baseline (re2_tf/experiments/zero_shot.py) against the similarities
+"""The zero-shot cosine baseline (re2_lab/experiments/zero_shot.py) against the similarities
 sentence-transformers documents for all-MiniLM-L6-v2 (docs quickstart: "The weather is lovely
 today." / "It's so sunny outside!" / "He drove to the stadium." -> 0.6660, 0.1046, 0.1411), and
 its ranking metrics against a hand-worked WikiQA-style example."""

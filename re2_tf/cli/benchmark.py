@@ -33,6 +33,7 @@ import json
 import sys
 from pathlib import Path
 
+import tensorflow as tf
 from absl import flags
 
 from re2_tf.benchmarking import (
@@ -43,7 +44,9 @@ from re2_tf.benchmarking import (
     time_export,
 )
 from re2_tf.cli.common import run_command
+from re2_tf.models import get_spec
 from re2_tf.models.spec import model_names
+from re2_tf.serving import runtimes
 from re2_tf.serving.runtimes import MissingPackageError
 
 __all__ = ["define_flags", "main", "run"]
@@ -156,8 +159,6 @@ def _main(argv):
         raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
     threads = dict(intra_op_threads=FLAGS.intra_op_threads, inter_op_threads=FLAGS.inter_op_threads)
     if FLAGS.intra_op_threads or FLAGS.inter_op_threads:  # this process too (components)
-        import tensorflow as tf
-
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
         tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
     fmt = "tflite" if FLAGS.backend == "tflite" else FLAGS.format
@@ -172,8 +173,6 @@ def _main(argv):
         )
         target, options = FLAGS.saved_model, None
         if converted:
-            from re2_tf.serving import runtimes
-
             target = runtimes.convert(FLAGS.saved_model, FLAGS.backend)
             options = {"precision": "f32"} if FLAGS.backend == "openvino" else None
         result = time_export(
@@ -213,8 +212,6 @@ def _main(argv):
     print(table)
     components = {}
     if FLAGS.components and not FLAGS.saved_model:
-        from re2_tf.models import get_spec
-
         for title, component in get_spec(FLAGS.model).component_benchmarks.items():
             timings = component(batch=FLAGS.batch, batches=FLAGS.batches, warmup=FLAGS.warmup)
             components[title] = str(timings)

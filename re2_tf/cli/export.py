@@ -24,9 +24,9 @@ import tensorflow as tf
 from absl import flags, logging
 
 from re2_tf.cli.common import run_command
+from re2_tf.data.text import IN_GRAPH_TOKENIZERS
 from re2_tf.serving.export import DEFAULT_LENGTH_BUCKETS, DEFAULT_MAX_LENGTH, EXPORT_CONFIG_FILE
 from re2_tf.serving.run_export import export_run
-from re2_tf.serving.text import IN_GRAPH_TOKENIZERS
 
 __all__ = ["define_flags", "main", "run"]
 

@@ -24,7 +24,7 @@ from absl import flags
 
 from re2_tf.cli.common import run_command
 from re2_tf.data.datasets import default_data_dir
-from re2_tf.data.prepare import PREPARABLE, prepare
+from re2_tf.data.prepare import PREPARABLE, learning_check, prepare
 
 __all__ = ["define_flags", "main", "run"]
 
@@ -78,8 +78,6 @@ def main(argv):
     if not Path(FLAGS.input).exists():
         raise FileNotFoundError(f"--input: no such file or directory {FLAGS.input}")
     if FLAGS.learning_check:
-        from re2_tf.data.prepare import learning_check
-
         if not FLAGS.output:
             raise flags.Error("--output: where to write the learning check")
         counts = learning_check(FLAGS.input, FLAGS.output)

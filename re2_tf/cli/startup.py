@@ -93,6 +93,7 @@ def import_tensorflow(quiet=True, keras=True) -> None:
         if quiet:
             _quietly_import_tensorflow()
         else:
+            # lazy: this is the command's quiet TensorFlow import itself
             import tensorflow  # noqa: F401
     finally:
         if blocked and sys.modules.get(_KERAS_EAGER_IMPORT, 0) is None:
@@ -111,6 +112,7 @@ def _quietly_import_tensorflow():
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, 2)
+        # lazy: this is the command's quiet TensorFlow import itself
         import tensorflow as tf
 
         tf.config.list_physical_devices()

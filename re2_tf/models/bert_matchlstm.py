@@ -231,6 +231,7 @@ def build_bert_matchlstm(
         check_hparam(BERT_MATCHLSTM_HPARAMS, option, value)
     windows = _windows(cnn_windows)
     if backbone is None:
+        # lazy: the BERT backbone needs keras-hub, the optional bert extra
         from re2_tf.layers.bert_backbone import load_bert_backbone
 
         backbone = load_bert_backbone(

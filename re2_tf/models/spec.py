@@ -388,6 +388,7 @@ def unregister(name: str) -> ModelSpec:
 def registered(spec: ModelSpec):
     """``with registered(spec):`` -- ``spec`` is a registered model inside the block only
     (a model defined for a test or an experiment)."""
+    # lazy: re2_tf.models (the registry package) imports this module first
     import re2_tf.models  # noqa: F401  (registers every model first, so they keep their order)
 
     register(spec)
@@ -401,6 +402,7 @@ def model_names() -> tuple:
     """Names of the registered models, in registration order (the order of
     :mod:`re2_tf.models`' imports, then models registered later): every list of models
     (``re2-bench``'s, ``python -m re2_lab.cli.compare``'s, the throughput command's) is this one."""
+    # lazy: re2_tf.models (the registry package) imports this module first
     import re2_tf.models  # noqa: F401  (registers every model)
 
     return tuple(MODEL_SPECS)
@@ -408,6 +410,7 @@ def model_names() -> tuple:
 
 def get_spec(name: str) -> ModelSpec:
     """The registered spec ``name``. Raises ``KeyError`` naming the known models."""
+    # lazy: re2_tf.models (the registry package) imports this module first
     import re2_tf.models  # noqa: F401  (registers every model)
 
     if name not in MODEL_SPECS:

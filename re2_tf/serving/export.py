@@ -20,7 +20,7 @@ Signatures (batch dimension first, TF Serving conventions):
     what a featuriser cut after that (BERT's packed pairs: word pieces beyond its
     ``max_length``).
     In the graph: (lower-casing and) tokenisation with the run's tokeniser
-    (:mod:`re2_tf.serving.text`), truncation to ``max_length`` tokens, vocabulary lookup
+    (:mod:`re2_tf.data.text`), truncation to ``max_length`` tokens, vocabulary lookup
     (unknown -> ``<UNK>`` = 1). A text with no token after tokenisation (empty, only
     whitespace, or -- for ``snli`` -- only punctuation) is an all-padding row, exactly as
     training and evaluation feed an empty text; the model's layers define its output
@@ -90,9 +90,9 @@ import tensorflow as tf
 from absl import logging
 
 from re2_tf._compat import all_sublayers
+from re2_tf.data import text as text_lib
 from re2_tf.data.features import TRUNCATED_KEY
 from re2_tf.layers import PairSegmentSplit
-from re2_tf.serving import text as text_lib
 from re2_tf.serving.backends import make_backend
 from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE  # noqa: F401  (re-exported)
 

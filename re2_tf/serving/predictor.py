@@ -174,6 +174,7 @@ class Predictor:
     """
 
     def __init__(self, export_dir, tokenize="auto", batch_size=64, backend=None):
+        # lazy: a TFLite or OpenVINO/ONNX Runtime export is served without TensorFlow
         import tensorflow as tf
 
         if int(batch_size) < 1:
@@ -201,11 +202,13 @@ class Predictor:
             raise ValueError(f"--backend={self.backend} takes ids: use --tokenize=python")
         self.tokenize = tokenize
         if self.backend in ("openvino", "onnxruntime"):
+            # lazy: OpenVINO/ONNX Runtime only when --backend asks for them
             from re2_tf.serving import runtimes
 
             self._features_fn = runtimes.load(self.export_dir, self.backend)
         elif tflite:
             try:
+                # lazy: LiteRT only for a TFLite export
                 from ai_edge_litert.interpreter import Interpreter
             except ImportError:
                 Interpreter = tf.lite.Interpreter
@@ -228,7 +231,10 @@ class Predictor:
                 for k, v in ids_fn(**{k: tf.constant(v) for k, v in features.items()}).items()
             }
         if tokenize == "python":
+            # lazy: Python-side tokenisation only for exports that need it (re2-predict start-up)
             from re2_tf.data.features import load_featurizer
+
+            # lazy: Python-side tokenisation only for exports that need it (re2-predict start-up)
             from re2_tf.data.tokenization import get_tokenizer
 
             self._tokenizer = get_tokenizer(
@@ -244,6 +250,7 @@ class Predictor:
         featurisers: the training path) and int ``[n]`` tokens cut: beyond ``max_length``
         per text, plus what a featuriser cut after that (BERT: word pieces beyond packing,
         its ``truncated_tokens`` statistic), counted as ``serving_default`` counts them."""
+        # lazy: Python-side tokenisation only for exports that need it (re2-predict start-up)
         from re2_tf.data.pipeline import pack_ragged
 
         max_length = self.config["max_length"]

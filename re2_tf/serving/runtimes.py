@@ -31,10 +31,13 @@ needs them), :func:`agreement` / :func:`agrees` (how far two runtimes' outputs a
 from __future__ import annotations
 
 import ast
+import importlib
 import json
+import logging
 import os
 import re
 import tempfile
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -96,8 +99,6 @@ def require(package):
     Raises:
         MissingPackageError: it is not installed (the message names the extra to install).
     """
-    import importlib
-
     try:
         return importlib.import_module(package)
     except ImportError as error:
@@ -168,6 +169,7 @@ def load_saved_model(path):
             registered" with TensorFlow Text imported, or absent; other loading errors
             propagate unchanged.
     """
+    # lazy: OpenVINO, ONNX Runtime and LiteRT serve without TensorFlow
     import tensorflow as tf
 
     errors = (RuntimeError, tf.errors.NotFoundError)
@@ -178,6 +180,7 @@ def load_saved_model(path):
             raise
         error = e
     try:
+        # lazy: TensorFlow Text (bert extra) only when a SavedModel needs its ops
         import tensorflow_text  # noqa: F401  (registers NormalizeUTF8, FastWordpiece..., ...)
 
         text_installed = True
@@ -223,9 +226,7 @@ def _onnx_unknown_ops(graph, onnx):
 
 
 def _to_onnx(export_dir, path, opset=OPSET):
-    import logging
-
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: OpenVINO, ONNX Runtime and LiteRT serve without it
 
     tf2onnx, onnx = require("tf2onnx"), require("onnx")
     loaded, fn = _signature(export_dir)
@@ -367,8 +368,10 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
         if not (export_dir / TFLITE_FILE).exists():
             raise ValueError(f"{export_dir} has no {TFLITE_FILE}: export with --format=tflite")
         try:
+            # lazy: LiteRT only for a TFLite export
             from ai_edge_litert.interpreter import Interpreter
         except ImportError:
+            # lazy: OpenVINO, ONNX Runtime and LiteRT serve without TensorFlow
             import tensorflow as tf
 
             Interpreter = tf.lite.Interpreter
@@ -383,6 +386,7 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
     if not (export_dir / "saved_model.pb").exists():
         raise ValueError(f"{export_dir} is not a SavedModel export: --backend=tflite serves it")
     if backend == "savedmodel":
+        # lazy: OpenVINO, ONNX Runtime and LiteRT serve without TensorFlow
         import tensorflow as tf
 
         loaded, fn = _signature(export_dir)
@@ -420,8 +424,6 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
 
 def versions():
     """``{package: version or None}`` of :data:`PACKAGES` (``None``: not installed)."""
-    from importlib import metadata
-
     found = {}
     for package in PACKAGES:
         try:

@@ -52,6 +52,7 @@ def peak_rss_mib():
 
 def make_inputs(spec, batch, rng, spread=0):
     """One batch of fresh inputs (the module docstring's ``inputs`` and ``length_spread``)."""
+    # lazy: a fresh timing process imports only what its runtime needs
     import numpy as np
 
     out, lengths = {}, {}
@@ -76,6 +77,7 @@ def make_inputs(spec, batch, rng, spread=0):
 
 
 def main(request):
+    # lazy: a fresh timing process imports only what its runtime needs
     import numpy as np
 
     rng = np.random.default_rng(request.get("seed", 0))
@@ -83,10 +85,12 @@ def main(request):
     path = request["path"]
     if path.endswith(".tflite"):
         try:
+            # lazy: a fresh timing process imports only what its runtime needs
             from ai_edge_litert.interpreter import Interpreter
 
             interpreter_name = "ai_edge_litert"
         except ImportError:  # fall back to TensorFlow's copy
+            # lazy: a fresh timing process imports only what its runtime needs
             import tensorflow as tf
 
             Interpreter = tf.lite.Interpreter
@@ -97,6 +101,7 @@ def main(request):
         def call(inputs):
             return runner(**inputs)
     elif path.endswith(".onnx"):
+        # lazy: a fresh timing process imports only what its runtime needs
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
@@ -111,6 +116,7 @@ def main(request):
         def call(inputs):
             return dict(zip(names, session.run(None, inputs)))
     elif path.endswith(".xml"):
+        # lazy: a fresh timing process imports only what its runtime needs
         import openvino
 
         config = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}
@@ -126,6 +132,7 @@ def main(request):
             result = infer_request.infer(inputs)
             return {o.get_any_name(): result[o] for o in compiled.outputs}
     else:
+        # lazy: a fresh timing process imports only what its runtime needs
         import tensorflow as tf
 
         if intra:
@@ -137,6 +144,7 @@ def main(request):
         except Exception as error:  # BERT's WordPiece exports use TF Text ops: register them
             if "Op type not registered" not in str(error):
                 raise
+            # lazy: a fresh timing process imports only what its runtime needs
             import tensorflow_text  # noqa: F401
 
             loaded = tf.saved_model.load(path)

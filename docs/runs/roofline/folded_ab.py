@@ -21,10 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from re2_lab import throughput
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes
-from re2_lab import throughput
 
 ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
 ROUNDS = int(ARGS.get("rounds", 5))

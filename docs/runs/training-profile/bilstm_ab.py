@@ -5,7 +5,7 @@ Each measurement trains the model from ``configs/<model>/snli_learning_check.fla
 learning-check directory (batch 128, 2 intra-op threads) for ``3 + 10 + 3`` updates: 3 not
 timed, 10 timed (``seconds_per_update``: their wall time / 10), 3 under ``tf.profiler``
 (``kinds``: exclusive thread-ms per update by TensorFlow kernel type, as
-``re2_tf/serving/profile_worker.py`` counts them; ``in_loops``: the share inside
+``re2_lab/profile_worker.py`` counts them; ``in_loops``: the share inside
 ``while`` loops, the recurrences). ``--before`` is a git revision, checked out into a
 temporary worktree and imported from there; the "after" side is this checkout. Writes
 ``bilstm_ab.json`` beside this file and prints a table.
