@@ -130,7 +130,7 @@ def measure(models, records, snli_dir, *, threads=2, batches=100, updates=10, lo
 
     from re2_lab import throughput
     from re2_tf import benchmarking
-    from re2_tf.cli.train import config_from_args
+    from re2_tf.train_flags import config_from_flagfile
 
     records = Path(records)
     records.mkdir(parents=True, exist_ok=True)
@@ -140,7 +140,7 @@ def measure(models, records, snli_dir, *, threads=2, batches=100, updates=10, lo
         if model in done:
             continue
         flagfile = REPO / "configs" / model / TASKS["snli_check"].flagfile
-        config = config_from_args([f"--flagfile={flagfile}", "--run_dir=unused"])
+        config = config_from_flagfile(flagfile)
         with tempfile.TemporaryDirectory() as tmp:
             export, params, featurizers = benchmarking.export_benchmark_model(
                 config.spec, dict(config.hparams), Path(tmp) / "export", vocab_size=30000

@@ -744,7 +744,7 @@ def training_rows(
 
     from re2_lab import throughput
     from re2_tf import benchmarking
-    from re2_tf.cli.train import config_from_args
+    from re2_tf.train_flags import config_from_flagfile
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -761,8 +761,8 @@ def training_rows(
         )
         for record in records:
             flagfile = throughput.REPO / record["flagfile"]
-            jit = ["--jit_compile", "--nodeterministic"] if record.get("jit_compile") else []
-            config = config_from_args([f"--flagfile={flagfile}", f"--data_dir={data_dir}", *jit])
+            jit = {"jit_compile": True, "deterministic": False} if record.get("jit_compile") else {}
+            config = config_from_flagfile(flagfile, data_dir=data_dir, **jit)
             multiple = config.length_multiple
             if multiple is None:
                 multiple = 8 if config.jit_compile else 0

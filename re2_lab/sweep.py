@@ -206,7 +206,7 @@ def run_key(args):
     without :data:`NOT_COMPUTED` (two runs with equal keys are the same run)."""
     import dataclasses
 
-    from re2_tf.cli.train import config_from_args
+    from re2_tf.train_flags import config_from_args
 
     config = dataclasses.asdict(config_from_args([*args, "--run_dir=unused"]))
     return {k: v for k, v in config.items() if k not in NOT_COMPUTED}

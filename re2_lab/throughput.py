@@ -128,7 +128,7 @@ def _child(spec):
     """In a measurement process: train ``spec["args"]`` with an :class:`UpdateTimer` and print
     one ``THROUGHPUT {json}`` line (the chief only)."""
     from re2_tf.api import fit
-    from re2_tf.cli.train import config_from_args
+    from re2_tf.train_flags import config_from_args
 
     config = config_from_args(spec["args"])
     timer = UpdateTimer()
@@ -260,7 +260,7 @@ def measure(
     """
     import tensorflow as tf
 
-    from re2_tf.cli.train import config_from_args
+    from re2_tf.train_flags import config_from_flagfile
 
     unknown = [m for m in modes if m not in MODES]
     if unknown:
@@ -271,7 +271,7 @@ def measure(
     for model in models:
         flagfile = REPO / "configs" / model / "snli_learning_check.flags"
         base = [f"--flagfile={flagfile}", f"--data_dir={data_dir}"]
-        batch = config_from_args(base).batch_size
+        batch = config_from_flagfile(flagfile, data_dir=data_dir).batch_size
         settings = [(p, False) for p in precisions] + [("none", True) for jit in jit_compile if jit]
         for precision, jit in settings:
             for name in modes:

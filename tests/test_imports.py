@@ -32,6 +32,7 @@ ORDER = (
     ("re2_tf.models", 2),
     ("re2_tf.data", 3),
     ("re2_tf.config", 4),
+    ("re2_tf.train_flags", 4),
     ("re2_tf.runs", 4),
     ("re2_tf.training", 4),
     ("re2_tf.evaluation", 4),
