@@ -32,7 +32,7 @@ from re2_tf.models.spec import model_names
 
 __all__ = ["TASKS", "Task", "cells", "common_args", "measure", "model_names", "report"]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SERVING = "serving.jsonl"
 
 
