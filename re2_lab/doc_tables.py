@@ -11,6 +11,8 @@ Kinds (paths relative to the repository root):
 
 - ``compare <records>``: the five-model comparison's table,
   :func:`re2_lab.compare.report` over ``<records>`` (``docs/runs/compare``);
+- ``compare-budget <records>``: the comparison's training budgets read from each run's
+  ``train.log`` and every difference between the models, :func:`re2_lab.compare.budget_report`;
 - ``sweep <flagfile> [<split>/<metric> ...]``: a sweep config's summary
   (``configs/re2/table7.flags``): its ``--grid``, ``--seeds`` and ``--records`` read from the
   flagfile, the table of :func:`re2_lab.sweep.summarize_sweep` over the records alone
@@ -86,6 +88,11 @@ def generate(spec, root=REPO):
 
         table, _ = compare.report(root / args[0])
         return table
+    if kind == "compare-budget" and len(args) == 1:
+        from re2_lab import compare
+
+        table, _ = compare.budget_report(root / args[0])
+        return table
     if kind == "sweep" and args and all("/" in a for a in args[1:]):
         from re2_lab import sweep
 
@@ -119,8 +126,9 @@ def generate(spec, root=REPO):
         record = _read(root / args[0])
         return _training_ab(record) if "models" in record else _paths_ab(record)
     raise ValueError(
-        f"unknown generated table {spec!r}: expected 'compare <records>', 'sweep <flagfile> "
-        "[<split>/<metric> ...]', 'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
+        f"unknown generated table {spec!r}: expected 'compare <records>', "
+        "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
+        "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
         "'runtimes <json> [summary]' or 'ab <json>'"
     )
 
