@@ -1,13 +1,17 @@
-"""The five models on equal terms: a comparison is a sweep over ``--model``
+"""The five models side by side: a comparison is a sweep over ``--model``
 (:mod:`re2_lab.sweep`) with the same data, passes and selection rule for every model.
 
 Each model keeps its own recipe (optimiser, schedule, widths): its run starts from the
 model's flagfile for the task (``configs/<model>/<task flagfile>``) or, where the model has
 none, from its spec's preset for the task's dataset (``--model=<m> --dataset=<dataset>``).
-The common flags then set what must be equal: ``--data_dir``, ``--epochs`` (5 passes),
+The common flags then set ``--data_dir``, ``--epochs`` (5 passes),
 ``--eval_per_samples`` (one evaluation every 2,560 training samples: the learning checks'),
-and ``--embeddings=`` (random trainable word embeddings: no GloVe here). Every run selects its
-best checkpoint on the dev split and reports it on the test split (the trainer's own rule).
+and ``--embeddings=`` (no GloVe here). Every run selects its best checkpoint on the dev split
+and reports it on the test split (the trainer's own rule). These flags do not make the budgets
+equal (a model's recipe sets its batch size and pass-end evaluations, a ranking loss passes
+over triples, BERT+MatchLSTM has no word embeddings but a pretrained encoder):
+:func:`budget_report` reads what each run had from its ``train.log``
+(:func:`re2_lab.budget.read_budget`) and states every difference.
 
 Beside accuracy, per model (:func:`measure`): parameters without the word embedding, the
 Table 5 latency of its default SavedModel (``re2-bench``'s protocol: a fresh process, batch 8 x
@@ -26,13 +30,24 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from re2_lab.budget import read_budget
 from re2_lab.sweep import Cell, pyplot, summarize_sweep
 from re2_lab.throughput import read_jsonl
 from re2_tf.models.spec import model_names
 
-__all__ = ["TASKS", "Task", "cells", "common_args", "measure", "model_names", "report"]
+__all__ = [
+    "TASKS",
+    "Task",
+    "budget_report",
+    "budgets",
+    "cells",
+    "common_args",
+    "measure",
+    "model_names",
+    "report",
+]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SERVING = "serving.jsonl"
 
 
@@ -277,9 +292,215 @@ def report(records, models=None):
         )
     return "\n".join(lines), {
         "tasks": tasks,
+        "budgets": {
+            task: {m: {str(k): b.to_json() for k, b in r.items()} for m, r in by_model.items()}
+            for task, by_model in budgets(records, models).items()
+        },
         "serving": list(serving.values()),
         "training": list(training.values()),
     }
+
+
+def budgets(records, models=None):
+    """``{task: {model: {seed: Budget}}}``: :func:`re2_lab.budget.read_budget` of every
+    recorded run (``<records>/<task>/model-<m>/seed<k>/`` with a ``results.json`` and a
+    ``train.log``, ``k`` up to the task's seeds); a model without runs of a task is left out."""
+    records = Path(records)
+    out = {}
+    for task, spec in TASKS.items():
+        out[task] = {}
+        for model in model_names() if models is None else models:
+            found = {}
+            for seed in range(1, spec.seeds + 1):
+                run = records / task / f"model-{model}" / f"seed{seed}"
+                if (run / "results.json").exists() and (run / "train.log").exists():
+                    found[seed] = read_budget(run)
+            if found:
+                out[task][model] = found
+    return out
+
+
+def _task_name(task):
+    return TASKS[task].title.replace(" acc", "").replace(" MAP / MRR", "")
+
+
+def _budget_cell(budget):
+    seen = "—" if budget.seen is None else f"{budget.seen:,} {budget.unit}"
+    updates = "—" if budget.updates is None else f"{budget.updates:,}"
+    final = "" if budget.final_evaluated else " (final model not evaluated)"
+    return f"{updates} · {seen} · {budget.evaluations}{final}"
+
+
+def _comparable(budget):
+    """A budget's figures without its model name and evaluated updates' list."""
+    return tuple(v for k, v in budget.to_json().items() if k not in ("model", "evaluated_updates"))
+
+
+def _reference(values):
+    """The value most runs share (the first such in order on a tie)."""
+    counts = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return max(counts, key=lambda v: counts[v])
+
+
+def _per_update(budget):
+    return budget.seen / budget.updates if budget.seen and budget.updates else None
+
+
+def _differences(budget, task_budgets):
+    """Phrases for each figure of ``budget`` that is not the task's reference (the value most
+    of ``task_budgets`` have)."""
+    ref = {
+        key: _reference([getattr(b, key) for b in task_budgets])
+        for key in ("unit", "units", "passes", "seen", "updates", "evaluations")
+    }
+    ref_final = _reference([b.final_evaluated for b in task_budgets])
+    ref_pass_ends = _reference([b.pass_ends_evaluated for b in task_budgets])
+    ref_per_update = _reference([_per_update(b) for b in task_budgets])
+    out = []
+    if (budget.unit, budget.units) != (ref["unit"], ref["units"]):
+        stats = budget.triple_stats
+        of = (
+            f" (from {stats['questions_used']:,} of the {stats['questions']:,} questions: those "
+            "with both a positive and a negative answer)"
+            if "questions_used" in stats and "questions" in stats
+            else ""
+        )
+        out.append(
+            f"trains on {budget.units:,} {budget.unit}{of} instead of {ref['units']:,} "
+            f"{ref['unit']}"
+        )
+    if budget.passes != ref["passes"]:
+        out.append(f"{budget.passes} passes against {ref['passes']}")
+    if budget.seen != ref["seen"]:
+        out.append(f"{budget.seen:,} {budget.unit} seen against {ref['seen']:,} {ref['unit']}")
+    if budget.updates != ref["updates"]:
+        per, ref_per = _per_update(budget), ref_per_update
+        out.append(
+            f"{budget.updates:,} updates against {ref['updates']:,}"
+            + (
+                f" ({per:.1f} {budget.unit} per update against {ref_per:.1f})"
+                if per and ref_per
+                else ""
+            )
+        )
+    if budget.evaluations != ref["evaluations"]:
+        out.append(f"{budget.evaluations} dev evaluations against {ref['evaluations']}")
+    if budget.pass_ends_evaluated != ref_pass_ends:
+        out.append(
+            "an evaluation at every pass end"
+            if budget.pass_ends_evaluated
+            else "no evaluation at the pass ends"
+        )
+    if budget.final_evaluated != ref_final:
+        out.append(
+            f"its final model (update {budget.updates:,}) evaluated"
+            if budget.final_evaluated
+            else f"its final model (update {budget.updates:,}) never evaluated, so never selectable"
+        )
+    return out
+
+
+def _flag(run_dir, name):
+    """The value of ``--<name>=`` in ``<run_dir>/flags.txt`` (``None``: not there)."""
+    path = Path(run_dir) / "flags.txt"
+    if not path.exists():
+        return None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith(f"--{name}="):
+            return line.split("=", 1)[1]
+    return None
+
+
+def budget_report(records, models=None):
+    """The comparison's training budgets, read from each run's ``train.log``
+    (:func:`re2_lab.budget.read_budget`), as Markdown: a table (one row per model, one cell per
+    task: updates · training pairs or triples seen · dev evaluations, and whether the final
+    model was evaluated; one entry per seed where the seeds differ), then a note that names,
+    per task, every model whose figures differ from the ones most of the task's models have,
+    and what each model's word embeddings were.
+
+    Returns:
+        ``(markdown, budgets)``: ``budgets`` as :func:`budgets`.
+    """
+    records = Path(records)
+    models = model_names() if models is None else models
+    found = budgets(records, models)
+    header = ["model"] + [_task_name(t) for t in TASKS]
+    lines = [
+        "Training budget per run, read from its `train.log`: updates (optimizer steps) · "
+        "training pairs (or ranking triples) the updates were computed on · dev evaluations.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for model in models:
+        row = [f"`{model}`"]
+        for task in TASKS:
+            runs = found[task].get(model, {})
+            cells = {_budget_cell(b) for b in runs.values()}
+            if not runs:
+                row.append("—")
+            elif len(cells) == 1:
+                row.append(cells.pop())
+            else:
+                row.append("; ".join(f"seed {k}: {_budget_cell(b)}" for k, b in runs.items()))
+        lines.append("| " + " | ".join(row) + " |")
+    every = [b for by_model in found.values() for runs in by_model.values() for b in runs.values()]
+    notes = []
+    passes = {b.passes for b in every}
+    if len(passes) == 1:
+        notes.append(f"Every run made {passes.pop()} whole passes over its training set.")
+    for task, by_model in found.items():
+        task_budgets = [b for runs in by_model.values() for b in runs.values()]
+        differing = []
+        for model, runs in by_model.items():
+            phrases = []
+            for budget in runs.values():
+                phrases += [p for p in _differences(budget, task_budgets) if p not in phrases]
+            if phrases:
+                differing.append(f"`{model}`: {'; '.join(phrases)}")
+        if differing:
+            notes.append(f"{_task_name(task)}, not equal: {'. '.join(differing)}.")
+        elif task_budgets:
+            notes.append(f"{_task_name(task)}: every model had the same budget.")
+    embeddings = {}
+    for task, by_model in found.items():
+        for model, runs in by_model.items():
+            for seed, budget in runs.items():
+                kind = budget.word_embeddings
+                if kind == "none":
+                    init = _flag(records / task / f"model-{model}" / f"seed{seed}", "bert_init")
+                    kind = f"none:{init}"
+                embeddings.setdefault(model, set()).add(kind)
+    random = [m for m in models if embeddings.get(m) == {"random"}]
+    words = []
+    if random:
+        words.append(
+            f"random and trainable for {', '.join(f'`{m}`' for m in random)} (every run's "
+            "log says so)"
+        )
+    for model in models:
+        kinds = embeddings.get(model)
+        if not kinds or kinds == {"random"}:
+            continue
+        if kinds <= {"none:pretrained", "none:None"}:
+            how = (
+                "`--bert_init=pretrained` in every run's flags.txt"
+                if kinds == {"none:pretrained"}
+                else "`--bert_init=pretrained` in its flags.txt, or no `--bert_init`: a run "
+                "older than the flag, when the encoder always loaded the pretrained checkpoint"
+            )
+            words.append(
+                f"`{model}` has none: it reads word pieces, whose embeddings are part of its "
+                f"encoder, initialised from pretrained BERT weights ({how})"
+            )
+        else:
+            words.append(f"`{model}`: {', '.join(sorted(kinds))}")
+    if words:
+        notes.append(f"Word embeddings: {'; '.join(words)}.")
+    return "\n".join(lines + [""] + ["- " + n for n in notes]), found
 
 
 def plot(summary, task, metric, path):

@@ -11,6 +11,8 @@ Kinds (paths relative to the repository root):
 
 - ``compare <records>``: the five-model comparison's table,
   :func:`re2_lab.compare.report` over ``<records>`` (``docs/runs/compare``);
+- ``compare-budget <records>``: the comparison's training budgets read from each run's
+  ``train.log`` and every difference between the models, :func:`re2_lab.compare.budget_report`;
 - ``sweep <flagfile> [<split>/<metric> ...]``: a sweep config's summary
   (``configs/re2/table7.flags``): its ``--grid``, ``--seeds`` and ``--records`` read from the
   flagfile, the table of :func:`re2_lab.sweep.summarize_sweep` over the records alone
@@ -25,8 +27,8 @@ Kinds (paths relative to the repository root):
   (:func:`re2_lab.roofline.report`) as :func:`re2_lab.roofline.markdown` prints it (with
   ``export``: that export's serving rows only), then its command;
 - ``runtimes <record.json> [summary]``: a ``python -m re2_lab.cli.runtimes --json_out`` record
-  (:func:`re2_tf.serving.runtimes.report`) as :func:`re2_tf.serving.runtimes.markdown` prints
-  it, then its command (with ``summary``: :func:`re2_tf.serving.runtimes.summary`'s paragraph);
+  (:func:`re2_lab.runtimes.report`) as :func:`re2_lab.runtimes.markdown` prints
+  it, then its command (with ``summary``: :func:`re2_lab.runtimes.summary`'s paragraph);
 - ``ab <record.json>``: an A/B record of ``docs/runs/`` (paths timed alternately in fresh
   processes): ``docs/runs/training-profile/bilstm_ab.py``'s (``models``: per model,
   ``before``/``after`` lists of measurements) as pairs/s and profile time per side, or
@@ -86,6 +88,11 @@ def generate(spec, root=REPO):
 
         table, _ = compare.report(root / args[0])
         return table
+    if kind == "compare-budget" and len(args) == 1:
+        from re2_lab import compare
+
+        table, _ = compare.budget_report(root / args[0])
+        return table
     if kind == "sweep" and args and all("/" in a for a in args[1:]):
         from re2_lab import sweep
 
@@ -109,7 +116,7 @@ def generate(spec, root=REPO):
         table = roofline.markdown(record, *args[1:])
         return table + f"\n\nCommand: `{record['command']}`."
     if kind == "runtimes" and len(args) in (1, 2) and args[1:] in ([], ["summary"]):
-        from re2_tf.serving import runtimes
+        from re2_lab import runtimes
 
         record = _read(root / args[0])
         if args[1:]:
@@ -119,8 +126,9 @@ def generate(spec, root=REPO):
         record = _read(root / args[0])
         return _training_ab(record) if "models" in record else _paths_ab(record)
     raise ValueError(
-        f"unknown generated table {spec!r}: expected 'compare <records>', 'sweep <flagfile> "
-        "[<split>/<metric> ...]', 'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
+        f"unknown generated table {spec!r}: expected 'compare <records>', "
+        "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
+        "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
         "'runtimes <json> [summary]' or 'ab <json>'"
     )
 

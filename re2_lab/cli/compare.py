@@ -1,5 +1,5 @@
 r"""``python -m re2_lab.cli.compare``: the
-five models on identical data and budget, one task at a time, then one table.
+five models on the same data and passes, one task at a time, then one table.
 
     python -m re2_lab.cli.compare --task=snli_check --data_dir=<SNLI learning-check dir> --jobs=2
     python -m re2_lab.cli.compare --task=wikiqa --data_dir=<prepared wikiqa>
@@ -11,14 +11,18 @@ half; 3 seeds), ``quora_check`` (the same with Quora's files; 1 seed), ``wikiqa`
 as trec_eval; 1 seed, cut from 3 for every model alike to fit the CPU budget), ``trecqa``
 (clean dev/test; 1 seed). Each model trains with its own recipe
 (``configs/<model>/<task>.flags`` or its preset for the dataset); the same ``--data_dir``,
-``--epochs`` (5), ``--eval_per_samples`` (2,560) and random trainable embeddings for all
-(:mod:`re2_lab.compare`). A comparison is a sweep over ``--model``
-(:mod:`re2_lab.sweep`): run ``k`` of a model is ``<out>/<task>/model-<m>/seed<k>``, its
-record ``<records>/<task>/model-<m>/seed<k>``; the same command resumes and a recorded run is
-never retrained. ``--jobs=N`` trains N runs at a time (``--threads=<cores / N>`` each unless
-``--threads`` is given; two commands side by side can each take ``--jobs=1 --threads=1``).
+``--epochs`` (5), ``--eval_per_samples`` (2,560) and ``--embeddings=`` for all
+(:mod:`re2_lab.compare`), which do not make the budgets equal: what each run had (updates,
+pairs or triples seen, dev evaluations) is read from its ``train.log``
+(:func:`re2_lab.compare.budget_report`) and written beside the table. A comparison is a
+sweep over ``--model`` (:mod:`re2_lab.sweep`): run ``k`` of a model is
+``<out>/<task>/model-<m>/seed<k>``, its record ``<records>/<task>/model-<m>/seed<k>``; the
+same command resumes and a recorded run is never retrained. ``--jobs=N`` trains N runs at a
+time (``--threads=<cores / N>`` each unless ``--threads`` is given; two commands side by side
+can each take ``--jobs=1 --threads=1``).
 
-Writes ``<records>/comparison.md`` (the table), ``comparison.json`` and, with the plot extra,
+Writes ``<records>/comparison.md`` (the table, then the budget table and its note),
+``comparison.json`` (with every run's budget under ``"budgets"``) and, with the plot extra,
 ``comparison.png`` (the SNLI check's held-out accuracy against latency, one point per model),
 for every model with records and those of ``--models``.
 """
@@ -121,10 +125,12 @@ def main(argv):
             raise flags.Error("--snli_dir: the SNLI learning-check directory (training speed)")
         compare.measure(FLAGS.models, records, FLAGS.snli_dir)
     records.mkdir(parents=True, exist_ok=True)
-    table, summary = compare.report(records, compare.shown_models(records, FLAGS.models))
-    (records / "comparison.md").write_text(table + "\n")
+    shown = compare.shown_models(records, FLAGS.models)
+    table, summary = compare.report(records, shown)
+    budget, _ = compare.budget_report(records, shown)
+    (records / "comparison.md").write_text(table + "\n\n" + budget + "\n")
     (records / "comparison.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(table)
+    print(table + "\n\n" + budget)
     try:
         compare.plot(summary, "snli_check", "test/acc", records / "comparison.png")
     except (ImportError, KeyError) as error:

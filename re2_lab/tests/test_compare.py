@@ -118,7 +118,7 @@ def test_a_command_for_one_model_keeps_every_recorded_models_row(tmp_path):
     assert compare.shown_models(tmp_path, ["fitn"]) == ["re2", "drcn", "fitn"]
     assert compare.shown_models(tmp_path / "empty", ["fitn"]) == ["fitn"]
     proc = subprocess.run(
-        [sys.executable, "-m", "re2_tf.compare", f"--records={tmp_path}", "--models=drcn"],
+        [sys.executable, "-m", "re2_lab.cli.compare", f"--records={tmp_path}", "--models=drcn"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -152,7 +152,7 @@ def test_a_tiny_comparison_trains_each_model_once_and_resumes(tmp_path):
     command = [
         sys.executable,
         "-m",
-        "re2_tf.compare",
+        "re2_lab.cli.compare",
         "--task=snli_check",
         f"--data_dir={data}",
         "--models=re2,match_srnn",

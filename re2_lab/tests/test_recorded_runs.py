@@ -290,9 +290,10 @@ def _mean_std(values):
 
 def test_readme_comparison_figures_are_the_records():
     """The comparison table's accuracy cells against a recomputation from the `results.json`
-    of every recorded run (`docs/runs/compare/<task>/model-<m>/seed<k>/`), and the runs'
-    shared budget from their `flags.txt`: 5 passes, one evaluation per 2,560 pairs, no
-    pretrained vectors, each seed of a model once."""
+    of every recorded run (`docs/runs/compare/<task>/model-<m>/seed<k>/`), and what every run
+    was asked for in its `flags.txt`: 5 passes, one evaluation per 2,560 samples, no
+    embeddings file, each seed of a model once. (What the runs got differs: the budget table,
+    test_readme_budget_table_is_what_the_train_logs_count.)"""
     header, rows = _generated_rows("compare docs/runs/compare")
     tasks = {
         "SNLI learning check acc (seeds)": ("snli_check", ("acc",)),
@@ -748,3 +749,146 @@ def test_the_folded_pass_decision_is_its_record():
     for batch in (8, 512):
         bf16 = statistics.median(times[f"openvino bf16@{batch}"])
         assert bf16 < statistics.median(times[f"re2_folded@{batch}"])
+
+
+# The comparison's budget table against counts re-read here from each run's train.log with a
+# parser of this test's own (not re2_lab.budget's): distinct update numbers of the evaluation
+# lines, the passes from the epoch figure of the last evaluation line.
+BUDGET_TASKS = {
+    "SNLI learning check": "snli_check",
+    "Quora learning check": "quora_check",
+    "WikiQA": "wikiqa",
+    "TrecQA clean": "trecqa",
+}
+
+
+def _log_budget(run_dir):
+    """(updates, seen, unit, evaluations, final model evaluated) counted from a train.log."""
+    text = (run_dir / "train.log").read_text(encoding="utf-8")
+    updates = int(re.findall(r"Training complete after (\d+) updates", text)[-1])
+    triples = re.findall(r"(\d+) ranking triples;", text)
+    units = int(triples[-1] if triples else re.findall(r"training on (\d+)\n", text)[-1])
+    evaluations = {
+        int(u): float(e) for u, e in re.findall(r"update (\d+) \(epoch ([\d.]+)\) \| dev ", text)
+    }
+    last = max(evaluations)
+    per_pass = round(last / evaluations[last])
+    assert updates % per_pass == 0, run_dir
+    seen = units * updates // per_pass
+    return updates, seen, "triples" if triples else "pairs", len(evaluations), updates == last
+
+
+def _budget_cell_figures(cell):
+    """(updates, seen, unit, evaluations, final model evaluated) of a budget table cell."""
+    found = re.fullmatch(
+        r"([\d,]+) · ([\d,]+) (pairs|triples) · (\d+)( \(final model not evaluated\))?", cell
+    )
+    assert found, cell
+    updates, seen, unit, evaluations, not_final = found.groups()
+    return int(_plain(updates)), int(_plain(seen)), unit, int(evaluations), not not_final
+
+
+def _budget_mismatches(block, records):
+    """What the budget block says that the train.logs under `records` do not count: for each
+    table cell whose runs are under `records`, every seed's log against the cell; for each task,
+    the models the note names as differing against those whose counts differ from the counts
+    most of the task's models have. (Tasks and models without runs are skipped.)"""
+    lines = [line for line in block.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    notes = {
+        line[2:].split(",", 1)[0].split(":", 1)[0]: line
+        for line in block.splitlines()
+        if line.startswith("- ")
+    }
+    mismatches = []
+    for column, task in BUDGET_TASKS.items():
+        counted, figures = set(), {}  # models counted from logs; every model's figures
+        for line in lines[2:]:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            model, cell = _head_of(cells[0]), cells[header.index(column)]
+            if cell == "—":
+                continue
+            figures[model] = _budget_cell_figures(cell)
+            runs_dir = records / task / f"model-{model}"
+            for seed_dir in sorted(runs_dir.glob("seed*")) if runs_dir.exists() else []:
+                counted.add(model)
+                from_log = _log_budget(seed_dir)
+                if from_log != figures[model]:
+                    mismatches.append(f"{task} {model} {seed_dir.name}: {cell} != {from_log}")
+                figures[model] = from_log
+        if not counted:
+            continue
+        # the figures most models have: from the logs where counted, else the table's
+        reference = [statistics.mode(f[i] for f in figures.values()) for i in range(5)]
+        note = notes[column]
+        for model in counted:
+            differs = [f for f, r in zip(figures[model], reference) if f != r]
+            if bool(differs) != (f"`{model}`" in note):
+                mismatches.append(f"{task} {model}: the note does not say whether it differs")
+    return mismatches
+
+
+def _budget_block():
+    text = README.read_text(encoding="utf-8")
+    (body,) = [b for spec, b in _doc_blocks(text) if spec == "compare-budget docs/runs/compare"]
+    return body
+
+
+def _doc_blocks(text):
+    from re2_lab import doc_tables
+
+    return doc_tables.blocks(text)
+
+
+def test_readme_budget_table_is_what_the_train_logs_count():
+    """Every figure of the README's budget table (updates · pairs or triples seen · dev
+    evaluations, final model evaluated or not) is what this test's own parser counts in each
+    run's train.log, and the note names exactly the models whose counts differ from those most
+    models of the task had; the hand counts of the issue are among them."""
+    block = _budget_block()
+    assert _budget_mismatches(block, RUNS / "compare") == []
+    rows = {_head_of(r[0]): r for r in _generated_rows("compare-budget docs/runs/compare")[1]}
+    # issue 52's counts: Match-SRNN 1,870 updates and 98 evaluations on TrecQA, 355 and 22 on
+    # WikiQA; RE2's 9 evaluations on TrecQA without its final model
+    assert rows["match_srnn"][4] == "1,870 · 239,260 triples · 98"
+    assert rows["match_srnn"][3] == "355 · 44,975 triples · 22"
+    assert rows["re2"][4] == "185 · 23,590 pairs · 9 (final model not evaluated)"
+    assert rows["bert_matchlstm"][4] == "740 · 23,590 pairs · 14"
+
+
+@pytest.mark.parametrize("change", ["append", "delete"])
+def test_the_budget_check_catches_a_changed_evaluation_line(tmp_path, change):
+    # RE2's TrecQA record copied, one evaluation line planted or removed in its train.log:
+    # the README's table no longer matches and the check says where
+    run = RUNS / "compare" / "trecqa" / "model-re2" / "seed1"
+    copy = tmp_path / "trecqa" / "model-re2" / "seed1"
+    copy.mkdir(parents=True)
+    for name in ("train.log", "results.json", "flags.txt"):
+        (copy / name).write_bytes((run / name).read_bytes())
+    block = _budget_block()
+    assert _budget_mismatches(block, tmp_path) == []
+    log = (copy / "train.log").read_text(encoding="utf-8").splitlines(keepends=True)
+    evaluation = [i for i, line in enumerate(log) if " (epoch " in line]
+    if change == "append":
+        line = "2026-11-26 21:08:01 update 185 (epoch 5.00) | dev acc 0.7726 | best map 0.5573\n"
+        log.insert(evaluation[-1] + 1, line)
+    else:
+        del log[evaluation[3]]
+    (copy / "train.log").write_text("".join(log), encoding="utf-8")
+    found = _budget_mismatches(block, tmp_path)
+    assert len(found) == 1 and found[0].startswith("trecqa re2 seed1: 185 · 23,590 pairs · 9")
+
+
+def test_no_page_claims_the_comparison_had_one_budget():
+    """The hand-written prose of the README and docs/ does not call the comparison's budgets
+    equal, nor its word embeddings random for all (the generated budget note says what
+    differs)."""
+    false = re.compile(
+        r"one budget|(?<!not the )same budget|equal budget|equal terms|embeddings for all"
+    )
+    for page in _pages():
+        text = page.read_text(encoding="utf-8")
+        for _, body in _doc_blocks(text):
+            text = text.replace(body, "")
+        prose = " ".join(text.split()).lower()
+        assert not false.findall(prose), page.name
