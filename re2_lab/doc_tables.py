@@ -13,6 +13,8 @@ Kinds (paths relative to the repository root):
   :func:`re2_lab.compare.report` over ``<records>`` (``docs/runs/compare``);
 - ``compare-budget <records>``: the comparison's training budgets read from each run's
   ``train.log`` and every difference between the models, :func:`re2_lab.compare.budget_report`;
+- ``tests <ci log>``: the steps of one recorded ``.ci/run`` (``docs/runs/test-tiers/ci-run.txt``)
+  with their pytest counts and times, its commit and machine (:func:`test_tiers`);
 - ``sweep <flagfile> [<split>/<metric> ...]``: a sweep config's summary
   (``configs/re2/table7.flags``): its ``--grid``, ``--seeds`` and ``--records`` read from the
   flagfile, the table of :func:`re2_lab.sweep.summarize_sweep` over the records alone
@@ -125,11 +127,13 @@ def generate(spec, root=REPO):
     if kind == "ab" and len(args) == 1:
         record = _read(root / args[0])
         return _training_ab(record) if "models" in record else _paths_ab(record)
+    if kind == "tests" and len(args) == 1:
+        return test_tiers((root / args[0]).read_text(encoding="utf-8"))
     raise ValueError(
         f"unknown generated table {spec!r}: expected 'compare <records>', "
         "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
-        "'runtimes <json> [summary]' or 'ab <json>'"
+        "'runtimes <json> [summary]', 'ab <json>' or 'tests <ci log>'"
     )
 
 
@@ -299,3 +303,67 @@ def _table5(records):
     machines = sorted({_machine(r).split(": `")[0] for r in records})
     commands = "; ".join(f"`{r['command']}`" for r in records)
     return "\n".join(out) + f"\n\nMeasured on {' and '.join(machines)}: {commands}."
+
+
+#: ``.ci/run``'s steps as it names them in its output (``<name>: <seconds> s``), with the command
+#: each runs, in the order the steps run.
+CI_STEPS = {
+    "default suite, README install": ("the README's install (`.[test]`), then its test command",
+                                      "`python -m pytest`"),
+    "default suite, tests that need an extra": ("every extra installed: the tests that skipped",
+                                                "`python -m pytest @<skipped>`"),
+    "lab tests": ("the lab's tests", "`python -m pytest re2_lab/tests`"),
+    "slow tier": ("the slow tier, the library's then the lab's",
+                  "`python -m pytest -m slow` (and `re2_lab/tests`)"),
+}  # fmt: skip
+_OUTCOMES = re.compile(r"(\d+) (passed|failed|skipped|xfailed|xpassed|errors?|deselected)\b")
+_SESSION_END = re.compile(r"^=*\s*(\d+ (?:passed|failed|skipped|deselected|error).*) in [\d.]+s")
+
+
+def _minutes(seconds):
+    return f"{int(seconds) // 60} min {int(seconds) % 60} s"
+
+
+def test_tiers(log):
+    """The Markdown of a recorded ``.ci/run`` (its output, as ``docs/runs/test-tiers/ci-run.txt``
+    keeps it: a ``# ... at <commit> ...`` header with the machine, then the script's output):
+    one row per step of :data:`CI_STEPS` found in the log, with the pytest outcomes of the
+    sessions that ran in it (summed over a step's sessions) and its time, then the whole run's
+    time (``real`` of ``time``).
+
+    Raises:
+        ValueError: no commit in the header, or no step found.
+    """
+    commit = re.search(r"fresh clone of main at ([0-9a-f]{7,})", log)
+    machine = re.search(r"^# (\d+ [^\n]*?cores[^\n]*?\)), (\d{4}-\d{2}-\d{2})", log, re.M)
+    if commit is None:
+        raise ValueError("no 'fresh clone of main at <commit>' in the CI log's header")
+    rows, counts = [], {}
+    for line in log.splitlines():
+        session = _SESSION_END.match(line.strip())
+        if session:
+            for number, outcome in _OUTCOMES.findall(session.group(1)):
+                key = outcome.rstrip("s") if outcome.startswith("error") else outcome
+                counts[key] = counts.get(key, 0) + int(number)
+            continue
+        name, _, rest = line.partition(": ")
+        if name in CI_STEPS and rest.endswith(" s") and rest[:-2].isdigit():
+            what, command = CI_STEPS[name]
+            result = ", ".join(f"{n:,} {k}" for k, n in counts.items()) or "no test run"
+            rows.append(f"| {what} | {command} | {result} | {_minutes(int(rest[:-2]))} |")
+            counts = {}
+    if not rows:
+        raise ValueError("no .ci/run step found in the CI log")
+    real = re.search(r"^real\s+(\d+)m([\d.]+)s", log, re.M)
+    where = f" on {machine.group(1)}, {machine.group(2)}" if machine else ""
+    lines = [
+        f"`.ci/run` in a fresh clone of main at {commit.group(1)}{where} "
+        "(record: `docs/runs/test-tiers/ci-run.txt`):",
+        "",
+        "| step | command | result | time |",
+        "|---|---|---|---|",
+        *rows,
+    ]
+    if real:
+        lines += ["", f"The whole run: {int(real.group(1))} min {int(float(real.group(2)))} s."]
+    return "\n".join(lines)
