@@ -25,8 +25,8 @@ Kinds (paths relative to the repository root):
   (:func:`re2_lab.roofline.report`) as :func:`re2_lab.roofline.markdown` prints it (with
   ``export``: that export's serving rows only), then its command;
 - ``runtimes <record.json> [summary]``: a ``re2-bench --runtimes --json_out`` record
-  (:func:`re2_tf.serving.runtimes.report`) as :func:`re2_tf.serving.runtimes.markdown` prints
-  it, then its command (with ``summary``: :func:`re2_tf.serving.runtimes.summary`'s paragraph);
+  (:func:`re2_lab.runtimes.report`) as :func:`re2_lab.runtimes.markdown` prints
+  it, then its command (with ``summary``: :func:`re2_lab.runtimes.summary`'s paragraph);
 - ``ab <record.json>``: an A/B record of ``docs/runs/`` (paths timed alternately in fresh
   processes): ``docs/runs/training-profile/bilstm_ab.py``'s (``models``: per model,
   ``before``/``after`` lists of measurements) as pairs/s and profile time per side, or
@@ -109,7 +109,7 @@ def generate(spec, root=REPO):
         table = roofline.markdown(record, *args[1:])
         return table + f"\n\nCommand: `{record['command']}`."
     if kind == "runtimes" and len(args) in (1, 2) and args[1:] in ([], ["summary"]):
-        from re2_tf.serving import runtimes
+        from re2_lab import runtimes
 
         record = _read(root / args[0])
         if args[1:]:
