@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from re2_lab import paper_values
 from re2_tf import runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -530,6 +531,15 @@ def _against(cell, head="matchlstm"):
     return phrases
 
 
+def _table1(row):
+    """``{"MAP": ..., "MRR": ...}`` of a row of the BERT+MatchLSTM paper's Table 1 (WikiQA
+    test, percent), from docs/paper_values.csv."""
+    return {
+        m: paper_values.value("bert_matchlstm_shao2019", "Table 1", row, f"WikiQA test {m}")
+        for m in ("MAP", "MRR")
+    }
+
+
 def _same_recipe_as_matchlstm(cell):
     """Each seed's `flags.txt` gives the recorded `matchlstm` seed's configuration but for the
     cell's own settings, the paths, `--threads` and two spellings: warm-up as a ratio (the same
@@ -559,12 +569,17 @@ def test_wikiqa_fhs_reading_is_its_records():
     """docs/bert_matchlstm.md's reading of -FHS (`head=matchlstm_no_cls`) on WikiQA: its test
     MRR and MAP (mean ± sample std of 3 seeds) against the recorded `matchlstm` head's, the
     differences and the MRR difference's standard error, recomputed with `statistics`; the
-    paper's drop from Table 1 (85.13 → 72.44 MRR, 83.53 → 70.46 MAP), worked out here; and
-    the runs' flags are `matchlstm`'s recipe with only the head changed."""
+    paper's drop from Table 1 (BERT+MatchLSTM to -FHS), computed from docs/paper_values.csv;
+    and the runs' flags are `matchlstm`'s recipe with only the head changed."""
     text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
     for phrase in _against("head-matchlstm_no_cls"):
         assert phrase in text, phrase
-    assert "loses 12.69 MRR and 13.07 MAP points" in text  # 85.13 - 72.44, 83.53 - 70.46
+    full, fhs = _table1("BERT+MatchLSTM"), _table1("-FHS")
+    assert (
+        f"The paper's -FHS loses {full['MRR'] - fhs['MRR']:.2f} MRR and "
+        f"{full['MAP'] - fhs['MAP']:.2f} MAP points (Table 1: {full['MRR']:.2f} → "
+        f"{fhs['MRR']:.2f} and {full['MAP']:.2f} → {fhs['MAP']:.2f})"
+    ) in text
     assert "the paper's drop is **not reproduced**" in text
     records = _records("bert_matchlstm-wikiqa-table1", "head-matchlstm_no_cls")
     low = min(records, key=lambda k: records[k]["splits"]["test"]["mrr"])
@@ -588,13 +603,21 @@ def test_wikiqa_cnn_reading_is_its_records():
     """docs/bert_matchlstm.md's reading of the CNN head on WikiQA: its test MRR and MAP against
     the recorded `matchlstm` and `bert` heads' (means, sample stds, differences, the MRR
     difference's standard error), recomputed with `statistics`; the paper's margins from Table
-    1 (85.13 - 83.16, 83.53 - 81.23, 83.16 - 82.31, 81.23 - 80.15), worked out here; the lowest
-    seed as printed; and the runs' flags are `matchlstm`'s recipe with only the head changed."""
+    1 (BERT+CNN against BERT+MatchLSTM and BERT), computed from docs/paper_values.csv; the
+    lowest seed as printed; and the runs' flags are `matchlstm`'s recipe with only the head
+    changed."""
     text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
     for head in ("matchlstm", "bert"):
         for phrase in _against("head-cnn", head):
             assert phrase in text, (head, phrase)
-    assert "1.97 MRR and 2.30 MAP points below MatchLSTM and 0.85 and 1.08 above BERT" in text
+    cnn, full, bert = _table1("BERT+CNN"), _table1("BERT+MatchLSTM"), _table1("BERT")
+    assert (
+        f"The paper puts CNN {full['MRR'] - cnn['MRR']:.2f} MRR and {full['MAP'] - cnn['MAP']:.2f}"
+        f" MAP points below MatchLSTM and {cnn['MRR'] - bert['MRR']:.2f} and "
+        f"{cnn['MAP'] - bert['MAP']:.2f} above BERT (Table 1: {cnn['MRR']:.2f} / "
+        f"{cnn['MAP']:.2f} against {full['MRR']:.2f} / {full['MAP']:.2f} and {bert['MRR']:.2f} / "
+        f"{bert['MAP']:.2f})"
+    ) in text
     records = _records("bert_matchlstm-wikiqa-table1", "head-cnn")
     low = min(records, key=lambda k: records[k]["splits"]["test"]["mrr"])
     assert (
@@ -609,25 +632,33 @@ def test_wikiqa_no_init_reading_is_its_records():
     """docs/bert_matchlstm.md's reading of "BERT no init" on WikiQA (the MatchLSTM network from
     random weights): its test MRR and MAP against the pretrained `matchlstm` head's (means,
     sample stds, differences, the MRR difference's standard error) and the zero-shot record's,
-    recomputed with `statistics`; the paper's gaps from Table 1 (85.13 - 60.09, 83.53 - 58.91,
-    82.31 - 60.09, 80.15 - 58.91) and how far our no-init means are below its 60.09 / 58.91;
-    F1 0 at every dev evaluation and in both best-checkpoint scores; and the runs' flags are
-    `matchlstm`'s recipe with only `--bert_init` changed."""
+    recomputed with `statistics`; the paper's gaps from Table 1 (no init against
+    BERT+MatchLSTM and against BERT), computed from docs/paper_values.csv, and how far our
+    no-init means are below its no-init row; F1 0 at every dev evaluation and in both
+    best-checkpoint scores; and the runs' flags are `matchlstm`'s recipe with only
+    `--bert_init` changed."""
     cell = "head-matchlstm_bert_init-random"
     text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
     for phrase in _against(cell):
         assert phrase in text, phrase
-    assert "25.04 MRR and 24.62 MAP points below its BERT+MatchLSTM" in text
-    assert "22.22 and 21.24 below its BERT row (82.31 / 80.15)" in text
+    none, full, bert = _table1("BERT no init"), _table1("BERT+MatchLSTM"), _table1("BERT")
+    assert (
+        f"The paper's no-init row is {full['MRR'] - none['MRR']:.2f} MRR and "
+        f"{full['MAP'] - none['MAP']:.2f} MAP points below its BERT+MatchLSTM (Table 1: "
+        f"{none['MRR']:.2f} / {none['MAP']:.2f} against {full['MRR']:.2f} / {full['MAP']:.2f}), "
+        f"and {bert['MRR'] - none['MRR']:.2f} and {bert['MAP'] - none['MAP']:.2f} below its "
+        f"BERT row ({bert['MRR']:.2f} / {bert['MAP']:.2f})"
+    ) in text
     records = _records("bert_matchlstm-wikiqa-table1", cell)
     mrr = statistics.mean(r["splits"]["test"]["mrr"] for r in records.values())
     map_ = statistics.mean(r["splits"]["test"]["map"] for r in records.values())
     pretrained = statistics.mean(_three_seeds("bert_matchlstm-wikiqa", "matchlstm", "mrr"))
     assert f"Here pre-training is worth {pretrained - mrr:.3f} of MRR" in text
-    assert round(0.6009 - mrr, 2) == round(0.5891 - map_, 2) == 0.02
+    below = {round(none[m] / 100 - ours, 2) for m, ours in (("MRR", mrr), ("MAP", map_))}
+    assert len(below) == 1
     assert (
-        f"about 0.02 below the paper's (MRR {mrr:.4f} against 0.6009, MAP {map_:.4f} against "
-        "0.5891)"
+        f"about {below.pop():.2f} below the paper's (MRR {mrr:.4f} against "
+        f"{none['MRR'] / 100:.4f}, MAP {map_:.4f} against {none['MAP'] / 100:.4f})"
     ) in text
     zero_shot = json.loads((RUNS / "bert_matchlstm-zero-shot" / "results.json").read_text())
     zero_mrr = zero_shot["test"]["mrr"]
@@ -641,6 +672,51 @@ def test_wikiqa_no_init_reading_is_its_records():
     assert "its F1 is 0 (accuracy 0.9488 throughout)" in text
     for seed, settings in _same_recipe_as_matchlstm(cell):
         assert settings == {"bert_init": "random"}, seed
+
+
+def test_bert_matchlstm_page_quotes_the_papers_figures_from_the_file():
+    """docs/bert_matchlstm.md's other paper figures, from docs/paper_values.csv: the paper's
+    WikiQA row of the heads table and its test order, how far the paper's figures are above
+    our heads' test means (the range over `matchlstm`, `bert`, `avg` and both metrics), the
+    SNLI row (Table 2), the SNLI margin of MatchLSTM over BERT and the no-init gaps."""
+    text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
+    rows = {"bert": "BERT", "avg": "BERT+AVG", "matchlstm": "BERT+MatchLSTM"}
+    paper = {head: _table1(row) for head, row in rows.items()}
+
+    def cells(metric, heads):
+        return " / ".join(f"{paper[h][metric] / 100:.4f}" for h in heads)
+
+    assert (
+        f"| paper, BERT-base: `bert` / `avg` / `matchlstm` | — | — | — | — | "
+        f"{cells('MAP', rows)} | {cells('MRR', rows)} |"
+    ) in text
+    order = sorted(rows, key=lambda h: -paper[h]["MRR"])
+    assert order == sorted(rows, key=lambda h: -paper[h]["MAP"])
+    assert (
+        f"The paper's BERT-base order on test is {' > '.join(f'`{h}`' for h in order)} (MRR "
+        f"{cells('MRR', order)}, MAP {cells('MAP', order)})"
+    ) in text
+    above = [
+        paper[h][m.upper()] / 100 - statistics.mean(_three_seeds("bert_matchlstm-wikiqa", h, m))
+        for h in rows
+        for m in ("mrr", "map")
+    ]
+    assert f"The paper's figures are {min(above):.2f}-{max(above):.2f} higher throughout" in text
+    snli = {
+        row: paper_values.value("bert_matchlstm_shao2019", "Table 2", row)
+        for row in ("BERT no init", "BERT", "BERT+MatchLSTM")
+    }
+    assert (
+        f"| paper, BERT-base on full SNLI: `bert` / `matchlstm` (test) | "
+        f"{snli['BERT'] / 100:.3f} / {snli['BERT+MatchLSTM'] / 100:.3f} | |"
+    ) in text
+    assert f"(+{snli['BERT+MatchLSTM'] - snli['BERT']:.1f} on full SNLI)" in text
+    assert (
+        f"The paper's gap on full SNLI test is {snli['BERT'] - snli['BERT no init']:.1f} points "
+        f"against its BERT row and {snli['BERT+MatchLSTM'] - snli['BERT no init']:.1f} against "
+        f'BERT+MatchLSTM (Table 2: {snli["BERT no init"]:.1f} for "BERT no init", '
+        f"{snli['BERT']:.1f} for BERT, {snli['BERT+MatchLSTM']:.1f} for BERT+MatchLSTM)"
+    ) in text
 
 
 def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its_figures():
