@@ -258,7 +258,11 @@ def test_readme_mixed_precision_rows_are_the_records():
 
 
 def _pages():
-    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+    return [
+        README,
+        ROOT / "re2_tf" / "serving" / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+    ]
 
 
 def test_every_generated_table_is_what_its_records_give_today():
@@ -824,3 +828,70 @@ def test_the_folded_pass_decision_is_its_record():
     for batch in (8, 512):
         bf16 = statistics.median(times[f"openvino bf16@{batch}"])
         assert bf16 < statistics.median(times[f"re2_folded@{batch}"])
+
+
+def test_the_runtimes_reading_is_the_orders_of_its_record():
+    """docs/performance.md's prose on `docs/runs/runtimes/runtimes.json`, the orders recomputed
+    here from the record's rows: on RE2 the default (each model's first row) is the slowest of
+    six agreeing timed paths at every size and OpenVINO bf16 the fastest; on DRCN and FITN the
+    default is the fastest; ONNX Runtime is ahead of it on both Match-SRNNs, whose OpenVINO rows
+    disagree; OpenVINO bf16 then f32 are ahead of it on BERT+MatchLSTM."""
+    record = json.loads((RUNS / "runtimes" / "runtimes.json").read_text())
+    timed, wrong = {}, {}
+    for row in record["rows"]:
+        timed.setdefault(row["model"], [])
+        wrong.setdefault(row["model"], set())
+        if row.get("agrees") is False:
+            wrong[row["model"]].add(row["runtime"])
+        elif row.get("median_ms") is not None:
+            timed[row["model"]].append((row["median_ms"], row["runtime"]))
+    default = "savedmodel (XLA)"
+    for model in ("RE2 1 block", "RE2 2 blocks", "RE2 3 blocks"):
+        order = [r for _, r in sorted(timed[model])]
+        assert len(order) == 6 and order[-1] == default and order[0] == "openvino bf16", model
+        assert order[-2] == "savedmodel (xla=False)", model
+    for model in ("DRCN", "FITN"):
+        assert min(timed[model])[1] == default, model
+    for model in ("Match-SRNN", "Bi-Match-SRNN"):
+        ms = dict((r, t) for t, r in timed[model])
+        assert ms["onnxruntime"] < ms[default], model
+        assert wrong[model] == {"openvino f32", "openvino bf16"}, model
+    bert = dict((r, t) for t, r in timed["BERT+MatchLSTM"])
+    assert bert["openvino bf16"] < bert["openvino f32"] < bert[default]
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    for claim in (
+        "On RE2 the default XLA SavedModel is the slowest of the six paths at every size, behind "
+        "even the `--xla=false` SavedModel; OpenVINO in bfloat16 is the fastest there",
+        "On DRCN and FITN the default is the fastest path",
+        "ONNX Runtime is ahead of the default on both Match-SRNNs, where OpenVINO computes wrong "
+        "in both precisions",
+        "On BERT+MatchLSTM OpenVINO (bfloat16, then float32) is ahead of it",
+    ):
+        assert claim in text, claim
+
+
+def test_the_folded_pass_is_not_claimed_fastest_at_every_size():
+    """docs/performance.md's roofline timings of the two SavedModels per RE2 size are the
+    record's (`savedmodel_fp32` is the folded pass, `savedmodel_fp32_keras` the Keras backend),
+    with the order the page states; OpenVINO f32 within 5 % of the folded pass in the A/B."""
+    record = json.loads((RUNS / "roofline" / "roofline.json").read_text())
+    ms = {(r["variant"], r["export"]): r["median_ms"] for r in record["serving"]}
+    pairs = {
+        n: (ms[(n, "savedmodel_fp32_keras")], ms[(n, "savedmodel_fp32")])
+        for n in ("RE2 1 block", "RE2 2 blocks", "RE2 3 blocks")
+    }
+    keras, folded = pairs["RE2 1 block"]
+    assert keras < folded
+    claim = f"the Keras backend is ahead for 1 block ({keras:.2f} ms against {folded:.2f} ms)"
+    behind = [pairs[n] for n in ("RE2 2 blocks", "RE2 3 blocks")]
+    assert all(k > f for k, f in behind)
+    claim2 = "behind for 2 and 3 blocks ({:.2f} ms against {:.2f} ms, {:.2f} ms against {:.2f} ms)"
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert claim in text and claim2.format(*behind[0], *behind[1]) in text
+    ab = json.loads((RUNS / "roofline" / "folded_ab.json").read_text())["variants"]["RE2 3 blocks"]
+    for batch in (8, 512):
+        ratio = statistics.median(ab[f"openvino f32@{batch}"]) / statistics.median(
+            ab[f"re2_folded@{batch}"]
+        )
+        assert 0.95 < ratio < 1.05, batch
+    assert "OpenVINO f32 is level with it (medians within 5 % at both shapes)" in text
