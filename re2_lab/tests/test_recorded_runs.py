@@ -969,3 +969,27 @@ def test_the_folded_pass_is_not_claimed_fastest_at_every_size():
         )
         assert 0.95 < ratio < 1.05, batch
     assert "OpenVINO f32 is level with it (medians within 5 % at both shapes)" in text
+
+
+def test_match_srnn_figure5_reading_is_its_json():
+    """docs/match_srnn.md's reading of Figure 5's `h` (the chosen unit, per cell) is the
+    figure's JSON: the first row's largest value, the last cell's and the largest anywhere."""
+    h = json.loads((ROOT / "docs" / "figures" / "match_srnn_figure5.json").read_text())["h"]
+    text = " ".join((ROOT / "docs" / "match_srnn.md").read_text(encoding="utf-8").split())
+    assert (
+        f"(at most {max(h[0]):.2f} in the first row, {h[-1][-1]:.2f} at the last cell, "
+        f"{max(max(row) for row in h):.2f} at its largest)"
+    ) in text
+
+
+def test_the_drcn_ablations_dense_cell_is_the_comparisons_drcn_runs():
+    """docs/runs/drcn-ablations/connection-dense holds the comparison's three DRCN runs on the
+    SNLI learning check, copied by the sweep's `--reuse`: each seed's `results.json` is its
+    source's, and `reused_from.txt` names that source."""
+    for seed in (1, 2, 3):
+        copy = RUNS / "drcn-ablations" / "connection-dense" / f"seed{seed}"
+        source = RUNS / "compare" / "snli_check" / "model-drcn" / f"seed{seed}"
+        assert (copy / "reused_from.txt").read_text().strip() == (
+            f"docs/runs/compare/snli_check/model-drcn/seed{seed}"
+        )
+        assert (copy / "results.json").read_bytes() == (source / "results.json").read_bytes()
