@@ -28,9 +28,10 @@ Kinds (paths relative to the repository root):
 - ``roofline <record.json> [export]``: a ``python -m re2_lab.cli.roofline --json_out`` record
   (:func:`re2_lab.roofline.report`) as :func:`re2_lab.roofline.markdown` prints it (with
   ``export``: that export's serving rows only), then its command;
-- ``runtimes <record.json> [summary]``: a ``python -m re2_lab.cli.runtimes --json_out`` record
+- ``runtimes <record.json> [summary|order]``: a ``python -m re2_lab.cli.runtimes --json_out`` record
   (:func:`re2_lab.runtimes.report`) as :func:`re2_lab.runtimes.markdown` prints
-  it, then its command (with ``summary``: :func:`re2_lab.runtimes.summary`'s paragraph);
+  it, then its command (with ``summary``: :func:`re2_lab.runtimes.summary`'s paragraph; with
+  ``order``: :func:`re2_lab.runtimes.order`'s list of each model's paths, fastest first);
 - ``ab <record.json>``: an A/B record of ``docs/runs/`` (paths timed alternately in fresh
   processes): ``docs/runs/training-profile/bilstm_ab.py``'s (``models``: per model,
   ``before``/``after`` lists of measurements) as pairs/s and profile time per side, or
@@ -117,12 +118,14 @@ def generate(spec, root=REPO):
         record = _read(root / args[0])
         table = roofline.markdown(record, *args[1:])
         return table + f"\n\nCommand: `{record['command']}`."
-    if kind == "runtimes" and len(args) in (1, 2) and args[1:] in ([], ["summary"]):
+    if kind == "runtimes" and len(args) in (1, 2) and args[1:] in ([], ["summary"], ["order"]):
         from re2_lab import runtimes
 
         record = _read(root / args[0])
-        if args[1:]:
+        if args[1:] == ["summary"]:
             return runtimes.summary(record)
+        if args[1:] == ["order"]:
+            return runtimes.order(record)
         return runtimes.markdown(record) + f"\n\nCommand: `{record['command']}`."
     if kind == "ab" and len(args) == 1:
         record = _read(root / args[0])
@@ -133,7 +136,7 @@ def generate(spec, root=REPO):
         f"unknown generated table {spec!r}: expected 'compare <records>', "
         "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
-        "'runtimes <json> [summary]', 'ab <json>' or 'tests <ci log>'"
+        "'runtimes <json> [summary|order]', 'ab <json>' or 'tests <ci log>'"
     )
 
 

@@ -22,7 +22,7 @@ from re2_tf.machine import describe_machine, machine
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes
 
-__all__ = ["markdown", "report", "summary"]
+__all__ = ["markdown", "order", "report", "summary"]
 
 
 def _first_line(text):
@@ -254,3 +254,38 @@ def summary(record):
         f"the default SavedModel's (1-minute load average "
         f"{' → '.join(f'{x:.1f}' for x in record['loadavg'])}): {'; '.join(parts)}."
     )
+
+
+def order(record):
+    """A :func:`report` record's paths per model, fastest first, as a Markdown list: each
+    model's timed paths whose outputs agree with the reference (median ms at the record's batch;
+    the first row, the default SavedModel, in bold with its place), then the paths that computed
+    wrong and those that did not convert.
+
+    Returns:
+        str, one ``- <model>: ...`` line per model, in the record's order.
+    """
+    lines = []
+    for model in dict.fromkeys(row["model"] for row in record["rows"]):
+        rows = [r for r in record["rows"] if r["model"] == model]
+        default = rows[0]
+        timed = sorted(
+            (r for r in rows if r.get("median_ms") is not None and r.get("agrees") is not False),
+            key=lambda r: r["median_ms"],
+        )
+        cells = [
+            f"**{r['runtime']} {r['median_ms']:.2f}**" if r is default
+            else f"{r['runtime']} {r['median_ms']:.2f}"
+            for r in timed
+        ]  # fmt: skip
+        line = f"- {model}: {' < '.join(cells)} ms"
+        if default in timed:
+            line += f" (default: place {timed.index(default) + 1} of {len(timed)})"
+        wrong = [r["runtime"] for r in rows if r.get("agrees") is False]
+        failed = [f"{r['runtime']} ({r['conversion']})" for r in rows if r.get("median_ms") is None]
+        if wrong:
+            line += f"; wrong outputs: {', '.join(wrong)}"
+        if failed:
+            line += f"; not converted: {', '.join(failed)}"
+        lines.append(line + ".")
+    return "\n".join(lines)

@@ -22,6 +22,20 @@ def shared_data() -> Path:
     return path
 
 
+@pytest.fixture
+def shared_papers() -> Path:
+    """The papers' text (``$RE2_SHARED_PAPERS`` or ``<repo>/../shared/papers``, one
+    ``<name>.md`` per paper); skips if absent."""
+    path = Path(
+        os.environ.get(
+            "RE2_SHARED_PAPERS", Path(__file__).resolve().parents[2] / "shared" / "papers"
+        )
+    )
+    if not path.is_dir():
+        pytest.skip(f"papers not available at {path}")
+    return path
+
+
 def _group_safe(value):
     """``value`` as text without ``[``, ``]`` and ``@``: xdist takes a node id's group to be
     what follows its last ``@``, and only if that ``@`` comes after the last ``]``."""

@@ -13,6 +13,7 @@ import tensorflow as tf
 from model_scaffolding import assert_round_trips, pair_batch, train_on_fixed_batch
 from weights import randomize_weights
 
+from re2_lab import paper_values
 from re2_tf.layers import Autoencoder, CharCNN, CoAttention, InteractionPrediction, MaskedBiLSTM
 from re2_tf.models import count_parameters, get_spec
 from re2_tf.models.drcn import DRCN_DEFAULTS, build_drcn, parse_layer_positions
@@ -255,7 +256,9 @@ def test_paper_snli_settings_have_6_671_228_parameters_plus_the_char_embedding()
         2_009_003,
     )
     expected = char_cnn + layers_1_3 + ae_3 + layers_4_5 + ae_5 + head
-    assert expected == 6_671_228  # the paper's "6.7m"
+    assert expected == 6_671_228
+    paper = paper_values.value("drcn_kim2019", "text (SNLI results)", "DRCN single model")
+    assert round(expected / 1e6, 1) == paper
     char_vocab = 100
     model = build_drcn(10, char_vocab, 3, batch_norm=True)
     assert count_parameters(model) == expected + 16 * char_vocab

@@ -9,6 +9,7 @@ import tensorflow as tf
 from model_scaffolding import assert_calls_agree, assert_round_trips
 from weights import randomize_weights
 
+from re2_lab import paper_values
 from re2_tf.models import build_re2, count_parameters
 from re2_tf.serving import folded
 
@@ -46,7 +47,8 @@ def test_snli_settings_have_2_774_559_parameters():
     head = dense(4 * 150, 150) + dense(150, 3)
     assert block0 == 744_601 and block12 == 969_601 and head == 90_756
     expected = block0 + 2 * block12 + head
-    assert expected == 2_774_559  # the paper's "2.8M"
+    assert expected == 2_774_559
+    assert round(expected / 1e6, 1) == paper_values.value("re2_yang2019", "Table 1", "RE2 (ours)")
     model = build_re2(100, 3, embedding_dim=300, blocks=3, enc_layers=2, hidden_size=150)
     assert count_parameters(model) == expected
 

@@ -273,6 +273,16 @@ def test_a_runtimes_block_is_the_table_its_summary_and_command(tmp_path):
     )
     with pytest.raises(ValueError, match="unknown generated table"):
         doc_tables.generate("runtimes r.json extra", tmp_path)
+    # order: the agreeing timed paths fastest first, then the wrong and the unconverted ones
+    record["rows"].append(row("Net", "tflite", "ok", 7.5, 0.0, 0.0, 1.0, True))
+    record["rows"].append(row("Other", "savedmodel (XLA)", "—", 2.0, 0.0, 0.0, 1.0, True))
+    record["rows"].append(row("Other", "tflite", "ok", 3.0, 0.0, 0.0, 1.0, True))
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    assert doc_tables.generate("runtimes r.json order", tmp_path).splitlines() == [
+        "- Net: tflite 7.50 < **savedmodel (XLA) 10.00** ms (default: place 2 of 2); wrong "
+        "outputs: openvino f32; not converted: onnxruntime (failed: Erfc).",
+        "- Other: **savedmodel (XLA) 2.00** < tflite 3.00 ms (default: place 1 of 2).",
+    ]
 
 
 def test_an_ab_block_gives_medians_and_ranges_of_the_rounds(tmp_path):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from re2_lab import paper_values
 from re2_tf import runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -257,7 +258,11 @@ def test_readme_mixed_precision_rows_are_the_records():
 
 
 def _pages():
-    return [README, *sorted((ROOT / "docs").glob("*.md"))]
+    return [
+        README,
+        ROOT / "re2_tf" / "serving" / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+    ]
 
 
 def test_every_generated_table_is_what_its_records_give_today():
@@ -430,25 +435,63 @@ def test_sweep_tables_in_the_docs_are_their_records():
                 assert text == expected, (spec, cell.label, column)
 
 
+#: 97.5 % quantile of Student's t with 2 degrees of freedom (tables; scipy.stats.t.ppf(0.975, 2)
+#: = 4.3027): the conservative Welch bound for two means of 3 seeds each, min(n1, n2) - 1.
+T_975_DF2 = 4.303
+
+
+def _difference(a, b):
+    """``(difference of means, its standard error, 95 % interval low, high)`` of two lists of
+    accuracies, in accuracy points: Welch's standard error sqrt(s_a^2/n_a + s_b^2/n_b), with
+    a single value taken to vary as much as the other list (s_a = s_b); t with 2 degrees of
+    freedom."""
+    va = statistics.variance(a) if len(a) > 1 else statistics.variance(b)
+    vb = statistics.variance(b) if len(b) > 1 else va
+    d = 100 * (statistics.mean(a) - statistics.mean(b))
+    se = 100 * math.sqrt(va / len(a) + vb / len(b))
+    return d, se, d - T_975_DF2 * se, d + T_975_DF2 * se
+
+
+def _evidence(a, b):
+    d, se, lo, hi = _difference(a, b)
+    return f"{d:.2f} points (standard error {se:.2f}, 95 % interval {lo:.2f} to {hi:.2f})"
+
+
+def test_difference_with_its_interval_by_hand():
+    """[0.03, 0.01, 0.02] against [0, 0.01, 0.02], worked out by hand: means 0.02 and 0.01 ->
+    1 point; variances 1e-4 each -> se = 100 sqrt(2e-4 / 3) = 0.8165 points; interval
+    1 -/+ 4.303 x 0.8165 = -2.513 to 4.513."""
+    d, se, lo, hi = _difference([0.03, 0.01, 0.02], [0.0, 0.01, 0.02])
+    assert math.isclose(d, 1.0) and math.isclose(se, 0.816496580927726)
+    assert math.isclose(lo, 1 - 4.303 * 0.816496580927726)
+    assert math.isclose(hi, 1 + 4.303 * 0.816496580927726)
+    # one value against three: the three's variance stands for both sides
+    d, se, _, _ = _difference([0.05], [0.03, 0.01, 0.02])
+    assert math.isclose(d, 3.0) and math.isclose(se, 100 * math.sqrt(1e-4 + 1e-4 / 3))
+
+
 def test_re2_table7_reading_is_its_records():
     """docs/re2.md's reading of Table 7: the spread of the nine cells' held-out means, its two
     ends and the largest seed std (accuracy points), recomputed with `statistics` from every
-    `results.json` of `docs/runs/re2-table7/` (all 3 seeds of every cell); the spread is under
-    two seed stds, as the page says; and the committed `summary.json` beside the records holds
-    the same means and stds."""
+    `results.json` of `docs/runs/re2-table7/` (all 3 seeds of every cell); the largest
+    difference overall and along each of the paper's axes with its standard error and 95 %
+    interval (t, 2 degrees of freedom), every interval holding 0 as the page's "no difference
+    detected" says; and the committed `summary.json` beside the records holds the same means
+    and stds."""
     from re2_lab import doc_tables
     from re2_lab.sweep import parse_grid
 
     grid, seeds, records = doc_tables.sweep_config("configs/re2/table7.flags")
-    means, stds = {}, {}
+    means, stds, accs = {}, {}, {}
     for cell in parse_grid(grid):
-        accs = [
+        accs[cell.label] = [
             json.loads((ROOT / records / cell.name / f"seed{k}" / "results.json").read_text())[
                 "splits"
             ]["test"]["acc"]
             for k in range(1, seeds + 1)
         ]
-        means[cell.label], stds[cell.label] = statistics.mean(accs), statistics.stdev(accs)
+        means[cell.label] = statistics.mean(accs[cell.label])
+        stds[cell.label] = statistics.stdev(accs[cell.label])
     assert len(means) == 9 and seeds == 3
     hi, lo = max(means, key=means.get), min(means, key=means.get)
     widest = max(stds, key=stds.get)
@@ -459,13 +502,49 @@ def test_re2_table7_reading_is_its_records():
         f"{100 * means[lo]:.2f}% for `{lo}`), and the largest seed std is "
         f"{100 * stds[widest]:.2f} points (`{widest}`)"
     ) in text
-    assert "The spread is under two seed stds" in text and spread < 2 * 100 * stds[widest]
+    assert f"That largest difference, {_evidence(accs[hi], accs[lo])}" in text
+    for axis, name in (("blocks=", "blocks 1 to 5"), ("enc_layers=", "encoder layers 1 to 5")):
+        other = "enc_layers=2" if axis == "blocks=" else "blocks=2"
+        cells = [c for c in means if other in c]
+        assert len(cells) == 5, axis
+        top = max(cells, key=means.get)
+        bottom = min(cells, key=means.get)
+        assert (
+            f"{name} at most {_evidence(accs[top], accs[bottom])}, `{top}` against `{bottom}`"
+        ) in text
+    for a in means:
+        for b in means:
+            assert _difference(accs[a], accs[b])[2] <= 0, (a, b)  # every interval holds 0
+    assert "No difference between depths is detected at n = 3 seeds per cell" in text
     summary = json.loads((ROOT / records / "summary.json").read_text())
     for entry in summary["cells"]:
         test_acc = entry["metrics"]["test/acc"]
         assert math.isclose(test_acc["mean"], means[entry["cell"]], abs_tol=1e-12)
         assert math.isclose(test_acc["std"], stds[entry["cell"]], abs_tol=1e-12)
     assert len(summary["cells"]) == 9
+
+
+def test_re2_five_against_fifteen_passes_is_its_records():
+    """docs/re2.md on 5 against 15 passes: the one 15-pass record's held-out accuracy against
+    the comparison's three 5-pass RE2 runs (same recipe), seed 1 of each and the difference
+    from the 5-pass mean with its standard error and 95 % interval (the 5-pass seeds' variance
+    standing for the 15-pass side, t with 2 degrees of freedom); the interval holds 0."""
+    fifteen = json.loads(
+        (RUNS / "mixed-precision" / "re2-fp32-15passes" / "seed1" / "results.json").read_text()
+    )
+    five = _records("compare/snli_check", "model-re2")
+    assert sorted(five) == [1, 2, 3] and fifteen["seed"] == 1
+    acc15 = fifteen["splits"]["test"]["acc"]
+    acc5 = [five[k]["splits"]["test"]["acc"] for k in (1, 2, 3)]
+    d, se, lo, hi = _difference([acc15], acc5)
+    assert lo <= 0 <= hi
+    text = " ".join((ROOT / "docs" / "re2.md").read_text(encoding="utf-8").split())
+    assert (
+        f"held-out accuracy {acc15:.4f} after 15 passes against {acc5[0]:.4f} for the same seed "
+        f"after 5 (the comparison's run) and {_mean_std(acc5)} over its 3 seeds: "
+        f"{_evidence([acc15], acc5)} from the 5-pass mean"
+    ) in text
+    assert "No difference is detected at n = 1 against 3" in text
 
 
 def _dev_evaluations(run_dir):
@@ -531,6 +610,15 @@ def _against(cell, head="matchlstm"):
     return phrases
 
 
+def _table1(row):
+    """``{"MAP": ..., "MRR": ...}`` of a row of the BERT+MatchLSTM paper's Table 1 (WikiQA
+    test, percent), from docs/paper_values.csv."""
+    return {
+        m: paper_values.value("bert_matchlstm_shao2019", "Table 1", row, f"WikiQA test {m}")
+        for m in ("MAP", "MRR")
+    }
+
+
 def _same_recipe_as_matchlstm(cell):
     """Each seed's `flags.txt` gives the recorded `matchlstm` seed's configuration but for the
     cell's own settings, the paths, `--threads` and two spellings: warm-up as a ratio (the same
@@ -560,12 +648,17 @@ def test_wikiqa_fhs_reading_is_its_records():
     """docs/bert_matchlstm.md's reading of -FHS (`head=matchlstm_no_cls`) on WikiQA: its test
     MRR and MAP (mean ± sample std of 3 seeds) against the recorded `matchlstm` head's, the
     differences and the MRR difference's standard error, recomputed with `statistics`; the
-    paper's drop from Table 1 (85.13 → 72.44 MRR, 83.53 → 70.46 MAP), worked out here; and
-    the runs' flags are `matchlstm`'s recipe with only the head changed."""
+    paper's drop from Table 1 (BERT+MatchLSTM to -FHS), computed from docs/paper_values.csv;
+    and the runs' flags are `matchlstm`'s recipe with only the head changed."""
     text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
     for phrase in _against("head-matchlstm_no_cls"):
         assert phrase in text, phrase
-    assert "loses 12.69 MRR and 13.07 MAP points" in text  # 85.13 - 72.44, 83.53 - 70.46
+    full, fhs = _table1("BERT+MatchLSTM"), _table1("-FHS")
+    assert (
+        f"The paper's -FHS loses {full['MRR'] - fhs['MRR']:.2f} MRR and "
+        f"{full['MAP'] - fhs['MAP']:.2f} MAP points (Table 1: {full['MRR']:.2f} → "
+        f"{fhs['MRR']:.2f} and {full['MAP']:.2f} → {fhs['MAP']:.2f})"
+    ) in text
     assert "the paper's drop is **not reproduced**" in text
     records = _records("bert_matchlstm-wikiqa-table1", "head-matchlstm_no_cls")
     low = min(records, key=lambda k: records[k]["splits"]["test"]["mrr"])
@@ -589,13 +682,21 @@ def test_wikiqa_cnn_reading_is_its_records():
     """docs/bert_matchlstm.md's reading of the CNN head on WikiQA: its test MRR and MAP against
     the recorded `matchlstm` and `bert` heads' (means, sample stds, differences, the MRR
     difference's standard error), recomputed with `statistics`; the paper's margins from Table
-    1 (85.13 - 83.16, 83.53 - 81.23, 83.16 - 82.31, 81.23 - 80.15), worked out here; the lowest
-    seed as printed; and the runs' flags are `matchlstm`'s recipe with only the head changed."""
+    1 (BERT+CNN against BERT+MatchLSTM and BERT), computed from docs/paper_values.csv; the
+    lowest seed as printed; and the runs' flags are `matchlstm`'s recipe with only the head
+    changed."""
     text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
     for head in ("matchlstm", "bert"):
         for phrase in _against("head-cnn", head):
             assert phrase in text, (head, phrase)
-    assert "1.97 MRR and 2.30 MAP points below MatchLSTM and 0.85 and 1.08 above BERT" in text
+    cnn, full, bert = _table1("BERT+CNN"), _table1("BERT+MatchLSTM"), _table1("BERT")
+    assert (
+        f"The paper puts CNN {full['MRR'] - cnn['MRR']:.2f} MRR and {full['MAP'] - cnn['MAP']:.2f}"
+        f" MAP points below MatchLSTM and {cnn['MRR'] - bert['MRR']:.2f} and "
+        f"{cnn['MAP'] - bert['MAP']:.2f} above BERT (Table 1: {cnn['MRR']:.2f} / "
+        f"{cnn['MAP']:.2f} against {full['MRR']:.2f} / {full['MAP']:.2f} and {bert['MRR']:.2f} / "
+        f"{bert['MAP']:.2f})"
+    ) in text
     records = _records("bert_matchlstm-wikiqa-table1", "head-cnn")
     low = min(records, key=lambda k: records[k]["splits"]["test"]["mrr"])
     assert (
@@ -610,25 +711,33 @@ def test_wikiqa_no_init_reading_is_its_records():
     """docs/bert_matchlstm.md's reading of "BERT no init" on WikiQA (the MatchLSTM network from
     random weights): its test MRR and MAP against the pretrained `matchlstm` head's (means,
     sample stds, differences, the MRR difference's standard error) and the zero-shot record's,
-    recomputed with `statistics`; the paper's gaps from Table 1 (85.13 - 60.09, 83.53 - 58.91,
-    82.31 - 60.09, 80.15 - 58.91) and how far our no-init means are below its 60.09 / 58.91;
-    F1 0 at every dev evaluation and in both best-checkpoint scores; and the runs' flags are
-    `matchlstm`'s recipe with only `--bert_init` changed."""
+    recomputed with `statistics`; the paper's gaps from Table 1 (no init against
+    BERT+MatchLSTM and against BERT), computed from docs/paper_values.csv, and how far our
+    no-init means are below its no-init row; F1 0 at every dev evaluation and in both
+    best-checkpoint scores; and the runs' flags are `matchlstm`'s recipe with only
+    `--bert_init` changed."""
     cell = "head-matchlstm_bert_init-random"
     text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
     for phrase in _against(cell):
         assert phrase in text, phrase
-    assert "25.04 MRR and 24.62 MAP points below its BERT+MatchLSTM" in text
-    assert "22.22 and 21.24 below its BERT row (82.31 / 80.15)" in text
+    none, full, bert = _table1("BERT no init"), _table1("BERT+MatchLSTM"), _table1("BERT")
+    assert (
+        f"The paper's no-init row is {full['MRR'] - none['MRR']:.2f} MRR and "
+        f"{full['MAP'] - none['MAP']:.2f} MAP points below its BERT+MatchLSTM (Table 1: "
+        f"{none['MRR']:.2f} / {none['MAP']:.2f} against {full['MRR']:.2f} / {full['MAP']:.2f}), "
+        f"and {bert['MRR'] - none['MRR']:.2f} and {bert['MAP'] - none['MAP']:.2f} below its "
+        f"BERT row ({bert['MRR']:.2f} / {bert['MAP']:.2f})"
+    ) in text
     records = _records("bert_matchlstm-wikiqa-table1", cell)
     mrr = statistics.mean(r["splits"]["test"]["mrr"] for r in records.values())
     map_ = statistics.mean(r["splits"]["test"]["map"] for r in records.values())
     pretrained = statistics.mean(_three_seeds("bert_matchlstm-wikiqa", "matchlstm", "mrr"))
     assert f"Here pre-training is worth {pretrained - mrr:.3f} of MRR" in text
-    assert round(0.6009 - mrr, 2) == round(0.5891 - map_, 2) == 0.02
+    below = {round(none[m] / 100 - ours, 2) for m, ours in (("MRR", mrr), ("MAP", map_))}
+    assert len(below) == 1
     assert (
-        f"about 0.02 below the paper's (MRR {mrr:.4f} against 0.6009, MAP {map_:.4f} against "
-        "0.5891)"
+        f"about {below.pop():.2f} below the paper's (MRR {mrr:.4f} against "
+        f"{none['MRR'] / 100:.4f}, MAP {map_:.4f} against {none['MAP'] / 100:.4f})"
     ) in text
     zero_shot = json.loads((RUNS / "bert_matchlstm-zero-shot" / "results.json").read_text())
     zero_mrr = zero_shot["test"]["mrr"]
@@ -642,6 +751,51 @@ def test_wikiqa_no_init_reading_is_its_records():
     assert "its F1 is 0 (accuracy 0.9488 throughout)" in text
     for seed, settings in _same_recipe_as_matchlstm(cell):
         assert settings == {"bert_init": "random"}, seed
+
+
+def test_bert_matchlstm_page_quotes_the_papers_figures_from_the_file():
+    """docs/bert_matchlstm.md's other paper figures, from docs/paper_values.csv: the paper's
+    WikiQA row of the heads table and its test order, how far the paper's figures are above
+    our heads' test means (the range over `matchlstm`, `bert`, `avg` and both metrics), the
+    SNLI row (Table 2), the SNLI margin of MatchLSTM over BERT and the no-init gaps."""
+    text = " ".join(BERT_PAGE.read_text(encoding="utf-8").split())
+    rows = {"bert": "BERT", "avg": "BERT+AVG", "matchlstm": "BERT+MatchLSTM"}
+    paper = {head: _table1(row) for head, row in rows.items()}
+
+    def cells(metric, heads):
+        return " / ".join(f"{paper[h][metric] / 100:.4f}" for h in heads)
+
+    assert (
+        f"| paper, BERT-base: `bert` / `avg` / `matchlstm` | — | — | — | — | "
+        f"{cells('MAP', rows)} | {cells('MRR', rows)} |"
+    ) in text
+    order = sorted(rows, key=lambda h: -paper[h]["MRR"])
+    assert order == sorted(rows, key=lambda h: -paper[h]["MAP"])
+    assert (
+        f"The paper's BERT-base order on test is {' > '.join(f'`{h}`' for h in order)} (MRR "
+        f"{cells('MRR', order)}, MAP {cells('MAP', order)})"
+    ) in text
+    above = [
+        paper[h][m.upper()] / 100 - statistics.mean(_three_seeds("bert_matchlstm-wikiqa", h, m))
+        for h in rows
+        for m in ("mrr", "map")
+    ]
+    assert f"The paper's figures are {min(above):.2f}-{max(above):.2f} higher throughout" in text
+    snli = {
+        row: paper_values.value("bert_matchlstm_shao2019", "Table 2", row)
+        for row in ("BERT no init", "BERT", "BERT+MatchLSTM")
+    }
+    assert (
+        f"| paper, BERT-base on full SNLI: `bert` / `matchlstm` (test) | "
+        f"{snli['BERT'] / 100:.3f} / {snli['BERT+MatchLSTM'] / 100:.3f} | |"
+    ) in text
+    assert f"(+{snli['BERT+MatchLSTM'] - snli['BERT']:.1f} on full SNLI)" in text
+    assert (
+        f"The paper's gap on full SNLI test is {snli['BERT'] - snli['BERT no init']:.1f} points "
+        f"against its BERT row and {snli['BERT+MatchLSTM'] - snli['BERT no init']:.1f} against "
+        f'BERT+MatchLSTM (Table 2: {snli["BERT no init"]:.1f} for "BERT no init", '
+        f"{snli['BERT']:.1f} for BERT, {snli['BERT+MatchLSTM']:.1f} for BERT+MatchLSTM)"
+    ) in text
 
 
 def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its_figures():
@@ -892,3 +1046,94 @@ def test_no_page_claims_the_comparison_had_one_budget():
             text = text.replace(body, "")
         prose = " ".join(text.split()).lower()
         assert not false.findall(prose), page.name
+
+
+def test_the_runtimes_reading_is_the_orders_of_its_record():
+    """docs/performance.md's prose on `docs/runs/runtimes/runtimes.json`, the orders recomputed
+    here from the record's rows: on RE2 the default (each model's first row) is the slowest of
+    six agreeing timed paths at every size and OpenVINO bf16 the fastest; on DRCN and FITN the
+    default is the fastest; ONNX Runtime is ahead of it on both Match-SRNNs, whose OpenVINO rows
+    disagree; OpenVINO bf16 then f32 are ahead of it on BERT+MatchLSTM."""
+    record = json.loads((RUNS / "runtimes" / "runtimes.json").read_text())
+    timed, wrong = {}, {}
+    for row in record["rows"]:
+        timed.setdefault(row["model"], [])
+        wrong.setdefault(row["model"], set())
+        if row.get("agrees") is False:
+            wrong[row["model"]].add(row["runtime"])
+        elif row.get("median_ms") is not None:
+            timed[row["model"]].append((row["median_ms"], row["runtime"]))
+    default = "savedmodel (XLA)"
+    for model in ("RE2 1 block", "RE2 2 blocks", "RE2 3 blocks"):
+        order = [r for _, r in sorted(timed[model])]
+        assert len(order) == 6 and order[-1] == default and order[0] == "openvino bf16", model
+        assert order[-2] == "savedmodel (xla=False)", model
+    for model in ("DRCN", "FITN"):
+        assert min(timed[model])[1] == default, model
+    for model in ("Match-SRNN", "Bi-Match-SRNN"):
+        ms = dict((r, t) for t, r in timed[model])
+        assert ms["onnxruntime"] < ms[default], model
+        assert wrong[model] == {"openvino f32", "openvino bf16"}, model
+    bert = dict((r, t) for t, r in timed["BERT+MatchLSTM"])
+    assert bert["openvino bf16"] < bert["openvino f32"] < bert[default]
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    for claim in (
+        "On RE2 the default XLA SavedModel is the slowest of the six paths at every size, behind "
+        "even the `--xla=false` SavedModel; OpenVINO in bfloat16 is the fastest there",
+        "On DRCN and FITN the default is the fastest path",
+        "ONNX Runtime is ahead of the default on both Match-SRNNs, where OpenVINO computes wrong "
+        "in both precisions",
+        "On BERT+MatchLSTM OpenVINO (bfloat16, then float32) is ahead of it",
+    ):
+        assert claim in text, claim
+
+
+def test_the_folded_pass_is_not_claimed_fastest_at_every_size():
+    """docs/performance.md's roofline timings of the two SavedModels per RE2 size are the
+    record's (`savedmodel_fp32` is the folded pass, `savedmodel_fp32_keras` the Keras backend),
+    with the order the page states; OpenVINO f32 within 5 % of the folded pass in the A/B."""
+    record = json.loads((RUNS / "roofline" / "roofline.json").read_text())
+    ms = {(r["variant"], r["export"]): r["median_ms"] for r in record["serving"]}
+    pairs = {
+        n: (ms[(n, "savedmodel_fp32_keras")], ms[(n, "savedmodel_fp32")])
+        for n in ("RE2 1 block", "RE2 2 blocks", "RE2 3 blocks")
+    }
+    keras, folded = pairs["RE2 1 block"]
+    assert keras < folded
+    claim = f"the Keras backend is ahead for 1 block ({keras:.2f} ms against {folded:.2f} ms)"
+    behind = [pairs[n] for n in ("RE2 2 blocks", "RE2 3 blocks")]
+    assert all(k > f for k, f in behind)
+    claim2 = "behind for 2 and 3 blocks ({:.2f} ms against {:.2f} ms, {:.2f} ms against {:.2f} ms)"
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert claim in text and claim2.format(*behind[0], *behind[1]) in text
+    ab = json.loads((RUNS / "roofline" / "folded_ab.json").read_text())["variants"]["RE2 3 blocks"]
+    for batch in (8, 512):
+        ratio = statistics.median(ab[f"openvino f32@{batch}"]) / statistics.median(
+            ab[f"re2_folded@{batch}"]
+        )
+        assert 0.95 < ratio < 1.05, batch
+    assert "OpenVINO f32 is level with it (medians within 5 % at both shapes)" in text
+
+
+def test_match_srnn_figure5_reading_is_its_json():
+    """docs/match_srnn.md's reading of Figure 5's `h` (the chosen unit, per cell) is the
+    figure's JSON: the first row's largest value, the last cell's and the largest anywhere."""
+    h = json.loads((ROOT / "docs" / "figures" / "match_srnn_figure5.json").read_text())["h"]
+    text = " ".join((ROOT / "docs" / "match_srnn.md").read_text(encoding="utf-8").split())
+    assert (
+        f"(at most {max(h[0]):.2f} in the first row, {h[-1][-1]:.2f} at the last cell, "
+        f"{max(max(row) for row in h):.2f} at its largest)"
+    ) in text
+
+
+def test_the_drcn_ablations_dense_cell_is_the_comparisons_drcn_runs():
+    """docs/runs/drcn-ablations/connection-dense holds the comparison's three DRCN runs on the
+    SNLI learning check, copied by the sweep's `--reuse`: each seed's `results.json` is its
+    source's, and `reused_from.txt` names that source."""
+    for seed in (1, 2, 3):
+        copy = RUNS / "drcn-ablations" / "connection-dense" / f"seed{seed}"
+        source = RUNS / "compare" / "snli_check" / "model-drcn" / f"seed{seed}"
+        assert (copy / "reused_from.txt").read_text().strip() == (
+            f"docs/runs/compare/snli_check/model-drcn/seed{seed}"
+        )
+        assert (copy / "results.json").read_bytes() == (source / "results.json").read_bytes()
