@@ -188,7 +188,8 @@ def test_the_library_imports_without_matplotlib_and_the_figure_says_what_to_inst
     [
         (["/venv/bin/re2-train"], ["python", "/venv/bin/re2-train"], "train"),
         (["x.py"], ["python", "-m", "re2_tf.cli.predict", "--input=-"], "predict"),
-        (["x.py"], ["python", "-m", "re2_tf.sweep", "--grid=blocks=1"], "sweep"),
+        (["x.py"], ["python", "-m", "re2_tf.benchmark", "--batch=8"], "benchmark"),
+        (["x.py"], ["python", "-m", "re2_lab.cli.sweep", "--grid=blocks=1"], None),
         (["x.py"], ["python", "-m", "re2_tf.train"], "train"),
         (["x.py"], ["python", "-m", "re2_tf.api"], None),
         (["x.py"], ["python", "-m", "other.cli.train"], None),

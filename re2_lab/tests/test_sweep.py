@@ -151,7 +151,7 @@ def test_plot_is_a_png_per_cell_with_error_bars(tmp_path):
 
 
 def _sweep(*args, **kwargs):
-    return [sys.executable, "-m", "re2_tf.sweep", *args]
+    return [sys.executable, "-m", "re2_lab.cli.sweep", *args]
 
 
 def test_a_bad_grid_name_is_one_line_before_anything_trains(tmp_path):

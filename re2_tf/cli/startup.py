@@ -37,8 +37,8 @@ __all__ = [
 #: Commands (``re2-<name>``) that only load exports, never a Keras model.
 EXPORT_ONLY_COMMANDS = ("predict",)
 
-#: Commands that also run as ``python -m re2_tf.<name>`` (``re2_tf/train.py``, ``re2_tf/sweep.py``).
-ALIAS_MODULES = ("train", "sweep", "compare")
+#: Commands that also run as ``python -m re2_tf.<name>`` (``re2_tf/train.py``, ...).
+ALIAS_MODULES = ("train", "analyze", "benchmark")
 
 #: The module TensorFlow's ``__init__`` imports to load Keras eagerly (TensorFlow 2.21).
 _KERAS_EAGER_IMPORT = "keras.src.optimizers"
@@ -46,8 +46,8 @@ _KERAS_EAGER_IMPORT = "keras.src.optimizers"
 
 def command_name(argv=None, orig_argv=None) -> str | None:
     """The command this process was started as (``"predict"`` for ``re2-predict`` or
-    ``python -m re2_tf.cli.predict``; ``"sweep"`` for ``python -m re2_lab.cli.sweep``), or ``None``
-    when it is not an re2_tf command."""
+    ``python -m re2_tf.cli.predict``; ``"benchmark"`` for ``python -m re2_tf.benchmark``), or
+    ``None`` when it is not an re2_tf command."""
     argv = sys.argv if argv is None else argv
     orig_argv = getattr(sys, "orig_argv", []) if orig_argv is None else orig_argv
     if argv and os.path.basename(argv[0]).startswith("re2-"):

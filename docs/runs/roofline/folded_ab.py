@@ -8,7 +8,7 @@ shared CPU hits all alike:
 - ``openvino f32`` / ``openvino bf16`` (bf16 only on a CPU with bf16 units): OpenVINO
   converting the Keras backend's ``--xla=false`` export (``re2_tf.serving.runtimes``).
 
-Every path times the same batches (``runtimes.id_batches``). Writes ``folded_ab.json`` beside
+Every path times the same batches (``benchmarking.id_batches``). Writes ``folded_ab.json`` beside
 this file and prints a table.
 
     python docs/runs/roofline/folded_ab.py [--rounds=5] [--variants="RE2 3 blocks"]
@@ -65,8 +65,8 @@ def main():
             for _ in range(ROUNDS):
                 for batch, length, batches in SHAPES:
                     inputs_file = tmp / f"inputs_{batch}.npz"
-                    input_spec = runtimes._write_batches(
-                        runtimes.id_batches(featurizers, batch, length), inputs_file
+                    input_spec = benchmarking.write_batches(
+                        benchmarking.id_batches(featurizers, batch, length), inputs_file
                     )
                     for name, (path, precision) in paths.items():
                         options = {"inputs_file": str(inputs_file)}
