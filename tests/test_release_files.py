@@ -56,6 +56,11 @@ def test_changelog_has_an_entry_for_this_version():
     assert re.search(rf"^## {re.escape(re2_tf.__version__)} - \d{{4}}-\d\d-\d\d$", text, re.M)
 
 
+def test_the_readme_is_an_entry_point_of_at_most_250_lines():
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, len(lines)
+
+
 def test_package_is_typed():
     assert (REPO / "re2_tf" / "py.typed").is_file()
 
@@ -78,6 +83,8 @@ def test_the_wheel_ships_licence_and_type_marker(wheel):
     """A wheel built from the checkout holds ``re2_tf/py.typed`` and the licence text."""
     names = zipfile.ZipFile(wheel).namelist()
     assert "re2_tf/py.typed" in names
+    # the library alone: the lab (re2_lab/) and the tests are not in it
+    assert {n.split("/")[0] for n in names if not n.startswith("re2_tf-")} == {"re2_tf"}
     licence = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     assert len(licence) == 1
     assert zipfile.ZipFile(wheel).read(licence[0]).decode() == (REPO / "LICENSE").read_text()
