@@ -201,32 +201,62 @@ def run_args(cell, train_args, threads=0):
     return args
 
 
-def run_key(args):
+def run_key(args, fingerprint=None):
     """What a ``re2-train <args>`` run computes: its :class:`re2_tf.TrainConfig` as a dict
-    without :data:`NOT_COMPUTED` (two runs with equal keys are the same run)."""
+    without :data:`NOT_COMPUTED` and without ``data_dir`` (where the data is), with
+    ``data_fingerprint``: ``fingerprint``, the data's
+    (:func:`re2_tf.runs.data_identity`, a sha256 hex str, or None when not known). Two runs
+    with equal keys and a known fingerprint are the same run, wherever their data was."""
     import dataclasses
 
     from re2_tf.train_flags import config_from_args
 
     config = dataclasses.asdict(config_from_args([*args, "--run_dir=unused"]))
-    return {k: v for k, v in config.items() if k not in NOT_COMPUTED}
+    key = {k: v for k, v in config.items() if k not in NOT_COMPUTED and k != "data_dir"}
+    return {**key, "data_fingerprint": fingerprint}
+
+
+def _data_fingerprint(args, cache):
+    """The fingerprint of the data a ``re2-train <args>`` run reads
+    (:func:`re2_tf.runs.data_identity`), each directory hashed once per ``cache`` dict;
+    None when the directory holds no data (such a run is trained, and says what is
+    missing)."""
+    from re2_tf import runs
+    from re2_tf.cli.train import config_from_args
+
+    config = config_from_args([*args, "--run_dir=unused"])
+    where = (str(config.resolved_data_dir.resolve()), runs.data_splits(config))
+    if where not in cache:
+        try:
+            cache[where] = runs.data_identity(config)["fingerprint"]
+        except FileNotFoundError:
+            cache[where] = None
+    return cache[where]
 
 
 def _recorded_runs(reuse):
     """``[(run_key, record dir)]`` of every finished record (``.../seed<k>/results.json`` with
-    its ``flags.txt``) under the ``reuse`` directories, in path order; a record whose flags
-    this version no longer reads is left out."""
+    its ``flags.txt``) under the ``reuse`` directories, in path order, keyed on the data
+    fingerprint its ``results.json`` records (``data``); a record without one (its data
+    unknown), or whose flags this version no longer reads, is left out."""
     from absl import flags
 
     found = []
     for root in reuse:
         for flags_file in sorted(Path(root).glob("**/seed*/flags.txt")):
-            if not (flags_file.parent / "results.json").exists():
+            results_file = flags_file.parent / "results.json"
+            if not results_file.exists():
+                continue
+            fingerprint = (json.loads(results_file.read_text()).get("data") or {}).get(
+                "fingerprint"
+            )
+            if not fingerprint:
                 continue
             try:
-                found.append((run_key([f"--flagfile={flags_file}"]), flags_file.parent))
+                key = run_key([f"--flagfile={flags_file}"], fingerprint)
             except (flags.Error, ValueError):
                 continue
+            found.append((key, flags_file.parent))
     return found
 
 
@@ -257,8 +287,11 @@ def run_sweep(
             ``cores // jobs`` when ``jobs > 1``); not set when ``train_args`` set it.
         reuse: directories of other sweeps' or comparisons' records; a run not yet recorded
             whose settings one of them holds already (same seed, every setting equal but
-            :data:`NOT_COMPUTED`, :func:`run_key`) is not trained: its record is copied, with
-            ``reused_from.txt`` naming where from (needs ``records``).
+            :data:`NOT_COMPUTED`, and the same data: the fingerprint of the run's
+            ``--data_dir`` equal to the one the record's ``results.json`` names, wherever
+            either directory is; :func:`run_key`) is not trained: its record is copied, with
+            ``reused_from.txt`` naming where from (needs ``records``). A record that names
+            no fingerprint is not reused.
         python: the interpreter to run ``re2_tf.cli.train`` with.
         log: called with one line per started, finished or failed run.
 
@@ -282,6 +315,7 @@ def run_sweep(
         threads = max(1, (os.cpu_count() or 1) // jobs)
     todo, statuses = [], {}
     recorded = None  # the reuse directories' runs, read once when first needed
+    fingerprints = {}  # data directory -> its fingerprint, hashed once
     for cell in cells:
         for seed in seeds:
             run_dir = out / cell.name / f"seed{seed}"
@@ -293,8 +327,10 @@ def run_sweep(
             elif reuse and record_dir and not run_dir.exists():
                 if recorded is None:
                     recorded = _recorded_runs(reuse)
-                key = run_key([*run_args(cell, train_args, threads), f"--seed={seed}"])
-                source = next((path for k, path in recorded if k == key), None)
+                args = [*run_args(cell, train_args, threads), f"--seed={seed}"]
+                fingerprint = _data_fingerprint(args, fingerprints)
+                key = run_key(args, fingerprint)
+                source = next((path for k, path in recorded if fingerprint and k == key), None)
                 if source is None:
                     todo.append((cell, seed, run_dir, record_dir))
                     continue

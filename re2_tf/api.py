@@ -150,8 +150,11 @@ def run_config(config: TrainConfig, hparams: dict) -> runs.RunConfig:
         output=output_kind(spec, hparams),
         settings=settings_record(config),
         data={
-            split: _file_signature(data_dir / f"{split}.txt")
-            for split in ("train", config.eval_split)
+            **{
+                split: _file_signature(data_dir / f"{split}.txt")
+                for split in ("train", config.eval_split)
+            },
+            "fingerprint": runs.data_identity(config)["fingerprint"],
         },
         embeddings=_file_signature(config.embeddings) if config.embeddings else None,
     )
@@ -198,6 +201,9 @@ def _prepare_run_dir(run_dir: Path, config: TrainConfig, record: runs.RunConfig)
         for name, value in record.model_kwargs.items():
             if name not in saved.model_kwargs and value == model_defaults.get(name, object()):
                 saved.model_kwargs[name] = value
+        # A run started before runs recorded their data fingerprint: its file signatures
+        # (size, mtime) still guard its data.
+        saved.data.setdefault("fingerprint", record.data["fingerprint"])
         difference = runs.config_difference(saved, record)
         if difference:
             raise ConfigError(
@@ -640,8 +646,9 @@ def _train_run(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
             wall_time=time.perf_counter() - started,
             best_model=None,
         )
+    data = {"dataset": dataset.name, "fingerprint": record.data["fingerprint"]}
     results = _finish_run(
-        config, run_dir, routine, dataset, data_dir, dev, featurizers, total_steps, logger
+        config, run_dir, routine, dataset, data_dir, dev, featurizers, total_steps, logger, data
     )
     broadcast_from_chief(strategy, 0.0)  # the workers wait for results.json (no-op alone)
     return _result_from_record(
@@ -649,10 +656,12 @@ def _train_run(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
     )
 
 
-def _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers, total_steps, logger):
+def _finish_run(
+    config, run_dir, routine, dataset, data_dir, dev, featurizers, total_steps, logger, data
+):
     """Mark the run finished, score the best checkpoint on the test splits (on the selection
-    split its scores are those it was selected on), write ``results.json``; returns the
-    results dict."""
+    split its scores are those it was selected on), write ``results.json`` (with ``data``,
+    :func:`re2_tf.runs.data_identity`); returns the results dict."""
 
     routine.state["finished"] = True
     if not routine.state.get("stop_reason"):
@@ -686,6 +695,7 @@ def _finish_run(config, run_dir, routine, dataset, data_dir, dev, featurizers, t
             )
             results["splits"][split] = evaluate_examples(best, dataset, examples, featurizers)
             logger.info(f"best checkpoint on {split}: {format_metrics(results['splits'][split])}")
+    results["data"] = data
     (run_dir / runs.RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n")
     routine.save_state()
     return results

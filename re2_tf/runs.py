@@ -20,7 +20,8 @@ A run directory ``checkpoints/<name>/`` holds:
 ``train.log``          the run's log; each attempt's first lines name its data and its CPU
                        (model, vector units, cores, intra-op threads)
 ``tensorboard/``       TensorBoard summaries
-``results.json``       final metrics of the best checkpoint
+``results.json``       final metrics of the best checkpoint, and ``data``: the dataset and
+                       its fingerprint (:func:`data_identity`)
 =====================  ======================================================================
 
 ``--repeats=N`` trains seeds under ``<run_dir>/seed<k>/`` and writes, in ``<run_dir>``,
@@ -75,7 +76,10 @@ class RunConfig:
         output: the model's output kind (``logits`` or ``score``).
         settings: every other resolved training flag that changes results (vocabulary,
             max_len policy, batch size, optimiser, schedule, evaluation, stopping, seed).
-        data: ``{split: {"path", "size", "mtime"}}`` of the training and selection files.
+        data: ``{split: {"path", "size", "mtime"}}`` of the training and selection files,
+            and ``"fingerprint"``: the data directory's content digest (:func:`data_splits`,
+            :func:`re2_tf.data.datasets.fingerprint`; absent in a run started before runs
+            recorded it).
         embeddings: ``{"path", "size", "mtime"}`` of the vectors file, or ``None``.
     """
 
@@ -347,6 +351,29 @@ def load_results(path):
             )
         results.append(result)
     return results
+
+
+def data_splits(config):
+    """The splits a run's data fingerprint covers: train, dev, test, then its selection
+    split and test splits when they are others (``config``: a
+    :class:`~re2_tf.config.TrainConfig`); tuple of str."""
+    return tuple(dict.fromkeys((*datasets.SPLITS, config.eval_split, *config.test_splits)))
+
+
+def data_identity(config):
+    """``{"dataset": name, "fingerprint": sha256 hex}``: what data a run of ``config`` (a
+    :class:`~re2_tf.config.TrainConfig`) trains and is scored on, independent of where its
+    directory is; ``results.json`` records it as ``"data"``. The fingerprint is
+    :func:`re2_tf.data.datasets.fingerprint` of ``config.resolved_data_dir`` over
+    :func:`data_splits`.
+
+    Raises:
+        FileNotFoundError: the data directory holds none of those splits' files.
+    """
+    return {
+        "dataset": config.dataset,
+        "fingerprint": datasets.fingerprint(config.resolved_data_dir, data_splits(config)),
+    }
 
 
 def run_data_dir(run_dir):

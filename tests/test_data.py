@@ -932,3 +932,45 @@ def test_snli_learning_check_has_the_documented_sizes(shared_data, tmp_path):
 
     counts = learning_check(shared_data / "snli" / "re2_processed", tmp_path)
     assert [counts[s]["pairs"] for s in ("train", "dev", "test")] == [9842, 4912, 4912]
+
+
+# ----------------------------------------------------------------------------- fingerprint
+def test_fingerprint_is_sha256sum_of_the_split_files_in_order(tmp_path):
+    """`fingerprint` = sha256 of what `sha256sum` prints for the split files that exist, in
+    the order train, dev, test and .txt, .ids, .ref: computed here by hand with hashlib on a
+    tiny directory, with a file that is not a split's (README.md, raw_dev.txt) left out."""
+    import hashlib
+
+    files = {
+        "train.txt": b"a b\tc d\t1\n",
+        "train.ids": b"q1\t0\n",
+        "dev.txt": b"e\tf\t0\n",
+        "dev.ref": b"q2 0 0 0\n",
+        "test.txt": b"g\th\t1\n",
+        "README.md": b"not data\n",
+        "raw_dev.txt": b"x\ty\t0\n",
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    order = ["train.txt", "train.ids", "dev.txt", "dev.ref", "test.txt"]
+    listing = "".join(f"{hashlib.sha256(files[n]).hexdigest()}  {n}\n" for n in order)
+    expected = hashlib.sha256(listing.encode()).hexdigest()
+    assert datasets.fingerprint(tmp_path) == expected
+    # where the directory is does not matter; a changed byte does
+    moved = shutil.copytree(tmp_path, tmp_path.parent / "elsewhere")
+    assert datasets.fingerprint(moved) == expected
+    (moved / "dev.ref").write_bytes(b"q2 0 0 1\n")
+    assert datasets.fingerprint(moved) != expected
+    # named splits: only theirs, in the order given
+    raw = f"{hashlib.sha256(files['raw_dev.txt']).hexdigest()}  raw_dev.txt\n"
+    first = f"{hashlib.sha256(files['train.txt']).hexdigest()}  train.txt\n"
+    first += f"{hashlib.sha256(files['train.ids']).hexdigest()}  train.ids\n"
+    assert datasets.fingerprint(tmp_path, ("raw_dev", "train")) == (
+        hashlib.sha256((raw + first).encode()).hexdigest()
+    )
+
+
+def test_fingerprint_of_a_directory_without_split_files_is_an_error(tmp_path):
+    (tmp_path / "README.md").write_text("no splits\n")
+    with pytest.raises(FileNotFoundError, match="none of train.txt, dev.txt, test.txt"):
+        datasets.fingerprint(tmp_path)

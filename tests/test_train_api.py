@@ -620,3 +620,63 @@ def test_custom_four_label_task_trains_and_serves(tmp_path):
         np.testing.assert_allclose(
             [record["probabilities"][n] for n in labels], probabilities, atol=1e-5
         )
+
+
+def test_a_run_records_its_data_fingerprint(tmp_path):
+    """A tiny run on the bundled sample records the sample's fingerprint, sha256 of the
+    sha256sum listing of its train/dev/test files (computed here with hashlib), in
+    config.json's data section and in results.json's ``data``."""
+    import hashlib
+
+    from re2_tf.data.datasets import BUNDLED
+
+    listing = "".join(
+        f"{hashlib.sha256((BUNDLED / 'sample' / name).read_bytes()).hexdigest()}  {name}\n"
+        for name in ("train.txt", "dev.txt", "test.txt")
+    )
+    expected = hashlib.sha256(listing.encode()).hexdigest()
+    config = TrainConfig(
+        model="re2",
+        dataset="sample",
+        epochs=1,
+        batch_size=8,
+        min_df=1,
+        max_samples=16,
+        eval_per_samples=16,
+        hparams=tiny("re2"),
+        progress=False,
+    )
+    re2_tf.fit(config, run_dir=tmp_path / "run")
+    recorded = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert recorded["data"]["fingerprint"] == expected
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["data"] == {"dataset": "sample", "fingerprint": expected}
+    assert set(results["splits"]) == {"dev", "test"}
+
+
+def test_a_run_resumes_only_on_the_data_it_recorded(tmp_path):
+    """config.json's data fingerprint guards a resume: a run whose test file changed since is
+    refused, naming the fingerprint; a run recorded before runs had one still resumes
+    (reported as finished here)."""
+    data = make_data(tmp_path)
+    config = TrainConfig(
+        model="re2",
+        data_dir=str(data),
+        epochs=1,
+        batch_size=8,
+        min_df=1,
+        eval_per_samples=8,
+        hparams=tiny("re2"),
+        progress=False,
+    )
+    run_dir = tmp_path / "run"
+    first = re2_tf.fit(config, run_dir=run_dir)
+    with open(data / "test.txt", "a") as test_file:  # not a file the size checks cover
+        test_file.write((data / "dev.txt").read_text().splitlines()[0] + "\n")
+    with pytest.raises(ConfigError, match="holds a run with different settings: data.fingerprint"):
+        re2_tf.fit(config, run_dir=run_dir)
+    config_file = run_dir / "config.json"
+    saved = json.loads(config_file.read_text())
+    del saved["data"]["fingerprint"]
+    config_file.write_text(json.dumps(saved))
+    assert re2_tf.fit(config, run_dir=run_dir).scores == first.scores

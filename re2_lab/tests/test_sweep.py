@@ -298,8 +298,8 @@ REUSING_CONFIGS = sorted(c for c in SWEEP_CONFIGS if any(
 @pytest.mark.parametrize("config", REUSING_CONFIGS)
 def test_a_sweep_config_that_reuses_records_matches_one_of_them(config, monkeypatch):
     """A ``--reuse`` in a sweep config promises that some cell x seed is a run already
-    recorded there (its comment names which). With the records' own data directory and one
-    thread each (``--jobs=2`` on 2 cores, as they ran), at least one cell x seed must have
+    recorded there (its comment names which). On the records' own data (their fingerprint)
+    and one thread each (``--jobs=2`` on 2 cores, as they ran), at least one cell x seed must have
     exactly a record's settings (:func:`run_key`), else the promise is false and the sweep
     silently retrains it."""
     from re2_lab.cli.sweep import OWN
@@ -311,40 +311,60 @@ def test_a_sweep_config_that_reuses_records_matches_one_of_them(config, monkeypa
     train_args = [line for line in lines if line[2:].split("=", 1)[0] not in OWN]
     recorded = _recorded_runs(values["reuse"].split(","))
     assert recorded, config
-    data_dirs = {
-        line.split("=", 1)[1]
-        for _, path in recorded
-        for line in (path / "flags.txt").read_text().splitlines()
-        if line.startswith("--data_dir=")
-    }
+    fingerprints = {key["data_fingerprint"] for key, _ in recorded}  # the records' data
     keys = [key for key, _ in recorded]  # dicts of settings
     matched = [
         (cell.label, seed)
-        for data_dir in sorted(data_dirs)
+        for fingerprint in sorted(fingerprints)
         for cell in parse_grid(values["grid"])
         for seed in range(1, int(values["seeds"]) + 1)
-        if run_key([*run_args(cell, [*train_args, f"--data_dir={data_dir}"], 1), f"--seed={seed}"])
-        in keys
+        if run_key([*run_args(cell, train_args, 1), f"--seed={seed}"], fingerprint) in keys
     ]
     assert matched, f"{config}: no cell x seed is a run recorded in {values['reuse']}"
 
 
 def test_a_run_recorded_elsewhere_with_the_same_settings_is_copied_not_trained(tmp_path):
-    """--reuse: a cell x seed whose settings another record holds is copied (with where from);
-    one differing in a computed setting, or in the seed, is trained. The "interpreter" given
-    is `false`, so a run that is trained fails at once instead of training."""
-    from re2_lab.sweep import run_key, run_sweep
+    """--reuse: a cell x seed whose settings and data another record holds is copied (with
+    where from), wherever that record's data directory was (another path, the same files:
+    the fingerprint its results.json names); one differing in a computed setting, in the
+    seed, or in the data (another fingerprint, or none recorded) is trained. The
+    "interpreter" given is `false`, so a run that is trained fails at once instead of
+    training."""
+    import hashlib
 
+    from re2_lab.sweep import run_key, run_sweep
+    from re2_tf.data.datasets import BUNDLED
+
+    sample = hashlib.sha256(
+        "".join(
+            f"{hashlib.sha256((BUNDLED / 'sample' / n).read_bytes()).hexdigest()}  {n}\n"
+            for n in ("train.txt", "dev.txt", "test.txt")
+        ).encode()
+    ).hexdigest()
     base = ["--model=re2", "--dataset=sample", "--epochs=1", "--threads=1"]
-    other = tmp_path / "other" / "model-re2" / "seed1"
-    other.mkdir(parents=True)
-    (other / "flags.txt").write_text(
-        "\n".join([*base, "--blocks=2", "--seed=1", "--run_dir=elsewhere", "--noprogress"]) + "\n"
+
+    def record(name, seed, fingerprint):
+        directory = tmp_path / "other" / name / f"seed{seed}"
+        directory.mkdir(parents=True)
+        flags = [*base, "--blocks=2", f"--seed={seed}", "--data_dir=/elsewhere/sample"]
+        (directory / "flags.txt").write_text(
+            "\n".join([*flags, "--run_dir=elsewhere", "--noprogress"]) + "\n"
+        )
+        result = _result(seed, 0.5, 0.4, 7)
+        if fingerprint:
+            result["data"] = {"dataset": "sample", "fingerprint": fingerprint}
+        (directory / "results.json").write_text(json.dumps(result))
+        return directory
+
+    other = record("model-re2", 1, sample)
+    record("other-data", 2, "0" * 64)  # blocks=2 seed 2 on other data
+    record("unknown-data", 2, None)  # and on data it does not name
+    # what a run computes ignores where it writes, where its data is and its progress line
+    assert run_key([*base, "--blocks=2", "--seed=1", "--progress=false"], sample) == run_key(
+        [f"--flagfile={other / 'flags.txt'}"], sample
     )
-    (other / "results.json").write_text(json.dumps(_result(1, 0.5, 0.4, 7)))
-    # what a run computes ignores where it writes and its progress line, not the rest
-    assert run_key([*base, "--blocks=2", "--seed=1", "--progress=false"]) == run_key(
-        [f"--flagfile={other / 'flags.txt'}"]
+    assert run_key([*base, "--blocks=2", "--seed=1"], sample) != run_key(
+        [*base, "--blocks=2", "--seed=1"], "0" * 64
     )
     assert run_key([*base, "--blocks=3", "--seed=1"]) != run_key([*base, "--blocks=2", "--seed=1"])
     cells = parse_grid("blocks=2,3")
@@ -361,7 +381,7 @@ def test_a_run_recorded_elsewhere_with_the_same_settings_is_copied_not_trained(t
     by = {(c.label, s): st.split(":")[0] for c, s, st in statuses}
     assert by == {
         ("blocks=2", 1): "reused",
-        ("blocks=2", 2): "failed",  # another seed
+        ("blocks=2", 2): "failed",  # recorded on other data, or on data not named
         ("blocks=3", 1): "failed",  # another setting
         ("blocks=3", 2): "failed",
     }

@@ -36,6 +36,7 @@ least the all-correct questions, as trec_eval does) are therefore not what is re
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from pathlib import Path
 
@@ -55,6 +56,8 @@ __all__ = [
     "load_split",
     "ref_file",
     "load_file",
+    "fingerprint",
+    "FINGERPRINT_SUFFIXES",
 ]
 
 SPLITS = ("train", "dev", "test")
@@ -206,6 +209,47 @@ def default_data_dir(name: str) -> Path:
     current directory, where ``re2-prepare`` writes by default."""
     bundled = BUNDLED / name
     return bundled if bundled.is_dir() else Path("data") / name
+
+
+#: The files of a split that :func:`fingerprint` covers, in this order (each where present).
+FINGERPRINT_SUFFIXES = (".txt", ".ids", ".ref")
+
+
+def fingerprint(data_dir: str | os.PathLike, splits=SPLITS) -> str:
+    """The identity of a prepared data directory's contents: a SHA-256 hex digest (64
+    lowercase hex characters) over its split files, whatever the directory is called.
+
+    The files are ``<split><suffix>`` for each split of ``splits`` in that order and each
+    suffix of :data:`FINGERPRINT_SUFFIXES` (``.txt``, ``.ids``, ``.ref``) in that order, those
+    that exist; other files (``README.md``, ``raw_dev.txt``, ``.rank``) are not covered. The
+    digest is the SHA-256 of the text ``sha256sum`` prints for those files, one line
+    ``<file's sha256 hex>  <file name>\\n`` each, so in the directory the shell computes it as
+    ``sha256sum train.txt train.ids dev.txt dev.ids dev.ref ... | sha256sum`` (listing the
+    files that exist, in the order above).
+
+    Args:
+        data_dir: a prepared directory (``re2-prepare``'s output, a learning check, a
+            bundled sample's :func:`default_data_dir`).
+        splits: split names in order (default :data:`SPLITS`: train, dev, test).
+
+    Raises:
+        FileNotFoundError: naming ``data_dir`` when it holds no ``<split>.txt`` of ``splits``.
+    """
+    directory = Path(data_dir)
+    files = [
+        directory / f"{split}{suffix}"
+        for split in splits
+        for suffix in FINGERPRINT_SUFFIXES
+        if (directory / f"{split}{suffix}").is_file()
+    ]
+    if not any(f.suffix == ".txt" for f in files):
+        names = ", ".join(f"{split}.txt" for split in splits)
+        raise FileNotFoundError(f"{directory}: none of {names}; not a prepared data directory")
+    listing = []
+    for path in files:
+        with open(path, "rb") as handle:
+            listing.append(f"{hashlib.file_digest(handle, 'sha256').hexdigest()}  {path.name}\n")
+    return hashlib.sha256("".join(listing).encode()).hexdigest()
 
 
 def load_split(
