@@ -33,8 +33,8 @@ from pathlib import Path
 from absl import flags as absl_flags
 
 from re2_tf import runs
-from re2_tf.cli.train import config_from_args
 from re2_tf.data import datasets
+from re2_tf.train_flags import config_from_args
 
 __all__ = ["EXEMPT", "UNFINGERPRINTED", "absolute_paths", "main", "rewrite"]
 

@@ -222,7 +222,7 @@ def _data_fingerprint(args, cache):
     None when the directory holds no data (such a run is trained, and says what is
     missing)."""
     from re2_tf import runs
-    from re2_tf.cli.train import config_from_args
+    from re2_tf.train_flags import config_from_args
 
     config = config_from_args([*args, "--run_dir=unused"])
     where = (str(config.resolved_data_dir.resolve()), runs.data_splits(config))
