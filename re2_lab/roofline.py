@@ -540,7 +540,8 @@ def serving_rows(
         ``flops_throughput_batch``, ``sequential_steps``, ``dependency_floor_ms``,
         ``flop_floor_ms``, ``median_ms``, ``times_floor`` (median over the larger floor),
         ``bound`` (``"FLOPs"`` or ``"dependency"``), ``throughput_pairs_per_s``,
-        ``percent_of_peak`` (at ``throughput_batch``), ``first_call_s``, ``peak_rss_mib``.
+        ``percent_of_peak`` (at ``throughput_batch``), ``first_call_s``, ``peak_hwm_mib``
+        (the timing process's own peak, MiB).
     """
     import functools
     import tempfile
@@ -612,7 +613,7 @@ def serving_rows(
                     100 * flops_large / throughput_batch * pairs / rate if rate and pairs else None
                 ),
                 first_call_s=timed["first_call_s"],
-                peak_rss_mib=timed.get("peak_rss_mib"),
+                peak_hwm_mib=timed.get("peak_hwm_mib"),
             )
             if traced is not None:
                 row["profile"] = profile_summary(traced, flops, rate)

@@ -52,7 +52,7 @@ from re2_tf.models import count_parameters, get_spec
 from re2_tf.serving import runtimes
 from re2_tf.serving.export import export_model
 from re2_tf.serving.files import TFLITE_FILE
-from re2_tf.serving.timing_worker import make_inputs
+from re2_tf.serving.timing_worker import make_inputs, process_memory_mib
 from re2_tf.training.losses import output_kind
 
 __all__ = [
@@ -61,8 +61,10 @@ __all__ = [
     "features_spec",
     "id_batches",
     "ids_spec",
+    "inherited_memory",
     "markdown_table",
     "pair_batch",
+    "process_memory_mib",
     "run_benchmark",
     "sample_words",
     "single_position_words",
@@ -378,18 +380,36 @@ def export_benchmark_model(
     return path, count_parameters(model), featurizers
 
 
-def _rss(row):
-    if row.get("peak_rss_mib") is None:
-        return "—"
-    return f"{row['peak_rss_mib']:,.0f} (+{row['peak_rss_mib'] - row['loaded_rss_mib']:,.0f})"
+def _memory(row):
+    """The memory cell of a row: the worker's own peak after the timed batches and its growth
+    over the loaded model (``batches_hwm_mib``, ``loaded_hwm_mib``); a record from before them
+    gives ``getrusage``'s ``peak_rss_mib`` / ``loaded_rss_mib`` (``serving/timing_worker.py``)."""
+    for peak, loaded in (("batches_hwm_mib", "loaded_hwm_mib"), ("peak_rss_mib", "loaded_rss_mib")):
+        if row.get(peak) is not None and row.get(loaded) is not None:
+            return f"{row[peak]:,.0f} (+{row[peak] - row[loaded]:,.0f})"
+    return "—"
+
+
+def inherited_memory(rows):
+    """Whether ``rows`` (``time_export`` results, or records) give memory only as
+    ``getrusage``'s ``peak_rss_mib`` -- recorded before the worker measured its own ``VmHWM``,
+    so their figure is at least the peak of the process that started the worker, not the
+    worker's own."""
+    return any(r.get("peak_rss_mib") is not None for r in rows) and not any(
+        "peak_hwm_mib" in r for r in rows
+    )
 
 
 def markdown_table(rows, batch, length, throughput_batch):
-    """Rows of ``{"model", "params", **time_export result}`` -> Markdown table string."""
+    """Rows of ``{"model", "params", **time_export result}`` -> Markdown table string. The
+    memory column: the timing process's own peak after the timed batches, MiB, and in brackets
+    how much the calls added over the loaded model (``getrusage``'s peak RSS for rows recorded
+    before that, :func:`inherited_memory`)."""
     served = f"pairs/s @ batch {throughput_batch}" if throughput_batch else "pairs/s (not timed)"
+    memory = "peak RSS MiB" if inherited_memory(rows) else "own peak MiB after the batches"
     lines = [
         f"| model | params (w/o emb.) | mean ± std s/batch ({batch}×{length}) | median ms | "
-        f"p99 ms | first call s | {served} | peak RSS MiB "
+        f"p99 ms | first call s | {served} | {memory} "
         f"(+ over loaded) | paper s/batch |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -399,7 +419,7 @@ def markdown_table(rows, batch, length, throughput_batch):
             f"| {r['model']} | {'—' if r['params'] is None else format(r['params'], ',')} | "
             f"{r['mean_s']:.4f} ± {r['std_s']:.4f} | "
             f"{r['median_ms']:.1f} | {r['p99_ms']:.1f} | {r['first_call_s']:.2f} | "
-            f"{'—' if not tput else f'{tput:,.0f}'} | {_rss(r)} | {r.get('paper', '—')} |"
+            f"{'—' if not tput else f'{tput:,.0f}'} | {_memory(r)} | {r.get('paper', '—')} |"
         )
     return "\n".join(lines)
 
