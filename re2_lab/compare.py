@@ -129,9 +129,9 @@ def measure(models, records, snli_dir, *, threads=2, batches=100, updates=10, lo
     (``configs/<model>/snli_learning_check.flags``) with random weights over a 30,000-word
     synthetic vocabulary (Table 5's; speed does not depend on the weights), exported with
     re2_tf's default export and timed with the Table 5 protocol in a fresh process
-    (:func:`re2_tf.benchmarking.time_export`: batch 8 x 20, median of 100 batches after 10
-    warm-up ones, ``threads`` intra-op threads, one inter-op), then at batch 128 for pairs/s
-    and the serving process's peak memory.
+    (:func:`re2_tf.benchmarking.time_export` on :func:`re2_tf.benchmarking.table5_inputs`:
+    batch 8 x 20, median of 100 batches after 10 warm-up ones, ``threads`` intra-op threads,
+    one inter-op), then at batch 128 for pairs/s and the serving process's peak memory.
 
     Args:
         models: model names.
@@ -162,9 +162,9 @@ def measure(models, records, snli_dir, *, threads=2, batches=100, updates=10, lo
             export, params, featurizers = benchmarking.export_benchmark_model(
                 config.spec, dict(config.hparams), Path(tmp) / "export", vocab_size=30000
             )
-            signature, inputs = benchmarking.benchmark_inputs(featurizers, 8, 20)
+            inputs = benchmarking.table5_inputs(featurizers, 8, 20)
             row = benchmarking.time_table5(
-                export, signature, inputs, threads=threads, batches=batches, throughput_batch=128
+                export, **inputs.request(), threads=threads, batches=batches, throughput_batch=128
             )
         row = {k: v for k, v in row.items() if k != "times_s"}
         row.update(model=model, params=params, flagfile=str(flagfile.relative_to(REPO)))

@@ -202,6 +202,14 @@ def test_measure_times_the_compared_network_and_resumes(tmp_path, shared_data):
     assert row["flagfile"] == "configs/match_srnn/snli_learning_check.flags"
     assert row["median_ms"] > 0 and row["throughput_pairs_per_s"] > 0
     assert row["peak_hwm_mib"] >= row["batches_hwm_mib"] >= row["loaded_hwm_mib"] > 0
+    # one definition: the Table 5 inputs re2-bench times for this network
+    from re2_tf import benchmarking
+    from re2_tf.train_flags import config_from_flagfile
+
+    config = config_from_flagfile(compare.REPO / row["flagfile"])
+    hparams = dict(config.spec.defaults(), **dict(config.hparams))
+    featurizers = benchmarking.synthetic_featurizers(config.spec, hparams, 30000)
+    assert row["inputs_sha256"] == benchmarking.table5_inputs(featurizers, 8, 20).digest()
     assert row["cpu"] and row["cpu_count"] and row["date"] and "times_s" not in row
     ((speed,),) = [training]
     assert speed["model"] == "match_srnn" and speed["updates"] == 2 and speed["pairs_per_s"] > 0
