@@ -31,8 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from re2_lab.budget import read_budget
+from re2_lab.doc_tables import INHERITED_RSS
 from re2_lab.sweep import Cell, pyplot, summarize_sweep
 from re2_lab.throughput import read_jsonl
+from re2_tf.benchmarking import inherited_memory
 from re2_tf.models.spec import model_names
 
 __all__ = [
@@ -127,9 +129,9 @@ def measure(models, records, snli_dir, *, threads=2, batches=100, updates=10, lo
     (``configs/<model>/snli_learning_check.flags``) with random weights over a 30,000-word
     synthetic vocabulary (Table 5's; speed does not depend on the weights), exported with
     re2_tf's default export and timed with the Table 5 protocol in a fresh process
-    (:func:`re2_tf.benchmarking.time_export`: batch 8 x 20, median of 100 batches after 10
-    warm-up ones, ``threads`` intra-op threads, one inter-op), then at batch 128 for pairs/s
-    and the serving process's peak memory.
+    (:func:`re2_tf.benchmarking.time_export` on :func:`re2_tf.benchmarking.table5_inputs`:
+    batch 8 x 20, median of 100 batches after 10 warm-up ones, ``threads`` intra-op threads,
+    one inter-op), then at batch 128 for pairs/s and the serving process's peak memory.
 
     Args:
         models: model names.
@@ -160,9 +162,9 @@ def measure(models, records, snli_dir, *, threads=2, batches=100, updates=10, lo
             export, params, featurizers = benchmarking.export_benchmark_model(
                 config.spec, dict(config.hparams), Path(tmp) / "export", vocab_size=30000
             )
-            signature, inputs = benchmarking.benchmark_inputs(featurizers, 8, 20)
+            inputs = benchmarking.table5_inputs(featurizers, 8, 20)
             row = benchmarking.time_table5(
-                export, signature, inputs, threads=threads, batches=batches, throughput_batch=128
+                export, **inputs.request(), threads=threads, batches=batches, throughput_batch=128
             )
         row = {k: v for k, v in row.items() if k != "times_s"}
         row.update(model=model, params=params, flagfile=str(flagfile.relative_to(REPO)))
@@ -212,6 +214,22 @@ def format_metric(metric):
     return f"{metric['mean']:.4f} ± {metric['std']:.4f}"
 
 
+def _serving_memory(s):
+    """The serving process's own peak (``peak_hwm_mib``: serving batch 8 then 128), or an
+    older record's ``getrusage`` figure (``peak_rss_mib``, noted under the table)."""
+    for key in ("peak_hwm_mib", "peak_rss_mib"):
+        if s and s.get(key):
+            return f"{s[key]:,.0f}"
+    return "—"
+
+
+def _training(t):
+    """Training pairs/s, with the training process's own peak MiB where recorded."""
+    if not t:
+        return "—"
+    return f"{t['pairs_per_s']:.1f}" + (f" ({t['peak_mib']:,.0f})" if t.get("peak_mib") else "")
+
+
 def report(records, models=None):
     """The comparison's Markdown table and its summary, from the records alone.
 
@@ -220,8 +238,10 @@ def report(records, models=None):
         (mean ± sample std over the recorded seeds, their number in brackets; ``—`` for a task
         with no record yet), parameters without the
         word embedding, median ms per batch of 8 x 20, served pairs/s at batch 128, peak
-        serving memory (MiB), training pairs/s; ``summary = {"tasks": {task: sweep summary},
-        "serving": [...], "training": [...]}``. A figure not recorded is ``—``.
+        serving memory (MiB: the serving process's own ``VmHWM``; an older record's
+        ``getrusage`` figure is noted under the table), training pairs/s (with the training
+        process's own peak MiB in brackets where recorded); ``summary = {"tasks": {task:
+        sweep summary}, "serving": [...], "training": [...]}``. A figure not recorded is ``—``.
     """
     from re2_lab import throughput
 
@@ -246,7 +266,8 @@ def report(records, models=None):
         "latency ms (8×20, median)",
         "served pairs/s @ 128",
         "peak serving MiB",
-        "training pairs/s",
+        "training pairs/s"
+        + (" (peak MiB)" if any(t.get("peak_mib") for t in training.values()) else ""),
     ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for model in models:
@@ -261,8 +282,8 @@ def report(records, models=None):
             f"{s['params']:,}" if s and s.get("params") is not None else "—",
             f"{s['median_ms']:.1f}" if s else "—",
             f"{s['throughput_pairs_per_s']:,.0f}" if s and s.get("throughput_pairs_per_s") else "—",
-            f"{s['peak_rss_mib']:,.0f}" if s and s.get("peak_rss_mib") else "—",
-            f"{t['pairs_per_s']:.1f}" if t else "—",
+            _serving_memory(s),
+            _training(t),
         ]
         lines.append("| " + " | ".join(row) + " |")
     machines = sorted(
@@ -289,6 +310,12 @@ def report(records, models=None):
                 if fixed
                 else "."
             )
+        )
+    inherited = [m for m, s in serving.items() if inherited_memory([s])]
+    if inherited:
+        lines[-1] += (
+            f" Peak serving MiB of {', '.join(f'`{m}`' for m in inherited)}: recorded before "
+            f"the per-process measurement, {INHERITED_RSS}."
         )
     return "\n".join(lines), {
         "tasks": tasks,

@@ -179,8 +179,20 @@ def _machine(record):
     return f"{describe_machine(record)}: `{record['command']}`"
 
 
+#: Under a table of a record whose memory is ``getrusage``'s (before the timing worker read its
+#: own ``VmHWM``: :func:`re2_tf.benchmarking.inherited_memory`).
+INHERITED_RSS = (
+    "`getrusage`'s `ru_maxrss`, which on Linux a process inherits from the one that started "
+    "it: at least that parent's peak, not the serving process's own"
+)
+INHERITED_MEMORY = (
+    f"Memory: this record predates the per-process measurement; its peak RSS is {INHERITED_RSS}, "
+    "and its growth over loaded (+0) is no measure of what the calls needed."
+)
+
+
 def _bench(record):
-    from re2_tf.benchmarking import markdown_table
+    from re2_tf.benchmarking import inherited_memory, markdown_table
 
     settings = record["settings"]
     table = markdown_table(
@@ -188,7 +200,10 @@ def _bench(record):
     )
     parts = [table]
     parts += [f"{title}:\n\n{text}" for title, text in record.get("components", {}).items()]
-    return "\n\n".join(parts) + f"\n\nMeasured on {_machine(record)}." + _timing_notes(record)
+    notes = _timing_notes(record)
+    if inherited_memory(record["rows"]):
+        notes += " " + INHERITED_MEMORY
+    return "\n\n".join(parts) + f"\n\nMeasured on {_machine(record)}." + notes
 
 
 def _timing_notes(record):

@@ -527,8 +527,10 @@ def serving_rows(
 
     Args:
         peak: ``{dtype: FLOP/s or None}`` (:func:`peaks`).
-        words: words of the random texts (:func:`single_position_words`): every text is
-            ``length`` positions long, for the FLOP count and the timed export alike.
+        words: words of the FLOP count's texts (:func:`single_position_words`): every text is
+            ``length`` positions long. The timed export gets the Table 5 inputs
+            (:func:`re2_tf.benchmarking.table5_inputs`, seed 0: texts of ``length`` ±
+            :data:`~re2_tf.benchmarking.TABLE5_LENGTH_SPREAD` positions), as ``re2-bench``.
         step_seconds: ``(m, k, n) -> s`` for the dependency floor (default:
             :func:`loop_step_seconds`, memoised).
         profile_calls: if > 0, also profile this many calls of each SavedModel export at
@@ -540,7 +542,8 @@ def serving_rows(
         ``flops_throughput_batch``, ``sequential_steps``, ``dependency_floor_ms``,
         ``flop_floor_ms``, ``median_ms``, ``times_floor`` (median over the larger floor),
         ``bound`` (``"FLOPs"`` or ``"dependency"``), ``throughput_pairs_per_s``,
-        ``percent_of_peak`` (at ``throughput_batch``), ``first_call_s``, ``peak_rss_mib``.
+        ``percent_of_peak`` (at ``throughput_batch``), ``first_call_s``, ``peak_hwm_mib``
+        (the timing process's own peak, MiB).
     """
     import functools
     import tempfile
@@ -559,7 +562,8 @@ def serving_rows(
         large = pair_batch(featurizers, throughput_batch, length, words)
         flops, steps, dependency, _ = floors(model, small, None, step_seconds)
         flops_large = model_flops(model, large)["total"]
-        signature, spec_inputs = benchmarking.benchmark_inputs(featurizers, batch, length, words)
+        inputs = benchmarking.table5_inputs(featurizers, batch, length)
+        signature, spec_inputs = inputs.signature, inputs.spec
         timed_exports = set()
         for name in exports:
             fmt, precision, xla, dtype, backend = EXPORTS[name]
@@ -580,8 +584,7 @@ def serving_rows(
                 )
                 timed = benchmarking.time_table5(
                     path,
-                    signature,
-                    spec_inputs,
+                    **inputs.request(),
                     threads=threads,
                     batches=batches,
                     throughput_batch=throughput_batch,
@@ -612,7 +615,8 @@ def serving_rows(
                     100 * flops_large / throughput_batch * pairs / rate if rate and pairs else None
                 ),
                 first_call_s=timed["first_call_s"],
-                peak_rss_mib=timed.get("peak_rss_mib"),
+                peak_hwm_mib=timed.get("peak_hwm_mib"),
+                inputs_sha256=timed.get("inputs_sha256"),
             )
             if traced is not None:
                 row["profile"] = profile_summary(traced, flops, rate)

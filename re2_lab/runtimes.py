@@ -53,10 +53,11 @@ def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16,
 
     xla_path, featurizers = export("xla")
     plain_path, _ = export("noxla", xla=False)
+    # the Table 5 inputs every latency is timed on, its first 4 batches as serving_ids, fixed:
+    # every runtime times (and its probabilities are compared on) the same ones
+    inputs = benchmarking.table5_inputs(featurizers, batch, length)
     inputs_file = tmp / "inputs.npz"
-    input_spec = benchmarking.write_batches(
-        benchmarking.id_batches(featurizers, batch, length), inputs_file
-    )
+    input_spec = benchmarking.write_batches(inputs.id_batches(), inputs_file)
     targets = [("savedmodel (XLA)", "f32", xla_path, "—", None)]
     targets.append(("savedmodel (xla=False)", "f32", plain_path, "—", None))
     start = time.perf_counter()
@@ -105,6 +106,7 @@ def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16,
                 )  # fmt: skip
                 row.update({k: timed[k] for k in ("median_ms", "p99_ms", "first_call_s")})
                 row.update(interpreter=timed["interpreter"], loadavg=os.getloadavg()[0])
+                row["inputs_sha256"] = timed["inputs_sha256"]
                 probabilities = np.load(outputs)["probabilities"]
                 if reference is None:
                     reference = probabilities
@@ -133,9 +135,11 @@ def report(
     weights, as ``re2-bench``) through
     every runtime with the Table 5 protocol (:func:`re2_tf.benchmarking.time_export`: a fresh
     process each, ``batches`` timed batches of ``batch x length`` after ``warmup``; median
-    ms), all on the same 4 batches of ``serving_ids`` inputs
-    (:func:`re2_tf.benchmarking.id_batches`), and check
-    each runtime's probabilities on them against the default SavedModel's
+    ms), all on the same 4 batches of ``serving_ids`` inputs (the first 4 of
+    :func:`re2_tf.benchmarking.table5_inputs`, as
+    :meth:`~re2_tf.benchmarking.Table5Inputs.id_batches` gives them: texts of ``length`` ±
+    :data:`~re2_tf.benchmarking.TABLE5_LENGTH_SPREAD` positions), and check each runtime's
+    probabilities on them against the default SavedModel's
     (:func:`agreement`, :data:`TOLERANCE`).
 
     Runtimes: the SavedModel (default XLA export, and ``xla=False``), TFLite, ONNX Runtime

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import keras
 
+from re2_tf.benchmarking import process_memory_mib
 from re2_tf.machine import (  # noqa: F401  (re-exported: the speed records' CPU fields)
     VECTOR_FEATURES,
     cpu_features,
@@ -152,6 +153,8 @@ def _child(spec):
         "trainable_parameters": timer.parameters,
         "allreduce_bytes": 4 * timer.parameters,
         "wall_s": time.perf_counter() - started,
+        # the training process's own peak resident memory (VmHWM), MiB; None without /proc
+        "peak_mib": process_memory_mib()["hwm"],
     }
     print("THROUGHPUT " + json.dumps(record), flush=True)
 
@@ -251,8 +254,10 @@ def measure(
     Returns:
         list of every record in the file (dicts: ``model``, ``mode``, ``mixed_precision``,
         ``pairs_per_s``, ``seconds_per_update``, ``batch_size``, ``trainable_parameters``,
-        ``allreduce_bytes``, ``threads``, ``cpu``, ``cpu_features``, ``cpu_count``,
-        ``tensorflow``, ``date``, ...).
+        ``allreduce_bytes``, ``peak_mib`` (the training process's own peak resident memory,
+        ``VmHWM``, MiB: :func:`re2_tf.benchmarking.process_memory_mib`; ``None`` without
+        ``/proc``, absent from older records), ``threads``, ``cpu``, ``cpu_features``,
+        ``cpu_count``, ``tensorflow``, ``date``, ...).
 
     Raises:
         ValueError: an unknown mode; RuntimeError: a measurement process failed (its stderr

@@ -31,6 +31,7 @@ Command line (:mod:`re2_tf.cli.benchmark`)::
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -52,26 +53,28 @@ from re2_tf.models import count_parameters, get_spec
 from re2_tf.serving import runtimes
 from re2_tf.serving.export import export_model
 from re2_tf.serving.files import TFLITE_FILE
-from re2_tf.serving.timing_worker import make_inputs
+from re2_tf.serving.timing_worker import inputs_digest, make_inputs, process_memory_mib
 from re2_tf.training.losses import output_kind
 
 __all__ = [
+    "Table5Inputs",
     "benchmark_inputs",
     "export_benchmark_model",
     "features_spec",
-    "id_batches",
     "ids_spec",
+    "inherited_memory",
     "markdown_table",
     "pair_batch",
+    "process_memory_mib",
     "run_benchmark",
     "sample_words",
     "single_position_words",
     "synthetic_featurizers",
+    "table5_inputs",
     "run_worker",
     "text_spec",
     "time_export",
     "time_table5",
-    "timing_inputs",
     "write_batches",
 ]
 
@@ -228,16 +231,11 @@ def sample_words(path=SAMPLE_TEXT):
     return sorted(words)
 
 
-def benchmark_inputs(featurizers, batch, length, words=None):
-    """``(signature, input spec)`` timed for a model with these featurisers: ``serving_ids``
-    on random ids of every feature (:func:`features_spec`), or -- when a feature packs both
-    texts into one sequence (side ``pair``, BERT's ``[CLS] a [SEP] b [SEP]``), which random
-    ids cannot form -- ``serving_default`` on raw texts of ``length`` words of ``words``
-    (default: the bundled sample's, :func:`sample_words`), tokenisation and packing included
-    in the time."""
-    if any(s.side == "pair" for f in featurizers for s in f.specs()):
-        return "serving_default", text_spec(batch, length, words or sample_words())
-    return "serving_ids", features_spec(featurizers, batch, length)
+def benchmark_inputs(featurizers, batch, length):
+    """``(signature, input spec)`` of :func:`table5_inputs` (the fresh-draw spec the timing
+    worker draws from)."""
+    inputs = table5_inputs(featurizers, batch, length)
+    return inputs.signature, inputs.spec
 
 
 def single_position_words(featurizers, words):
@@ -278,36 +276,118 @@ def pair_batch(featurizers, batch, length, words, *, length_multiple=0, seed=0):
     return next(iter(dataset))
 
 
-def id_batches(featurizers, batch, length, *, count=4, seed=0):
-    """``count`` batches of ``serving_ids`` inputs (``[{name: np.ndarray}]``) for a model with
-    these featurisers: the random ids this module times (its
-    :func:`benchmark_inputs`, drawn as ``serving/timing_worker.py`` draws them), or -- for a model
-    whose input packs both texts (BERT's ``[CLS] a [SEP] b [SEP]``), which random ids cannot
-    form -- pairs of ``length`` random words of the bundled sample that each featuriser
-    encodes as one position, packed by the model's own featurisers in Python."""
-    signature, spec = benchmark_inputs(featurizers, batch, length, words=["w"])
-    if signature == runtimes.SIGNATURE:
-        rng = np.random.default_rng(seed)
-        return [make_inputs(spec, batch, rng) for _ in range(count)]
-    words = single_position_words(featurizers, sample_words())
-    return [
-        {
-            k: np.asarray(v)
-            for k, v in pair_batch(featurizers, batch, length, words, seed=seed + i).items()
-        }
-        for i in range(count)
-    ]
+@dataclasses.dataclass(frozen=True)
+class Table5Inputs:
+    """The inputs one model is timed on (:func:`table5_inputs` makes them): every latency
+    re2_tf and its lab report -- ``re2-bench``, the comparison, the roofline, the runtimes
+    table -- times these, so one model has one latency definition.
+
+    Attributes:
+        signature: ``serving_ids`` (random ids of every feature) or, for a packed-pair model,
+            ``serving_default`` (raw texts).
+        spec: the timing worker's input spec (``serving/timing_worker.py``): what it draws.
+        featurizers: the model's featurisers (they encode the texts for :meth:`id_batches`).
+        length_spread: each row's length is drawn from ``length ± length_spread`` (per side).
+        seed: the seed of the worker's ``numpy.random.default_rng``.
+    """
+
+    signature: str
+    spec: dict
+    featurizers: tuple
+    length_spread: int
+    seed: int
+
+    @property
+    def batch(self):
+        """Pairs per batch (int)."""
+        return self.spec[next(iter(self.spec))]["shape"][0]
+
+    def batches(self, count=4):
+        """The first ``count`` batches the timing worker draws for :attr:`signature` (its
+        first call, warm-up and timed batches draw on from the same generator):
+        ``[{input name: np.ndarray}]``, ids ``int32``/``float32`` ``[batch, width, ...]``
+        (``width`` the longest row, padding 0) or texts (object ``[batch]``)."""
+        rng = np.random.default_rng(self.seed)
+        return [make_inputs(self.spec, self.batch, rng, self.length_spread) for _ in range(count)]
+
+    def id_batches(self, count=4):
+        """:meth:`batches` as ``serving_ids`` inputs (a converted model's signature): the
+        same arrays for an id model; for a packed-pair model, the same texts encoded by its
+        featurisers and padded to the batch's longest pair, as the training pipeline does."""
+        batches = self.batches(count)
+        if self.signature == runtimes.SIGNATURE:
+            return batches
+        return [_encode_texts(self.featurizers, b["text1"], b["text2"]) for b in batches]
+
+    def digest(self, ids=False):
+        """The timing worker's ``inputs_sha256`` of these inputs (of :meth:`id_batches` with
+        ``ids``): a record with this digest timed them."""
+        return inputs_digest(self.id_batches() if ids else self.batches())
+
+    def request(self, *, ids=False, inputs_file=None):
+        """``time_export`` / ``time_table5`` keyword arguments (``signature``, ``input_spec``,
+        ``seed``, ``length_spread``, ``options``) timing these inputs: fresh draws by the
+        worker; with ``ids`` (a converted model's ``serving_ids``) and a packed-pair model,
+        whose ids the worker cannot draw, :meth:`id_batches` written to ``inputs_file``
+        (``.npz``) and cycled through.
+
+        Raises:
+            ValueError: ``ids`` for a packed-pair model without ``inputs_file``.
+        """
+        kw = dict(seed=self.seed, length_spread=self.length_spread, options={})
+        if not ids or self.signature == runtimes.SIGNATURE:
+            return dict(kw, signature=self.signature, input_spec=self.spec)
+        if inputs_file is None:
+            raise ValueError("a packed-pair model's serving_ids inputs need an inputs_file")
+        spec = write_batches(self.id_batches(), inputs_file)
+        kw["options"] = {"inputs_file": str(inputs_file)}
+        return dict(kw, signature=runtimes.SIGNATURE, input_spec=spec)
 
 
-def timing_inputs(featurizers, batch, length, path):
-    """``(input spec, time_export options)`` timing a converted ``serving_ids`` the way
-    :func:`time_export` times the SavedModel: its random-id spec (the worker draws the
-    batches), or for a packed-pair model the :func:`id_batches` written to ``path`` (``.npz``,
-    options ``{"inputs_file": path}``; no throughput batch can be drawn then)."""
-    signature, spec = benchmark_inputs(featurizers, batch, length, words=["w"])
-    if signature == runtimes.SIGNATURE:
-        return spec, {}
-    return write_batches(id_batches(featurizers, batch, length), path), {"inputs_file": str(path)}
+def _encode_texts(featurizers, texts1, texts2):
+    examples = [PairExample(str(a), str(b), 0) for a, b in zip(texts1, texts2)]
+    dataset = make_dataset(
+        encode_examples(examples, featurizers),
+        batch_size=len(examples),
+        training=False,
+        with_labels=False,
+    )
+    return {k: np.asarray(v) for k, v in next(iter(dataset)).items()}
+
+
+def table5_inputs(featurizers, batch=8, length=20, *, length_spread=None, seed=0):
+    """The one definition of the Table 5 inputs a model is timed on (:class:`Table5Inputs`).
+
+    Per batch of ``batch`` pairs, from ``numpy.random.default_rng(seed)`` (one generator for
+    all batches, in order), for each input of the spec in turn: a side's row lengths, once per
+    side, ``rng.integers(max(length - length_spread, 1), length + length_spread + 1, batch)``;
+    then ids ``rng.integers(low, high, [batch, longest row, ...])`` with each row's tail set
+    to 0, or texts of ``rng.choice(words, n)`` joined by spaces per row
+    (``serving/timing_worker.py``'s ``make_inputs``).
+
+    What is drawn: ids uniform over every feature's real entries (:func:`features_spec`:
+    2 .. vocabulary size - 1) through ``serving_ids``; or -- when a feature packs both texts
+    into one sequence (side ``pair``, BERT's ``[CLS] a [SEP] b [SEP]``), which random ids
+    cannot form -- raw texts through ``serving_default``, of the bundled sample's words that
+    each featuriser encodes as one position (:func:`single_position_words` of
+    :func:`sample_words`), so a text of ``n`` words is ``n`` positions long; tokenisation and
+    packing are in the time.
+
+    Args:
+        featurizers: the model's featurisers.
+        batch, length: pairs per batch and mean text length (Table 5: 8 and 20).
+        length_spread: default :data:`TABLE5_LENGTH_SPREAD`.
+        seed: the generator's seed.
+    """
+    featurizers = tuple(featurizers)
+    if length_spread is None:
+        length_spread = TABLE5_LENGTH_SPREAD
+    if any(s.side == "pair" for f in featurizers for s in f.specs()):
+        words = single_position_words(featurizers, sample_words())
+        signature, spec = "serving_default", text_spec(batch, length, words)
+    else:
+        signature, spec = runtimes.SIGNATURE, features_spec(featurizers, batch, length)
+    return Table5Inputs(signature, spec, featurizers, int(length_spread), int(seed))
 
 
 def write_batches(batches, path):
@@ -378,18 +458,36 @@ def export_benchmark_model(
     return path, count_parameters(model), featurizers
 
 
-def _rss(row):
-    if row.get("peak_rss_mib") is None:
-        return "—"
-    return f"{row['peak_rss_mib']:,.0f} (+{row['peak_rss_mib'] - row['loaded_rss_mib']:,.0f})"
+def _memory(row):
+    """The memory cell of a row: the worker's own peak after the timed batches and its growth
+    over the loaded model (``batches_hwm_mib``, ``loaded_hwm_mib``); a record from before them
+    gives ``getrusage``'s ``peak_rss_mib`` / ``loaded_rss_mib`` (``serving/timing_worker.py``)."""
+    for peak, loaded in (("batches_hwm_mib", "loaded_hwm_mib"), ("peak_rss_mib", "loaded_rss_mib")):
+        if row.get(peak) is not None and row.get(loaded) is not None:
+            return f"{row[peak]:,.0f} (+{row[peak] - row[loaded]:,.0f})"
+    return "—"
+
+
+def inherited_memory(rows):
+    """Whether ``rows`` (``time_export`` results, or records) give memory only as
+    ``getrusage``'s ``peak_rss_mib`` -- recorded before the worker measured its own ``VmHWM``,
+    so their figure is at least the peak of the process that started the worker, not the
+    worker's own."""
+    return any(r.get("peak_rss_mib") is not None for r in rows) and not any(
+        "peak_hwm_mib" in r for r in rows
+    )
 
 
 def markdown_table(rows, batch, length, throughput_batch):
-    """Rows of ``{"model", "params", **time_export result}`` -> Markdown table string."""
+    """Rows of ``{"model", "params", **time_export result}`` -> Markdown table string. The
+    memory column: the timing process's own peak after the timed batches, MiB, and in brackets
+    how much the calls added over the loaded model (``getrusage``'s peak RSS for rows recorded
+    before that, :func:`inherited_memory`)."""
     served = f"pairs/s @ batch {throughput_batch}" if throughput_batch else "pairs/s (not timed)"
+    memory = "peak RSS MiB" if inherited_memory(rows) else "own peak MiB after the batches"
     lines = [
         f"| model | params (w/o emb.) | mean ± std s/batch ({batch}×{length}) | median ms | "
-        f"p99 ms | first call s | {served} | peak RSS MiB "
+        f"p99 ms | first call s | {served} | {memory} "
         f"(+ over loaded) | paper s/batch |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -399,7 +497,7 @@ def markdown_table(rows, batch, length, throughput_batch):
             f"| {r['model']} | {'—' if r['params'] is None else format(r['params'], ',')} | "
             f"{r['mean_s']:.4f} ± {r['std_s']:.4f} | "
             f"{r['median_ms']:.1f} | {r['p99_ms']:.1f} | {r['first_call_s']:.2f} | "
-            f"{'—' if not tput else f'{tput:,.0f}'} | {_rss(r)} | {r.get('paper', '—')} |"
+            f"{'—' if not tput else f'{tput:,.0f}'} | {_memory(r)} | {r.get('paper', '—')} |"
         )
     return "\n".join(lines)
 
@@ -441,9 +539,10 @@ def run_benchmark(
     time it with the Table 5 protocol; return ``(rows, markdown)``. ``plain`` adds a row per
     variant for the same network exported with Keras' ``model.export``. ``runtime``
     (``openvino``, ``onnxruntime``): time instead the ``xla=False`` export's ``serving_ids``
-    converted for it (:func:`re2_tf.serving.runtimes.convert`; inputs:
-    :func:`timing_inputs`). Every timed batch is a fresh draw whose
-    texts are ``length ± length_spread`` long (default :data:`TABLE5_LENGTH_SPREAD`).
+    converted for it (:func:`re2_tf.serving.runtimes.convert`). Inputs:
+    :func:`table5_inputs` (seed 0): every timed batch a fresh draw whose texts are ``length ±
+    length_spread`` long (default :data:`TABLE5_LENGTH_SPREAD`); a converted packed-pair model
+    cycles through their first 4 batches encoded (:meth:`Table5Inputs.request`).
 
     Raises:
         KeyError: an unknown model or variant.
@@ -471,15 +570,15 @@ def run_benchmark(
                 xla=xla,
                 plain_dir=plain_dir,
             )
-            signature, inputs = benchmark_inputs(featurizers, batch, length)
-            options, kind = None, f"{fmt}, {precision}"
+            inputs = table5_inputs(featurizers, batch, length, length_spread=length_spread)
+            request, kind = inputs.request(), f"{fmt}, {precision}"
             if runtime:
                 path = runtimes.convert(path, runtime, Path(tmp) / f"{runtime}{k}")
-                signature, kind = runtimes.SIGNATURE, f"{runtime}, fp32"
-                inputs, options = timing_inputs(
-                    featurizers, batch, length, Path(tmp) / f"inputs{k}.npz"
-                )
-                options["precision"] = "f32"  # OpenVINO's default is bf16 where the CPU has it
+                kind = f"{runtime}, fp32"
+                request = inputs.request(ids=True, inputs_file=Path(tmp) / f"inputs{k}.npz")
+                # OpenVINO's default is bf16 where the CPU has it
+                request["options"]["precision"] = "f32"
+            signature = request.pop("signature")
             timed = [
                 (
                     path,
@@ -500,15 +599,12 @@ def run_benchmark(
             for target, signature, name in timed:
                 result = time_export(
                     target,
-                    signature,
-                    inputs,
+                    **dict(request, signature=signature),
                     batches=batches,
                     warmup=warmup,
                     intra_op_threads=intra_op_threads,
                     inter_op_threads=inter_op_threads,
-                    throughput_batch=0 if "inputs_file" in (options or {}) else throughput_batch,
-                    length_spread=length_spread,
-                    options=options,
+                    throughput_batch=0 if "inputs_file" in request["options"] else throughput_batch,
                 )
                 result.update(model=name, params=params, paper=entry.get("paper_seconds", "—"))
                 rows.append(result)

@@ -34,14 +34,25 @@ def test_table5_driver_smoke(tmp_path):
     assert len(row["times_s"]) == 2 and row["first_call_s"] > 0
     assert row["mean_s"] > 0 and row["p99_ms"] >= row["median_ms"] > 0
     assert row["throughput_pairs_per_s"] > 0 and row["paper"] == 0.03
-    # peak resident memory: loaded TensorFlow alone is well over 100 MiB; calls only add
-    assert 100 < row["loaded_rss_mib"] <= row["peak_rss_mib"]
+    # the worker's own peak memory (VmHWM): loaded TensorFlow alone is well over 100 MiB; calls
+    # only add, and the current resident set is at most the peak
+    assert 100 < row["loaded_hwm_mib"] <= row["batches_hwm_mib"] <= row["peak_hwm_mib"]
+    assert 0 < row["rss_mib"] <= row["peak_hwm_mib"] and "peak_rss_mib" not in row
     lines = table.splitlines()
     assert lines[0].startswith("| model | params") and "paper" in lines[0]
     assert lines[1].startswith("|---") and lines[2].startswith("| RE2 1 block")
     assert lines[3].startswith("| RE2 1 block (plain Keras model.export)")
     assert lines[2].count("|") == lines[0].count("|")
-    assert "peak RSS MiB" in lines[0] and f"{row['peak_rss_mib']:,.0f} (+" in lines[2]
+    # one definition: the worker timed table5_inputs' draws (both exports, same inputs)
+    from re2_tf.models import get_spec
+
+    spec = get_spec("re2")
+    hparams = dict(spec.defaults(), **spec.benchmark["RE2 1 block"]["hparams"])
+    expected = benchmark.table5_inputs(benchmark.synthetic_featurizers(spec, hparams, 50), 2, 5)
+    assert row["inputs_sha256"] == plain["inputs_sha256"] == expected.digest()
+    assert "own peak MiB after the batches (+ over loaded)" in lines[0]
+    grown = row["batches_hwm_mib"] - row["loaded_hwm_mib"]
+    assert f"| {row['batches_hwm_mib']:,.0f} (+{grown:,.0f}) |" in lines[2]
 
 
 def test_table5_parameter_count():
@@ -159,3 +170,83 @@ def test_timing_worker_draws_fresh_lengths_per_row_shared_by_side():
     assert len(widths) > 5  # fresh lengths per batch
     exact = worker.make_inputs(spec, 8, rng)  # length_spread 0: every text 20 long
     assert exact["text1"].shape == (8, 20) and (exact["text1"] > 0).all()
+
+
+def _worker():
+    import importlib.util
+
+    loader = importlib.util.spec_from_file_location("timing_worker", benchmark.WORKER)
+    worker = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(worker)
+    return worker
+
+
+def test_table5_inputs_are_the_documented_draw_regenerated_by_hand(tmp_path):
+    # table5_inputs' docstring, by hand with NumPy's Generator: batch 2, length 3 ± 1, seed 7,
+    # one word-id feature per side over a 6-entry vocabulary (ids 2..5): per side the row
+    # lengths, then ids over the longest row, each row's tail 0; text1's then text2's.
+    import numpy as np
+
+    from re2_tf.data.features import WordIds
+    from re2_tf.data.vocab import Vocab
+
+    ids = WordIds.from_vocab(Vocab(["a", "man", "plays", "guitar"]))  # + padding, OOV: 6
+    inputs = benchmark.table5_inputs([ids], 2, 3, length_spread=1, seed=7)
+    assert inputs.signature == "serving_ids" and inputs.batch == 2
+    rng = np.random.default_rng(7)
+    expected = []
+    for _ in range(3):
+        batch = {}
+        for side in ("text1", "text2"):
+            rows = rng.integers(2, 5, 2)  # 3 - 1 .. 3 + 1
+            x = rng.integers(2, 6, size=(2, rows.max())).astype("int32")
+            for r, n in enumerate(rows):
+                x[r, n:] = 0
+            batch[side] = x
+        expected.append(batch)
+    got = inputs.batches(3)
+    for mine, theirs in zip(expected, got):
+        assert set(mine) == set(theirs)
+        for k in mine:
+            np.testing.assert_array_equal(theirs[k], mine[k])
+            assert theirs[k].dtype == np.int32
+    # an id model's serving_ids inputs are those arrays; the worker's own draw from the
+    # request (fresh draws) gives the same 4 first batches, hence the same digest
+    worker = _worker()
+    request = inputs.request()
+    assert request["options"] == {} and request["seed"] == 7 and request["length_spread"] == 1
+    rng = np.random.default_rng(request["seed"])
+    drawn = [worker.make_inputs(request["input_spec"], 2, rng, 1) for _ in range(4)]
+    assert worker.inputs_digest(drawn) == inputs.digest() == inputs.digest(ids=True)
+    assert worker.inputs_digest(expected) != inputs.digest()  # 3 batches are not 4
+
+
+def test_a_packed_pair_models_ids_are_its_drawn_texts_encoded(tmp_path):
+    # BERT-like packed pair: the worker draws texts (serving_default); a converted model's
+    # serving_ids cycles through those same texts, encoded: [CLS] a [SEP] b [SEP], one
+    # position per word (single-position words), written for the worker to load.
+    import numpy as np
+
+    from re2_tf.data.features import PackedPair, WholeWordTokenizer
+
+    packed = PackedPair(WholeWordTokenizer())
+    packed.fit(["a", "man", "plays"])
+    inputs = benchmark.table5_inputs([packed], 3, 4, length_spread=2, seed=1)
+    assert inputs.signature == "serving_default"
+    texts, encoded = inputs.batches(), inputs.id_batches()
+    for text, ids in zip(texts, encoded):
+        words = [len(a.split()) + len(b.split()) for a, b in zip(text["text1"], text["text2"])]
+        assert all(2 <= len(t.split()) <= 6 for t in [*text["text1"], *text["text2"]])
+        # 3 special tokens + the words; padding to the longest pair
+        np.testing.assert_array_equal(ids["padding_mask"].sum(1), np.add(words, 3))
+        assert ids["token_ids"].shape[1] == max(words) + 3
+    request = inputs.request(ids=True, inputs_file=tmp_path / "in.npz")
+    assert request["signature"] == "serving_ids"
+    assert request["options"] == {"inputs_file": str(tmp_path / "in.npz")}
+    data = np.load(tmp_path / "in.npz")  # as the worker loads it
+    loaded = [
+        {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith(f"{i}/")} for i in range(4)
+    ]
+    assert _worker().inputs_digest(loaded) == inputs.digest(ids=True) != inputs.digest()
+    with pytest.raises(ValueError, match="inputs_file"):
+        inputs.request(ids=True)

@@ -103,10 +103,12 @@ def test_table_is_the_records_with_hand_computed_mean_and_std(tmp_path):
     assert drcn == "| `drcn` | 0.2500 (1) | — | — | — | — | — | — | — | — |"
     assert list(summary["tasks"]) == ["snli_check", "quora_check", "wikiqa", "trecqa"]
     # the CPU of the speed columns, from both kinds of record, each with its own date
+    machine, _, memory = machine.partition(" Peak serving MiB")
     assert machine == (
         "Latency, serving and training speed measured on 2 cores of CPU A (avx2), 2026-01-02; "
         "4 cores of CPU B (vector units unknown), 2026-01-03."
     )
+    assert memory.startswith(" of `re2`: recorded before the per-process measurement, ")
 
 
 def test_a_command_for_one_model_keeps_every_recorded_models_row(tmp_path):
@@ -199,13 +201,41 @@ def test_measure_times_the_compared_network_and_resumes(tmp_path, shared_data):
     assert row["model"] == "match_srnn" and row["params"] == 29_323
     assert row["flagfile"] == "configs/match_srnn/snli_learning_check.flags"
     assert row["median_ms"] > 0 and row["throughput_pairs_per_s"] > 0
-    assert row["peak_rss_mib"] >= row["loaded_rss_mib"] > 0
+    assert row["peak_hwm_mib"] >= row["batches_hwm_mib"] >= row["loaded_hwm_mib"] > 0
+    # one definition: the Table 5 inputs re2-bench times for this network
+    from re2_tf import benchmarking
+    from re2_tf.train_flags import config_from_flagfile
+
+    config = config_from_flagfile(compare.REPO / row["flagfile"])
+    hparams = dict(config.spec.defaults(), **dict(config.hparams))
+    featurizers = benchmarking.synthetic_featurizers(config.spec, hparams, 30000)
+    assert row["inputs_sha256"] == benchmarking.table5_inputs(featurizers, 8, 20).digest()
     assert row["cpu"] and row["cpu_count"] and row["date"] and "times_s" not in row
     ((speed,),) = [training]
     assert speed["model"] == "match_srnn" and speed["updates"] == 2 and speed["pairs_per_s"] > 0
+    assert speed["peak_mib"] > 100  # the training process's own peak: TensorFlow loaded
     assert compare.measure(["match_srnn"], records, data, log=lambda line: None) == (
         serving,
         training,
     )
     table, _ = compare.report(records, ("match_srnn",))
     assert f"| {row['median_ms']:.1f} |" in table.splitlines()[2]
+
+
+def test_memory_columns_say_whose_memory_they_are(tmp_path):
+    # an old serving record (getrusage's peak_rss_mib) is shown with a note that it is not the
+    # serving process's own; a new one (VmHWM: peak_hwm_mib) without; the training process's own
+    # peak beside its pairs/s where recorded
+    _hand_made_records(tmp_path)
+    table, _ = compare.report(tmp_path, ("re2", "drcn"))
+    assert "| 789 | 53.2 |" in table.splitlines()[2]
+    assert "Peak serving MiB of `re2`: recorded before the per-process measurement" in table
+    new = {"model": "re2", "params": 1, "median_ms": 1.0, "peak_hwm_mib": 321.6}
+    _write(tmp_path / "serving.jsonl", json.dumps(new) + "\n")
+    training = {"model": "re2", "mode": "one_process", "mixed_precision": "none"}
+    training.update(pairs_per_s=53.21, peak_mib=1234.4)
+    _write(tmp_path / "training/throughput.jsonl", json.dumps(training) + "\n")
+    table, _ = compare.report(tmp_path, ("re2", "drcn"))
+    header, _, re2 = table.splitlines()[:3]
+    assert header.endswith("| peak serving MiB | training pairs/s (peak MiB) |")
+    assert re2.endswith("| 322 | 53.2 (1,234) |") and "recorded before" not in table

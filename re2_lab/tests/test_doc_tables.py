@@ -332,3 +332,23 @@ def test_an_ab_block_gives_medians_and_ranges_of_the_rounds(tmp_path):
     assert lines[2] == "| V | a | 2.00 (1.00-3.00) | 9.00 (9.00-9.00) |"
     assert lines[3].startswith("| V | b | 4.00 (4.00-5.00) |")
     assert lines[-1] == "3 rounds, 2 threads, on 2 cores of X (avx2), 2026-01-02: `c2`"
+
+
+def test_a_bench_record_of_getrusage_memory_is_noted_as_such(tmp_path):
+    # rows with getrusage's peak_rss_mib (before the worker read its own VmHWM): old header and
+    # a note under the table; rows with the worker's own figures: their header, no note
+    old = _record("savedmodel, fp32, XLA", (2.5, 5.1, 8.1), "re2-bench")
+    for row in old["rows"]:
+        row.update(peak_rss_mib=1000.4, loaded_rss_mib=1000.4)
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    text = doc_tables.generate("bench old.json", root=tmp_path)
+    assert "| peak RSS MiB (+ over loaded) |" in text.splitlines()[0]
+    assert "| 1,000 (+0) |" in text.splitlines()[2]
+    assert text.endswith(doc_tables.INHERITED_MEMORY)
+    for row in old["rows"]:
+        del row["peak_rss_mib"], row["loaded_rss_mib"]
+        row.update(loaded_hwm_mib=300.2, batches_hwm_mib=352.0, peak_hwm_mib=360.0)
+    (tmp_path / "new.json").write_text(json.dumps(old))
+    text = doc_tables.generate("bench new.json", root=tmp_path)
+    assert "| own peak MiB after the batches (+ over loaded) |" in text.splitlines()[0]
+    assert "| 352 (+52) |" in text.splitlines()[2] and "predates" not in text

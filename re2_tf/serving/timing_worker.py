@@ -31,23 +31,61 @@ Request keys:
 
 Output keys: ``first_call_s`` (first call, includes XLA compilation / TFLite allocation),
 ``times_s`` (list, one per timed batch), ``throughput_pairs_per_s`` (or null), ``interpreter``,
-``loaded_rss_mib`` (the process's peak resident memory once the model is loaded, before any
-call) and ``peak_rss_mib`` (its peak after every call; ``getrusage``'s ``ru_maxrss``, MiB).
-The difference bounds the memory the calls needed (activations, XLA compilation).
-``length_spread`` (as requested) and ``load_average`` (``os.getloadavg()``'s 1-minute load
-before the first call and after the last timed one: other processes sharing the CPU).
+``inputs_sha256`` (:func:`inputs_digest` of the 4 batches drawn or loaded before timing: the
+same digest means the same inputs), ``length_spread`` (as requested) and ``load_average``
+(``os.getloadavg()``'s 1-minute load before the first call and after the last timed one: other
+processes sharing the CPU). Memory (:func:`process_memory_mib`: this process's own
+``VmHWM`` / ``VmRSS`` from ``/proc/self/status``, MiB; null where there is no ``/proc``):
+``loaded_hwm_mib`` (peak once the model is loaded, before any call), ``batches_hwm_mib`` (peak
+after the first call, the warm-up and the timed batches: what serving ``batches`` batches
+needed), ``peak_hwm_mib`` (peak at the end, after the throughput batches too) and
+``rss_mib`` (resident at the end). Records written before these keys have ``loaded_rss_mib`` /
+``peak_rss_mib`` instead: ``getrusage``'s ``ru_maxrss``, which on Linux a process inherits from
+the one that started it, so they are at least that parent's peak, not the worker's own.
 """
 
+import hashlib
 import json
 import os
-import resource
 import sys
 import time
 
 
-def peak_rss_mib():
-    """This process's peak resident set size so far, MiB (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+def process_memory_mib(status="/proc/self/status"):
+    """This process's own memory from the kernel's ``status`` file: ``{"hwm": VmHWM, "rss":
+    VmRSS}`` in MiB (the file gives kB = KiB), its peak and current resident set size. Unlike
+    ``getrusage``'s ``ru_maxrss``, ``VmHWM`` belongs to the process's own address space, which
+    ``exec`` replaces, so a parent's peak does not leak into it. Each value is ``None`` where
+    the file or its line is missing (no ``/proc``: not Linux): unavailable, never a guess."""
+    values = {"hwm": None, "rss": None}
+    try:
+        with open(status, encoding="ascii") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                if name in ("VmHWM", "VmRSS"):
+                    values["hwm" if name == "VmHWM" else "rss"] = int(rest.split()[0]) / 1024.0
+    except OSError:
+        pass
+    return values
+
+
+def inputs_digest(batches):
+    """SHA-256 (hex) of a list of input batches (``[{name: np.ndarray}]``): every input's
+    name, dtype, shape and values in order (strings as UTF-8, each ended by a NUL byte), so
+    two runs with equal digests timed equal inputs."""
+    digest = hashlib.sha256()
+    for i, batch in enumerate(batches):
+        for name in sorted(batch):
+            value = batch[name]
+            kind = "string" if value.dtype.kind in "OUS" else str(value.dtype)
+            digest.update(f"{i}/{name}:{kind}:{list(value.shape)};".encode())
+            if kind == "string":
+                for item in value.reshape(-1):
+                    text = item.decode() if isinstance(item, bytes) else str(item)
+                    digest.update(text.encode("utf-8") + b"\0")
+            else:
+                digest.update(value.tobytes())
+    return digest.hexdigest()
 
 
 def make_inputs(spec, batch, rng, spread=0):
@@ -171,7 +209,7 @@ def main(request):
             return batches[i % 4]
         return make_inputs(spec, batch, rng, spread)
 
-    loaded_rss = peak_rss_mib()
+    loaded = process_memory_mib()
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
     call(batches[0])
@@ -185,6 +223,7 @@ def main(request):
         call(inputs)
         times.append(time.perf_counter() - start)
     load_after = os.getloadavg()[0]
+    after_batches = process_memory_mib()
     throughput = None
     big = request.get("throughput_batch", 0)
     if big:
@@ -198,6 +237,7 @@ def main(request):
     if request.get("outputs_file"):
         probabilities = [call(inputs)["probabilities"] for inputs in batches]
         np.savez(request["outputs_file"], probabilities=np.concatenate(probabilities))
+    end = process_memory_mib()
     print(
         json.dumps(
             {
@@ -205,8 +245,11 @@ def main(request):
                 "times_s": times,
                 "throughput_pairs_per_s": throughput,
                 "interpreter": interpreter_name,
-                "loaded_rss_mib": loaded_rss,
-                "peak_rss_mib": peak_rss_mib(),
+                "inputs_sha256": inputs_digest(batches),
+                "loaded_hwm_mib": loaded["hwm"],
+                "batches_hwm_mib": after_batches["hwm"],
+                "peak_hwm_mib": end["hwm"],
+                "rss_mib": end["rss"],
                 "length_spread": spread,
                 "load_average": [load_before, load_after],
             }

@@ -8,8 +8,8 @@ shared CPU hits all alike:
 - ``openvino f32`` / ``openvino bf16`` (bf16 only on a CPU with bf16 units): OpenVINO
   converting the Keras backend's ``--xla=false`` export (``re2_tf.serving.runtimes``).
 
-Every path times the same batches (``benchmarking.id_batches``). Writes ``folded_ab.json`` beside
-this file and prints a table.
+Every path times the same batches (``benchmarking.table5_inputs(..., length_spread=0)``).
+Writes ``folded_ab.json`` beside this file and prints a table.
 
     python docs/runs/roofline/folded_ab.py [--rounds=5] [--variants="RE2 3 blocks"]
 """
@@ -65,9 +65,11 @@ def main():
             for _ in range(ROUNDS):
                 for batch, length, batches in SHAPES:
                     inputs_file = tmp / f"inputs_{batch}.npz"
-                    input_spec = benchmarking.write_batches(
-                        benchmarking.id_batches(featurizers, batch, length), inputs_file
-                    )
+                    # every batch exactly `length` long, as this record was measured
+                    batches = benchmarking.table5_inputs(
+                        featurizers, batch, length, length_spread=0
+                    ).id_batches()
+                    input_spec = benchmarking.write_batches(batches, inputs_file)
                     for name, (path, precision) in paths.items():
                         options = {"inputs_file": str(inputs_file)}
                         if precision:
