@@ -23,7 +23,6 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
-from tensorboard.plugins.hparams import api as hp
 
 from re2_tf import runs
 from re2_tf.config import CONTROL_FIELDS, TrainConfig, layered_defaults
@@ -290,6 +289,10 @@ def _make_logger(run_dir):
 def _write_hparams_summary(run_dir: Path, config: TrainConfig):
     """TensorBoard HParams record of the run (every setting and hyper-parameter), so the
     runs of a sweep can be compared in the dashboard's HParams tab against ``dev/<metric>``."""
+    # lazy: TensorBoard's hparams plugin defines absl flags when imported (a command's flags
+    # would clash); imported when a run writes its record
+    from tensorboard.plugins.hparams import api as hp
+
     values = {}
     for name, value in {
         **config.as_dict(),

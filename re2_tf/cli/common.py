@@ -10,7 +10,6 @@ from pathlib import Path
 from absl import app, flags
 
 from re2_tf.errors import ConfigError, WorkerLostError
-from re2_tf.runs import RUN_FLAGFILE
 
 __all__ = [
     "USER_ERRORS",
@@ -98,6 +97,8 @@ def write_run_flags(directory, module_name, flag_values=flags.FLAGS):
     """Write the flags a command defined in module ``module_name`` ran with to
     ``<directory>/flags.txt`` (:data:`re2_tf.runs.RUN_FLAGFILE`), one ``--name=value`` per line,
     so that the output can be rerun with ``--flagfile``. Creates ``directory``."""
+    # lazy: every command imports this module, re2-predict too, which imports no Keras
+    from re2_tf.runs import RUN_FLAGFILE
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,6 @@ from re2_tf.layers import (
     MultiWindowCNN,
     PairSegmentSplit,
 )
-from re2_tf.layers.bert_backbone import load_bert_backbone
 from re2_tf.models.spec import (
     Analysis,
     AnalysisLayer,
@@ -286,6 +285,9 @@ def _build_from_spec(num_classes, vocab_sizes, embeddings=None, max_length=None,
         )
     init = hparams.get("bert_init", BERT_MATCHLSTM_DEFAULTS["bert_init"])
     check_hparam(BERT_MATCHLSTM_HPARAMS, "bert_init", init)
+    # lazy: the BERT backbone needs keras-hub, the optional bert extra
+    from re2_tf.layers.bert_backbone import load_bert_backbone
+
     backbone = load_bert_backbone(
         hparams.get("bert_preset") or None,
         dropout=float(hparams.get("bert_dropout", BERT_MATCHLSTM_DEFAULTS["bert_dropout"])),
