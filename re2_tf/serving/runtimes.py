@@ -7,9 +7,12 @@ length]`` per text, or the model's other features) is converted from the SavedMo
 - ``openvino``: ``openvino.convert_model`` of the loaded ``serving_ids`` function, saved as
   OpenVINO IR (``serving_ids.xml`` + ``.bin``, weights kept in float32) and compiled for the
   CPU with ``INFERENCE_PRECISION_HINT`` ``f32`` (``bf16``: OpenVINO's own default on a CPU
-  with bfloat16 units; :func:`cpu_has_bf16`);
+  with bfloat16 units; :func:`cpu_has_bf16`); loop states passed on unchanged are made
+  computed values first, which OpenVINO's CPU plugin otherwise runs wrong
+  (:func:`_copy_passed_states`);
 - ``onnxruntime``: ``tf2onnx.convert.from_function`` of the same function (ONNX opset
-  :data:`OPSET`, ``serving_ids.onnx``), run by an ``onnxruntime.InferenceSession`` on the
+  :data:`OPSET`, ``serving_ids.onnx``; TensorFlow's ``Erfc``, which tf2onnx lacks, as
+  ``1 - Erf``: :data:`ONNX_HANDLERS`), run by an ``onnxruntime.InferenceSession`` on the
   CPU execution provider.
 
 Both are optional (``pip install -e '.[openvino]'``, ``pip install -e '.[onnx]'``; without
@@ -50,6 +53,7 @@ __all__ = [
     "ConversionError",
     "MissingOpError",
     "MissingPackageError",
+    "ONNX_HANDLERS",
     "OPSET",
     "Runtime",
     "agreement",
@@ -225,6 +229,37 @@ def _onnx_unknown_ops(graph, onnx):
     return list(dict.fromkeys(unknown))
 
 
+def _erfc_to_onnx(ctx, node, name, args):
+    """tf2onnx handler (its ``custom_op_handlers`` form) for TensorFlow's ``Erfc``, which
+    tf2onnx has no handler for at any opset (keras-hub BERT's exact GELU,
+    ``0.5 * x * erfc(-x / sqrt(2))``): ``erfc(x) = 1 - erf(x)`` with ONNX's ``Erf``
+    (opset >= 9), the same function up to float32 rounding where ``erf(x)`` is near 1
+    (docs/performance.md, "CPU runtimes")."""
+    del name, args
+    x, dtype, shape = node.input[0], node.output_dtypes[0], node.output_shapes[0]
+    ctx.remove_node(node.name)
+    one = ctx.make_const(f"{node.name}_one", np.array(1, _numpy_dtype(dtype)))
+    erf = ctx.make_node("Erf", [x], name=f"{node.name}_erf", shapes=[shape], dtypes=[dtype])
+    ctx.make_node(
+        "Sub",
+        [one.output[0], erf.output[0]],
+        name=f"{node.name}_sub",
+        outputs=node.output,
+        shapes=[shape],
+        dtypes=[dtype],
+    )
+
+
+def _numpy_dtype(onnx_dtype):
+    import onnx  # lazy: only while tf2onnx converts, which needs it anyway
+
+    return onnx.helper.tensor_dtype_to_np_dtype(onnx_dtype)
+
+
+#: TensorFlow op -> tf2onnx handler (``custom_op_handlers``) for ops tf2onnx lacks.
+ONNX_HANDLERS = {"Erfc": (_erfc_to_onnx, [])}
+
+
 def _to_onnx(export_dir, path, opset=OPSET):
     import tensorflow as tf  # lazy: OpenVINO, ONNX Runtime and LiteRT serve without it
 
@@ -241,7 +276,9 @@ def _to_onnx(export_dir, path, opset=OPSET):
     logger = logging.getLogger("tf2onnx")
     logger.addHandler(handler)
     try:
-        proto, _ = tf2onnx.convert.from_function(function, input_signature=specs, opset=opset)
+        proto, _ = tf2onnx.convert.from_function(
+            function, input_signature=specs, opset=opset, custom_op_handlers=dict(ONNX_HANDLERS)
+        )
     except Exception as error:  # tf2onnx and TensorFlow's freezer raise their own errors
         text = "\n".join([*messages, str(error)])
         raise ConversionError(
@@ -258,6 +295,35 @@ def _to_onnx(export_dir, path, opset=OPSET):
     onnx.save(proto, str(path))
 
 
+def _copy_passed_states(model, ov):
+    """Make every loop state that a ``Loop`` body passes on unchanged (a body ``Result`` fed
+    straight by a body ``Parameter``, as ``tf.while_loop(..., lambda k, a, b: (k + 1, f(a, b),
+    a))`` converts) a computed value, ``Add(parameter, 0)``; returns how many were changed.
+
+    OpenVINO's CPU plugin (2026.4) runs such a loop wrong: the passed-on state reads the
+    value the same iteration writes to the state it is passed from, not the one it came in
+    with (docs/performance.md, "OpenVINO: a loop state passed on unchanged"). The converted
+    graph is right; the added ``Add`` (kept by the plugin's transformations) gives the
+    plugin a separate value to copy. Bodies of nested loops are changed too."""
+    changed = 0
+    for op in model.get_ordered_ops():
+        if op.get_type_name() not in ("Loop", "TensorIterator"):
+            continue
+        body = op.get_function()
+        changed += _copy_passed_states(body, ov)
+        for result in body.get_results():
+            source = result.input_value(0)
+            kind = source.get_element_type()
+            if source.get_node().get_type_name() != "Parameter" or kind == ov.Type.boolean:
+                continue
+            zero = ov.opset13.constant(np.zeros([], kind.to_dtype()))
+            result.input(0).replace_source_output(ov.opset13.add(source, zero).output(0))
+            changed += 1
+        body.validate_nodes_and_infer_types()
+    model.validate_nodes_and_infer_types()
+    return changed
+
+
 def _to_openvino(export_dir, path):
     ov = require("openvino")
     loaded, fn = _signature(export_dir)
@@ -267,6 +333,7 @@ def _to_openvino(export_dir, path):
         raise ConversionError(
             "openvino", unsupported_ops(str(error)), _first_line(error), _hint(export_dir)
         ) from error
+    _copy_passed_states(model, ov)
     ov.save_model(model, str(path), compress_to_fp16=False)
     del loaded
 
