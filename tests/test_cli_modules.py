@@ -41,6 +41,7 @@ IMPORT_ALL = """
     import importlib, json, pkgutil
     from absl import app, flags, logging   # absl's own flags
     import re2_tf, re2_tf.cli
+    import tensorflow  # its own flags are not re2_tf's (import re2_tf imports no TensorFlow)
 
     before = set(flags.FLAGS)
     names = sorted(m.name for m in pkgutil.iter_modules(re2_tf.cli.__path__))

@@ -177,8 +177,8 @@ def upward(edges):
 
 
 def unexplained_local_imports(mods, edges):
-    """Imports inside functions without a ``# lazy:`` comment on their line or on the comment
-    line just above their group of imports."""
+    """Imports inside functions without a ``# lazy:`` comment on their line or in the comment
+    lines just above their group of imports."""
     missing = []
     for name, found in edges.items():
         lines = mods[name].read_text(encoding="utf-8").splitlines()
@@ -189,8 +189,11 @@ def unexplained_local_imports(mods, edges):
             k = node.lineno - 2
             while k >= 0 and lines[k].lstrip().startswith(("import ", "from ")):
                 k -= 1
-            above = lines[k].strip() if k >= 0 else ""
-            if "# lazy:" not in own and not above.startswith("# lazy:"):
+            comment = []  # the comment lines just above the group of imports
+            while k >= 0 and lines[k].lstrip().startswith("#"):
+                comment.append(lines[k].strip())
+                k -= 1
+            if "# lazy:" not in own and not any(c.startswith("# lazy:") for c in comment):
                 missing.append(f"{mods[name].relative_to(REPO)}:{node.lineno}")
     return sorted(set(missing))
 

@@ -69,7 +69,6 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from re2_tf._compat import UniqueTextFileInitializer
 from re2_tf.data.text import whitespace_tokenize
 from re2_tf.data.vocab import PAD_ID, UNK_ID, Vocab
 from re2_tf.data.wordpiece import WordPieceTokenizer
@@ -123,6 +122,8 @@ def _lookup_table(path: str | os.PathLike):
     (``tf.saved_model.load`` and the TF1 session loader of ``saved_model_cli run`` and
     TensorFlow Serving, which runs the SavedModel's main op), and no two tables share contents.
     """
+    # lazy: _compat imports Keras; re2-predict's Python-side featurisers import none
+    from re2_tf._compat import UniqueTextFileInitializer
 
     asset = tf.saved_model.Asset(str(path))
     table = tf.lookup.StaticHashTable(
