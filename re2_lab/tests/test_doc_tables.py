@@ -352,3 +352,38 @@ def test_a_bench_record_of_getrusage_memory_is_noted_as_such(tmp_path):
     text = doc_tables.generate("bench new.json", root=tmp_path)
     assert "| own peak MiB after the batches (+ over loaded) |" in text.splitlines()[0]
     assert "| 352 (+52) |" in text.splitlines()[2] and "predates" not in text
+
+
+CI_LOG = """# bash .ci/run in a fresh clone of main at abc1234 (path .../main), CI=true,
+# 2 cores of AMD EPYC (avx2), 2026-11-28; the lines below are the script's own output.
+============ 800 passed, 40 skipped in 400.50s (0:06:40) ============
+default suite, README install: 401 s
+All checks passed!
+===== 60 passed, 9 skipped, 2 xfailed in 80.00s (0:01:20) =====
+default suite, tests that need an extra: 81 s
+========== 150 passed, 1 deselected in 30.10s ==========
+lab tests: 31 s
+========== 100 passed in 1700.00s (0:28:20) ==========
+========== 7 passed, 160 deselected in 300.00s (0:05:00) ==========
+slow tier: 2001 s
+
+real	46m5.200s
+"""
+
+
+def test_the_tests_block_is_the_ci_logs_steps_counts_and_times():
+    """A hand-written CI log: each step's pytest outcomes (the slow tier's two sessions summed
+    by hand: 100 + 7 passed, 160 deselected), its time as the script printed it, the commit, the
+    machine and the whole run's time."""
+    text = doc_tables.test_tiers(CI_LOG)
+    assert "fresh clone of main at abc1234 on 2 cores of AMD EPYC (avx2), 2026-11-28" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert [r.split(" | ")[2:] for r in rows] == [
+        ["800 passed, 40 skipped", "6 min 41 s |"],
+        ["60 passed, 9 skipped, 2 xfailed", "1 min 21 s |"],
+        ["150 passed, 1 deselected", "0 min 31 s |"],
+        ["107 passed, 160 deselected", "33 min 21 s |"],
+    ]
+    assert text.endswith("The whole run: 46 min 5 s.")
+    with pytest.raises(ValueError, match="no .ci/run step"):
+        doc_tables.test_tiers("# bash .ci/run in a fresh clone of main at abc1234\nnothing\n")

@@ -179,26 +179,6 @@ def _minutes(seconds):
     return f"{int(seconds) // 60} min {int(seconds) % 60} s"
 
 
-def test_readme_test_tier_times_are_the_recorded_ci_run():
-    """The Tests section's counts, times and commit: those of `docs/runs/test-tiers/ci-run.txt`
-    (the default suite after the README's install, the tests that skipped there rerun with
-    every extra, the slow tier)."""
-    log = (RUNS / "test-tiers" / "ci-run.txt").read_text(encoding="utf-8")
-    commit = re.search(r"fresh clone of main at ([0-9a-f]{7,})", log).group(1)
-    tiers = re.findall(r"= (\d+) passed(?:, (\d+) skipped)?.*? in ([\d.]+)s", log)
-    (passed, skipped, seconds), (rerun, rerun_skipped, rerun_seconds), (slow, _, slow_s) = tiers
-    real = re.search(r"real\s+(\d+)m([\d.]+)s", log)
-    section = README.read_text(encoding="utf-8").split("## Tests", 1)[1].split("\n## ", 1)[0]
-    flat = " ".join(section.split())
-    assert f"({passed} passed, {skipped} skipped on two pytest-xdist workers)" in flat
-    assert f"**{_minutes(float(seconds))}**" in flat
-    rerun_time = _minutes(float(rerun_seconds))
-    assert f"{rerun} passed, {rerun_skipped or 0} skipped, in {rerun_time}" in flat
-    assert f"{slow} tests, **{_minutes(float(slow_s))}**" in flat
-    assert f"{int(real.group(1))} min {int(float(real.group(2)))} s in all" in flat
-    assert f"at commit {commit}" in flat
-
-
 def _flags(run):
     """``{flag: value}`` of a recorded run's ``flags.txt``."""
     lines = (run / "flags.txt").read_text().splitlines()

@@ -283,7 +283,7 @@ def test_the_roofline_report_of_match_srnn_has_its_fields():
 def _profile_worker():
     import importlib.util
 
-    path = Path(roofline.__file__).parent / "serving" / "profile_worker.py"
+    path = Path(roofline.__file__).parent / "profile_worker.py"
     module_spec = importlib.util.spec_from_file_location("profile_worker", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
