@@ -506,9 +506,10 @@ class TrainConfig:
         """
         data_dir = self.resolved_data_dir
         if not data_dir.is_dir():
+            bundled = datasets.BUNDLED / self.dataset
             hint = (
-                "the bundled sample is data/sample"
-                if self.dataset == "sample"
+                f"the package's own copy is {bundled}; leave --data_dir unset to use it"
+                if bundled.is_dir()
                 else f"prepare it with: re2-prepare --dataset={self.dataset} "
                 f"--input=<downloaded corpus> --output={data_dir}"
             )

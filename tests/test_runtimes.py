@@ -334,9 +334,13 @@ def test_bench_backend_times_the_converted_model(tmp_path):
 
 
 @pytest.mark.slow
-def test_litert_converts_match_srnn_but_runs_it_wrong(tmp_path):
-    # x[..., None] converted to a Flex StridedSlice; tf.expand_dims converts to a builtin.
-    # LiteRT then runs the wavefront loop wrong, like OpenVINO's plugin before the
-    # workaround (docs/performance.md); if a fix lands, this fails: update the docs.
-    measured = _benchmark_agreement("match_srnn", "Match-SRNN", "tflite", tmp_path)
-    assert not runtimes.agrees(measured, "f32") and measured["max_abs_dp"] > 1e-4, measured
+def test_a_tflite_export_of_match_srnn_is_refused_not_served_wrong(tmp_path):
+    # The spatial GRU's x[..., None] has no TFLite builtin (a tf.StridedSlice); written with
+    # tf.expand_dims it converts, but LiteRT then runs the loop wrong (docs/performance.md):
+    # the export must stop with the op's name rather than write a model that answers wrong.
+    spec = get_spec("match_srnn")
+    with pytest.raises(ValueError, match=r"the TFLite converter cannot convert .*tf\.StridedSlice"):
+        benchmarking.export_benchmark_model(
+            spec, spec.benchmark["Match-SRNN"]["hparams"], tmp_path / "tflite", fmt="tflite"
+        )
+    assert not (tmp_path / "tflite").exists()

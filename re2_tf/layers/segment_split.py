@@ -31,9 +31,8 @@ def _gather_span(hidden, start, lengths, dtype, width=None):
     index = tf.minimum(start[:, None] + offsets, tf.shape(hidden)[1] - 1)
     index = tf.where(inside, index, tf.zeros_like(index))
     span = tf.gather(hidden, index, axis=1, batch_dims=1)  # [batch, width, d]
-    # expand_dims, not [..., None]: TFLite has no builtin for that slice (docs/performance.md)
-    span = tf.where(tf.expand_dims(inside, -1), span, tf.zeros([], span.dtype))
-    return span, tf.expand_dims(tf.cast(inside, dtype), -1)
+    span = tf.where(inside[..., None], span, tf.zeros([], span.dtype))
+    return span, tf.cast(inside, dtype)[..., None]
 
 
 @keras.saving.register_keras_serializable(package="re2_tf")

@@ -262,11 +262,7 @@ class SpatialGRU(keras.layers.Layer):
         if s.dtype != self.compute_dtype and s.dtype.is_floating:
             s = tf.cast(s, self.compute_dtype)
         lengths1, lengths2 = _lengths(mask1, s, 1), _lengths(mask2, s, 2)
-        # expand_dims, not [..., None]: TFLite's converter has no builtin for an ellipsis slice
-        # that adds an axis (tf.StridedSlice, docs/performance.md "CPU runtimes").
-        s = tf.where(
-            tf.expand_dims(_true_cells(s, lengths1, lengths2), -1), s, tf.zeros([], s.dtype)
-        )
+        s = tf.where(_true_cells(s, lengths1, lengths2)[..., None], s, tf.zeros([], s.dtype))
         if self.go_backwards:
             s = _reverse_prefixes(_reverse_prefixes(s, lengths1, 1), lengths2, 2)
         return s, lengths1, lengths2
@@ -335,11 +331,7 @@ class SpatialGRU(keras.layers.Layer):
             tf.range(n)[None, None, :] == lengths2[:, None, None] - 1
         )
         packed = tf.concat(
-            [
-                inputs,
-                tf.expand_dims(tf.cast(true, s.dtype), -1),
-                tf.expand_dims(tf.cast(corner_cell, s.dtype), -1),
-            ],
+            [inputs, tf.cast(true, s.dtype)[..., None], tf.cast(corner_cell, s.dtype)[..., None]],
             axis=-1,
         )
         # Skew (column k = anti-diagonal k, indexed by i), prepend a boundary row to every
