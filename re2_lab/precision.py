@@ -22,7 +22,7 @@ import numpy as np
 
 __all__ = ["EXPORTS", "compare_precisions", "default_files", "parse_files"]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 #: Export name -> (format, precision) of :func:`re2_tf.serving.export.export_model`.
 EXPORTS = {
     "savedmodel_fp32": ("savedmodel", "fp32"),

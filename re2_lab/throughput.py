@@ -66,7 +66,7 @@ __all__ = [
     "scaling_table",
 ]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 RECORDS = "throughput.jsonl"
 
 

@@ -212,7 +212,7 @@ def _benchmark_agreement(spec_name, variant, backend, tmp_path):
     path, _, featurizers = benchmarking.export_benchmark_model(
         spec, spec.benchmark[variant]["hparams"], tmp_path / "export", xla=False
     )
-    batches = benchmarking.id_batches(featurizers, 8, 20)
+    batches = benchmarking.table5_inputs(featurizers, 8, 20).id_batches()
     reference = runtimes.load(path, "savedmodel")
     if backend == "tflite":  # the same network (same seed), exported with --format=tflite
         benchmarking.export_benchmark_model(
