@@ -25,21 +25,6 @@ from re2_tf.serving import runtimes
 __all__ = ["markdown", "order", "report", "summary"]
 
 
-def _first_line(text):
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return (lines or ["unknown error"])[0][:300]
-
-
-def _failure(error):
-    if isinstance(error, runtimes.ConversionError):
-        return "failed: " + (", ".join(error.ops) if error.ops else error.detail)
-    text = str(error)
-    ops = runtimes.unsupported_ops(text)
-    return "failed: " + (
-        ", ".join(ops) if ops else _first_line(text.splitlines()[-1] if text else "")
-    )
-
-
 def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16, tmp, log):
     """The rows of :func:`report` of one benchmark variant of a model."""
     entry = spec.benchmark[variant]
@@ -71,7 +56,7 @@ def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16,
                 "tflite",
                 "f32",
                 None,
-                "failed: " + (found.group(1) if found else _first_line(error)),
+                "failed: " + (found.group(1) if found else runtimes.first_line(error)),
                 None,
             )
         )
@@ -81,7 +66,7 @@ def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16,
             path = runtimes.convert(plain_path, backend, tmp / backend)
             status, seconds = "ok", time.perf_counter() - start
         except runtimes.ConversionError as error:
-            path, status, seconds = None, _failure(error), None
+            path, status, seconds = None, runtimes.failure(error), None
         log(f"{variant}: {backend} conversion {status}")
         for precision in ("f32", "bf16") if backend == "openvino" and bf16 else ("f32",):
             name = backend if backend == "onnxruntime" else f"openvino {precision}"
@@ -90,7 +75,7 @@ def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16,
         runtimes.convert(xla_path, "openvino", tmp / "openvino_xla")
         xla_status = "ok"
     except runtimes.ConversionError as error:
-        xla_status = _failure(error)
+        xla_status = runtimes.failure(error)
     rows, reference = [], None
     for runtime, precision, path, status, seconds in targets:
         row = {"model": variant, "runtime": runtime, "precision": precision, "conversion": status}
@@ -113,7 +98,7 @@ def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16,
                 row.update(runtimes.agreement(reference, probabilities))
                 row["agrees"] = runtimes.agrees(row, precision)
             except RuntimeError as error:  # the runtime refused the converted model
-                row["conversion"] = _failure(error)
+                row["conversion"] = runtimes.failure(error)
         log(f"{variant}: {runtime}: {row.get('median_ms', row['conversion'])}")
         rows.append(row)
     return rows, {"model": variant, "xla_export_openvino": xla_status}

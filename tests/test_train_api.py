@@ -133,9 +133,9 @@ def test_an_explicit_warmup_setting_wins_over_the_models_default():
     assert samples.warmup_ratio == 0 and samples.warmup_steps(1911) == 191  # ceil(6108/32)
 
 
-def test_from_json_rebuilds_the_config_a_run_recorded(tmp_path):
-    data = make_data(tmp_path)
-    config = TrainConfig(
+def _tiny_re2(data):
+    """A one-pass RE2 run on ``data`` at the tests' tiny settings (8 pairs a batch)."""
+    return TrainConfig(
         model="re2",
         data_dir=str(data),
         epochs=1,
@@ -145,6 +145,11 @@ def test_from_json_rebuilds_the_config_a_run_recorded(tmp_path):
         hparams=tiny("re2"),
         progress=False,
     )
+
+
+def test_from_json_rebuilds_the_config_a_run_recorded(tmp_path):
+    data = make_data(tmp_path)
+    config = _tiny_re2(data)
     result = re2_tf.fit(config, run_dir=tmp_path / "run")
     again = TrainConfig.from_json(result.run_dir)
     for name in ("model", "dataset", "epochs", "batch_size", "min_df", "lr", "max_len"):
@@ -659,16 +664,7 @@ def test_a_run_resumes_only_on_the_data_it_recorded(tmp_path):
     refused, naming the fingerprint; a run recorded before runs had one still resumes
     (reported as finished here)."""
     data = make_data(tmp_path)
-    config = TrainConfig(
-        model="re2",
-        data_dir=str(data),
-        epochs=1,
-        batch_size=8,
-        min_df=1,
-        eval_per_samples=8,
-        hparams=tiny("re2"),
-        progress=False,
-    )
+    config = _tiny_re2(data)
     run_dir = tmp_path / "run"
     first = re2_tf.fit(config, run_dir=run_dir)
     with open(data / "test.txt", "a") as test_file:  # not a file the size checks cover

@@ -10,13 +10,11 @@ Prints the Markdown table; ``--json_out`` writes the record the docs' tables are
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
 from absl import flags
 
-from re2_tf.cli.common import run_command
+from re2_tf.cli.common import run_command, write_record
 from re2_tf.models.spec import model_names
 
 FLAGS = flags.FLAGS
@@ -92,8 +90,7 @@ def main(argv):
     )
     print(roofline.markdown(record))
     if FLAGS.json_out:
-        Path(FLAGS.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(FLAGS.json_out).write_text(json.dumps(record, indent=2) + "\n")
+        write_record(FLAGS.json_out, record)
 
 
 def run(argv=None):

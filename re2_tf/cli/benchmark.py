@@ -43,7 +43,7 @@ from re2_tf.benchmarking import (
     run_benchmark,
     time_export,
 )
-from re2_tf.cli.common import run_command
+from re2_tf.cli.common import run_command, write_record
 from re2_tf.models import get_spec
 from re2_tf.models.spec import model_names
 from re2_tf.serving import runtimes
@@ -219,8 +219,7 @@ def _main(argv):
     if FLAGS.json_out:
         record = benchmark_record(rows, argv=sys.argv[1:], settings=_settings())
         record["components"] = components
-        Path(FLAGS.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(FLAGS.json_out).write_text(json.dumps(record, indent=2) + "\n")
+        write_record(FLAGS.json_out, record)
 
 
 def _settings():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import traceback
@@ -91,6 +92,14 @@ def run_app(main, *, program: str, flags_parser=None, argv=None):
             _fail(program, error)
 
     app.run(guarded_main, argv=argv, flags_parser=guarded_parser)
+
+
+def write_record(path, record):
+    """Write ``record`` (JSON-serialisable) to ``path`` as indented JSON, creating its folder:
+    a command's ``--json_out``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2) + "\n")
 
 
 def write_run_flags(directory, module_name, flag_values=flags.FLAGS):

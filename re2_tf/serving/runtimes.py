@@ -48,6 +48,8 @@ import numpy as np
 from re2_tf.serving.files import TFLITE_FILE
 
 __all__ = [
+    "failure",
+    "first_line",
     "BACKENDS",
     "CONVERTED",
     "ConversionError",
@@ -129,9 +131,24 @@ def unsupported_ops(text):
     return list(dict.fromkeys(ops))
 
 
-def _first_line(text):
+def first_line(text):
+    """The first non-blank line of ``text`` (an error or its message), stripped, at most 300
+    characters; ``"unknown error"`` when there is none."""
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
     return (lines or ["unknown error"])[0][:300]
+
+
+def failure(error):
+    """``"failed: <what>"`` for an error converting or running an export in another runtime:
+    the ops a :class:`ConversionError` (or the error's text) names, else its last line's
+    :func:`first_line`."""
+    if isinstance(error, ConversionError):
+        return "failed: " + (", ".join(error.ops) if error.ops else error.detail)
+    text = str(error)
+    ops = unsupported_ops(text)
+    return "failed: " + (
+        ", ".join(ops) if ops else first_line(text.splitlines()[-1] if text else "")
+    )
 
 
 def _export_config(export_dir):
@@ -282,7 +299,7 @@ def _to_onnx(export_dir, path, opset=OPSET):
     except Exception as error:  # tf2onnx and TensorFlow's freezer raise their own errors
         text = "\n".join([*messages, str(error)])
         raise ConversionError(
-            "tf2onnx", unsupported_ops(text), _first_line(error), _hint(export_dir)
+            "tf2onnx", unsupported_ops(text), first_line(error), _hint(export_dir)
         ) from error
     finally:
         logger.removeHandler(handler)
@@ -331,7 +348,7 @@ def _to_openvino(export_dir, path):
         model = ov.convert_model(fn)
     except Exception as error:  # OpenVINO's OpConversionFailure and others
         raise ConversionError(
-            "openvino", unsupported_ops(str(error)), _first_line(error), _hint(export_dir)
+            "openvino", unsupported_ops(str(error)), first_line(error), _hint(export_dir)
         ) from error
     _copy_passed_states(model, ov)
     ov.save_model(model, str(path), compress_to_fp16=False)
