@@ -12,6 +12,9 @@ a smaller batch), so the budget is counted from what the trainer logged
   ranking loss trains on these triples instead (the ``{...}`` its statistics);
 - ``update <u> (epoch <e>) | dev ...``: a dev evaluation after update ``u``, ``e = u / updates
   per pass`` to two decimals;
+- ``max_samples=<m>: training stops after <N> updates (... passes of <k> updates over ...;
+  <s> pairs seen)``: a run cut short of whole passes (``--max_samples``): ``k`` updates a
+  pass, ``s`` units seen;
 - ``Training complete after <N> updates.``: the run finished its planned updates.
 
 :func:`read_budget` gives a :class:`Budget`; :func:`re2_lab.compare.budget_report` puts the
@@ -33,6 +36,10 @@ _RESTORED = re.compile(r"Restored training state at update (\d+)\b")
 _PAIRS = re.compile(r"; training on (\d+)\s*$")
 _TRIPLES = re.compile(r"\b(\d+) ranking triples; (\{.*\})\s*$")
 _EVALUATION = re.compile(r"\bupdate (\d+) \(epoch (\d+\.\d+)\) \| dev ")
+_STOPS = re.compile(
+    r"max_samples=\d+: training stops after (\d+) updates \(.* passes of (\d+) updates over "
+    r"\d+ (?:pairs|triples); ([\d,]+) (?:pairs|triples) seen\)"
+)
 _COMPLETE = re.compile(r"Training complete after (\d+) updates\.")
 _NO_WORDS = "takes no word ids: no word vocabulary is built"
 _RANDOM_WORDS = "No embeddings file: word embeddings are random and trainable."
@@ -53,17 +60,20 @@ class Budget:
         updates_per_pass: updates in one pass over the ``units`` (``ceil(units / batch)``),
             the one integer every evaluation line's ``update / epoch`` (epoch to two decimals)
             admits; ``None`` when they admit none or several.
-        passes: ``updates / updates_per_pass`` when that is a whole number, else ``None``.
-        seen: training ``unit``s the updates were computed on, ``units * passes`` (each pass
-            covers every unit once; its last batch is short); ``None`` without ``passes``.
+        passes: ``updates / updates_per_pass``: an int for whole passes, else a float to two
+            decimals (a ``--max_samples`` run); ``None`` when either is unknown.
+        seen: training ``unit``s the updates were computed on: ``units * passes`` for whole
+            passes (each pass covers every unit once; its last batch is short), the
+            ``--max_samples`` line's count otherwise; ``None`` when neither is known.
         evaluations: dev evaluations on the path to the final model: every evaluation line,
             except those an attempt made after the update a later attempt restored (those
             updates were trained again, and their evaluations logged again).
         evaluated_updates: the updates after which those evaluations ran, in order.
         final_evaluated: whether an evaluation ran after the last update (so the final
             model could be selected).
-        pass_ends_evaluated: whether an evaluation ran at the end of every pass (after
-            updates ``k * updates_per_pass``, ``k = 1 .. passes``); ``False`` without ``passes``.
+        pass_ends_evaluated: whether an evaluation ran at the end of every whole pass (after
+            updates ``k * updates_per_pass``, ``k = 1 .. floor(passes)``); ``False`` without
+            ``passes``.
         word_embeddings: ``"random"`` (the log says word embeddings are random and
             trainable), ``"none"`` (the model takes no word ids, e.g. word pieces) or
             ``"other"`` (the log names an embeddings file, or says nothing).
@@ -121,6 +131,7 @@ def parse_budget(text, source="train.log"):
     kept = []  # (update, epoch) of the evaluations on the final model's path
     kept_before = []  # the previous attempts' kept evaluations, until a restore line
     updates = None
+    stops = None  # (updates per pass, units seen) of a --max_samples line
     for line in text.splitlines():
         if found := _ATTEMPT.search(line):
             if model is None and found.group(1) == "Starting":
@@ -141,6 +152,9 @@ def parse_budget(text, source="train.log"):
         if found := _EVALUATION.search(line):
             kept.append((int(found.group(1)), float(found.group(2))))
             continue
+        if found := _STOPS.search(line):
+            stops = (int(found.group(2)), int(found.group(3).replace(",", "")))
+            continue
         if found := _COMPLETE.search(line):
             updates = int(found.group(1))
             continue
@@ -152,10 +166,15 @@ def parse_budget(text, source="train.log"):
         raise ValueError(f"{source}: no 'Starting <model> run' line: not a train.log")
     if units is None:
         raise ValueError(f"{source}: no 'training on <n>' line: the training set is unknown")
-    per_pass = _updates_per_pass(kept)
-    passes = None
-    if updates is not None and per_pass and updates % per_pass == 0:
-        passes = updates // per_pass
+    per_pass = stops[0] if stops else _updates_per_pass(kept)
+    passes = seen = None
+    if updates is not None and per_pass:
+        whole, rest = divmod(updates, per_pass)
+        passes = whole if rest == 0 else round(updates / per_pass, 2)
+        if stops:
+            seen = stops[1]
+        elif rest == 0:
+            seen = units * whole
     evaluated = tuple(u for u, _ in kept)
     return Budget(
         model=model,
@@ -164,12 +183,12 @@ def parse_budget(text, source="train.log"):
         units=units,
         updates_per_pass=per_pass,
         passes=passes,
-        seen=None if passes is None else units * passes,
+        seen=seen,
         evaluations=len(kept),
         evaluated_updates=evaluated,
         final_evaluated=updates is not None and updates in evaluated,
         pass_ends_evaluated=passes is not None
-        and all(k * per_pass in evaluated for k in range(1, passes + 1)),
+        and all(k * per_pass in evaluated for k in range(1, int(passes) + 1)),
         word_embeddings=words,
         triple_stats=stats,
     )

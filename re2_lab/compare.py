@@ -6,12 +6,13 @@ model's flagfile for the task (``configs/<model>/<task flagfile>``) or, where th
 none, from its spec's preset for the task's dataset (``--model=<m> --dataset=<dataset>``).
 The common flags then set ``--data_dir``, ``--epochs`` (5 passes),
 ``--eval_per_samples`` (one evaluation every 2,560 training samples: the learning checks'),
-and ``--embeddings=`` (no GloVe here). Every run selects its best checkpoint on the dev split
-and reports it on the test split (the trainer's own rule). These flags do not make the budgets
-equal (a model's recipe sets its batch size and pass-end evaluations, a ranking loss passes
-over triples, BERT+MatchLSTM has no word embeddings but a pretrained encoder):
-:func:`budget_report` reads what each run had from its ``train.log``
-(:func:`re2_lab.budget.read_budget`) and states every difference.
+``--eval_epoch`` (an evaluation at every pass end, so the final model is selectable) and
+``--embeddings=`` (no GloVe here); a model that trains on ranking triples gets as many triples
+as the others get pairs (:func:`equal_pairs_args`). Every run selects its best checkpoint on
+the dev split and reports it on the test split (the trainer's own rule). These flags do not
+make the budgets equal (a model's recipe sets its batch size, BERT+MatchLSTM has no word
+embeddings but a pretrained encoder): :func:`budget_report` reads what each run had from its
+``train.log`` (:func:`re2_lab.budget.read_budget`) and states every difference.
 
 Beside accuracy, per model (:func:`measure`): parameters without the word embedding, the
 Table 5 latency of its default SavedModel (``re2-bench``'s protocol: a fresh process, batch 8 x
@@ -39,12 +40,15 @@ from re2_tf.models.spec import model_names
 
 __all__ = [
     "TASKS",
+    "TRIPLE_EPOCHS_CAP",
     "Task",
     "budget_report",
     "budgets",
     "cells",
     "common_args",
+    "equal_pairs_args",
     "measure",
+    "training_pairs",
     "model_names",
     "report",
 ]
@@ -116,7 +120,51 @@ def common_args(data_dir, *, epochs=5, eval_per_samples=2560):
         f"--data_dir={data_dir}",
         f"--epochs={epochs}",
         f"--eval_per_samples={eval_per_samples}",
+        "--eval_epoch",
         "--embeddings=",
+    ]
+
+
+#: ``--epochs`` of a run that trains on ranking triples: a cap above any pass count the
+#: budget needs (``--max_samples`` ends the run).
+TRIPLE_EPOCHS_CAP = 1000
+
+
+def training_pairs(data_dir):
+    """Non-empty lines of ``<data_dir>/train.txt``: the training pairs, one a line.
+
+    Raises:
+        FileNotFoundError: no ``train.txt``.
+    """
+    with open(Path(data_dir) / "train.txt", encoding="utf-8") as lines:
+        return sum(1 for line in lines if line.strip())
+
+
+def equal_pairs_args(cell, data_dir, *, epochs=5):
+    """Flags after the common ones that give a run on ranking triples the pairs' budget.
+
+    A model whose task loss trains on (question, positive, negative) triples
+    (:func:`re2_tf.training.losses.resolve_task_loss`) would otherwise make ``epochs`` passes
+    over its triples, a set of another size than the task's pairs. It gets
+    ``--max_samples=<epochs x training pairs>`` (as many triples seen as the other models see
+    pairs, to within one batch) and ``--epochs`` :data:`TRIPLE_EPOCHS_CAP`; other models get
+    none.
+
+    Args:
+        cell: a :class:`~re2_lab.sweep.Cell` of :func:`cells`.
+        data_dir: the task's prepared data directory.
+        epochs: the common passes over the pairs.
+    """
+    from re2_tf.models import get_spec
+    from re2_tf.train_flags import config_from_args
+    from re2_tf.training.losses import resolve_task_loss
+
+    config = config_from_args([*cell.base, *cell.args(), f"--data_dir={data_dir}"])
+    if not resolve_task_loss(get_spec(config.model), config.hparams).triples:
+        return []
+    return [
+        f"--max_samples={epochs * training_pairs(data_dir)}",
+        f"--epochs={TRIPLE_EPOCHS_CAP}",
     ]
 
 

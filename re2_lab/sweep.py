@@ -58,10 +58,13 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 class Cell:
     """One grid cell: its settings in grid order (``(("blocks", "2"), ("enc_layers", "3"))``)
     and ``base``, arguments put before the sweep's common ones (a comparison's per-model
-    flagfile, which the common ``--epochs`` then overrides); ``base`` is not in the name."""
+    flagfile, which the common ``--epochs`` then overrides); ``after``, arguments put after
+    them and the settings (a comparison's per-model budget flags, which override the common
+    ones); neither ``base`` nor ``after`` is in the name."""
 
     settings: tuple
     base: tuple = ()
+    after: tuple = ()
 
     @property
     def name(self) -> str:
@@ -193,9 +196,9 @@ NOT_COMPUTED = ("explicit", "run_dir", "progress", "log_per_samples")
 
 def run_args(cell, train_args, threads=0):
     """``re2-train`` arguments of ``cell``'s runs, before ``--seed`` and ``--run_dir``: the
-    cell's base, ``train_args``, the cell's settings, and ``--threads=<threads>`` unless
-    ``threads`` is 0 or ``train_args`` set it (list of str)."""
-    args = [*cell.base, *train_args, *cell.args()]
+    cell's base, ``train_args``, the cell's settings, its ``after``, and
+    ``--threads=<threads>`` unless ``threads`` is 0 or ``train_args`` set it (list of str)."""
+    args = [*cell.base, *train_args, *cell.args(), *cell.after]
     if threads and not any(a.startswith("--threads=") for a in train_args):
         args.append(f"--threads={threads}")
     return args

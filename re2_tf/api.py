@@ -536,12 +536,15 @@ def _train_run(config: TrainConfig, run_dir: Path, callbacks=()) -> RunResult:
 
         steps_per_data_epoch = config.steps(units)
         total_steps = config.epochs * steps_per_data_epoch
-        if config.max_samples and config.steps(config.max_samples) < total_steps:
-            total_steps = config.steps(config.max_samples)
+        limit = config.updates_for_samples(config.max_samples, units) if config.max_samples else 0
+        if limit and limit < total_steps:
+            total_steps = limit
+            unit = "triples" if task_loss.triples else "pairs"
             logger.info(
                 f"max_samples={config.max_samples}: training stops after {total_steps} updates "
-                f"({total_steps / steps_per_data_epoch:.2f} of {config.epochs} passes over "
-                f"{units} {'triples' if task_loss.triples else 'pairs'})"
+                f"({total_steps / steps_per_data_epoch:.2f} of {config.epochs} passes of "
+                f"{steps_per_data_epoch} updates over {units} {unit}; "
+                f"{config.samples_seen(total_steps, units):,d} {unit} seen)"
             )
         eval_steps = config.steps(config.eval_per_samples)
         optimizer, lr_controller = build_optimizer(

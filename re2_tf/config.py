@@ -177,9 +177,10 @@ class TrainConfig:
     max_samples: int = _field(
         0,
         "optimisation",
-        "Stop after this many training samples (pairs, or ranking triples), even within a "
-        "pass; 0 = no limit (epochs passes). Schedules and warm-up follow the shorter run; a "
-        "run that ends before its first evaluation point evaluates at its last update.",
+        "Stop after the fewest updates that see this many training samples (pairs, or "
+        "ranking triples; each pass's last batch is short), even within a pass; 0 = no limit "
+        "(epochs passes). Schedules and warm-up follow the shorter run; a run that ends before "
+        "its first evaluation point evaluates at its last update.",
     )
     batch_size: int = _field(128, "optimisation", "Pairs (or ranking triples) per update.")
     optimizer: str = _field("adam", "optimisation", "Optimiser.")
@@ -489,6 +490,37 @@ class TrainConfig:
     def steps(self, samples: int) -> int:
         """``ceil(samples / batch_size)``: the release's conversion of samples to updates."""
         return int(math.ceil(samples / self.batch_size))
+
+    def samples_seen(self, updates: int, units: int) -> int:
+        """Training samples (pairs, or ranking triples) that ``updates`` updates compute on,
+        passing over ``units`` samples in batches of ``batch_size`` (each pass's last batch is
+        short): ``k * units`` for ``k`` whole passes, plus ``batch_size`` per update after them.
+
+        Raises:
+            ValueError: ``units`` below 1 or ``updates`` negative.
+        """
+        if units < 1 or updates < 0:
+            raise ValueError(
+                f"samples_seen needs units >= 1 and updates >= 0, got {units}, {updates}"
+            )
+        per_pass = self.steps(units)
+        passes, rest = divmod(updates, per_pass)
+        return passes * units + rest * self.batch_size
+
+    def updates_for_samples(self, samples: int, units: int) -> int:
+        """The fewest updates whose :meth:`samples_seen` over ``units`` samples reaches
+        ``samples`` (how ``max_samples`` becomes updates: whole passes, each with its short
+        last batch, then ``ceil(rest / batch_size)`` updates of the next pass).
+
+        Raises:
+            ValueError: ``units`` below 1 or ``samples`` negative.
+        """
+        if units < 1 or samples < 0:
+            raise ValueError(
+                f"updates_for_samples needs units >= 1 and samples >= 0, got {units}, {samples}"
+            )
+        passes, rest = divmod(samples, units)
+        return passes * self.steps(units) + self.steps(rest)
 
     def warmup_steps(self, total_steps: int) -> int:
         """Updates of learning-rate warm-up: ``int(warmup_ratio * total_steps)`` (BERT's

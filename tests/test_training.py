@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from re2_tf.config import TrainConfig
 from re2_tf.models import build_re2
 from re2_tf.training import MatchingTrainer, WarmupExponentialDecay
 
@@ -247,6 +248,8 @@ def test_a_run_shorter_than_its_first_evaluation_point_evaluates_at_its_end(tmp_
         )
     )
     assert evaluated_updates(log) == [2]
+    assert "training stops after 2 updates (0.20 of " in log
+    assert " passes of 10 updates over 40 pairs; 8 pairs seen)" in log
     assert "before its first scheduled evaluation" in log
     assert "Training complete after 2 updates" in log
     assert (tmp_path / "run" / "best.keras").exists()
@@ -254,6 +257,30 @@ def test_a_run_shorter_than_its_first_evaluation_point_evaluates_at_its_end(tmp_
     assert state["evaluations"] == 1 and state["best_step"] == 2
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["best_step"] == 2 and set(results["splits"]) == {"dev", "test"}
+
+
+def test_samples_seen_counts_each_pass_short_last_batch():
+    """Hand-worked: 8,995 triples in batches of 128 make 71 updates a pass (70 full, one of
+    35); 796 updates are 11 passes (781 updates, 98,945 triples) and 15 batches of 128."""
+    config = TrainConfig(model="re2", batch_size=128)
+    assert config.samples_seen(796, 8995) == 11 * 8995 + 15 * 128 == 100_865
+    assert config.samples_seen(185, 47_852) == 185 * 128
+    assert config.samples_seen(800, 20_360) == 5 * 20_360  # 5 whole passes of 160 updates
+    with pytest.raises(ValueError, match="units >= 1"):
+        config.samples_seen(3, 0)
+
+
+def test_max_samples_becomes_the_fewest_updates_that_see_that_many():
+    """Hand-worked: 101,800 samples over 8,995 triples (batch 128, 71 updates a pass) are 11
+    passes (98,945) and 2,855 more, 23 updates: 804 updates, which see 101,889 triples; within
+    the first pass it is ceil(samples / batch)."""
+    config = TrainConfig(model="re2", batch_size=128)
+    assert config.updates_for_samples(101_800, 8995) == 11 * 71 + 23 == 804
+    assert config.samples_seen(804, 8995) == 101_889 >= 101_800 > config.samples_seen(803, 8995)
+    assert config.updates_for_samples(23_590, 47_852) == 185
+    assert config.updates_for_samples(5 * 20_360, 20_360) == 800
+    with pytest.raises(ValueError, match="samples >= 0"):
+        config.updates_for_samples(-1, 10)
 
 
 @pytest.mark.slow
