@@ -13,6 +13,8 @@ Kinds (paths relative to the repository root):
   :func:`re2_lab.compare.report` over ``<records>`` (``docs/runs/compare``);
 - ``compare-budget <records>``: the comparison's training budgets read from each run's
   ``train.log`` and every difference between the models, :func:`re2_lab.compare.budget_report`;
+- ``growth <record.jsonl>``: a ``python -m re2_lab.cli.growth`` record (:mod:`re2_lab.growth`):
+  the fitted cost model per model, :func:`re2_lab.growth.markdown`;
 - ``tests <ci log>``: the steps of one recorded ``.ci/run`` (``docs/runs/test-tiers/ci-run.txt``)
   with their pytest counts and times, its commit and machine (:func:`test_tiers`);
 - ``sweep <flagfile> [<split>/<metric> ...]``: a sweep config's summary
@@ -130,13 +132,17 @@ def generate(spec, root=REPO):
     if kind == "ab" and len(args) == 1:
         record = _read(root / args[0])
         return _training_ab(record) if "models" in record else _paths_ab(record)
+    if kind == "growth" and len(args) == 1:
+        from re2_lab import growth
+
+        return growth.markdown(growth.read_points(root / args[0]))
     if kind == "tests" and len(args) == 1:
         return test_tiers((root / args[0]).read_text(encoding="utf-8"))
     raise ValueError(
         f"unknown generated table {spec!r}: expected 'compare <records>', "
         "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
-        "'runtimes <json> [summary|order]', 'ab <json>' or 'tests <ci log>'"
+        "'runtimes <json> [summary|order]', 'ab <json>', 'growth <jsonl>' or 'tests <ci log>'"
     )
 
 
