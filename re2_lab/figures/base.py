@@ -26,9 +26,12 @@ __all__ = [
     "FigureRun",
     "FigureSet",
     "FigureSweep",
+    "HeldOutPair",
     "MissingRun",
     "RunRecord",
+    "held_out_pair",
     "load_record",
+    "pair_overlap",
     "register",
     "run_caption",
     "write_figure",
@@ -235,6 +238,95 @@ def run_caption(record: RunRecord, about: str = "") -> str:
         f"{record.epochs} passes over {budget}; test {metrics}."
     )
     return f"{text} {about}".strip()
+
+
+@dataclasses.dataclass(frozen=True)
+class HeldOutPair:
+    """A held-out pair a figure is drawn on, standing in for a paper's example.
+
+    Attributes:
+        text1, text2: the pair as stored in the split file.
+        label: its gold label's name.
+        split: the split file it was read from (``test.txt`` of the run's data directory).
+        line: its 1-based line in that file.
+        paper: the paper's example it stands in for, ``(text1, text2)``.
+        overlap: the selection score, :func:`pair_overlap` with the paper's example.
+    """
+
+    text1: str
+    text2: str
+    label: str
+    split: str
+    line: int
+    paper: tuple
+    overlap: float
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def caption(self) -> str:
+        """Where the pair comes from and why it, for a caption."""
+        return (
+            f'held-out pair "{self.text1}" / "{self.text2}" (gold {self.label}; line '
+            f"{self.line:,} of the learning check's {self.split}: the second half of SNLI test, "
+            "which the run neither trained nor selected on). It stands in for the paper's "
+            f'pair "{self.paper[0]}" / "{self.paper[1]}", which is in SNLI dev, this run\'s '
+            "training data, and not in its held-out half: of the held-out pairs with the "
+            "same gold label, the one sharing the most words with it (word-set overlap "
+            f"{self.overlap:.3f})"
+        )
+
+
+def _words(text):
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def pair_overlap(pair, paper):
+    """Mean over the two texts of the Jaccard overlap of their lower-cased word sets (letters
+    and digits), ``pair`` against ``paper``, both ``(text1, text2)``: a float in [0, 1]."""
+    scores = []
+    for ours, theirs in zip(pair, paper):
+        a, b = _words(ours), _words(theirs)
+        scores.append(len(a & b) / len(a | b) if a | b else 0.0)
+    return sum(scores) / len(scores)
+
+
+def held_out_pair(run_dir, paper, label, split="test"):
+    """The pair of gold ``label`` in the run's held-out ``split`` that shares the most words
+    with the paper's example ``paper`` (:func:`pair_overlap`; the first in the file on a tie).
+
+    Args:
+        run_dir: a trained run (its ``config.json`` names its data and label names).
+        paper: ``(text1, text2)``, the paper's example.
+        label: the gold label's name (one of the run's).
+        split: the split name (the learning check's held-out half is ``test``).
+
+    Returns:
+        :class:`HeldOutPair`.
+
+    Raises:
+        ValueError: ``label`` is not one of the run's, or the split has no pair with it.
+        FileNotFoundError: as :func:`re2_tf.runs.load_examples`.
+    """
+    from re2_tf.runs import load_examples
+
+    spec, examples = load_examples(run_dir, split)
+    if label not in spec.label_names:
+        raise ValueError(f"label {label!r} is not one of the run's {list(spec.label_names)}")
+    wanted = spec.label_names.index(label)
+    best = None
+    for example in examples:
+        if example.label != wanted:
+            continue
+        score = pair_overlap((example.text1, example.text2), paper)
+        if best is None or score > best[0]:
+            best = (score, example)
+    if best is None:
+        raise ValueError(f"no {label} pair in the run's {split} split")
+    score, example = best
+    return HeldOutPair(
+        example.text1, example.text2, label, f"{split}.txt", example.line, tuple(paper), score
+    )
 
 
 def write_figure(out_dir, name, figure, data, caption) -> Figure:

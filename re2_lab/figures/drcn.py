@@ -1,8 +1,9 @@
 """DRCN's attention-map figures (Kim et al., AAAI 2019, "Word Alignment and Importance" and the
-appendix "Visualization on the comparable models"): for the paper's two SNLI dev examples,
-the co-attention ``alpha_ij`` of Eq. 5 on every layer, their average over the layers
-("Avg(Layers)") and the rate of max-pooled positions per word, for DRCN and for its ablation
-with residual instead of dense connections (Table 6 (8), the paper's "Res2").
+appendix "Visualization on the comparable models"): for held-out pairs standing in for the
+paper's two SNLI dev examples (the run's training data), the co-attention ``alpha_ij`` of
+Eq. 5 on every layer, their average over the layers ("Avg(Layers)") and the rate of max-pooled
+positions per word, for DRCN and for its ablation with residual instead of dense connections
+(Table 6 (8), the paper's "Res2").
 
 Everything is read from the trained graph by :func:`re2_tf.analysis.attention_maps` (the
 spec's ``analysis``: each ``layer{n}_co_attention`` called with ``return_attention_scores``,
@@ -21,6 +22,7 @@ from re2_lab.figures.base import (
     FigureRun,
     FigureSet,
     MissingRun,
+    held_out_pair,
     need,
     pyplot,
     register,
@@ -32,7 +34,9 @@ from re2_lab.figures.re2 import SNLI_CHECK_NOTE
 
 __all__ = ["EXAMPLES", "attention_figure"]
 
-#: The paper's two examples (its figures of attentive weights), exactly as printed there.
+#: The paper's two examples (its figures of attentive weights), exactly as printed there; both
+#: are SNLI dev pairs, the learning check's training file, so each figure row is drawn on the
+#: held-out pair most like one (:func:`re2_lab.figures.base.held_out_pair`), keyed by gold label.
 EXAMPLES = {
     "entailment": (
         "two bicyclists in spandex and helmets in a race pedaling uphill.",
@@ -76,7 +80,8 @@ def attention_figure(run_dir, record, about, out_dir, name):
     from re2_tf.analysis import attention_maps
 
     plt = pyplot()
-    found = {key: attention_maps(run_dir, *texts) for key, texts in EXAMPLES.items()}
+    pairs = {key: held_out_pair(run_dir, texts, key) for key, texts in EXAMPLES.items()}
+    found = {key: attention_maps(run_dir, p.text1, p.text2) for key, p in pairs.items()}
     layers = sorted(
         int(n[len("layer") : -len("_alpha")])
         for n in next(iter(found.values())).arrays
@@ -98,8 +103,9 @@ def attention_figure(run_dir, record, about, out_dir, name):
         )
         predictions.append(f"{key} example predicted {maps.prediction['label']} ({probabilities})")
         sub.suptitle(
-            f'({"ab"[e]}) gold {key}: premise "{EXAMPLES[key][0]}" / hypothesis '
-            f'"{EXAMPLES[key][1]}"; predicted {maps.prediction["label"]}',
+            f"({'ab'[e]}) gold {key}, held-out ({pairs[key].split} line {pairs[key].line:,}): "
+            f'premise "{pairs[key].text1}" / hypothesis "{pairs[key].text2}"; predicted '
+            f"{maps.prediction['label']}",
             fontsize=10,
         )
         for ax, map_name, title in zip(axes, names, titles):
@@ -125,6 +131,7 @@ def attention_figure(run_dir, record, about, out_dir, name):
         above.set_title(f"{titles[-1]}\nmax-pool rate strips (0-{rate_top:.2f})", fontsize=9)
         axes[-1].set_title("")
         data["examples"][key] = {
+            "pair": pairs[key].to_json(),
             "premise": tokens1,
             "hypothesis": tokens2,
             "prediction": maps.prediction,
@@ -137,10 +144,12 @@ def attention_figure(run_dir, record, about, out_dir, name):
     caption = (
         f"DRCN attentive weights (alpha_ij of Eq. 5: each premise word's weights over the "
         f"hypothesis words, rows sum to 1; grey scale 0 (white) to {top:.3f} (black), shared "
-        f"by all panels) on the paper's two SNLI dev examples, layers 1-{layers[-1]} and their "
-        f"average Avg(Layers); the grey strips beside Avg(Layers) are the rate of max-pooled "
-        f"positions per word (above: hypothesis, right: premise; black = the largest rate). "
-        f"{'; '.join(predictions)}. " + run_caption(record, about)
+        f"by all panels), layers 1-{layers[-1]} and their average Avg(Layers); the grey "
+        f"strips beside Avg(Layers) are the rate of max-pooled positions per word (above: "
+        f"hypothesis, right: premise; black = the largest rate). "
+        + " ".join(f"({'ab'[e]}) The {pairs[k].caption()}." for e, k in enumerate(pairs))
+        + f" {'; '.join(predictions)}. "
+        + run_caption(record, about)
     )
     rows[0].suptitle(wrap(caption, 210), fontsize=9, y=0.95)
     colorbar = figure.add_axes((0.95, 0.15, 0.008, 0.55))

@@ -30,6 +30,7 @@ from re2_lab.figures.base import (
     FigureRun,
     FigureSet,
     MissingRun,
+    held_out_pair,
     need,
     pyplot,
     register,
@@ -49,8 +50,11 @@ __all__ = [
 #: The three parts of a block's alignment and fusion input, in their order in it (§2.1).
 FEATURES = ("embed", "residual", "enc-out")
 
-#: The case study's pair (§3.7, Figure 3), an SNLI dev pair (gold label neutral).
+#: The case study's pair (§3.7, Figure 3), an SNLI dev pair, and its gold label. SNLI dev is
+#: the learning check's training file, so the figure is drawn on the held-out pair most like it
+#: (:func:`re2_lab.figures.base.held_out_pair`).
 CASE = ("A green bike is parked next to a door", "The bike is chained to the door")
+CASE_LABEL = "neutral"
 
 
 def feature_slices(model, block):
@@ -286,14 +290,15 @@ def figure2(run_dir, record, out_dir, name="re2_figure2_occlusion"):
 
 
 def figure3(run_dir, record, out_dir, name="re2_figure3_case"):
-    """RE2 Figure 3: the case pair's alignment weights (normalised ``e_ij``, Eq. 3) in the
-    first and the last block: per premise word its softmax over the hypothesis words (rows
-    sum to 1; premise down the side, hypothesis across), read from the trained graph by
-    :func:`re2_tf.analysis.attention_maps`."""
+    """RE2 Figure 3: the alignment weights (normalised ``e_ij``, Eq. 3) of the held-out pair
+    standing in for the paper's case pair (:data:`CASE`) in the first and the last block: per
+    premise word its softmax over the hypothesis words (rows sum to 1; premise down the side,
+    hypothesis across), read from the trained graph by :func:`re2_tf.analysis.attention_maps`."""
     from re2_tf.analysis import attention_maps
 
     plt = pyplot()
-    maps = attention_maps(run_dir, *CASE)
+    pair = held_out_pair(run_dir, CASE, CASE_LABEL)
+    maps = attention_maps(run_dir, pair.text1, pair.text2)
     blocks = sorted(
         int(n[len("block") : -len("_over_text2")])
         for n in maps.arrays
@@ -305,8 +310,8 @@ def figure3(run_dir, record, out_dir, name="re2_figure3_case"):
     low = min(float(m.min()) for m in shown_maps)
     high = max(float(m.max()) for m in shown_maps)
     caption = (
-        f'RE2 Figure 3 (case study): premise "{CASE[0]}", hypothesis "{CASE[1]}" (SNLI dev, '
-        f"gold neutral). Alignment weights softmax_j(e_ij) of Eq. 3 (each premise word's "
+        f"RE2 Figure 3 (case study) on a {pair.caption()}. "
+        f"Alignment weights softmax_j(e_ij) of Eq. 3 (each premise word's "
         f"weights over the hypothesis words, rows sum to 1; colour scale from the smallest "
         f"shown weight {low:.4f} to the largest {high:.4f}; a uniform row is "
         f"1/{len(maps.tokens['text2'])} = {1 / len(maps.tokens['text2']):.4f}) in block "
@@ -331,6 +336,7 @@ def figure3(run_dir, record, out_dir, name="re2_figure3_case"):
     figure.subplots_adjust(top=0.74, bottom=0.2, right=0.78, wspace=0.45)
     data = {
         "run": record.to_json(),
+        "pair": pair.to_json(),
         "premise": tokens1,
         "hypothesis": tokens2,
         "prediction": maps.prediction,

@@ -18,7 +18,7 @@ from model_scaffolding import pair_batch
 from weights import randomize_weights
 
 from re2_lab.figures import FIGURE_SETS
-from re2_lab.figures.base import load_record, run_caption
+from re2_lab.figures.base import load_record, pair_overlap, run_caption
 from re2_lab.figures.re2 import feature_slices, occluded_model, per_class_accuracy
 from re2_tf.models.re2 import build_re2
 
@@ -361,3 +361,74 @@ def test_the_exact_match_chain_counts_content_words_in_order():
     assert example.docid == "d3" and len(chain) == 3  # longest chain, then the shortest answer
     with pytest.raises(ValueError, match="exact-match chain"):
         choose_pair(examples[:1])
+
+
+def test_pair_overlap_by_hand():
+    # words {a, man, sleeps} vs {a, man, rests}: 2 of 4; {a, dog} vs {a, dog}: 1 -> mean 0.75
+    assert pair_overlap(("A man sleeps.", "a dog"), ("a man rests", "A dog!")) == 0.75
+    assert pair_overlap(("", "x"), ("", "y")) == 0.0
+
+
+def _held_out_pairs(figure):
+    """(the paper's example, the figure's held-out pair as its JSON records it) per example."""
+    if "pair" in figure:
+        yield figure["pair"]
+    for example in figure.get("examples", {}).values():
+        if "pair" in example:
+            yield example["pair"]
+
+
+HELD_OUT_FIGURES = [
+    p for p in committed() if list(_held_out_pairs(json.loads(p.read_text(encoding="utf-8"))))
+]
+
+
+def test_re2_figure3_and_the_drcn_figures_are_drawn_on_held_out_pairs():
+    names = {p.stem for p in HELD_OUT_FIGURES}
+    assert {"re2_figure3_case", "drcn_attention", "drcn_residual_attention"} <= names
+
+
+@pytest.mark.parametrize("path", HELD_OUT_FIGURES, ids=lambda p: p.stem)
+def test_a_held_out_figure_pair_is_the_held_out_half_nearest_the_papers(path, shared_data):
+    """Each pair a figure is drawn on, against SNLI itself: it is line 4,912 + L of SNLI test
+    (the learning check's held-out half starts after the first n // 2 = 4,912 lines), with
+    the gold label the JSON names; the paper's example is in SNLI dev (the learning check's
+    training file) and the pair is not; and no held-out pair of that label shares more words
+    with the paper's example (the overlap recomputed here)."""
+    snli = shared_data / "snli" / "re2_processed"
+    test = snli.joinpath("test.txt").read_text(encoding="utf-8").splitlines()
+    dev = snli.joinpath("dev.txt").read_text(encoding="utf-8").splitlines()
+    half = len(test) // 2
+    assert half == 4912
+    names = ("entailment", "neutral", "contradiction")  # SNLI's label ids 0, 1, 2
+    figure = json.loads(path.read_text(encoding="utf-8"))
+    assert "held-out pair" in figure["caption"] and "second half of SNLI test" in figure["caption"]
+    trained = {tuple(line.split("\t")[:2]) for line in dev}
+    for pair in _held_out_pairs(figure):
+        text1, text2, label = test[half + pair["line"] - 1].split("\t")
+        assert (text1, text2, names[int(label)]) == (pair["text1"], pair["text2"], pair["label"])
+        assert (text1, text2) not in trained
+        paper = tuple(pair["paper"])
+        assert any(paper[0].lower().rstrip(".") in line.lower() for line in dev)
+
+        def words(text):
+            return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+        def overlap(a, b):
+            return np.mean(
+                [len(words(x) & words(y)) / len(words(x) | words(y)) for x, y in zip(a, b)]
+            )
+
+        same = [
+            line.split("\t")
+            for line in test[half:]
+            if names[int(line.split("\t")[2])] == pair["label"]
+        ]
+        best = max(overlap((t1, t2), paper) for t1, t2, _ in same)
+        assert (
+            overlap((text1, text2), paper) == pytest.approx(best) == pytest.approx(pair["overlap"])
+        )
+        assert (
+            f'"{text1}" / "{text2}" (gold {pair["label"]}; line {pair["line"]:,} '
+            in figure["caption"]
+        )
