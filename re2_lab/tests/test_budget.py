@@ -24,7 +24,9 @@ COMPARE = Path(__file__).resolve().parents[2] / "docs" / "runs" / "compare"
 HAND_COUNTED = [
     # task, model, seed, updates, evaluations, unit, units, seen, last
     ("trecqa", "match_srnn", 1, 1870, 98, "triples", 47852, 239260, 1870),
-    ("trecqa", "re2", 1, 185, 9, "pairs", 4718, 23590, 180),
+    # evaluations at 20, 37, 40, 60, 74, 80, 100, 111, 120, 140, 148, 160, 180, 185 (the
+    # comparison's --eval_epoch; its first run, with the WikiQA preset's --noeval_epoch, had 9)
+    ("trecqa", "re2", 1, 185, 14, "pairs", 4718, 23590, 185),
     # evaluations at 20, 37, 40, 60, 74, 80, 100, 111, 120, 140, 148, 160, 180, 185
     ("trecqa", "drcn", 1, 185, 14, "pairs", 4718, 23590, 185),
     # two attempts, the first stopped at update 47 before any evaluation (no restore line)
@@ -54,13 +56,14 @@ def test_a_recorded_runs_budget_is_its_hand_count(
     assert budget.final_evaluated == (last == updates)
 
 
-def test_re2_on_trecqa_skips_the_pass_end_evaluations_drcn_makes():
-    # re2's WikiQA preset turns pass-end evaluations off: 20, 40, ..., 180 (none at 37, 74, ...)
+def test_re2_on_trecqa_evaluates_at_the_pass_ends_as_drcn_does():
+    # re2's WikiQA preset turns pass-end evaluations off; the comparison turns them on: the
+    # same 14 evaluations as DRCN, at every 20 updates and every pass end (37 updates a pass)
     re2 = read_budget(COMPARE / "trecqa" / "model-re2" / "seed1")
-    assert re2.evaluated_updates == tuple(range(20, 181, 20))
-    assert re2.updates_per_pass == 37 and not re2.pass_ends_evaluated
     drcn = read_budget(COMPARE / "trecqa" / "model-drcn" / "seed1")
-    assert {37, 74, 111, 148, 185} <= set(drcn.evaluated_updates) and drcn.pass_ends_evaluated
+    assert re2.evaluated_updates == drcn.evaluated_updates
+    assert {37, 74, 111, 148, 185} <= set(re2.evaluated_updates)
+    assert re2.updates_per_pass == 37 and re2.pass_ends_evaluated and re2.final_evaluated
 
 
 def test_match_srnn_ranking_triples_carry_their_question_counts():
@@ -115,3 +118,29 @@ def test_a_log_without_its_final_evaluation_or_completion_says_so():
         parse_budget(LOG.split("\n", 1)[1], source="x.log")
     with pytest.raises(ValueError, match="no 'training on <n>' line"):
         parse_budget(LOG.splitlines()[0])
+
+
+STOPPED = """\
+2026-01-01 00:00:00 Starting match_srnn run r (seed 1); train (20) | dev (4) from d
+2026-01-01 00:00:00 #classes 2; #vocab 9; 0 pairs [...] dropped, 0 truncated; training on 20
+2026-01-01 00:00:00 11 ranking triples; {'questions': 5, 'questions_used': 3}
+2026-01-01 00:00:00 max_samples=40: training stops after 11 updates (3.67 of 1000 passes of 3 \
+updates over 11 triples; 41 triples seen)
+2026-01-01 00:00:01 update 3 (epoch 1.00) | dev map 0.5 * | best map 0.5 at 3 | 9 pairs/s
+2026-01-01 00:00:02 update 6 (epoch 2.00) | dev map 0.5 | best map 0.5 at 3 | 9 pairs/s
+2026-01-01 00:00:03 update 9 (epoch 3.00) | dev map 0.6 * | best map 0.6 at 9 | 9 pairs/s
+2026-01-01 00:00:04 update 11 (epoch 3.67) | dev map 0.6 | best map 0.6 at 9 | 9 pairs/s
+2026-01-01 00:00:05 Training complete after 11 updates.
+"""
+
+
+def test_a_max_samples_run_takes_its_passes_and_samples_seen_from_its_stop_line():
+    # by hand: 11 triples in batches of 4 are 3 updates a pass (4 + 4 + 3); 40 samples are 3
+    # passes (33) and 7 more, 2 updates: 11 updates, 3 * 11 + 2 * 4 = 41 triples seen
+    budget = parse_budget(STOPPED)
+    assert (budget.unit, budget.units, budget.updates) == ("triples", 11, 11)
+    assert (budget.updates_per_pass, budget.passes, budget.seen) == (3, 3.67, 41)
+    assert budget.pass_ends_evaluated and budget.final_evaluated
+    # without the pass-end evaluation at update 9 the whole passes are not all evaluated
+    log = "\n".join(line for line in STOPPED.splitlines() if "update 9 (" not in line)
+    assert not parse_budget(log).pass_ends_evaluated

@@ -49,11 +49,36 @@ def test_every_run_takes_the_common_budget_and_keeps_its_recipe(task):
         model = dict(cell.settings)["model"]
         assert (config.model, config.data_dir, config.epochs) == (model, "/data", 5)
         assert config.eval_per_samples == 2560 and config.embeddings in ("", None)
+        assert config.eval_epoch  # every model evaluates at the pass ends
         assert config.dataset == compare.TASKS[task].dataset
         optimizers[model] = config.optimizer
     # the recipes stay the papers': DRCN's RMSProp, BERT's AdamW, RE2's Adam
     assert optimizers["drcn"] == "rmsprop" and optimizers["re2"] == "adam"
     assert optimizers["bert_matchlstm"] == "adamw"
+
+
+@pytest.mark.parametrize("task", ["wikiqa", "trecqa", "snli_check"])
+def test_a_model_on_ranking_triples_gets_the_pairs_budget(task, tmp_path):
+    """7 training pairs (one a line, a blank line not counted): a model whose task loss trains
+    on triples (Match-SRNN's pairwise hinge on the ranking tasks) gets --max_samples = 5 x 7
+    and the pass cap after the common flags; the others, and every model on SNLI, get none."""
+    from re2_lab.sweep import run_args
+    from re2_tf.cli.train import config_from_args
+
+    (tmp_path / "train.txt").write_text("q\ta\t1\n" * 7 + "\n")
+    assert compare.training_pairs(tmp_path) == 7
+    for cell in compare.cells(task):
+        extra = compare.equal_pairs_args(cell, tmp_path)
+        model = dict(cell.settings)["model"]
+        if model == "match_srnn" and task != "snli_check":
+            assert extra == ["--max_samples=35", f"--epochs={compare.TRIPLE_EPOCHS_CAP}"]
+        else:
+            assert extra == [], model
+        cell = type(cell)(cell.settings, base=cell.base, after=tuple(extra))
+        args = run_args(cell, compare.common_args(str(tmp_path)))
+        config = config_from_args([*args, "--run_dir=unused"])
+        assert config.max_samples == (35 if extra else 0)
+        assert config.epochs == (compare.TRIPLE_EPOCHS_CAP if extra else 5)
 
 
 def _write(path, content):

@@ -48,6 +48,17 @@ def test_no_record_holds_an_absolute_path():
         assert (RUNS / name).is_file() and reason, name
 
 
+def test_every_results_json_has_its_log_and_flags_beside_it():
+    """No transcribed record: each results.json under docs/runs has the train.log and
+    flags.txt of the run that wrote it."""
+    lonely = []
+    for results in sorted(RUNS.rglob("results.json")):
+        absent = [n for n in ("train.log", "flags.txt") if not (results.parent / n).exists()]
+        if absent:
+            lonely.append(f"{results.parent.relative_to(RUNS)}: no {', '.join(absent)}")
+    assert not lonely, "\n".join(lonely)
+
+
 def test_every_finished_record_names_its_data_fingerprint():
     """Each results.json beside a flags.txt has ``data``: the dataset its flags name and a
     sha256 hex digest; the exceptions are listed with their reason, and are real (a record

@@ -906,9 +906,20 @@ def _log_budget(run_dir):
         int(u): float(e) for u, e in re.findall(r"update (\d+) \(epoch ([\d.]+)\) \| dev ", text)
     }
     last = max(evaluations)
-    per_pass = round(last / evaluations[last])
-    assert updates % per_pass == 0, run_dir
-    seen = units * updates // per_pass
+    stops = re.findall(r"training stops after (\d+) updates \(.* passes of (\d+) updates", text)
+    if stops:
+        # a --max_samples run: whole passes (each with its short last batch), then full
+        # batches of --batch_size
+        per_pass = int(stops[-1][1])
+        whole, rest = divmod(updates, per_pass)
+        flags_text = (run_dir / "flags.txt").read_text()
+        batch = int(re.search(r"^--batch_size=(\d+)$", flags_text, re.M)[1])
+        seen = whole * units + rest * batch
+        assert f"; {seen:,} {'triples' if triples else 'pairs'} seen)" in text, run_dir
+    else:
+        per_pass = round(last / evaluations[last])
+        assert updates % per_pass == 0, run_dir
+        seen = units * updates // per_pass
     return updates, seen, "triples" if triples else "pairs", len(evaluations), updates == last
 
 
