@@ -134,6 +134,9 @@ class RunRecord:
         seed: ``results.json``'s ``seed``.
         data_dir: ``--data_dir`` of ``flags.txt``.
         epochs: ``--epochs`` (passes over the training pairs).
+        passes: the passes the run made: ``epochs``, or for a run ``--max_samples`` cut short
+            the ``P`` of its log's ``training stops after N updates (P of E passes ...)``
+            (a float to two decimals).
         training_pairs: the ``training on N`` count of ``train.log``.
         triples: the ``N ranking triples`` count of ``train.log`` (a pairwise-loss run trains
             on (question, right, wrong) triples built from those pairs), else ``None``.
@@ -150,6 +153,7 @@ class RunRecord:
     test: dict
     settings: dict
     triples: int | None = None
+    passes: float | int | None = None
 
     def to_json(self) -> dict:
         return {
@@ -160,6 +164,7 @@ class RunRecord:
             "epochs": self.epochs,
             "training_pairs": self.training_pairs,
             "triples": self.triples,
+            "passes": self.passes,
             "test": dict(self.test),
         }
 
@@ -202,16 +207,19 @@ def load_record(record) -> RunRecord:
     triples = re.findall(r"(\d+) ranking triples", log)
     if not counts:
         raise ValueError(f"{files[2]}: no 'training on N' line")
+    stops = re.findall(r"training stops after \d+ updates \(([\d.]+) of \d+ passes", log)
+    epochs = int(settings["epochs"])
     return RunRecord(
         record=str(record),
         model=settings.get("model", ""),
         seed=int(results["seed"]),
         data_dir=settings.get("data_dir", ""),
-        epochs=int(settings["epochs"]),
+        epochs=epochs,
         training_pairs=int(counts[0]),
         test=dict(results["splits"]["test"]),
         settings=settings,
         triples=int(triples[0]) if triples else None,
+        passes=float(stops[-1]) if stops else epochs,
     )
 
 
@@ -235,7 +243,8 @@ def run_caption(record: RunRecord, about: str = "") -> str:
     text = (
         f"Run: {record.record} ({record.model}, seed {record.seed}): "
         f"data {record.settings.get('dataset', '?')}, "
-        f"{record.epochs} passes over {budget}; test {metrics}."
+        f"{record.passes if record.passes is not None else record.epochs} passes over "
+        f"{budget}; test {metrics}."
     )
     return f"{text} {about}".strip()
 

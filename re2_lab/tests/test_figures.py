@@ -172,6 +172,16 @@ def test_a_record_reads_as_its_files_say(tmp_path):
     record = load_record(tmp_path)
     assert record.triples == 8995
     assert "over 8,995 ranking triples from 8,672 training pairs;" in run_caption(record)
+    (tmp_path / "train.log").write_text(
+        "training on 20360\n8995 ranking triples; {}\nmax_samples=101800: training stops after "
+        "804 updates (11.32 of 5 passes of 71 updates over 8995 triples; 101,889 triples seen)\n"
+    )
+    record = load_record(tmp_path)
+    assert (record.epochs, record.passes) == (5, 11.32)
+    assert "5 passes" not in run_caption(record)
+    assert "11.32 passes over 8,995 ranking triples from 20,360 training pairs;" in run_caption(
+        record
+    )
 
 
 @pytest.mark.parametrize("path", committed(), ids=lambda p: p.stem)
@@ -183,6 +193,10 @@ def test_every_caption_number_is_its_committed_records(path):
     flags = (record / "flags.txt").read_text().splitlines()
     log = (record / "train.log").read_text()
     epochs = next(int(f.split("=")[1]) for f in flags if f.startswith("--epochs="))
+    # a run --max_samples cut short made the passes its log states, not --epochs
+    stops = re.search(r"training stops after \d+ updates \(([\d.]+) of (\d+) passes", log)
+    passes = stops.group(1) if stops else str(epochs)
+    assert not stops or int(stops.group(2)) == epochs
     dataset = next(f.split("=", 1)[1] for f in flags if f.startswith("--dataset="))
     pairs = int(re.search(r"training on (\d+)", log).group(1))
     triples = re.search(r"(\d+) ranking triples", log)
@@ -190,7 +204,7 @@ def test_every_caption_number_is_its_committed_records(path):
     sentence = figure["caption"][figure["caption"].index("Run: ") :]
     expected = {
         str(results["seed"]),
-        str(epochs),
+        passes,
         f"{pairs:,}",
         *([f"{int(triples.group(1)):,}"] if triples else []),
         *(f"{test[k]:.4f}" for k in (("map", "mrr") if "map" in test else ("acc",))),
