@@ -234,7 +234,8 @@ def test_training_output_has_no_tf_data_rewrite_error(schedule_run):
 def test_a_run_shorter_than_its_first_evaluation_point_evaluates_at_its_end(tmp_path):
     """Issue 49 (5a): --max_samples below the first evaluation point used to end with no
     checkpoint (and exit 0). 8 samples of batch 4 = 2 updates; evaluations every 16 samples
-    (4 updates, warm-up the same) -> none scheduled, so the run evaluates at update 2."""
+    (4 updates, warm-up the same), none at pass ends -> none scheduled, so the run evaluates
+    at update 2."""
     data = make_data(tmp_path, 40)
     log = run(
         train_command(
@@ -242,6 +243,7 @@ def test_a_run_shorter_than_its_first_evaluation_point_evaluates_at_its_end(tmp_
             tmp_path / "run",
             "--batch_size=4",
             "--max_samples=8",
+            "--eval_epoch=false",  # with it, the last update ends the last pass: evaluated
             "--eval_per_samples=16",
             "--eval_per_samples_warmup=16",
             "--eval_warmup_samples=0",

@@ -117,7 +117,8 @@ def test_format_duration():
 def test_interval_zero_logs_every_update_with_consistent_numbers(tmp_path):
     lines, losses, fit_seconds = train(tmp_path, progress_interval=0)
     evaluated = [int(m) for m in re.findall(r"^update (\d+) \(epoch", "\n".join(lines), re.M)]
-    assert evaluated == [3, 4, 6, 8, 12]
+    # 14, the last update, ends the last (short) pass: with eval_epoch its model is evaluated
+    assert evaluated == [3, 4, 6, 8, 12, 14]
     assert lines[-1] == "Training complete after 14 updates."
     # the first update (tracing) is timed on its own
     first = FIRST.match(lines[0])
@@ -130,8 +131,8 @@ def test_interval_zero_logs_every_update_with_consistent_numbers(tmp_path):
     assert {int(m[2]) for m in progress} == {14}
     assert [m[4] for m in progress] == [f"{loss:.4f}" for loss in losses[1:13]]
     assert [(m[5], int(m[6])) for m in progress] == [
-        ("next evaluation", min(e for e in evaluated if e > int(m[1]))) for m in progress[:10]
-    ] + [("training ends", 14)] * 2
+        ("next evaluation", min(e for e in evaluated if e > int(m[1]))) for m in progress
+    ]
     took, rounding = seconds(first[2])
     trained = took - rounding
     for m in progress:
@@ -156,7 +157,7 @@ def test_default_interval_logs_at_most_one_line_per_30_seconds(tmp_path):
 
 def test_the_run_counts_its_time_over_attempts_from_the_restored_state(tmp_path):
     # A previous attempt saved 500 s wall / 40 s CPU in state.json; this attempt started 100 s
-    # (wall) and 7 s (CPU) before the routine existed. At its last save (update 12, the last
+    # (wall) and 7 s (CPU) before the routine existed. At its last save (update 14, the last
     # evaluation) the state holds 500 + 100 + this attempt's time, CPU likewise: bounded by
     # the clocks read around the whole call.
     (tmp_path / "state.json").write_text(
@@ -167,7 +168,7 @@ def test_the_run_counts_its_time_over_attempts_from_the_restored_state(tmp_path)
     train(tmp_path, progress_interval=0, clock=(wall0 - 100.0, cpu0 - 7.0))
     wall1, cpu1 = time.perf_counter(), time.process_time()
     state = json.loads((tmp_path / "state.json").read_text())
-    assert state["evaluations"] == 5  # updates 3, 4, 6, 8, 12: the restored count went on
+    assert state["evaluations"] == 6  # updates 3, 4, 6, 8, 12, 14: the restored count went on
     assert 600.0 - 0.05 <= state["seconds"] <= 600.0 + (wall1 - wall0) + 0.05
     assert 47.0 - 0.05 <= state["cpu_seconds"] <= 47.0 + (cpu1 - cpu0) + 0.05
     # the snapshot a resumed attempt restores carries the count taken at its save
@@ -184,5 +185,5 @@ def test_a_state_saved_before_runs_counted_time_leaves_the_time_unknown(tmp_path
     )
     train(tmp_path, progress_interval=0)
     state = json.loads((tmp_path / "state.json").read_text())
-    assert state["evaluations"] == 6
+    assert state["evaluations"] == 7  # the saved 1, then updates 3, 4, 6, 8, 12, 14
     assert state["seconds"] is None and state["cpu_seconds"] is None

@@ -33,7 +33,9 @@ class ReleaseRoutine(keras.callbacks.Callback):
 
     - evaluate on dev when ``s % interval == 0`` where ``interval`` is ``eval_steps`` once
       ``s > eval_warmup_steps`` and ``eval_steps_warmup`` before (the release's eval
-      warm-up), or when ``s`` ends a pass over the training data and ``eval_epoch`` is set;
+      warm-up), or when ``s`` ends a pass over the training data and ``eval_epoch`` is set
+      (the last update, ``total_steps``, ends the last pass, whole or cut short by
+      ``max_samples``, so its model is always evaluated then);
     - a strictly better dev score (``metric``) saves ``network`` to ``best.keras``;
     - stop when ``s - best_step > early_stopping_steps`` and ``s > min_steps``, when the batch
       loss exceeds ``max_loss``, or after ``total_steps``;
@@ -303,7 +305,9 @@ class ReleaseRoutine(keras.callbacks.Callback):
             )
             return
         interval = self.eval_steps if step > self.eval_warmup_steps else self.eval_steps_warmup
-        epoch_end = self.eval_epoch and step % self.steps_per_data_epoch == 0
+        epoch_end = self.eval_epoch and (
+            step % self.steps_per_data_epoch == 0 or step == self.total_steps
+        )
         if step % interval == 0 or epoch_end:
             self._evaluate(step)
         elif step >= self.total_steps and not self.state["evaluations"]:
@@ -342,7 +346,7 @@ class ReleaseRoutine(keras.callbacks.Callback):
             if warmup <= self.eval_warmup_steps:
                 candidates.append(warmup)
         if self.eval_epoch:
-            candidates.append(next_multiple(self.steps_per_data_epoch, step))
+            candidates.append(min(next_multiple(self.steps_per_data_epoch, step), self.total_steps))
         first = min(candidates)
         if first > self.total_steps and not self.state["evaluations"]:
             return self.total_steps  # the evaluation a run without any gets at its end
