@@ -446,3 +446,29 @@ def test_a_held_out_figure_pair_is_the_held_out_half_nearest_the_papers(path, sh
             f'"{text1}" / "{text2}" (gold {pair["label"]}; line {pair["line"]:,} '
             in figure["caption"]
         )
+
+
+def test_re2_figure3_reading_is_its_json():
+    """docs/re2.md's sentences on Figure 3, recomputed from its JSON: the largest distance of a
+    weight from the uniform 1/n per block, the words whose largest weight falls on the same
+    word, and the prediction."""
+    figure = json.loads((FIGURES / "re2_figure3_case.json").read_text(encoding="utf-8"))
+    text = " ".join((REPO / "docs" / "re2.md").read_text(encoding="utf-8").split())
+    premise, hypothesis = figure["premise"], figure["hypothesis"]
+    n = len(hypothesis)
+    bounds = []
+    same = None
+    for name in ("block1_over_hypothesis", "block3_over_hypothesis"):
+        weights = np.array(figure["maps"][name])
+        bounds.append(np.abs(weights - 1 / n).max())
+        words = {w for i, w in enumerate(premise) if hypothesis[weights[i].argmax()] == w}
+        same = words if same is None else same & words
+    assert bounds[0] <= 0.0004 and bounds[1] <= 0.0002 and bounds[0] > 0.0003 > 0.0001 < bounds[1]
+    assert (
+        f"every weight lies within 0.0004 of 1/{n} in block 1 and within 0.0002 in block 3" in text
+    )
+    assert same == {"girl", "her", "bike"}
+    assert "the largest weights of *girl*, *her* and *bike* fall on the same word" in text
+    prediction = figure["prediction"]
+    assert prediction["label"] == figure["pair"]["label"] == "neutral"
+    assert f"gold label, neutral ({prediction['probabilities']['neutral']:.3f})" in text
