@@ -16,35 +16,42 @@ COMPARE = Path(__file__).resolve().parents[2] / "docs" / "runs" / "compare"
 #                  minus the lines repeated after a "Restored training state at update S"
 #                  (read with `grep -n "(epoch \|Resuming\|Restored" train.log`);
 #   units        : the n of "training on n", or of "n ranking triples" for a ranking loss;
-#   seen         : units * 5, the passes read off the last evaluation line "(epoch 5.00)"
-#                  (for re2 on TrecQA, whose last evaluation is "update 180 (epoch 4.86)":
-#                  180 / 4.86 = 37 updates per pass, 185 = 5 * 37);
+#   seen         : units * 5, the passes read off the last evaluation line "(epoch 5.00)";
+#                  for a --max_samples run (match_srnn on the ranking tasks, as many triples
+#                  as the others' pairs), its "training stops after N updates (P of 1000
+#                  passes of K updates ...)" line: whole passes * units + the rest's updates
+#                  * 128 (its --batch_size);
+#   passes       : 5, or that line's P;
 #   last         : the U of the last evaluation line, to tell whether the final model
 #                  (update N) was evaluated.
 HAND_COUNTED = [
-    # task, model, seed, updates, evaluations, unit, units, seen, last
-    ("trecqa", "match_srnn", 1, 1870, 98, "triples", 47852, 239260, 1870),
+    # task, model, seed, updates, evaluations, unit, units, seen, last, passes
+    # 0 whole passes of 374 updates, 185 * 128 = 23,680 triples; evaluations at 20, 40, ...,
+    # 180 and the last update, 185 (it ends the cut pass)
+    ("trecqa", "match_srnn", 1, 185, 10, "triples", 47852, 23680, 185, 0.49),
     # evaluations at 20, 37, 40, 60, 74, 80, 100, 111, 120, 140, 148, 160, 180, 185 (the
     # comparison's --eval_epoch; its first run, with the WikiQA preset's --noeval_epoch, had 9)
-    ("trecqa", "re2", 1, 185, 14, "pairs", 4718, 23590, 185),
+    ("trecqa", "re2", 1, 185, 14, "pairs", 4718, 23590, 185, 5),
     # evaluations at 20, 37, 40, 60, 74, 80, 100, 111, 120, 140, 148, 160, 180, 185
-    ("trecqa", "drcn", 1, 185, 14, "pairs", 4718, 23590, 185),
+    ("trecqa", "drcn", 1, 185, 14, "pairs", 4718, 23590, 185, 5),
     # two attempts, the first stopped at update 47 before any evaluation (no restore line)
-    ("trecqa", "bert_matchlstm", 1, 740, 14, "pairs", 4718, 23590, 740),
-    ("wikiqa", "match_srnn", 1, 355, 22, "triples", 8995, 44975, 355),
+    ("trecqa", "bert_matchlstm", 1, 740, 14, "pairs", 4718, 23590, 740, 5),
+    # 11 whole passes of 71 updates (781) and 23 more: 11 * 8,995 + 23 * 128 = 101,889 triples;
+    # evaluations at every 20 updates (40), the 11 pass ends (71, 142, ..., 781) and 804
+    ("wikiqa", "match_srnn", 1, 804, 52, "triples", 8995, 101889, 804, 11.32),
     # three attempts, both resumed ones restored at update 60: no evaluation line repeated
-    ("wikiqa", "drcn", 1, 800, 40, "pairs", 20360, 101800, 800),
+    ("wikiqa", "drcn", 1, 800, 40, "pairs", 20360, 101800, 800, 5),
     # 25 evaluation lines: "update 924 (epoch 3.00)" is logged before and again after the
     # last attempt's "Restored training state at update 880"
-    ("snli_check", "bert_matchlstm", 3, 1540, 24, "pairs", 9842, 49210, 1540),
+    ("snli_check", "bert_matchlstm", 3, 1540, 24, "pairs", 9842, 49210, 1540, 5),
 ]
 
 
 @pytest.mark.parametrize(
-    "task, model, seed, updates, evaluations, unit, units, seen, last", HAND_COUNTED
+    "task, model, seed, updates, evaluations, unit, units, seen, last, passes", HAND_COUNTED
 )
 def test_a_recorded_runs_budget_is_its_hand_count(
-    task, model, seed, updates, evaluations, unit, units, seen, last
+    task, model, seed, updates, evaluations, unit, units, seen, last, passes
 ):
     budget = read_budget(COMPARE / task / f"model-{model}" / f"seed{seed}")
     assert budget.model == model
@@ -52,7 +59,7 @@ def test_a_recorded_runs_budget_is_its_hand_count(
     assert budget.evaluations == evaluations
     assert len(set(budget.evaluated_updates)) == evaluations
     assert budget.evaluated_updates[-1] == last
-    assert (budget.unit, budget.units, budget.seen, budget.passes) == (unit, units, seen, 5)
+    assert (budget.unit, budget.units, budget.seen, budget.passes) == (unit, units, seen, passes)
     assert budget.final_evaluated == (last == updates)
 
 
