@@ -1110,13 +1110,21 @@ def test_the_folded_pass_is_not_claimed_fastest_at_every_size():
 
 def test_match_srnn_figure5_reading_is_its_json():
     """docs/match_srnn.md's reading of Figure 5's `h` (the chosen unit, per cell) is the
-    figure's JSON: the first row's largest value, the last cell's and the largest anywhere."""
-    h = json.loads((ROOT / "docs" / "figures" / "match_srnn_figure5.json").read_text())["h"]
+    figure's JSON: the first question word's largest value, the last cell's and the largest
+    anywhere; the pair's score; and the run's test MAP / MRR and passes are its record's."""
+    figure = json.loads((ROOT / "docs" / "figures" / "match_srnn_figure5.json").read_text())
+    h = figure["h"]
     text = " ".join((ROOT / "docs" / "match_srnn.md").read_text(encoding="utf-8").split())
     assert (
-        f"(at most {max(h[0]):.2f} in the first row, {h[-1][-1]:.2f} at the last cell, "
-        f"{max(max(row) for row in h):.2f} at its largest)"
+        f"(at most {max(h[0]):.2f} in the first question word's column, {h[-1][-1]:.2f} at the "
+        f"last cell, {max(max(row) for row in h):.2f} at its largest)"
     ) in text
+    assert figure["score"] < 0 and f"The pair's score is negative ({figure['score']:.3f})" in text
+    record = ROOT / figure["run"]["record"]
+    test = json.loads((record / "results.json").read_text())["splits"]["test"]
+    passes = re.search(r"\(([\d.]+) of \d+ passes", (record / "train.log").read_text())[1]
+    assert f"WikiQA test MAP {test['map']:.4f} / MRR {test['mrr']:.4f}" in text
+    assert f"after {passes} passes over its ranking triples" in text
 
 
 def test_the_drcn_ablations_dense_cell_is_the_comparisons_drcn_runs():
