@@ -472,3 +472,69 @@ def test_re2_figure3_reading_is_its_json():
     prediction = figure["prediction"]
     assert prediction["label"] == figure["pair"]["label"] == "neutral"
     assert f"gold label, neutral ({prediction['probabilities']['neutral']:.3f})" in text
+
+
+def _layer_maxima(example):
+    """(layer, largest weight, premise word, hypothesis word) per layer of a DRCN example."""
+    out = []
+    for layer in sorted(example["alpha"], key=lambda name: int(name[len("layer") :])):
+        weights = np.array(example["alpha"][layer])
+        i, j = np.unravel_index(weights.argmax(), weights.shape)
+        out.append((layer, weights.max(), example["premise"][i], example["hypothesis"][j]))
+    return out
+
+
+def _rate(example, side):
+    """(largest max-pool rate, its word) of one side of a DRCN example."""
+    rates = example[f"max_pool_rate_{side}"]
+    k = int(np.argmax(rates))
+    return rates[k], example[side][k]
+
+
+def test_the_drcn_attention_reading_is_its_json():
+    """docs/drcn.md's sentences on the two attention figures, recomputed from their JSONs: how
+    many layer maps join identical words and the exception, the first and last layer's largest
+    weight against uniform, the largest max-pool rates and their words, the predictions and
+    the two runs' test accuracy."""
+    text = " ".join((REPO / "docs" / "drcn.md").read_text(encoding="utf-8").split())
+    dense = json.loads((FIGURES / "drcn_attention.json").read_text(encoding="utf-8"))
+    residual = json.loads((FIGURES / "drcn_residual_attention.json").read_text(encoding="utf-8"))
+    for figure, expected_same in ((dense, 9), (residual, 10)):
+        maxima = [m for e in figure["examples"].values() for m in _layer_maxima(e)]
+        assert len(maxima) == 10
+        assert sum(a == b for _, _, a, b in maxima) == expected_same
+        for example in figure["examples"].values():
+            assert example["prediction"]["label"] == example["pair"]["label"]
+    assert "in 9 of its 10 layer maps the largest weight joins a word to the same word" in text
+    assert "joins identical words in all 10 of its layer maps" in text
+    entailment = dense["examples"]["entailment"]
+    (odd,) = [m for m in _layer_maxima(entailment) if m[2] != m[3]]
+    assert odd[0] == "layer4" and f"layer 4 of the entailment pair (*{odd[2]}*-*{odd[3]}*)" in text
+    first, *_, last = _layer_maxima(entailment)
+    uniform = 1 / len(entailment["hypothesis"])
+    assert (
+        f"the largest is {first[1]:.3f} in layer 1 and {last[1]:.3f} in layer 5, against a "
+        f"uniform {uniform:.3f}"
+    ) in text
+    contradiction = dense["examples"]["contradiction"]
+    premise, hypothesis = _rate(contradiction, "premise"), _rate(contradiction, "hypothesis")
+    assert (
+        f"{premise[0]:.2f} of the contradiction premise's features on *{premise[1]}* and "
+        f"{hypothesis[0]:.2f} of its hypothesis's on *{hypothesis[1]}*"
+    ) in text
+    first_word = _rate(entailment, "hypothesis")
+    assert first_word[1] == entailment["hypothesis"][0]
+    assert (
+        f"{first_word[0]:.2f} of the hypothesis's go to its first word, *{first_word[1]}*" in text
+    )
+    r_contradiction = residual["examples"]["contradiction"]
+    r_premise, r_hypothesis = (
+        _rate(r_contradiction, "premise"),
+        _rate(r_contradiction, "hypothesis"),
+    )
+    assert (r_premise[1], r_hypothesis[1]) == (premise[1], hypothesis[1])
+    assert f"pools most on *four* and *one* ({r_premise[0]:.2f} and {r_hypothesis[0]:.2f})" in text
+    assert (
+        f"test acc {residual['run']['test']['acc']:.4f} against DRCN's "
+        f"{dense['run']['test']['acc']:.4f}"
+    ) in text
