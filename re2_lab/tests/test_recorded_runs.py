@@ -612,11 +612,11 @@ def _same_recipe_as_matchlstm(cell):
     """Each seed's `flags.txt` gives the recorded `matchlstm` seed's configuration but for the
     cell's own settings, the paths, `--threads` and two spellings: warm-up as a ratio (the same
     191 of 1,911 updates as 6,108 pairs) and `--max_len=0` (no limit) where the older run had
-    999, a limit its log shows no pair reached. Seed 1 of `matchlstm` has no `flags.txt`."""
+    999, a limit its log shows no pair reached."""
     from re2_lab.sweep import run_key
     from re2_tf.cli.train import config_from_args
 
-    for seed in (2, 3):
+    for seed in (1, 2, 3):
         old_dir = RUNS / "bert_matchlstm-wikiqa" / "matchlstm" / f"seed{seed}"
         new_dir = RUNS / "bert_matchlstm-wikiqa-table1" / cell / f"seed{seed}"
         flags = [[f"--flagfile={d / 'flags.txt'}"] for d in (old_dir, new_dir)]
