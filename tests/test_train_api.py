@@ -512,6 +512,7 @@ def _console(module, *args):
     )
 
 
+@pytest.mark.slow
 def test_custom_task_from_the_command_line(tmp_path):
     """``re2-train --dataset=custom --labels=...``: trains a 4-label TSV, its ``flags.txt``
     rebuilds the run (a finished run is recognised, not retrained), and the run evaluates,

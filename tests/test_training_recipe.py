@@ -300,6 +300,7 @@ def test_triples_hand_worked():
         pairwise_triples([None], [1])
 
 
+@pytest.mark.slow
 def test_triples_on_real_wikiqa(shared_data):
     path = shared_data / "wikiqa" / "WikiQA-train.txt"
     examples = read_wikiqa_txt(path)
