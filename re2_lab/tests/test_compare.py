@@ -218,7 +218,8 @@ def test_measure_times_the_compared_network_and_resumes(tmp_path, shared_data):
     times it and its training, names the CPU, and measures nothing the second time."""
     from test_throughput import snli_cut
 
-    data = snli_cut(shared_data, tmp_path / "snli", 400)
+    # 600 pairs: the 2 + 2 updates of 128 stay within the first pass, every batch full
+    data = snli_cut(shared_data, tmp_path / "snli", 600)
     records = tmp_path / "records"
     serving, training = compare.measure(
         ["match_srnn"], records, data, batches=3, updates=2, log=lambda line: None
