@@ -29,16 +29,19 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-__all__ = ["Budget", "parse_budget", "read_budget"]
+__all__ = ["STOPS", "Budget", "parse_budget", "read_budget"]
 
 _ATTEMPT = re.compile(r"\b(Starting|Resuming) (\w+) run ")
 _RESTORED = re.compile(r"Restored training state at update (\d+)\b")
 _PAIRS = re.compile(r"; training on (\d+)\s*$")
 _TRIPLES = re.compile(r"\b(\d+) ranking triples; (\{.*\})\s*$")
 _EVALUATION = re.compile(r"\bupdate (\d+) \(epoch (\d+\.\d+)\) \| dev ")
-_STOPS = re.compile(
-    r"max_samples=\d+: training stops after (\d+) updates \(.* passes of (\d+) updates over "
-    r"\d+ (?:pairs|triples); ([\d,]+) (?:pairs|triples) seen\)"
+#: A ``--max_samples`` run's line (``re2_tf.api``): its updates, passes (two decimals), updates
+#: per pass and units seen. :func:`re2_lab.figures.base.load_record` reads it too.
+STOPS = re.compile(
+    r"max_samples=\d+: training stops after (?P<updates>\d+) updates \((?P<passes>[\d.]+) of "
+    r"\d+ passes of (?P<per_pass>\d+) updates over \d+ (?:pairs|triples); (?P<seen>[\d,]+) "
+    r"(?:pairs|triples) seen\)"
 )
 _COMPLETE = re.compile(r"Training complete after (\d+) updates\.")
 _NO_WORDS = "takes no word ids: no word vocabulary is built"
@@ -152,8 +155,8 @@ def parse_budget(text, source="train.log"):
         if found := _EVALUATION.search(line):
             kept.append((int(found.group(1)), float(found.group(2))))
             continue
-        if found := _STOPS.search(line):
-            stops = (int(found.group(2)), int(found.group(3).replace(",", "")))
+        if found := STOPS.search(line):
+            stops = (int(found["per_pass"]), int(found["seen"].replace(",", "")))
             continue
         if found := _COMPLETE.search(line):
             updates = int(found.group(1))

@@ -20,6 +20,8 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+from re2_lab.budget import STOPS
+
 __all__ = [
     "FIGURE_SETS",
     "Figure",
@@ -207,7 +209,7 @@ def load_record(record) -> RunRecord:
     triples = re.findall(r"(\d+) ranking triples", log)
     if not counts:
         raise ValueError(f"{files[2]}: no 'training on N' line")
-    stops = re.findall(r"training stops after \d+ updates \(([\d.]+) of \d+ passes", log)
+    stops = [found["passes"] for found in STOPS.finditer(log)]
     epochs = int(settings["epochs"])
     return RunRecord(
         record=str(record),
