@@ -90,10 +90,11 @@ def _task(name):
     return TASKS[name]
 
 
-def cells(task, models=None):
+def cells(task, models=None, *, data_dir=None, epochs=5):
     """One :class:`Cell` per model (setting ``model``; ``models`` default: every registered
     model, :func:`~re2_tf.models.spec.model_names`), its base the model's flagfile for
-    ``task`` or ``--model=<m> --dataset=<dataset>``.
+    ``task`` or ``--model=<m> --dataset=<dataset>``; with ``data_dir``, its ``after`` the
+    flags :func:`equal_pairs_args` gives it for ``epochs`` passes.
 
     Raises:
         ValueError: an unknown task or model.
@@ -110,7 +111,10 @@ def cells(task, models=None):
             if flagfile.exists()
             else (f"--model={model}", f"--dataset={spec.dataset}")
         )
-        out.append(Cell((("model", model),), base=base))
+        cell = Cell((("model", model),), base=base)
+        if data_dir is not None:
+            cell = Cell(cell.settings, base, tuple(equal_pairs_args(cell, data_dir, epochs=epochs)))
+        out.append(cell)
     return out
 
 

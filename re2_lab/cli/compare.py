@@ -105,14 +105,9 @@ def main(argv):
     if FLAGS.task:
         if not FLAGS.data_dir:
             raise flags.Error("--data_dir: the task's data directory")
-        cells = [
-            sweep.Cell(
-                c.settings,
-                base=c.base,
-                after=tuple(compare.equal_pairs_args(c, FLAGS.data_dir, epochs=FLAGS.epochs)),
-            )
-            for c in compare.cells(FLAGS.task, FLAGS.models)
-        ]
+        cells = compare.cells(
+            FLAGS.task, FLAGS.models, data_dir=FLAGS.data_dir, epochs=FLAGS.epochs
+        )
         seeds = range(1, (FLAGS.seeds or compare.TASKS[FLAGS.task].seeds) + 1)
         args = compare.common_args(
             FLAGS.data_dir, epochs=FLAGS.epochs, eval_per_samples=FLAGS.eval_per_samples

@@ -67,14 +67,13 @@ def test_a_model_on_ranking_triples_gets_the_pairs_budget(task, tmp_path):
 
     (tmp_path / "train.txt").write_text("q\ta\t1\n" * 7 + "\n")
     assert compare.training_pairs(tmp_path) == 7
-    for cell in compare.cells(task):
-        extra = compare.equal_pairs_args(cell, tmp_path)
+    for cell in compare.cells(task, data_dir=tmp_path):
+        extra = list(cell.after)
         model = dict(cell.settings)["model"]
         if model == "match_srnn" and task != "snli_check":
             assert extra == ["--max_samples=35", f"--epochs={compare.TRIPLE_EPOCHS_CAP}"]
         else:
             assert extra == [], model
-        cell = type(cell)(cell.settings, base=cell.base, after=tuple(extra))
         args = run_args(cell, compare.common_args(str(tmp_path)))
         config = config_from_args([*args, "--run_dir=unused"])
         assert config.max_samples == (35 if extra else 0)
