@@ -240,6 +240,7 @@ def test_rank_orders_candidates_by_re2_predicts_scores(ranker):
         )
 
 
+@pytest.mark.slow  # a real training run
 def test_fit_writes_nothing_to_stdout(tmp_path, capfd):
     """``re2_tf.fit`` logs to the run's train.log and the ``re2_tf.train`` logger: nothing on
     stdout (file descriptor 1, so Keras's and TensorFlow's writes count too)."""

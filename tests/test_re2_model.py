@@ -399,6 +399,7 @@ def test_keras_save_and_load_round_trip(tmp_path):
     assert loaded.get_layer("block2_encoder").activation == "gelu"
 
 
+@pytest.mark.slow  # a real training run
 def test_a_few_training_steps_lower_the_loss():
     keras.utils.set_random_seed(0)
     model = build_re2(20, 3, embedding_dim=8, hidden_size=8, blocks=2, dropout_rate=0.0)

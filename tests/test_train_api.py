@@ -147,6 +147,7 @@ def _tiny_re2(data):
     )
 
 
+@pytest.mark.slow  # a real training run
 def test_from_json_rebuilds_the_config_a_run_recorded(tmp_path):
     data = make_data(tmp_path)
     config = _tiny_re2(data)
@@ -158,6 +159,7 @@ def test_from_json_rebuilds_the_config_a_run_recorded(tmp_path):
     assert Path(again.data_dir) == data.resolve()
 
 
+@pytest.mark.slow  # a real training run
 def test_run_writes_a_tensorboard_hparams_record(tmp_path):
     """The HParams dashboard's session record holds the run's settings and
     hyper-parameters, so the runs of a sweep can be compared there."""
@@ -194,15 +196,8 @@ def test_run_writes_a_tensorboard_hparams_record(tmp_path):
 
 
 # ------------------------------------------------------------------------ fit and the CLI
-#: Models whose library-vs-CLI comparison runs in the default suite; the others (20-40 s
-#: each) in the `slow` tier, which CI runs too.
-FAST_MODELS = ("re2",)
-
-
-@pytest.mark.parametrize(
-    "model",
-    [m if m in FAST_MODELS else pytest.param(m, marks=pytest.mark.slow) for m in models()],
-)
+@pytest.mark.slow  # a real training run (two of them) per model
+@pytest.mark.parametrize("model", models())
 def test_fit_from_python_equals_the_cli(model, tmp_path):
     """Two updates of each model on a cut of the bundled sample: ``re2_tf.fit`` in this
     process (no flags parsed) and ``re2-train`` in another write the same config.json and the
@@ -628,6 +623,7 @@ def test_custom_four_label_task_trains_and_serves(tmp_path):
         )
 
 
+@pytest.mark.slow  # a real training run
 def test_a_run_records_its_data_fingerprint(tmp_path):
     """A tiny run on the bundled sample records the sample's fingerprint, sha256 of the
     sha256sum listing of its train/dev/test files (computed here with hashlib), in
@@ -660,6 +656,7 @@ def test_a_run_records_its_data_fingerprint(tmp_path):
     assert set(results["splits"]) == {"dev", "test"}
 
 
+@pytest.mark.slow  # a real training run
 def test_a_run_resumes_only_on_the_data_it_recorded(tmp_path):
     """config.json's data fingerprint guards a resume: a run whose test file changed since is
     refused, naming the fingerprint; a run recorded before runs had one still resumes

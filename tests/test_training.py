@@ -180,6 +180,7 @@ def schedule_run(tmp_path_factory):
     return tmp_path, data, proc.stdout, proc.stderr
 
 
+@pytest.mark.slow  # a real training run
 def test_evaluation_schedule_follows_the_release(schedule_run):
     # 40 pairs, batch 4 -> 10 updates per pass, 2 passes -> 20 updates. Eval warm-up covers
     # updates <= 6 with interval 8; after it the interval is 4; plus every pass end (10, 20).
@@ -219,6 +220,7 @@ def test_evaluation_schedule_follows_the_release(schedule_run):
     } <= tags
 
 
+@pytest.mark.slow  # a real training run
 def test_training_output_has_no_tf_data_rewrite_error(schedule_run):
     """Issue 49 (5e): under op determinism (the default) tf.data rewrote the training stream's
     parallel map into a sequential one and TensorFlow logged ``E0000 ... NodeDef mentions
@@ -231,6 +233,7 @@ def test_training_output_has_no_tf_data_rewrite_error(schedule_run):
     assert "NodeDef mentions attribute" not in stderr + log
 
 
+@pytest.mark.slow  # a real training run
 def test_a_run_shorter_than_its_first_evaluation_point_evaluates_at_its_end(tmp_path):
     """Issue 49 (5a): --max_samples below the first evaluation point used to end with no
     checkpoint (and exit 0). 8 samples of batch 4 = 2 updates; evaluations every 16 samples
@@ -565,6 +568,7 @@ def test_frozen_embeddings_stay_out_of_the_backup_and_empty_texts_train_without_
     assert re.search(r"other settings: embeddings\.(mtime|size): saved", proc.stdout + proc.stderr)
 
 
+@pytest.mark.slow  # a real training run
 def test_evaluate_cli_scores_the_best_checkpoint(schedule_run, tmp_path):
     _, data, _, _ = schedule_run
     run_dir = schedule_run[0] / "run"

@@ -114,6 +114,7 @@ def test_format_duration():
         ProgressLog(logging.getLogger("x"), 10, 4, interval=-1)
 
 
+@pytest.mark.slow  # a real training run
 def test_interval_zero_logs_every_update_with_consistent_numbers(tmp_path):
     lines, losses, fit_seconds = train(tmp_path, progress_interval=0)
     evaluated = [int(m) for m in re.findall(r"^update (\d+) \(epoch", "\n".join(lines), re.M)]
@@ -155,6 +156,7 @@ def test_default_interval_logs_at_most_one_line_per_30_seconds(tmp_path):
     assert len(losses) == 14 and lines[-1] == "Training complete after 14 updates."
 
 
+@pytest.mark.slow  # a real training run
 def test_the_run_counts_its_time_over_attempts_from_the_restored_state(tmp_path):
     # A previous attempt saved 500 s wall / 40 s CPU in state.json; this attempt started 100 s
     # (wall) and 7 s (CPU) before the routine existed. At its last save (update 14, the last
@@ -178,6 +180,7 @@ def test_the_run_counts_its_time_over_attempts_from_the_restored_state(tmp_path)
     assert 600.0 - 0.05 <= last["seconds"] <= state["seconds"]
 
 
+@pytest.mark.slow  # a real training run
 def test_a_state_saved_before_runs_counted_time_leaves_the_time_unknown(tmp_path):
     # Counting only this attempt would pass a fraction of the run off as its time.
     (tmp_path / "state.json").write_text(
