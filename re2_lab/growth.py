@@ -16,7 +16,15 @@ Each point records the median latency (ms) over its timed batches (fewer for lar
 batches, MiB). Points are appended to a JSON-lines file as they finish; a rerun skips the
 points already there (a killed sweep resumes).
 
-**Cost model** (:func:`fit`): per model, least squares of latency on ``a + b L + c L^2`` over
+A model whose featuriser packs both texts into one sequence of at most ``max_length``
+positions (BERT+MatchLSTM's ``[CLS] a [SEP] b [SEP]``) would time the same cut sequence at
+every longer length, so a point where the featuriser cuts tokens from the drawn texts is not
+timed: it is recorded with ``cut_tokens`` (tokens cut from its first batch) and no latency, and
+the fits leave it out (:func:`cut_tokens`).
+
+**Cost model** (:func:`fit`): per model, least squares of the relative error (each residual
+over its measured value, so the millisecond points of short texts weigh as much as the second
+points of long ones) of latency on ``a + b L + c L^2`` over
 the length sweep (``L`` words per text: encoders and feed-forward layers are linear in ``L``,
 alignment / attention / the spatial GRU's grid quadratic) and on ``a + b B`` over the batch
 sweep; the length at which the quadratic term overtakes the linear one is ``L* = b / c``
@@ -53,7 +61,7 @@ __all__ = [
 ]
 
 #: The length sweep's texts, words per text.
-LENGTHS = (10, 25, 50, 100, 200, 400)
+LENGTHS = (10, 15, 25, 35, 50, 100, 200, 400)
 #: The batch sweep's batch sizes, pairs.
 BATCHES = (1, 8, 64, 512)
 #: The length sweep's batch (Table 5's).
@@ -66,6 +74,23 @@ def timed_batches(batch, length, *, most=100, least=5, words=16_000):
     """Timed batches of a point: ``most`` for Table 5's shape, fewer as a batch holds more words
     (``words // (batch * length)``), at least ``least``."""
     return int(max(least, min(most, words // (batch * length))))
+
+
+def cut_tokens(inputs):
+    """Tokens the model's featurisers cut from the first batch of ``inputs``
+    (:class:`re2_tf.benchmarking.Table5Inputs`): 0 for a model timed on drawn ids (nothing is
+    featurised); for a packed-pair model, the ``truncated_tokens`` its featurisers count while
+    encoding that batch's texts."""
+    if inputs.signature == "serving_ids":
+        return 0
+    for featurizer in inputs.featurizers:
+        featurizer.stats.clear()
+    inputs.id_batches(1)
+    return int(sum(f.stats["truncated_tokens"] for f in inputs.featurizers))
+
+
+def _timed(points):
+    return [p for p in points if p.get("median_ms") is not None]
 
 
 def read_points(path):
@@ -103,8 +128,10 @@ def measure(
         models: model names (each with all its benchmark variants).
         out: the JSON-lines record; one line per point, appended as it finishes: ``variant``,
             ``model``, ``sweep`` (``"length"`` or ``"batch"``), ``batch``, ``length``,
-            ``batches`` (timed), ``median_ms``, ``p99_ms``, ``peak_hwm_mib`` (the worker's
-            own peak), ``loaded_hwm_mib``, ``load_average`` (1-minute, before and after),
+            ``cut_tokens`` (:func:`cut_tokens`; a point with cuts has ``median_ms`` None and
+            nothing else timed), ``batches`` (timed), ``median_ms``, ``p99_ms``,
+            ``peak_hwm_mib`` (the worker's own peak), ``loaded_hwm_mib``, ``load_average``
+            (1-minute, before and after),
             ``cpu`` and ``threads``.
         lengths, batches: the sweeps' points.
         threads: intra-op threads of each timing process.
@@ -130,6 +157,19 @@ def measure(
                 )
                 for sweep, batch, length in todo:
                     inputs = table5_inputs(featurizers, batch, length, length_spread=0)
+                    cut = cut_tokens(inputs)
+                    point = {"variant": variant, "model": model, "sweep": sweep}
+                    point.update(batch=batch, length=length, cut_tokens=cut)
+                    if cut:
+                        point.update(median_ms=None, threads=threads, **machine())
+                        with out.open("a") as handle:
+                            handle.write(json.dumps(point) + "\n")
+                        measured.append(point)
+                        log(
+                            f"{variant} {sweep} batch {batch} length {length}: not timed, "
+                            f"the featuriser cuts {cut} tokens of the first batch"
+                        )
+                        continue
                     request = inputs.request()
                     count = timed_batches(batch, length)
                     result = time_export(
@@ -144,12 +184,7 @@ def measure(
                         length_spread=0,
                         options=request["options"],
                     )
-                    point = {
-                        "variant": variant,
-                        "model": model,
-                        "sweep": sweep,
-                        "batch": batch,
-                        "length": length,
+                    point.update({
                         "batches": count,
                         "median_ms": result["median_ms"],
                         "p99_ms": result["p99_ms"],
@@ -159,7 +194,7 @@ def measure(
                         "threads": threads,
                         **machine(),
                         "date": datetime.datetime.now().isoformat(timespec="seconds"),
-                    }
+                    })  # fmt: skip
                     with out.open("a") as handle:
                         handle.write(json.dumps(point) + "\n")
                     measured.append(point)
@@ -171,20 +206,24 @@ def measure(
 
 
 def fit(xs, ys, degree):
-    """Least-squares polynomial ``sum_k coef[k] x^k`` (``k = 0 .. degree``) through the points.
+    """Polynomial ``sum_k coef[k] x^k`` (``k = 0 .. degree``) through the points, by least
+    squares of the relative residuals ``(y - fit) / y`` (``ys`` must be positive).
 
     Returns:
-        ``{"coefficients": [c_0, ..., c_degree], "r2": float}`` (``r2`` 1.0 when ``ys`` is
-        constant and fitted exactly).
+        ``{"coefficients": [c_0, ..., c_degree], "r2": float}``: ``r2`` is the usual
+        (unweighted) coefficient of determination, 1.0 when ``ys`` is constant and fitted
+        exactly.
 
     Raises:
-        ValueError: fewer points than coefficients.
+        ValueError: fewer points than coefficients, or a ``y`` <= 0.
     """
     xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
     if len(xs) < degree + 1:
         raise ValueError(f"a degree-{degree} fit needs {degree + 1} points, got {len(xs)}")
+    if (ys <= 0).any():
+        raise ValueError(f"a relative fit needs positive values, got {ys.min()}")
     design = np.vander(xs, degree + 1, increasing=True)
-    coefficients, *_ = np.linalg.lstsq(design, ys, rcond=None)
+    coefficients, *_ = np.linalg.lstsq(design / ys[:, None], np.ones_like(ys), rcond=None)
     residual = ys - design @ coefficients
     total = float(((ys - ys.mean()) ** 2).sum())
     r2 = 1.0 - float((residual**2).sum()) / total if total > 0 else 1.0
@@ -197,12 +236,16 @@ def fits(points):
     ``L* = b / c`` of the latency fit (``None`` when ``c <= 0``).
 
     Returns:
-        ``{variant: {"model", "length_ms", "length_mib", "batch_ms", "crossover_length"}}``;
+        ``{variant: {"model", "lengths", "length_ms", "length_mib", "batch_ms",
+        "crossover_length"}}`` over the timed points (``lengths``: those of the length fit);
         a fit is ``None`` when its sweep has too few points.
     """
     out = {}
+    timed = _timed(points)
     for variant in dict.fromkeys(p["variant"] for p in points):
-        mine = [p for p in points if p["variant"] == variant]
+        mine = [p for p in timed if p["variant"] == variant]
+        if not mine:
+            continue
         by_length = sorted((p for p in mine if p["sweep"] == "length"), key=lambda p: p["length"])
         by_batch = sorted((p for p in mine if p["sweep"] == "batch"), key=lambda p: p["batch"])
         length_ms = length_mib = batch_ms = crossover = None
@@ -217,6 +260,7 @@ def fits(points):
             batch_ms = fit([p["batch"] for p in by_batch], [p["median_ms"] for p in by_batch], 1)
         out[variant] = {
             "model": mine[0]["model"],
+            "lengths": [p["length"] for p in by_length],
             "length_ms": length_ms,
             "length_mib": length_mib,
             "batch_ms": batch_ms,
@@ -229,25 +273,38 @@ def _coef(value, digits=3):
     return "—" if value is None else f"{value:.{digits}g}"
 
 
+def _crossover(length, timed):
+    """The L* cell: past the longest length timed, the fit extrapolates, and the cell says so."""
+    if length is None:
+        return "—"
+    return f"{length:,.0f}" + (" (past the sweep)" if timed and round(length) > max(timed) else "")
+
+
 def markdown(points):
     """The fitted cost models as a Markdown table (one row per variant), after a line naming
     the CPU, threads and the load averages the points were taken under."""
     fitted = fits(points)
+    cut = {p["variant"] for p in points if p.get("median_ms") is None}
+    points = _timed(points)
     machines = sorted({describe_machine(p) for p in points})
     loads = [v for p in points for v in (p.get("load_average") or []) if v is not None]
     load = f"{min(loads):.2f}-{max(loads):.2f}" if loads else "not recorded"
+    lengths = [p["length"] for p in points if p["sweep"] == "length"] or [0]
+    batches = [p["batch"] for p in points if p["sweep"] == "batch"] or [0]
     lines = [
         f"{'; '.join(machines)}; {points[0]['threads']} intra-op threads; 1-minute load average "
         f"{load} while timing. Latency ms = a + b·L + c·L² over the length sweep (batch "
-        f"{BASE_BATCH}, L = {min(LENGTHS)}-{max(LENGTHS)} words per text) and = a + b·B over the "
-        f"batch sweep (L = {BASE_LENGTH}, B = {min(BATCHES)}-{max(BATCHES)}); L* = b / c, the "
+        f"{BASE_BATCH}, L = {min(lengths)}-{max(lengths)} words per text) and = a + b·B over the "
+        f"batch sweep (L = {BASE_LENGTH}, B = {min(batches)}-{max(batches)}); L* = b / c, the "
         "length where the quadratic term (alignment, attention, the spatial GRU's grid) "
-        "overtakes the linear one; peak memory (the serving process's own VmHWM) fitted the "
-        "same way in L.",
+        "overtakes the linear one (extrapolated where it is past the lengths timed); peak "
+        "memory (the serving process's own VmHWM) fitted the "
+        "same way in L. L timed: the lengths fitted (a packed-pair model's longer texts are "
+        "cut to its featuriser's max_length, so not timed).",
         "",
-        "| model | a ms | b ms/word | c ms/word² | R² | L* words | ms per pair (batch fit) "
-        "| R² | peak MiB at L = 10 → 400 | memory c MiB/word² |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | L timed | a ms | b ms/word | c ms/word² | R² | L* words "
+        "| ms per pair (batch fit) | R² | peak MiB, shortest → longest L | memory c MiB/word² |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for variant, f in fitted.items():
         mine = sorted(
@@ -267,10 +324,15 @@ def markdown(points):
         if f["length_mib"]:
             mem_c = f["length_mib"]["coefficients"][2]
         crossover = f["crossover_length"]
+        timed = (
+            f"{min(f['lengths'])}-{max(f['lengths'])}" + (" (longer cut)" if variant in cut else "")
+            if f["lengths"]
+            else "—"
+        )
         lines.append(
-            f"| {variant} | {_coef(a)} | {_coef(b)} | {_coef(c)} | "
+            f"| {variant} | {timed} | {_coef(a)} | {_coef(b)} | {_coef(c)} | "
             f"{'—' if r2 is None else f'{r2:.3f}'} | "
-            f"{'—' if crossover is None else f'{crossover:,.0f}'} | {_coef(per_pair)} | "
+            f"{_crossover(crossover, f['lengths'])} | {_coef(per_pair)} | "
             f"{'—' if r2b is None else f'{r2b:.3f}'} | {memory} | {_coef(mem_c)} |"
         )
     return "\n".join(lines)
@@ -282,6 +344,7 @@ def plot(points, path):
     curve dashed; written to ``path`` (PNG)."""
     plt = pyplot("the cost-growth figure")
     fitted = fits(points)
+    points = _timed(points)
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 5))
     for variant, f in fitted.items():
         for ax, sweep, x, model in (

@@ -31,7 +31,7 @@ def define_flags(flag_values=FLAGS):
     )
     flags.DEFINE_list(
         "lengths",
-        ["10", "25", "50", "100", "200", "400"],
+        ["10", "15", "25", "35", "50", "100", "200", "400"],
         "Words per text of the length sweep (batch 8).",
         flag_values=flag_values,
     )
