@@ -291,10 +291,41 @@ def _paths_ab(record):
                 for b in batches
             ]
             lines.append(f"| {variant} | {path} | " + " | ".join(cells) + " |")
+    lines += _agreement_and_profiles(record)
     return (
         "\n".join(lines) + f"\n\n{record['rounds']} rounds, {record['threads']} threads, on "
         f"{describe_machine(record)}: `{record['command']}`"
     )
+
+
+def _agreement_and_profiles(record):
+    """A paths A/B's agreement with its reference path and its profiles, where the record has
+    them (``docs/runs/roofline/bf16_ab.py``): one row per path and batch."""
+    if not record.get("agreement"):
+        return []
+    lines = [
+        "",
+        "| variant | path @ batch | max \\|Δp\\| | same argmax | profiled ms per call "
+        "| thread-ms in ops | largest op kinds (thread-ms) |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for variant, agreement in record["agreement"].items():
+        profiles = record.get("profiles", {}).get(variant, {})
+        for key, row in agreement.items():
+            profile = profiles.get(key)
+            cells = ["—", "—", "—"]
+            if profile:
+                top = sorted(profile["kinds"].items(), key=lambda kv: -kv[1])[:3]
+                cells = [
+                    f"{profile['wall_ms']:.2f}",
+                    f"{profile['op_ms']:.2f}",
+                    "; ".join(f"{kind} {ms:.2f}" for kind, ms in top),
+                ]
+            lines.append(
+                f"| {variant} | {key.replace('@', ' @ ')} | {row['max_abs_dp']:.1e} | "
+                f"{row['argmax_agreement']:.4f} | " + " | ".join(cells) + " |"
+            )
+    return lines
 
 
 def _split_name(name):

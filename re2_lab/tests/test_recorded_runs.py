@@ -1150,3 +1150,27 @@ def test_the_drcn_ablations_dense_cell_is_the_comparisons_drcn_runs():
             f"docs/runs/compare/snli_check/model-drcn/seed{seed}"
         )
         assert (copy / "results.json").read_bytes() == (source / "results.json").read_bytes()
+
+
+def test_bf16_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/bf16_ab.json: bf16 under XLA is
+    slower than the default at both shapes; bf16 without XLA is faster than the default at
+    512 x 20 and within 10 % of OpenVINO bf16 there, not faster at 8 x 20, where OpenVINO bf16
+    is ahead; every path's argmax agrees with the default on at least 99 % of the pairs."""
+    record = json.loads((RUNS / "roofline" / "bf16_ab.json").read_text())
+    times = {k: statistics.median(v) for k, v in record["variants"]["RE2 3 blocks"].items()}
+    for batch in (8, 512):
+        assert times[f"bf16 XLA@{batch}"] > times[f"fp32 XLA (default)@{batch}"]
+    assert times["bf16 xla=False@512"] < times["fp32 XLA (default)@512"]
+    assert times["bf16 xla=False@512"] / times["openvino bf16@512"] < 1.10
+    assert times["bf16 xla=False@8"] >= times["fp32 XLA (default)@8"]
+    assert times["openvino bf16@8"] < times["bf16 xla=False@8"]
+    profiles = record["profiles"]["RE2 3 blocks"]
+    assert {"Mul", "AddV2", "ConcatV2", "Tanh"} <= set(profiles["bf16 xla=False@8"]["kinds"])
+    for row in record["agreement"]["RE2 3 blocks"].values():
+        assert row["argmax_agreement"] >= 0.99
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert "within 10 % of OpenVINO bf16" in text and "less at 8 x 20, more at 512 x 20" in text
+    dot = {k: v["kinds"]["dot"] for k, v in profiles.items() if "dot" in v["kinds"]}
+    assert dot["bf16 XLA@8"] < dot["fp32 XLA (default)@8"]
+    assert dot["bf16 XLA@512"] > dot["fp32 XLA (default)@512"]

@@ -1,0 +1,133 @@
+"""Where a bfloat16 SavedModel gains on a CPU with bfloat16 units (issue 51, item 1): RE2's
+default export (folded pass, fp32, XLA) against the same network exported in bf16 with and
+without XLA, and OpenVINO bf16 (converted from the Keras backend's ``--xla=false`` export, as
+``folded_ab.py``), timed alternately in fresh processes (2 intra-op threads, median of each
+process's batches) at batch 8 x 20 and 512 x 20 on the same batches
+(``benchmarking.table5_inputs(..., length_spread=0)``).
+
+Each path's probabilities on those batches are compared with the default export's (max |dp|,
+share of equal argmax; random weights, so probabilities are near uniform and argmax flips
+easily), and each SavedModel is profiled once per shape with ``tf.profiler``
+(``re2_lab.roofline.profile_export``): thread-ms per call in each op kind. Writes
+``bf16_ab.json`` beside this file.
+
+    python docs/runs/roofline/bf16_ab.py [--rounds=3] [--variants="RE2 3 blocks"]
+"""
+
+import collections
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from re2_lab import throughput
+from re2_lab.roofline import profile_export
+from re2_tf import benchmarking
+from re2_tf.models import get_spec
+from re2_tf.serving import runtimes
+
+ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+ROUNDS = int(ARGS.get("rounds", 3))
+SHAPES = ((8, 20, 100), (512, 20, 5))  # batch, length, timed batches
+#: path name -> (export keyword arguments or "openvino", OpenVINO precision)
+PATHS = {
+    "fp32 XLA (default)": (dict(precision="fp32", xla=True), None),
+    "bf16 XLA": (dict(precision="bf16", xla=True), None),
+    "bf16 xla=False": (dict(precision="bf16", xla=False), None),
+    "openvino bf16": ("openvino", "bf16"),
+}
+
+
+def main():
+    if not runtimes.cpu_has_bf16():
+        raise SystemExit("this CPU has no bfloat16 units: nothing to compare")
+    spec = get_spec("re2")
+    record = {
+        "command": "python docs/runs/roofline/bf16_ab.py "
+        + " ".join(f'--{k}="{v}"' if " " in v else f"--{k}={v}" for k, v in ARGS.items()),
+        **throughput.machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "versions": runtimes.versions(),
+        "rounds": ROUNDS,
+        "threads": 2,
+        "variants": {},
+        "agreement": {},
+        "profiles": {},
+    }
+    chosen = ARGS["variants"].split(",") if "variants" in ARGS else ["RE2 3 blocks"]
+    for variant in chosen:
+        hparams = spec.benchmark[variant]["hparams"]
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            paths = {}
+            for name, (kwargs, precision) in PATHS.items():
+                if kwargs == "openvino":
+                    plain, _, _ = benchmarking.export_benchmark_model(
+                        spec, hparams, tmp / "keras_noxla", backend="keras", xla=False
+                    )
+                    paths[name] = (runtimes.convert(plain, "openvino", tmp / "ov"), precision)
+                else:
+                    path, _, featurizers = benchmarking.export_benchmark_model(
+                        spec, hparams, tmp / name.replace(" ", "_"), **kwargs
+                    )
+                    paths[name] = (path, None)
+            medians = {f"{name}@{s[0]}": [] for name in paths for s in SHAPES}
+            outputs, profiles = {}, {}
+            for round_ in range(ROUNDS):
+                for batch, length, count in SHAPES:
+                    inputs_file = tmp / f"inputs_{batch}.npz"
+                    batches = benchmarking.table5_inputs(
+                        featurizers, batch, length, length_spread=0
+                    ).id_batches()
+                    input_spec = benchmarking.write_batches(batches, inputs_file)
+                    for name, (path, precision) in paths.items():
+                        options = {"inputs_file": str(inputs_file)}
+                        if precision:
+                            options["precision"] = precision
+                        if round_ == 0:
+                            options["outputs_file"] = str(tmp / "out.npz")
+                        timed = benchmarking.time_table5(
+                            path, runtimes.SIGNATURE, input_spec, threads=2, batches=count,
+                            options=options,
+                        )  # fmt: skip
+                        medians[f"{name}@{batch}"].append(timed["median_ms"])
+                        if round_ == 0:
+                            outputs[(name, batch)] = np.load(tmp / "out.npz")["probabilities"]
+                            if precision is None:
+                                traced = profile_export(
+                                    path, runtimes.SIGNATURE, input_spec,
+                                    calls=20 if batch == 8 else 3, warmup=3,
+                                )  # fmt: skip
+                                kinds = collections.Counter()
+                                for op, ms in traced["ops"].items():
+                                    kinds[traced["kinds"].get(op, op.rsplit(":", 1)[-1])] += ms
+                                profiles[f"{name}@{batch}"] = {
+                                    "wall_ms": traced["wall_ms"],
+                                    "op_ms": sum(traced["ops"].values()),
+                                    "kinds": dict(kinds.most_common(8)),
+                                }
+            reference = "fp32 XLA (default)"
+            record["agreement"][variant] = {
+                f"{name}@{batch}": {
+                    "max_abs_dp": float(np.abs(p - outputs[(reference, batch)]).max()),
+                    "argmax_agreement": float(
+                        (p.argmax(-1) == outputs[(reference, batch)].argmax(-1)).mean()
+                    ),
+                }
+                for (name, batch), p in outputs.items()
+            }
+        record["variants"][variant] = medians
+        record["profiles"][variant] = profiles
+        print(f"| {variant} | " + " | ".join(
+            f"{key} {statistics.median(v):.2f} ms" for key, v in medians.items()
+        ) + " |", flush=True)  # fmt: skip
+    out = Path(__file__).with_name("bf16_ab.json")
+    out.write_text(json.dumps(record, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
