@@ -145,6 +145,12 @@ def measure(
     out.parent.mkdir(parents=True, exist_ok=True)
     done = {_key(p) for p in read_points(out)}
     measured = []
+
+    def record(point):
+        with out.open("a") as handle:
+            handle.write(json.dumps(point) + "\n")
+        measured.append(point)
+
     for model in models:
         spec = get_spec(model)
         for variant, entry in spec.benchmark.items():
@@ -162,9 +168,7 @@ def measure(
                     point.update(batch=batch, length=length, cut_tokens=cut)
                     if cut:
                         point.update(median_ms=None, threads=threads, **machine())
-                        with out.open("a") as handle:
-                            handle.write(json.dumps(point) + "\n")
-                        measured.append(point)
+                        record(point)
                         log(
                             f"{variant} {sweep} batch {batch} length {length}: not timed, "
                             f"the featuriser cuts {cut} tokens of the first batch"
@@ -195,9 +199,7 @@ def measure(
                         **machine(),
                         "date": datetime.datetime.now().isoformat(timespec="seconds"),
                     })  # fmt: skip
-                    with out.open("a") as handle:
-                        handle.write(json.dumps(point) + "\n")
-                    measured.append(point)
+                    record(point)
                     log(
                         f"{variant} {sweep} batch {batch} length {length}: "
                         f"{point['median_ms']:.2f} ms, {point['peak_hwm_mib']} MiB"

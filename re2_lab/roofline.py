@@ -36,6 +36,7 @@ from re2_tf.benchmarking import pair_batch, single_position_words
 from re2_tf.machine import cpu_units  # noqa: F401  (re-exported)
 
 __all__ = [
+    "alternate_paths",
     "dependency_floor",
     "function_flops",
     "function_hlo",
@@ -965,3 +966,60 @@ def report(
         "serving": serving,
         "training": rows,
     }
+
+
+def alternate_paths(paths, featurizers, shapes, rounds, workdir, *, threads=2, outputs=False):
+    """Time several serving paths of one network alternately, each call in a fresh process, so
+    that a slow spell of a shared CPU hits all alike (the A/B records under
+    ``docs/runs/roofline/``).
+
+    Per round, per shape ``(batch, length, timed batches)``: the first 4 batches of
+    :func:`re2_tf.benchmarking.table5_inputs` (every text exactly ``length`` long) as
+    ``serving_ids`` inputs, then every path timed on them in turn
+    (:func:`re2_tf.benchmarking.time_table5`).
+
+    Args:
+        paths: ``{name: (export or converted model path, OpenVINO precision or None)}``.
+        featurizers: the network's featurisers (they make the inputs).
+        shapes: ``[(batch, length, timed batches)]``.
+        rounds: how many times every path is timed at every shape.
+        workdir: where the inputs (and outputs) are written.
+        threads: intra-op threads of each timing process.
+        outputs: also return each path's probabilities on the first round's batches.
+
+    Returns:
+        ``{"<name>@<batch>": [median ms per round]}``; with ``outputs``, also
+        ``{(name, batch): float32 [pairs, classes]}``.
+    """
+    import numpy as np
+
+    from re2_tf import benchmarking
+    from re2_tf.serving import runtimes
+
+    workdir = Path(workdir)
+    medians = {f"{name}@{shape[0]}": [] for name in paths for shape in shapes}
+    probabilities = {}
+    for round_ in range(rounds):
+        for batch, length, count in shapes:
+            inputs_file = workdir / f"inputs_{batch}.npz"
+            input_spec = benchmarking.write_batches(
+                benchmarking.table5_inputs(
+                    featurizers, batch, length, length_spread=0
+                ).id_batches(),
+                inputs_file,
+            )
+            for name, (path, precision) in paths.items():
+                options = {"inputs_file": str(inputs_file)}
+                if precision:
+                    options["precision"] = precision
+                keep = outputs and round_ == 0
+                if keep:
+                    options["outputs_file"] = str(workdir / "outputs.npz")
+                timed = benchmarking.time_table5(
+                    path, runtimes.SIGNATURE, input_spec, threads=threads, batches=count,
+                    options=options,
+                )  # fmt: skip
+                medians[f"{name}@{batch}"].append(timed["median_ms"])
+                if keep:
+                    probabilities[(name, batch)] = np.load(workdir / "outputs.npz")["probabilities"]
+    return (medians, probabilities) if outputs else medians

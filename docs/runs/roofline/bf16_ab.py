@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from re2_lab import throughput
-from re2_lab.roofline import profile_export
+from re2_lab.roofline import alternate_paths, profile_export
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes
@@ -75,41 +75,32 @@ def main():
                         spec, hparams, tmp / name.replace(" ", "_"), **kwargs
                     )
                     paths[name] = (path, None)
-            medians = {f"{name}@{s[0]}": [] for name in paths for s in SHAPES}
-            outputs, profiles = {}, {}
-            for round_ in range(ROUNDS):
-                for batch, length, count in SHAPES:
-                    inputs_file = tmp / f"inputs_{batch}.npz"
-                    batches = benchmarking.table5_inputs(
+            medians, outputs = alternate_paths(
+                paths, featurizers, SHAPES, ROUNDS, tmp, outputs=True
+            )
+            profiles = {}
+            for batch, length, _ in SHAPES:
+                input_spec = benchmarking.write_batches(
+                    benchmarking.table5_inputs(
                         featurizers, batch, length, length_spread=0
-                    ).id_batches()
-                    input_spec = benchmarking.write_batches(batches, inputs_file)
-                    for name, (path, precision) in paths.items():
-                        options = {"inputs_file": str(inputs_file)}
-                        if precision:
-                            options["precision"] = precision
-                        if round_ == 0:
-                            options["outputs_file"] = str(tmp / "out.npz")
-                        timed = benchmarking.time_table5(
-                            path, runtimes.SIGNATURE, input_spec, threads=2, batches=count,
-                            options=options,
-                        )  # fmt: skip
-                        medians[f"{name}@{batch}"].append(timed["median_ms"])
-                        if round_ == 0:
-                            outputs[(name, batch)] = np.load(tmp / "out.npz")["probabilities"]
-                            if precision is None:
-                                traced = profile_export(
-                                    path, runtimes.SIGNATURE, input_spec,
-                                    calls=20 if batch == 8 else 3, warmup=3,
-                                )  # fmt: skip
-                                kinds = collections.Counter()
-                                for op, ms in traced["ops"].items():
-                                    kinds[traced["kinds"].get(op, op.rsplit(":", 1)[-1])] += ms
-                                profiles[f"{name}@{batch}"] = {
-                                    "wall_ms": traced["wall_ms"],
-                                    "op_ms": sum(traced["ops"].values()),
-                                    "kinds": dict(kinds.most_common(8)),
-                                }
+                    ).id_batches(),
+                    tmp / f"inputs_{batch}.npz",
+                )
+                for name, (path, precision) in paths.items():
+                    if precision is not None:
+                        continue  # OpenVINO: no tf.profiler trace
+                    traced = profile_export(
+                        path, runtimes.SIGNATURE, input_spec,
+                        calls=20 if batch == 8 else 3, warmup=3,
+                    )  # fmt: skip
+                    kinds = collections.Counter()
+                    for op, ms in traced["ops"].items():
+                        kinds[traced["kinds"].get(op, op.rsplit(":", 1)[-1])] += ms
+                    profiles[f"{name}@{batch}"] = {
+                        "wall_ms": traced["wall_ms"],
+                        "op_ms": sum(traced["ops"].values()),
+                        "kinds": dict(kinds.most_common(8)),
+                    }
             reference = "fp32 XLA (default)"
             record["agreement"][variant] = {
                 f"{name}@{batch}": {

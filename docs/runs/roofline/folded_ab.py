@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from re2_lab import throughput
+from re2_lab.roofline import alternate_paths
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes
@@ -61,28 +62,7 @@ def main():
             converted = runtimes.convert(plain, "openvino", tmp / "openvino")
             for precision in precisions:
                 paths[f"openvino {precision}"] = (converted, precision)
-            medians = {f"{name}@{s[0]}": [] for name in paths for s in SHAPES}
-            for _ in range(ROUNDS):
-                for batch, length, batches in SHAPES:
-                    inputs_file = tmp / f"inputs_{batch}.npz"
-                    # every batch exactly `length` long, as this record was measured
-                    batches = benchmarking.table5_inputs(
-                        featurizers, batch, length, length_spread=0
-                    ).id_batches()
-                    input_spec = benchmarking.write_batches(batches, inputs_file)
-                    for name, (path, precision) in paths.items():
-                        options = {"inputs_file": str(inputs_file)}
-                        if precision:
-                            options["precision"] = precision
-                        timed = benchmarking.time_table5(
-                            path,
-                            runtimes.SIGNATURE,
-                            input_spec,
-                            threads=2,
-                            batches=batches,
-                            options=options,
-                        )
-                        medians[f"{name}@{batch}"].append(timed["median_ms"])
+            medians = alternate_paths(paths, featurizers, SHAPES, ROUNDS, tmp)
         record["variants"][variant] = medians
         print(f"| {variant} | " + " | ".join(
             f"{key} {statistics.median(v):.2f} ms" for key, v in medians.items()
