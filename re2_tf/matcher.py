@@ -216,7 +216,8 @@ class Matcher:
             export_dir: a SavedModel or TFLite export directory.
             tokenize, batch_size, backend: as :class:`re2_tf.serving.predictor.Predictor`
                 (``auto``/``graph``/``python``; pairs per call; ``savedmodel``, ``tflite``,
-                ``openvino``, ``onnxruntime`` or ``None`` = the export's format).
+                ``openvino``, ``onnxruntime`` or ``None`` = what the export recorded: the
+                runtime ``re2-export`` measured fastest per batch size, or its format).
 
         Raises:
             FileNotFoundError, ValueError, MissingOpError: as
@@ -461,8 +462,9 @@ class Matcher:
             **options: :func:`~re2_tf.serving.run_export.export_run`'s and
                 :func:`~re2_tf.serving.export.export_model`'s keywords: ``fmt``
                 (``savedmodel``/``tflite``), ``precision`` (``fp32`` is the default here;
-                ``auto``, ``bf16``, ``int8``), ``max_length``, ``length_buckets``, ``xla``,
-                ``tokenizer``.
+                ``auto``, ``bf16``, ``int8``), ``serving`` (``auto``, the default: the runtime
+                :meth:`from_export` serves through, measured among the installed ones;
+                ``savedmodel``), ``max_length``, ``length_buckets``, ``xla``, ``tokenizer``.
 
         Returns:
             ``Path`` of the export directory.

@@ -21,7 +21,7 @@ from re2_tf.data.features import WordIds
 from re2_tf.data.tokenization import get_tokenizer
 from re2_tf.data.vocab import Vocab
 from re2_tf.models import build_re2
-from re2_tf.serving import folded
+from re2_tf.serving import folded, serving_choice
 from re2_tf.serving.export import (
     BATCH_MISMATCH,
     ID_RANGE,
@@ -29,11 +29,15 @@ from re2_tf.serving.export import (
     TEXT_SHAPE,
     export_model,
 )
+from re2_tf.serving.predictor import installed
 from re2_tf.serving.run_export import export_run
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
 SHARED = REPO.parent / "shared" / "data"
+#: Exports whose test is not about the serving runtime: nothing is timed for it
+#: (tests/test_serving_choice.py and the re2-export test below are).
+SAVEDMODEL = "savedmodel"
 LABELS = ["entailment", "neutral", "contradiction"]
 
 
@@ -82,7 +86,7 @@ def run_and_export(tmp_path_factory):
         ),
     )
     export_dir = tmp_path_factory.mktemp("export") / "re2"
-    export_run(run_dir, export_dir, max_length=64, length_buckets=[8, 16, 32])
+    export_run(run_dir, export_dir, max_length=64, length_buckets=[8, 16, 32], serving=SAVEDMODEL)
     return run_dir, export_dir, model, vocab
 
 
@@ -97,6 +101,7 @@ def loaded(request, run_and_export, tmp_path_factory):
             max_length=64,
             length_buckets=[8, 16, 32],
             xla=False,
+            serving=SAVEDMODEL,
         )
     return tf.saved_model.load(str(export_dir))
 
@@ -607,6 +612,17 @@ def test_default_export_states_its_precision_choice_without_measuring(run_and_ex
     _check_unmeasured_choice(choice, _bf16_units_from_cpuinfo())
     assert f"precision fp32 (not measured): {choice['reason']}" in proc.stderr.splitlines()
     assert proc.stdout.strip().splitlines()[-1] == str(tmp_path / "default")
+    # and the runtime re2-predict serves it through (re2_tf.serving.serving_choice)
+    serving = config["serving_choice"]
+    how = "measured" if serving["measured"] else "not measured"
+    line = f"serving {serving['backend']} {serving['precision']} ({how}): {serving['reason']}"
+    assert line in proc.stderr.splitlines()
+    if installed("openvino") or installed("onnxruntime"):  # timed against the SavedModel
+        assert serving["measured"] and serving["candidates"][0]["backend"] == "savedmodel"
+        assert serving["pairs"] == min(len(_sample_lines("dev")), 1000)  # max_pairs
+    else:
+        assert serving["backend"] == "savedmodel" and not serving["measured"]
+        assert serving["reason"] == serving_choice.NOTHING_TO_MEASURE
 
 
 def test_precision_auto_exports_once_and_times_nothing(run_and_export, tmp_path, monkeypatch):
@@ -627,7 +643,11 @@ def test_precision_auto_exports_once_and_times_nothing(run_and_export, tmp_path,
     monkeypatch.setattr(export_lib, "export_model", counted_export)
     monkeypatch.setattr(benchmarking, "time_export", no_timing)
     export_dir = export_run(
-        run_and_export[0], tmp_path / "auto", precision="auto", length_buckets=[8, 16, 32]
+        run_and_export[0],
+        tmp_path / "auto",
+        precision="auto",
+        length_buckets=[8, 16, 32],
+        serving=SAVEDMODEL,
     )
     assert built == [(tmp_path / "auto", "fp32")]
     config = json.loads((export_dir / "assets" / "export_config.json").read_text())
@@ -641,7 +661,11 @@ def test_precision_measure_is_fp32_without_measuring_on_a_cpu_without_bfloat16_u
 
     monkeypatch.setattr(auto_precision, "cpu_units", _cpu_with(False))  # an AVX2-only CPU
     export_dir = export_run(
-        run_and_export[0], tmp_path / "measure", precision="measure", length_buckets=[8, 16, 32]
+        run_and_export[0],
+        tmp_path / "measure",
+        precision="measure",
+        length_buckets=[8, 16, 32],
+        serving=SAVEDMODEL,
     )
     config = json.loads((export_dir / "assets" / "export_config.json").read_text())
     assert config["precision"] == "fp32"
@@ -660,7 +684,11 @@ def test_precision_measure_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its
 
     monkeypatch.setattr(auto_precision, "cpu_units", _cpu_with(True))
     export_dir = export_run(
-        run_and_export[0], tmp_path / "measure", precision="measure", length_buckets=[8, 16, 32]
+        run_and_export[0],
+        tmp_path / "measure",
+        precision="measure",
+        length_buckets=[8, 16, 32],
+        serving=SAVEDMODEL,
     )
     config = json.loads((export_dir / "assets" / "export_config.json").read_text())
     choice = config["precision_choice"]
@@ -676,7 +704,9 @@ def test_precision_measure_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its
     assert choice["chosen"] == config["precision"] == expected
     # the agreement is between the two exports on those pairs: recompute it with a fresh
     # fp32 export and the chosen one
-    fp32 = export_run(run_and_export[0], tmp_path / "fp32", length_buckets=[8, 16, 32])
+    fp32 = export_run(
+        run_and_export[0], tmp_path / "fp32", length_buckets=[8, 16, 32], serving=SAVEDMODEL
+    )
     texts = [row[0] for row in dev[:1000]], [row[1] for row in dev[:1000]]
     p32 = Predictor(fp32, tokenize="python").probabilities(*texts)
     chosen = Predictor(export_dir, tokenize="python").probabilities(*texts)

@@ -110,6 +110,7 @@ def exported(request, tmp_path_factory):
         tmp_path_factory.mktemp("export") / name,
         max_length=MAX_LENGTH,
         length_buckets=[MAX_LENGTH],
+        serving="savedmodel",  # the serving runtime's choice is tests/test_serving_choice.py's
     )
     return name, model, featurizers, tf.saved_model.load(str(export_dir)), export_dir
 
@@ -248,7 +249,7 @@ def _export_variants(name, model, featurizers, export_dir, tmp_path):
         "run_dir"
     ]
     variants = {"default": Path(export_dir)}
-    options = dict(max_length=MAX_LENGTH, length_buckets=[MAX_LENGTH])
+    options = dict(max_length=MAX_LENGTH, length_buckets=[MAX_LENGTH], serving="savedmodel")
     variants["no_xla"] = export_run(run_dir, tmp_path / "no_xla", xla=False, **options)
     if name in ("re2", "match_srnn"):
         variants["bf16"] = export_run(run_dir, tmp_path / "bf16", precision="bf16", **options)

@@ -114,7 +114,7 @@ def classifier(request, tmp_path_factory):
     data = _cut(SAMPLE, root / "data", {"train": 16, "dev": 8, "test": 12})
     result = _train(root, model, TINY[model], "sample", data)
     from_run = result.matcher()
-    export_dir = from_run.export(root / "export", precision="fp32")
+    export_dir = from_run.export(root / "export", precision="fp32", serving="savedmodel")
     test_lines = [line.split("\t") for line in (data / "test.txt").read_text().splitlines()]
     evaluated = root / "evaluate.json"
     _command("evaluate", f"--run_dir={result.run_dir}", "--splits=test", f"--output={evaluated}")
@@ -179,7 +179,7 @@ def test_evaluate_equals_re2_evaluate(classifier):
 
 def test_an_export_cannot_be_exported_again(classifier, tmp_path):
     with pytest.raises(ValueError, match="already an export"):
-        classifier["export"].export(tmp_path / "again")
+        classifier["export"].export(tmp_path / "again", serving="savedmodel")
     with pytest.raises(ValueError, match="positive=<label name>"):
         classifier["run"].scores(PAIRS)  # three classes: which one is a match?
     with pytest.raises(ValueError, match="top_k"):
@@ -195,7 +195,7 @@ def ranker(request, tmp_path_factory):
     data = _cut(SAMPLE_RANKING, root / "data", {"train": 16, "dev": 8, "test": 12})
     result = _train(root, model, hparams, "sample_ranking", data)
     from_run = result.matcher()
-    export_dir = from_run.export(root / "export", precision="fp32")
+    export_dir = from_run.export(root / "export", precision="fp32", serving="savedmodel")
     lines = [line.split("\t") for line in (data / "test.txt").read_text().splitlines()]
     query = lines[0][0]
     candidates = [b for a, b, _ in lines if a == query] + ["an unrelated text about cats"]

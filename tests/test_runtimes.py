@@ -282,7 +282,9 @@ def run_export(tmp_path_factory):
             lower=True,
         ),
     )
-    return export_run(run_dir, tmp_path_factory.mktemp("export") / "re2", xla=False)
+    return export_run(
+        run_dir, tmp_path_factory.mktemp("export") / "re2", xla=False, serving="savedmodel"
+    )
 
 
 @pytest.mark.slow  # default-suite time: the slow tier runs it

@@ -604,7 +604,7 @@ def test_custom_four_label_task_trains_and_serves(tmp_path):
     from re2_tf import runs
     from re2_tf.serving.run_export import export_run
 
-    export_run(tmp_path / "run", tmp_path / "export", xla=False)
+    export_run(tmp_path / "run", tmp_path / "export", xla=False, serving="savedmodel")
     pairs = [("Which way is EAST?", "go east now"), ("Which way is west?", "go north now")]
     served = re2_tf.predict(tmp_path / "export", pairs)
     model, vocab = runs.load_best_model(tmp_path / "run"), runs.load_vocab(tmp_path / "run")

@@ -5,11 +5,15 @@ r"""``re2-export``: export a trained run as a SavedModel or a TFLite file (a thi
     re2-export --run_dir=... --export_dir=... --precision=measure  # time fp32 against bf16
     re2-export --run_dir=... --export_dir=... --precision=fp32
     re2-export --run_dir=... --export_dir=... --format=tflite --precision=int8
+    re2-export --run_dir=... --export_dir=... --serving=savedmodel  # measure no other runtime
     python -m re2_tf.cli.export ...                        # the same
 
 Prints the export directory, and on stderr the precision ``--precision=auto`` (the default:
 from the CPU's units, building nothing else) or ``--precision=measure`` (exports and times
-both) chose and why (:mod:`re2_tf.serving.auto_precision`). The export's signatures, assets
+both) chose and why (:mod:`re2_tf.serving.auto_precision`), and the runtime ``re2-predict``
+will serve it through: ``--serving=auto`` (the default) times the SavedModel against the other
+installed CPU runtimes (OpenVINO, ONNX Runtime) and keeps the fastest whose labels agree on the
+run's dev pairs (:mod:`re2_tf.serving.serving_choice`). The export's signatures, assets
 and errors are described in :mod:`re2_tf.serving.export`. A missing run directory or an
 unsupported format/precision ends the command with one line ``re2-export: error: <message>``
 (exit status 1).
@@ -58,6 +62,16 @@ def define_flags(flag_values=FLAGS):
         "quantisation (tflite).",
         flag_values=flag_values,
     )
+    flags.DEFINE_enum(
+        "serving",
+        "auto",
+        ["auto", "savedmodel"],
+        "The runtime the export is served by (a SavedModel export): auto times the SavedModel "
+        "against every other installed CPU runtime (OpenVINO f32/bf16, ONNX Runtime) and keeps "
+        "the fastest whose labels agree on the run's dev pairs (nothing to time without them; "
+        "re2_tf.serving.serving_choice); savedmodel: TensorFlow, nothing measured.",
+        flag_values=flag_values,
+    )
     flags.DEFINE_string(
         "tokenizer",
         None,
@@ -99,6 +113,7 @@ def main(argv):
     kwargs = dict(
         fmt=FLAGS.format,
         precision=FLAGS.precision,
+        serving=FLAGS.serving,
         max_length=FLAGS.max_length,
         length_buckets=buckets,
         xla=FLAGS.xla,
@@ -106,12 +121,18 @@ def main(argv):
     if FLAGS.tokenizer:
         kwargs["tokenizer"] = FLAGS.tokenizer
     export_dir = export_run(FLAGS.run_dir, FLAGS.export_dir, **kwargs)
-    choice = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text()).get(
-        "precision_choice"
-    )
+    config = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text())
+    choice = config.get("precision_choice")
     if choice:
         how = "measured" if choice.get("measured") else "not measured"
         print(f"precision {choice['chosen']} ({how}): {choice['reason']}", file=sys.stderr)
+    choice = config.get("serving_choice")
+    if choice:
+        how = "measured" if choice.get("measured") else "not measured"
+        print(
+            f"serving {choice['backend']} {choice['precision']} ({how}): {choice['reason']}",
+            file=sys.stderr,
+        )
     print(export_dir)
 
 

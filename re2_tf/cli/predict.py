@@ -21,6 +21,9 @@ truncated to the export's limits (``max_length`` tokens per text, and for BERT+M
 ``max_pair_length`` word pieces per packed pair; the export's ``truncation`` entry) is
 reported on stderr.
 
+Without ``--backend`` the command serves through the runtime the export recorded
+(``serving_choice``: the fastest that agreed when ``re2-export`` measured the installed ones on
+its CPU, :mod:`re2_tf.serving.serving_choice`), or its SavedModel / TFLite file.
 ``--backend=openvino|onnxruntime`` runs the export's ``serving_ids`` converted by
 :mod:`re2_tf.serving.runtimes` (a SavedModel exported with ``--xla=false``; the converted file
 is kept in ``<export_dir>/runtimes/``), tokenising in Python; a model the converter cannot
@@ -80,7 +83,8 @@ def define_flags(flag_values=FLAGS):
         "backend",
         None,
         ["savedmodel", "tflite", "openvino", "onnxruntime"],
-        "Runtime (default: the export's format); openvino/onnxruntime convert an --xla=false "
+        "Runtime (default: the one re2-export recorded as fastest on its CPU, else the "
+        "export's format); openvino/onnxruntime convert an --xla=false "
         "SavedModel's serving_ids (re2_tf.serving.runtimes; pip install -e '.[openvino]' / "
         "'.[onnx]') and tokenise in Python.",
         flag_values=flag_values,

@@ -37,10 +37,13 @@ signature; ``python`` tokenises with the exact Python tokeniser of the run
 ``python`` otherwise (``snli``, ``scitail``: the in-graph versions are approximations, see
 ``re2_tf/serving/README.md``). TFLite exports always use ``python``.
 
-Runtime (``backend``): ``savedmodel`` (TensorFlow) or ``tflite`` (LiteRT), whichever the export
-is (the default), or ``openvino`` / ``onnxruntime``: the SavedModel's ``serving_ids`` converted
-by :mod:`re2_tf.serving.runtimes` (an ``--xla=false`` export; optional extras
-``.[openvino]`` / ``.[onnx]``), fed by the ``python`` tokenisation as TFLite is.
+Runtime (``backend``): ``savedmodel`` (TensorFlow), ``tflite`` (LiteRT, a TFLite export),
+or ``openvino`` / ``onnxruntime``: the SavedModel's ``serving_ids`` converted by
+:mod:`re2_tf.serving.runtimes` (optional extras ``.[openvino]`` / ``.[onnx]``), fed by the
+``python`` tokenisation as TFLite is. Not told (the default), a Predictor serves what the
+export recorded (:func:`default_routes`): the TFLite file, or the runtimes ``re2-export``
+measured fastest on its CPU per batch size (:mod:`re2_tf.serving.serving_choice`), or the
+SavedModel.
 
 Policy: **every input line yields one output record, or reading stops with one error
 ``<input>:<line>: <reason>``** (:class:`InputError`) before anything is predicted: invalid
@@ -62,18 +65,75 @@ tensorflow-text``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import logging
+import math
 from pathlib import Path
 
 import numpy as np
 
 from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE
-from re2_tf.serving.runtimes import MissingOpError, load_saved_model
+from re2_tf.serving.runtimes import CONVERTED, EXTRAS, MissingOpError, load_saved_model
+
+#: Converted backend -> the Python packages it needs.
+PACKAGES = {"onnxruntime": ("onnxruntime", "tf2onnx", "onnx"), "openvino": ("openvino",)}
+
+
+def installed(backend):
+    """Whether every package of a converted ``backend`` (:data:`PACKAGES`) is installed
+    (found, not imported)."""
+    return all(importlib.util.find_spec(p) is not None for p in PACKAGES[backend])
+
+
+def route(routes, batch):
+    """The route serving a call of ``batch`` pairs: of ``routes`` (``[{"batch", "backend",
+    "precision"}]``, one per timed shape), the one whose timed batch is nearest on a log scale
+    (the smaller on ties)."""
+    return min(routes, key=lambda r: (abs(math.log(batch / r["batch"])), r["batch"]))
+
+
+def default_routes(export_dir, config):
+    """``(routes, note)``: what a :class:`Predictor` serves ``export_dir`` through when not
+    told, as :func:`route` routes (``[{"batch", "backend", "precision"}]``): its TFLite file;
+    else the routes its ``export_config.json`` ``serving_choice`` records
+    (:mod:`re2_tf.serving.serving_choice`), each whose converted file is in
+    ``<export>/runtimes/`` and whose runtime is installed; the SavedModel for the others (and
+    for an export without a choice). ``note`` says why a recorded route is not followed
+    (``None`` when every one is)."""
+    export_dir = Path(export_dir)
+    if (export_dir / TFLITE_FILE).exists():
+        return [{"batch": 1, "backend": "tflite", "precision": "f32"}], None
+    choice = config.get("serving_choice") or {}
+    recorded = choice.get("routes") or [
+        {"batch": 1, "backend": choice.get("backend", "savedmodel"), "precision": "f32"}
+    ]
+    routes, notes = [], []
+    for r in recorded:
+        backend = r["backend"]
+        if backend in CONVERTED and not (export_dir / "runtimes" / CONVERTED[backend]).exists():
+            notes.append(f"the export chose {backend}, but {export_dir}/runtimes/ has no model")
+        elif backend in CONVERTED and not installed(backend):
+            extra = EXTRAS[backend]
+            notes.append(
+                f"the export chose {backend}, which is not installed (pip install -e '.[{extra}]')"
+            )
+        else:
+            routes.append(dict(r, precision=r.get("precision", "f32")))
+            continue
+        routes.append({"batch": r["batch"], "backend": "savedmodel", "precision": "f32"})
+    note = "; ".join(dict.fromkeys(notes)) + ": serving the SavedModel there" if notes else None
+    return routes, note
+
 
 __all__ = [
     "InputError",
     "MissingOpError",
+    "PACKAGES",
     "Predictor",
+    "default_routes",
+    "installed",
+    "route",
     "load_saved_model",
     "read_pairs",
 ]
@@ -162,7 +222,16 @@ class Predictor:
         tokenize: ``auto``, ``graph`` or ``python`` (see module docstring).
         batch_size: pairs per model call (>= 1).
         backend: ``savedmodel``, ``tflite``, ``openvino`` or ``onnxruntime`` (module
-            docstring); ``None`` = the export's own format.
+            docstring); ``None`` = what the export recorded (:func:`default_routes`).
+        precision: OpenVINO's inference precision (``f32``, ``bf16``); ``None`` = the
+            recorded choice's with ``backend=None``, else ``f32``. The other runtimes run the
+            export's own precision.
+
+    Attributes:
+        routes: ``[{"batch", "backend", "precision"}]``: which runtime serves a call of how
+            many pairs (:func:`route`; one route unless the export's choice has several).
+        backend, precision: the first route's (``precision`` as asked; OpenVINO may fall
+            back to ``f32`` on a CPU without bfloat16 units).
 
     Raises:
         FileNotFoundError: not an export directory. ValueError: ``graph`` with a backend
@@ -173,7 +242,7 @@ class Predictor:
         ONNX Runtime cannot take the export, or is not installed.
     """
 
-    def __init__(self, export_dir, tokenize="auto", batch_size=64, backend=None):
+    def __init__(self, export_dir, tokenize="auto", batch_size=64, backend=None, precision=None):
         # lazy: a TFLite or OpenVINO/ONNX Runtime export is served without TensorFlow
         import tensorflow as tf
 
@@ -187,13 +256,25 @@ class Predictor:
         self.label_names = self.config["label_names"]
         self.batch_size = int(batch_size)
         tflite = (self.export_dir / TFLITE_FILE).exists()
-        self.backend = backend or ("tflite" if tflite else "savedmodel")
-        if (self.backend == "tflite") != tflite:
-            raise ValueError(
-                f"--backend={self.backend} cannot serve the {'TFLite' if tflite else 'SavedModel'}"
-                f" export {export_dir}"
-            )
-        ids_only = self.backend != "savedmodel"
+        if backend is None and tokenize == "graph":  # raw text: only the SavedModel takes it
+            backend = "tflite" if tflite else "savedmodel"
+        if backend is None:
+            routes, note = default_routes(self.export_dir, self.config)
+            if note:
+                logging.getLogger(__name__).warning("%s", note)
+            if precision:
+                routes = [dict(r, precision=precision) for r in routes]
+        else:
+            routes = [{"batch": 1, "backend": backend, "precision": precision or "f32"}]
+        self.routes = routes
+        self.backend, self.precision = routes[0]["backend"], routes[0]["precision"]
+        for r in routes:
+            if (r["backend"] == "tflite") != tflite:
+                raise ValueError(
+                    f"--backend={r['backend']} cannot serve the "
+                    f"{'TFLite' if tflite else 'SavedModel'} export {export_dir}"
+                )
+        ids_only = any(r["backend"] != "savedmodel" for r in routes)
         if tokenize == "auto":
             tokenize = (
                 "graph" if self.config["in_graph_tokenizer_exact"] and not ids_only else "python"
@@ -201,35 +282,20 @@ class Predictor:
         if tokenize == "graph" and ids_only:
             raise ValueError(f"--backend={self.backend} takes ids: use --tokenize=python")
         self.tokenize = tokenize
-        if self.backend in ("openvino", "onnxruntime"):
-            # lazy: OpenVINO/ONNX Runtime only when --backend asks for them
-            from re2_tf.serving import runtimes
-
-            self._features_fn = runtimes.load(self.export_dir, self.backend)
-        elif tflite:
-            try:
-                # lazy: LiteRT only for a TFLite export
-                from ai_edge_litert.interpreter import Interpreter
-            except ImportError:
-                Interpreter = tf.lite.Interpreter
-            runner = Interpreter(
-                model_path=str(self.export_dir / TFLITE_FILE)
-            ).get_signature_runner("serving_ids")
-            self._features_fn = lambda features: runner(**features)
+        served = {}
+        for r in routes:
+            where = (r["backend"], r["precision"])
+            if where not in served:
+                served[where] = self._load(r["backend"], r["precision"], tf)
+        if len(served) == 1:
+            self._features_fn = next(iter(served.values()))
         else:
-            loaded = load_saved_model(self.export_dir)
-            self._loaded = loaded
-            text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["serving_ids"]
-            self._text_fn = lambda a, b: {
-                k: v.numpy()
-                for k, v in text_fn(
-                    text1=tf.constant(a, tf.string), text2=tf.constant(b, tf.string)
-                ).items()
-            }
-            self._features_fn = lambda features: {
-                k: v.numpy()
-                for k, v in ids_fn(**{k: tf.constant(v) for k, v in features.items()}).items()
-            }
+
+            def by_batch(features):
+                r = route(routes, len(next(iter(features.values()))))
+                return served[(r["backend"], r["precision"])](features)
+
+            self._features_fn = by_batch
         if tokenize == "python":
             # lazy: Python-side tokenisation only for exports that need it (re2-predict start-up)
             from re2_tf.data.features import load_featurizer
@@ -244,6 +310,38 @@ class Predictor:
                 load_featurizer(self.export_dir / "assets", kind, options)
                 for kind, options in self.config["features"].items()
             ]
+
+    def _load(self, backend, precision, tf):
+        """``features -> outputs`` of one runtime over this export (the SavedModel's also sets
+        the raw-text function)."""
+        if backend in ("openvino", "onnxruntime"):
+            # lazy: OpenVINO/ONNX Runtime only when asked for or chosen
+            from re2_tf.serving import runtimes
+
+            return runtimes.load(self.export_dir, backend, precision=precision)
+        if backend == "tflite":
+            try:
+                # lazy: LiteRT only for a TFLite export
+                from ai_edge_litert.interpreter import Interpreter
+            except ImportError:
+                Interpreter = tf.lite.Interpreter
+            runner = Interpreter(
+                model_path=str(self.export_dir / TFLITE_FILE)
+            ).get_signature_runner("serving_ids")
+            return lambda features: runner(**features)
+        loaded = load_saved_model(self.export_dir)
+        self._loaded = loaded
+        text_fn, ids_fn = loaded.signatures["serving_default"], loaded.signatures["serving_ids"]
+        self._text_fn = lambda a, b: {
+            k: v.numpy()
+            for k, v in text_fn(
+                text1=tf.constant(a, tf.string), text2=tf.constant(b, tf.string)
+            ).items()
+        }
+        return lambda features: {
+            k: v.numpy()
+            for k, v in ids_fn(**{k: tf.constant(v) for k, v in features.items()}).items()
+        }
 
     def _features(self, texts1, texts2):
         """The model's padded input features for ``n`` pairs (Python tokeniser and

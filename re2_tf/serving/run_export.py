@@ -1,25 +1,28 @@
 """Export a run directory: its best checkpoint, featurisers and labels as a SavedModel or TFLite
 file (:func:`export_run`, what ``re2-export`` and :meth:`re2_tf.Matcher.export` do), the
-precision chosen for this CPU where asked (:mod:`re2_tf.serving.auto_precision`). The export
-itself is :func:`re2_tf.serving.export.export_model`.
+precision chosen for this CPU where asked (:mod:`re2_tf.serving.auto_precision`), and the
+runtime it is served by measured on this CPU (:mod:`re2_tf.serving.serving_choice`). The
+export itself is :func:`re2_tf.serving.export.export_model`.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from absl import logging
 
 from re2_tf import runs
 from re2_tf.models import get_spec
+from re2_tf.serving import serving_choice
 from re2_tf.serving.auto_precision import choose_precision, known_precision
 from re2_tf.serving.export import CHOICES, export_model
 
 __all__ = ["export_run"]
 
 
-def export_run(run_dir, export_dir, *, precision="fp32", max_pairs=1000, **kwargs):
+def export_run(run_dir, export_dir, *, precision="fp32", serving="auto", max_pairs=1000, **kwargs):
     """Export a run directory (``re2_tf.runs`` layout). ``kwargs`` go to
     :func:`re2_tf.serving.export.export_model`.
 
@@ -36,7 +39,20 @@ def export_run(run_dir, export_dir, *, precision="fp32", max_pairs=1000, **kwarg
     both, checked on the first ``max_pairs`` pairs of the run's dev split
     (:func:`~re2_tf.serving.auto_precision.choose_precision`). A TFLite export is ``fp32``
     under either.
+
+    ``serving`` (a SavedModel export): ``"auto"`` (the default) times the SavedModel against
+    every other installed CPU runtime and checks their labels on the same dev pairs, keeping
+    the fastest that agrees (:func:`~re2_tf.serving.serving_choice.choose_serving`; the
+    runtimes are converted from an ``xla=False`` SavedModel of the same weights, made in a
+    temporary directory when the export itself uses XLA); ``"savedmodel"`` measures nothing.
+    The decision is ``export_config.json``'s ``serving_choice``, which
+    :class:`~re2_tf.serving.predictor.Predictor` follows.
+
+    Raises:
+        ValueError: an unknown ``serving`` (before anything is written).
     """
+    if serving not in serving_choice.CHOICES:
+        raise ValueError(f"serving must be one of {list(serving_choice.CHOICES)}, got {serving!r}")
     config = runs.load_config(run_dir)
     spec = get_spec(config.model)
     flags_path = Path(run_dir) / runs.RUN_FLAGFILE  # the run's recorded flagfile, a text asset
@@ -62,7 +78,48 @@ def export_run(run_dir, export_dir, *, precision="fp32", max_pairs=1000, **kwarg
         precision, extra["precision_choice"] = _chosen_precision(
             precision, run_dir, model, kwargs, max_pairs
         )
-    return export_model(model, export_dir, precision=precision, extra_config=extra, **kwargs)
+    export_dir = export_model(model, export_dir, precision=precision, extra_config=extra, **kwargs)
+    if kwargs.get("fmt", "savedmodel") == "savedmodel":
+        choice = {
+            "backend": "savedmodel",
+            "precision": "f32",
+            "measured": False,
+            "reason": "--serving=savedmodel",
+        }
+        if serving == "auto":
+            choice = _chosen_serving(
+                run_dir, model, export_dir, precision, extra, kwargs, max_pairs
+            )
+        serving_choice.record_choice(export_dir, choice)
+        logging.info(
+            "serving: %s %s (%s)", choice["backend"], choice["precision"], choice["reason"]
+        )
+    return export_dir
+
+
+def _dev_pairs(run_dir, max_pairs):
+    try:
+        _, examples = runs.load_examples(run_dir, "dev")
+    except FileNotFoundError:
+        examples = []
+    return [(ex.text1, ex.text2) for ex in examples[:max_pairs]]
+
+
+def _chosen_serving(run_dir, model, export_dir, precision, extra, kwargs, max_pairs):
+    pairs = _dev_pairs(run_dir, max_pairs)
+    if not pairs or len(serving_choice.installed_candidates()) == 1:
+        return serving_choice.choose_serving(export_dir, pairs)  # nothing to measure: no twin
+    if not kwargs.get("xla", True):
+        return serving_choice.choose_serving(export_dir, pairs, log=logging.info)
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = export_model(
+            model,
+            Path(tmp) / "plain",
+            precision=precision,
+            extra_config=extra,
+            **dict(kwargs, xla=False),
+        )
+        return serving_choice.choose_serving(export_dir, pairs, convertible=plain, log=logging.info)
 
 
 def _chosen_precision(how, run_dir, model, kwargs, max_pairs):
@@ -71,9 +128,4 @@ def _chosen_precision(how, run_dir, model, kwargs, max_pairs):
         return "fp32", {"chosen": "fp32", "reason": reason, "measured": False}
     if how == "auto":
         return known_precision()
-    try:
-        _, examples = runs.load_examples(run_dir, "dev")
-    except FileNotFoundError:
-        examples = []
-    pairs = [(ex.text1, ex.text2) for ex in examples[:max_pairs]]
-    return choose_precision(model, kwargs, pairs, log=logging.info)
+    return choose_precision(model, kwargs, _dev_pairs(run_dir, max_pairs), log=logging.info)

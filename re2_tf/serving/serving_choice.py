@@ -1,0 +1,288 @@
+"""Which CPU runtime serves an export by default: ``re2-export --serving=auto`` (the default)
+times the SavedModel against every other installed runtime on this CPU, checks their labels
+against the SavedModel's on the run's held-out pairs, and records the fastest that agrees in
+the export; :class:`~re2_tf.serving.predictor.Predictor` (``re2-predict``,
+``Matcher.from_export``) then serves through it.
+
+The rule (ours):
+
+- **Candidates**: the SavedModel (TensorFlow, the reference); ONNX Runtime (``onnx`` extra);
+  OpenVINO in float32 and, where its CPU plugin reports bfloat16 units, in bfloat16
+  (``openvino`` extra). The converted ones are converted from an ``--xla=false`` SavedModel
+  of the same weights (:func:`re2_tf.serving.runtimes.convert`) and kept in
+  ``<export>/runtimes/``.
+- **Agreement**: a candidate is eligible only if its most probable label equals the
+  SavedModel's on at least :data:`MIN_AGREEMENT` of the held-out pairs (both fed the same
+  Python tokenisation); its max |Δp| is recorded. A conversion or a run that fails makes the
+  candidate ineligible, with the error recorded.
+- **Speed**: each candidate is timed in a fresh process (:func:`re2_tf.benchmarking.time_table5`:
+  the Table 5 protocol, :func:`~re2_tf.benchmarking.table5_inputs` at each of :data:`SHAPES`,
+  fed to ``serving_ids``, so tokenisation is outside every candidate's time alike), in
+  :data:`ROUNDS` rounds of the candidates in turn, keeping each one's least median. At each
+  timed shape the fastest eligible candidate is chosen (:func:`pick`; ties keep the
+  SavedModel), so one export may serve small batches through one runtime and large ones
+  through another: a call of ``n`` pairs takes the route of the timed batch nearest ``n`` on
+  a log scale (:func:`~re2_tf.serving.predictor.route`; with the default shapes, up to 64
+  pairs take the 8-pair choice).
+
+Without another runtime installed there is nothing to measure and the export is served by
+its SavedModel (``measured`` False, the reason names the extras). ``--serving=savedmodel``
+skips the measurement. Either way the decision (every candidate's medians and agreement, the
+CPU) is the export's ``export_config.json`` ``serving_choice``, and ``re2-export`` prints it
+on stderr. What the rule picks per model on our CPU is in ``docs/performance.md``.
+
+Library: :func:`choose_serving`, :func:`pick`, :func:`installed_candidates`,
+and :func:`~re2_tf.serving.predictor.default_routes` (what a
+:class:`~re2_tf.serving.predictor.Predictor` serves through).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from re2_tf import benchmarking
+from re2_tf.data.features import load_featurizer
+from re2_tf.machine import machine
+from re2_tf.serving import runtimes
+from re2_tf.serving.files import EXPORT_CONFIG_FILE
+from re2_tf.serving.predictor import Predictor, installed
+
+__all__ = [
+    "CHOICES",
+    "MIN_AGREEMENT",
+    "ROUNDS",
+    "SHAPES",
+    "choose_serving",
+    "installed_candidates",
+    "pick",
+    "record_choice",
+]
+
+#: ``--serving`` values: measure among the installed runtimes, or the SavedModel unmeasured.
+CHOICES = ("auto", "savedmodel")
+#: Serving shapes timed (batch, words per text): Table 5's and a batch of 512.
+SHAPES = ((8, 20), (512, 20))
+#: Timing rounds: each candidate is timed once per round, in turn, and keeps its least median.
+ROUNDS = 2
+#: Least share of held-out labels a candidate must share with the SavedModel (our threshold).
+MIN_AGREEMENT = 0.99
+#: The reason recorded when no other runtime is installed.
+NOTHING_TO_MEASURE = (
+    "no other CPU runtime is installed (pip install -e '.[openvino]' or '.[onnx]'), so the "
+    "SavedModel serves"
+)
+
+
+def installed_candidates():
+    """``[(backend, precision)]`` the rule compares on this machine: ``("savedmodel", "f32")``
+    first, then ``("onnxruntime", "f32")``, ``("openvino", "f32")`` and ``("openvino",
+    "bf16")`` where their packages are installed (bf16 where OpenVINO reports bfloat16 units:
+    :func:`re2_tf.serving.runtimes.cpu_has_bf16`)."""
+    found = [("savedmodel", "f32")]
+    if installed("onnxruntime"):
+        found.append(("onnxruntime", "f32"))
+    if installed("openvino"):
+        found.append(("openvino", "f32"))
+        if runtimes.cpu_has_bf16():
+            found.append(("openvino", "bf16"))
+    return found
+
+
+def _shape_key(batch, length):
+    return f"{batch}x{length}"
+
+
+def pick(candidates, shape, min_agreement=MIN_AGREEMENT):
+    """The rule's choice among measured candidates at one timed shape.
+
+    Args:
+        candidates: ``[{"backend", "precision", "median_ms": {shape: ms} or absent,
+            "label_agreement": float or absent}]``, the SavedModel first (the reference: it
+            is eligible without an agreement).
+        shape: the key of ``median_ms`` to compare (``"<batch>x<length>"``).
+        min_agreement: least label agreement of an eligible candidate.
+
+    Returns:
+        the eligible candidate with the least median at ``shape`` (the first such on ties,
+        so the SavedModel is kept unless another is faster).
+
+    Raises:
+        ValueError: the reference was not timed at ``shape``.
+    """
+    reference = candidates[0]
+    if shape not in (reference.get("median_ms") or {}):
+        raise ValueError(f"the reference candidate (the SavedModel) was not timed at {shape}")
+
+    def eligible(c):
+        if shape not in (c.get("median_ms") or {}):
+            return False
+        return c is reference or (c.get("label_agreement") or 0.0) >= min_agreement
+
+    return min((c for c in candidates if eligible(c)), key=lambda c: c["median_ms"][shape])
+
+
+def record_choice(export_dir, choice):
+    """Write ``choice`` as ``serving_choice`` into the export's ``export_config.json``."""
+    path = Path(export_dir) / "assets" / EXPORT_CONFIG_FILE
+    config = json.loads(path.read_text())
+    config["serving_choice"] = choice
+    path.write_text(json.dumps(config, indent=2) + "\n")
+
+
+def _timing_batches(batch):
+    """Timed batches per shape: 30 small ones, 5 of 512 pairs (a second each on RE2)."""
+    return 30 if batch <= 64 else 5
+
+
+def choose_serving(
+    export_dir,
+    pairs,
+    *,
+    convertible=None,
+    candidates=None,
+    shapes=SHAPES,
+    threads=0,
+    rounds=ROUNDS,
+    min_agreement=MIN_AGREEMENT,
+    log=logging.info,
+):
+    """``re2-export --serving=auto``: measure the candidates for ``export_dir`` and return
+    the decision (the module docstring's rule); the caller records it (:func:`record_choice`).
+
+    Args:
+        export_dir: a SavedModel export (``re2_tf.serving.export.export_model``).
+        pairs: held-out ``(text1, text2)`` pairs every candidate scores (e.g. the run's dev
+            split); with none, nothing can be checked and the SavedModel serves.
+        convertible: an ``xla=False`` SavedModel of the same model the other runtimes are
+            converted from (default: ``export_dir`` itself, which then must be one).
+        candidates: ``[(backend, precision)]`` (default :func:`installed_candidates`); the
+            SavedModel is always the first.
+        shapes: ``(batch, words per text)`` shapes timed.
+        threads: intra-op threads of the timing processes (0: each runtime's default).
+        rounds: timing rounds; a candidate's median at a shape is the least of its rounds'
+            (a process the machine slows is slower, never faster).
+        min_agreement: least label agreement with the SavedModel.
+        log: ``(message) -> None`` told each candidate's result.
+
+    Returns:
+        the JSON-serialisable ``serving_choice``: ``backend``, ``precision`` (at the first
+        shape), ``reason``, ``measured``; where measured also ``routes`` (per shape:
+        ``batch``, ``backend``, ``precision``; :func:`~re2_tf.serving.predictor.route`),
+        ``candidates`` (each with ``median_ms`` per ``"<batch>x<length>"``,
+        ``label_agreement``, ``max_abs_dp`` or ``error``), ``pairs``, ``shapes``,
+        ``threads``, ``min_agreement`` and the CPU (:func:`re2_tf.machine.machine`).
+    """
+    export_dir = Path(export_dir)
+    found = [c for c in (candidates or installed_candidates()) if c != ("savedmodel", "f32")]
+    found = [("savedmodel", "f32"), *found]
+    unmeasured = {"backend": "savedmodel", "precision": "f32", "measured": False}
+    if len(found) == 1:
+        return dict(unmeasured, reason=NOTHING_TO_MEASURE)
+    pairs = list(pairs or [])
+    if not pairs:
+        return dict(unmeasured, reason="no held-out pairs to check other runtimes against")
+    config = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text())
+    featurizers = [
+        load_featurizer(export_dir / "assets", kind, options)
+        for kind, options in config["features"].items()
+    ]
+    texts1, texts2 = [a for a, _ in pairs], [b for _, b in pairs]
+    convertible = Path(convertible or export_dir)
+    rows, reference = [], None
+    with tempfile.TemporaryDirectory() as tmp:
+        requests = {}
+        for batch, length in shapes:
+            inputs = benchmarking.table5_inputs(featurizers, batch, length)
+            requests[_shape_key(batch, length)] = (
+                batch,
+                inputs.request(ids=True, inputs_file=Path(tmp) / f"{batch}x{length}.npz"),
+            )
+        # first every timing process, with nothing else loaded in this one: then the outputs
+        paths = []
+        for backend, precision in found:
+            row = {"backend": backend, "precision": precision, "median_ms": {}, "rounds_ms": {}}
+            path = export_dir
+            if backend != "savedmodel":
+                try:
+                    path = runtimes.convert(convertible, backend, export_dir / "runtimes")
+                except runtimes.ConversionError as error:
+                    path, row["error"] = None, runtimes.failure(error)
+            rows.append(row)
+            paths.append(path)
+        for _ in range(rounds):  # the candidates in turn, a fresh process each
+            for row, path in zip(rows, paths):
+                if "error" in row:
+                    continue
+                for key, (batch, request) in requests.items():
+                    options = dict(request["options"], precision=row["precision"])
+                    try:
+                        timed = benchmarking.time_table5(
+                            path,
+                            threads=threads,
+                            batches=_timing_batches(batch),
+                            **dict(request, options=options),
+                        )
+                    except RuntimeError as error:
+                        if row is rows[0]:
+                            raise
+                        row["error"] = runtimes.failure(error)
+                        break
+                    row["rounds_ms"].setdefault(key, []).append(round(timed["median_ms"], 3))
+                    row["median_ms"][key] = min(row["rounds_ms"][key])
+        for row in rows:
+            if "error" in row:
+                row.pop("median_ms")
+            log(f"serving=auto: {row['backend']} {row['precision']}: "
+                f"{row.get('median_ms', row.get('error'))}")  # fmt: skip
+    for row in rows:
+        if "error" in row:
+            continue
+        try:
+            served = Predictor(
+                export_dir, tokenize="python", backend=row["backend"], precision=row["precision"]
+            )
+            probabilities = served.probabilities(texts1, texts2)
+            del served
+        except (RuntimeError, ValueError) as error:
+            if row is rows[0]:
+                raise
+            row["error"] = runtimes.failure(error)
+            row.pop("median_ms", None)
+            continue
+        if reference is None:
+            reference = probabilities
+        row["label_agreement"] = round(
+            float((reference.argmax(-1) == probabilities.argmax(-1)).mean()), 4
+        )
+        row["max_abs_dp"] = float(np.abs(reference - probabilities).max())
+    routes, parts = [], []
+    reference = rows[0]["median_ms"]
+    for batch, length in shapes:
+        key = _shape_key(batch, length)
+        chosen = pick(rows, key, min_agreement)
+        routes.append(
+            {"batch": batch, "backend": chosen["backend"], "precision": chosen["precision"]}
+        )
+        parts.append(
+            f"{key} {chosen['backend']} {chosen['precision']} "
+            f"({chosen['median_ms'][key] / reference[key]:.2f}x the SavedModel's time)"
+        )
+    first = routes[0]
+    return {
+        "backend": first["backend"],
+        "precision": first["precision"],
+        "routes": routes,
+        "reason": "per timed batch, the fastest that agrees: " + ", ".join(parts),
+        "measured": True,
+        "candidates": rows,
+        "pairs": len(pairs),
+        "shapes": [list(s) for s in shapes],
+        "threads": threads,
+        "min_agreement": min_agreement,
+        **machine(),
+    }

@@ -1,0 +1,175 @@
+"""re2_tf.serving.serving_choice: the runtime an export is served by by default -- the rule on
+hand-worked candidates, the record an export carries, what a Predictor follows, and (with
+OpenVINO installed) a real measurement whose choice serves the SavedModel's labels."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from test_runtimes import LABELS, _tiny_export
+
+from re2_tf.serving import serving_choice
+from re2_tf.serving.files import EXPORT_CONFIG_FILE
+from re2_tf.serving.predictor import Predictor, default_routes, installed, route
+
+PAIRS = [
+    ("w5 w9 w17 w3", "w5 w9 w40"),
+    ("w100 w101 w102 w7 w8", "w8 w7"),
+    ("", "w12 w13"),
+    ("w2 w150 w60 w61 w62 w63 w64 w65 w66 w67 w68 w69 w70 w71 w72 w73 w74 w75", "w2"),
+] * 5
+
+
+def _candidate(backend, precision, small, large, agreement=1.0):
+    return {
+        "backend": backend,
+        "precision": precision,
+        "median_ms": {"8x20": small, "512x20": large},
+        "label_agreement": agreement,
+    }
+
+
+def test_the_rule_keeps_the_fastest_agreeing_candidate_per_shape():
+    saved = _candidate("savedmodel", "f32", 20.0, 1000.0)
+    small_fast = _candidate("onnxruntime", "f32", 10.0, 1200.0)
+    large_fast = _candidate("openvino", "f32", 15.0, 600.0)
+    wrong = _candidate("openvino", "bf16", 5.0, 300.0, agreement=0.98)  # fastest, disagrees
+    failed = {"backend": "openvino", "precision": "bf16", "error": "failed: Loop"}
+    rows = [saved, small_fast, large_fast, wrong, failed]
+    assert serving_choice.pick(rows, "8x20") is small_fast
+    assert serving_choice.pick(rows, "512x20") is large_fast
+    # a 0.98 agreement is enough where the threshold is lower
+    assert serving_choice.pick(rows, "512x20", min_agreement=0.95) is wrong
+
+
+def test_the_savedmodel_is_kept_on_ties_and_when_nothing_else_is_faster():
+    saved = _candidate("savedmodel", "f32", 20.0, 1000.0)
+    same = _candidate("openvino", "f32", 20.0, 1000.0)
+    slower = _candidate("onnxruntime", "f32", 21.0, 2000.0)
+    assert serving_choice.pick([saved, same, slower], "8x20") is saved
+    assert serving_choice.pick([saved, same, slower], "512x20") is saved
+    with pytest.raises(ValueError, match="not timed at 8x20"):
+        serving_choice.pick([{"backend": "savedmodel", "precision": "f32"}, same], "8x20")
+
+
+def test_a_call_takes_the_route_of_the_nearest_timed_batch_on_a_log_scale():
+    routes = [{"batch": 8, "backend": "a"}, {"batch": 512, "backend": "b"}]
+    # the geometric midpoint of 8 and 512 is 64: the smaller route takes the tie
+    assert [route(routes, n)["backend"] for n in (1, 8, 63, 64, 65, 512, 4096)] == list("aaaabbb")
+    assert route(routes[:1], 10_000)["backend"] == "a"
+
+
+@pytest.fixture(scope="module")
+def tiny_export(tmp_path_factory):
+    """A tiny RE2 SavedModel (XLA, every weight random) and its xla=False twin."""
+    root = tmp_path_factory.mktemp("choice")
+    xla, _ = _tiny_export("re2", root / "xla", xla=True)
+    plain, _ = _tiny_export("re2", root / "plain", xla=False)
+    return xla, plain
+
+
+def _with_choice(export, tmp_path, choice):
+    copy = tmp_path / "export"
+    shutil.copytree(export, copy)
+    serving_choice.record_choice(copy, choice)
+    return copy
+
+
+def test_a_predictor_follows_the_recorded_routes_only_where_it_can(tiny_export, tmp_path, caplog):
+    xla, _ = tiny_export
+    config = json.loads((xla / "assets" / EXPORT_CONFIG_FILE).read_text())
+    saved = {"batch": 1, "backend": "savedmodel", "precision": "f32"}
+    assert default_routes(xla, config) == ([saved], None)  # nothing recorded
+    routes = [
+        {"batch": 8, "backend": "savedmodel", "precision": "f32"},
+        {"batch": 512, "backend": "openvino", "precision": "bf16"},
+    ]
+    chosen = {"backend": "savedmodel", "precision": "f32", "routes": routes, "measured": True}
+    copy = _with_choice(xla, tmp_path, chosen)  # its runtimes/ folder holds no converted model
+    config = json.loads((copy / "assets" / EXPORT_CONFIG_FILE).read_text())
+    assert config["serving_choice"] == chosen
+    got, note = default_routes(copy, config)
+    assert got == [routes[0], {"batch": 512, "backend": "savedmodel", "precision": "f32"}]
+    assert "runtimes/ has no model" in note
+    with caplog.at_level("WARNING"):
+        predictor = Predictor(copy)
+    assert predictor.backend == "savedmodel" and "serving the SavedModel there" in caplog.text
+    (copy / "runtimes").mkdir()
+    (copy / "runtimes" / "serving_ids.xml").write_text("<net/>")
+    got, note = default_routes(copy, config)
+    if installed("openvino"):
+        assert (got, note) == (routes, None)
+    else:
+        assert got[1]["backend"] == "savedmodel" and "pip install -e '.[openvino]'" in note
+    # raw text in the graph is the SavedModel's: a recorded runtime does not take it
+    assert Predictor(copy, tokenize="graph").routes == [saved]
+
+
+@pytest.mark.skipif(
+    installed("openvino") or installed("onnxruntime"), reason="other runtimes installed"
+)
+def test_without_another_runtime_nothing_is_measured(tiny_export):
+    xla, _ = tiny_export
+    choice = serving_choice.choose_serving(xla, PAIRS)
+    assert choice == {
+        "backend": "savedmodel",
+        "precision": "f32",
+        "measured": False,
+        "reason": serving_choice.NOTHING_TO_MEASURE,
+    }
+
+
+def test_no_pairs_measure_nothing(tiny_export):
+    xla, _ = tiny_export
+    choice = serving_choice.choose_serving(
+        xla, [], candidates=[("savedmodel", "f32"), ("openvino", "f32")]
+    )
+    assert choice["backend"] == "savedmodel" and not choice["measured"]
+    assert "no held-out pairs" in choice["reason"]
+
+
+def test_a_measured_choice_is_the_rules_and_serves_the_savedmodels_labels(tiny_export, tmp_path):
+    pytest.importorskip("openvino")
+    xla, plain = tiny_export
+    export = tmp_path / "export"
+    shutil.copytree(xla, export)
+    candidates = [("savedmodel", "f32"), ("openvino", "f32"), ("openvino", "bf16")]
+    shapes = ((4, 6), (64, 6))
+    choice = serving_choice.choose_serving(
+        export, PAIRS, convertible=plain, candidates=candidates, shapes=shapes, threads=1
+    )
+    assert choice["measured"] and choice["pairs"] == len(PAIRS)
+    rows = choice["candidates"]
+    assert [(r["backend"], r["precision"]) for r in rows] == candidates
+    assert all(set(r["median_ms"]) == {"4x6", "64x6"} for r in rows)
+    assert rows[0]["label_agreement"] == 1.0 and rows[0]["max_abs_dp"] == 0.0
+    assert rows[1]["max_abs_dp"] < 1e-5  # OpenVINO f32: the same function
+    # the rule by hand: per shape, the least median among those agreeing on >= 99 %
+    agreeing = [r for r in rows if r is rows[0] or r["label_agreement"] >= 0.99]
+    best_at = {k: min(agreeing, key=lambda r: r["median_ms"][k]) for k in ("4x6", "64x6")}
+    assert [(r["batch"], r["backend"], r["precision"]) for r in choice["routes"]] == [
+        (4, best_at["4x6"]["backend"], best_at["4x6"]["precision"]),
+        (64, best_at["64x6"]["backend"], best_at["64x6"]["precision"]),
+    ]
+    assert (choice["backend"], choice["precision"]) == (
+        best_at["4x6"]["backend"],
+        best_at["4x6"]["precision"],
+    )
+    serving_choice.record_choice(export, choice)
+    # the reference: TensorFlow's SavedModel on the same pairs
+    reference = Predictor(export, tokenize="python", backend="savedmodel")
+    texts1, texts2 = [a for a, _ in PAIRS], [b for _, b in PAIRS]
+    want = reference.probabilities(texts1, texts2)
+    for batch, length in shapes:  # calls near each timed batch take that shape's route
+        served = Predictor(export, batch_size=batch)  # every call: min(batch, 20) pairs
+        taken = route(served.routes, min(batch, len(PAIRS)))
+        assert taken["batch"] == batch
+        row = best_at[f"{batch}x{length}"]
+        assert (taken["backend"], taken["precision"]) == (row["backend"], row["precision"])
+        got = served.probabilities(texts1, texts2)
+        assert got.shape == (len(PAIRS), len(LABELS))
+        agreement = float((got.argmax(-1) == want.argmax(-1)).mean())
+        assert agreement == pytest.approx(row["label_agreement"])
+        if taken["precision"] == "f32":
+            np.testing.assert_allclose(got, want, atol=1e-5)
