@@ -30,10 +30,15 @@ Kinds (paths relative to the repository root):
 - ``roofline <record.json> [export]``: a ``python -m re2_lab.cli.roofline --json_out`` record
   (:func:`re2_lab.roofline.report`) as :func:`re2_lab.roofline.markdown` prints it (with
   ``export``: that export's serving rows only), then its command;
-- ``runtimes <record.json> [summary|order]``: a ``python -m re2_lab.cli.runtimes --json_out`` record
-  (:func:`re2_lab.runtimes.report`) as :func:`re2_lab.runtimes.markdown` prints
-  it, then its command (with ``summary``: :func:`re2_lab.runtimes.summary`'s paragraph; with
-  ``order``: :func:`re2_lab.runtimes.order`'s list of each model's paths, fastest first);
+- ``runtimes <record.json> [table|order|choices|standing]``: a ``python -m re2_lab.cli.runtimes
+  --json_out`` record (:func:`re2_lab.runtimes.report`) as :func:`re2_lab.runtimes.markdown`
+  prints it, then its command (with ``table``: :func:`re2_lab.runtimes.table`, the default
+  path first beside every path and the floor, then the command; with ``order``:
+  :func:`re2_lab.runtimes.order`'s list of each model's paths, fastest first; with
+  ``choices``: :func:`re2_lab.runtimes.choices`, each model's serving choice; with
+  ``standing``: :func:`re2_lab.runtimes.standing`, where the default stands);
+- ``agreement <record.json>``: ``docs/runs/serving-choice/agreement.py``'s record, each
+  runtime's labels on a trained run's dev pairs against the SavedModel's;
 - ``ab <record.json>``: an A/B record of ``docs/runs/`` (paths timed alternately in fresh
   processes): ``docs/runs/training-profile/bilstm_ab.py``'s (``models``: per model,
   ``before``/``after`` lists of measurements) as pairs/s and profile time per side, or
@@ -120,18 +125,23 @@ def generate(spec, root=REPO):
         record = _read(root / args[0])
         table = roofline.markdown(record, *args[1:])
         return table + f"\n\nCommand: `{record['command']}`."
-    if kind == "runtimes" and len(args) in (1, 2) and args[1:] in ([], ["summary"], ["order"]):
+    if kind == "runtimes" and args[1:] in ([], ["table"], ["order"], ["choices"], ["standing"]):
         from re2_lab import runtimes
 
         record = _read(root / args[0])
-        if args[1:] == ["summary"]:
-            return runtimes.summary(record)
+        if args[1:] == ["standing"]:
+            return runtimes.standing(record)
         if args[1:] == ["order"]:
             return runtimes.order(record)
-        return runtimes.markdown(record) + f"\n\nCommand: `{record['command']}`."
+        if args[1:] == ["choices"]:
+            return runtimes.choices(record)
+        table = runtimes.table(record) if args[1:] == ["table"] else runtimes.markdown(record)
+        return table + f"\n\nCommand: `{record['command']}`."
     if kind == "ab" and len(args) == 1:
         record = _read(root / args[0])
         return _training_ab(record) if "models" in record else _paths_ab(record)
+    if kind == "agreement" and len(args) == 1:
+        return _agreement(_read(root / args[0]))
     if kind == "growth" and len(args) == 1:
         from re2_lab import growth
 
@@ -142,7 +152,8 @@ def generate(spec, root=REPO):
         f"unknown generated table {spec!r}: expected 'compare <records>', "
         "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
-        "'runtimes <json> [summary|order]', 'ab <json>', 'growth <jsonl>' or 'tests <ci log>'"
+        "'runtimes <json> [table|order|choices|standing]', 'agreement <json>', 'ab <json>', "
+        "'growth <jsonl>' or 'tests <ci log>'"
     )
 
 
@@ -269,6 +280,29 @@ def _training_ab(record):
         + f"\n\n{record['rounds']} rounds, batch {batch}, {record['threads']} threads, on "
         f"{describe_machine(record)}: `{record['command']}`"
     )
+
+
+def _agreement(record):
+    """``docs/runs/serving-choice/agreement.py``'s record: per trained run, each runtime's share
+    of the dev labels equal to the SavedModel's and its max |Δp|, then the command."""
+    from re2_lab.throughput import describe_machine
+
+    lines = [
+        "| run | model | dev pairs | runtime | labels as the SavedModel's | max abs Δp |",
+        "|---|---|---:|---|---:|---:|",
+    ]
+    for run in record["runs"]:
+        for c in run["candidates"]:
+            name = f"{c['backend']} {c['precision']}"
+            if "error" in c:
+                lines.append(f"| `{run['run']}` | {run['model']} | {run['pairs']:,} | {name} | "
+                             f"{c['error']} | — |")  # fmt: skip
+                continue
+            lines.append(
+                f"| `{run['run']}` | {run['model']} | {run['pairs']:,} | {name} | "
+                f"{c['label_agreement']:.4f} | {c['max_abs_dp']:.1e} |"
+            )
+    return "\n".join(lines + ["", f"{describe_machine(record)}. Command: `{record['command']}`."])
 
 
 def _paths_ab(record):

@@ -1,14 +1,20 @@
-"""The runtimes report: every model's default export beside the same network in TFLite, ONNX
-Runtime and OpenVINO, timed with the Table 5 protocol, with the agreement of the outputs.
+"""The runtimes report: every model's default path -- what ``re2-export`` with no flags and then
+``re2-predict`` serve, the runtime :mod:`re2_tf.serving.serving_choice` measures and records
+-- beside the same network as a SavedModel with and without XLA, in TFLite, ONNX Runtime and
+OpenVINO, timed with the Table 5 protocol at Table 5's shape and at batch 512, beside the
+model's floors (:mod:`re2_lab.roofline`), with the agreement of the outputs.
 
-``python -m re2_lab.cli.runtimes`` writes ``docs/runs/runtimes/runtimes.json``; the docs'
-tables are generated from it (:mod:`re2_lab.doc_tables`). The library half -- converting an
-export and loading it in another runtime -- is :mod:`re2_tf.serving.runtimes`.
+``python -m re2_lab.cli.runtimes`` writes ``docs/runs/runtimes/runtimes.json``; the README's
+latency table and the docs' tables are generated from it (:mod:`re2_lab.doc_tables`). The
+library half -- converting an export, loading it in another runtime, choosing the default --
+is :mod:`re2_tf.serving.runtimes` and :mod:`re2_tf.serving.serving_choice`.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
+import json
 import os
 import re
 import tempfile
@@ -17,17 +23,87 @@ from pathlib import Path
 
 import numpy as np
 
+from re2_lab import roofline
 from re2_tf import benchmarking
-from re2_tf.machine import describe_machine, machine
+from re2_tf.machine import cpu_units, describe_machine, machine
 from re2_tf.models import get_spec
-from re2_tf.serving import runtimes
+from re2_tf.serving import runtimes, serving_choice
 
-__all__ = ["markdown", "order", "report", "summary"]
+__all__ = [
+    "SHAPES",
+    "choice_pairs",
+    "choices",
+    "floor_ms",
+    "load",
+    "markdown",
+    "order",
+    "report",
+    "shape_summary",
+    "standing",
+    "table",
+]
+
+#: Shapes timed (batch, words per text): Table 5's and a batch of 512.
+SHAPES = ((8, 20), (512, 20))
+#: serving_choice's (backend, precision) -> this report's runtime name.
+CHOICE_NAMES = {
+    ("savedmodel", "f32"): "savedmodel (XLA)",
+    ("onnxruntime", "f32"): "onnxruntime",
+    ("openvino", "f32"): "openvino f32",
+    ("openvino", "bf16"): "openvino bf16",
+}
+#: Columns of :func:`table`, in order after the default.
+RUNTIMES = tuple(
+    ["savedmodel (XLA)", "savedmodel (xla=False)", "tflite", "onnxruntime"]
+    + ["openvino f32", "openvino bf16"]
+)
 
 
-def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16, tmp, log):
-    """The rows of :func:`report` of one benchmark variant of a model."""
+def _key(batch, length):
+    return f"{batch}x{length}"
+
+
+def choice_pairs(featurizers, count=512, length=20, seed=0):
+    """``count`` ``(text1, text2)`` pairs of ``length`` words the serving choice checks the
+    runtimes' agreement on: words of the model's word vocabulary (a synthetic one for a
+    benchmark model), or for a model without one (BERT) the bundled sample's words that its
+    featuriser encodes as one position."""
+    first = featurizers[0]
+    if first.kind == "word_ids":
+        words = first.vocab.tokens[2:]  # after <PAD> and <UNK>
+    else:
+        words = benchmarking.single_position_words(featurizers, benchmarking.sample_words())
+    rng = np.random.default_rng(seed)
+    return [
+        (" ".join(rng.choice(words, length)), " ".join(rng.choice(words, length)))
+        for _ in range(count)
+    ]
+
+
+def _floors(spec, hparams, featurizers, shapes, peak, step_seconds):
+    """Per shape key: FLOPs per batch, the FLOP floor ms per precision with a measured peak,
+    the sequential steps and the dependency floor ms (:func:`re2_lab.roofline.floors`)."""
+    model = spec.build(3, {f.kind: f.vocab_size for f in featurizers}, None, **hparams)
+    words = benchmarking.single_position_words(featurizers, benchmarking.sample_words())
+    found = {}
+    for batch, length in shapes:
+        inputs = benchmarking.pair_batch(featurizers, batch, length, words)
+        flops, steps, dependency, _ = roofline.floors(model, inputs, None, step_seconds)
+        found[_key(batch, length)] = {
+            "flops": flops,
+            "flop_floor_ms": {k: flops / v * 1e3 for k, v in peak.items() if v},
+            "sequential_steps": steps,
+            "dependency_floor_ms": dependency * 1e3,
+        }
+    return found
+
+
+def _model_rows(
+    spec, variant, *, threads, shapes, batches, rounds, bf16, peak, step_seconds, tmp, log
+):
+    """The rows and the model entry of :func:`report` of one benchmark variant of a model."""
     entry = spec.benchmark[variant]
+    hparams = dict(spec.defaults(), **entry["hparams"])
     tmp = Path(tmp)
 
     def export(name, **kwargs):
@@ -38,11 +114,20 @@ def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16,
 
     xla_path, featurizers = export("xla")
     plain_path, _ = export("noxla", xla=False)
-    # the Table 5 inputs every latency is timed on, its first 4 batches as serving_ids, fixed:
-    # every runtime times (and its probabilities are compared on) the same ones
-    inputs = benchmarking.table5_inputs(featurizers, batch, length)
-    inputs_file = tmp / "inputs.npz"
-    input_spec = benchmarking.write_batches(inputs.id_batches(), inputs_file)
+    model = {"model": variant}
+    model["floors"] = _floors(spec, hparams, featurizers, shapes, peak, step_seconds)
+    # the default: what re2-export (serving=auto) records for this export, measured by the
+    # library on this CPU, checked on pairs of the model's own words
+    pairs = choice_pairs(featurizers)
+    choice = serving_choice.choose_serving(
+        xla_path, pairs, convertible=plain_path, shapes=shapes, threads=threads, log=log
+    )  # with its default rounds, as re2-export
+    model["serving_choice"] = choice
+    model["default"] = {  # per timed shape: the route a call of that many pairs takes
+        _key(batch, length): CHOICE_NAMES[(r["backend"], r["precision"])]
+        for (batch, length), r in zip(shapes, choice.get("routes") or [choice] * len(shapes))
+    }
+    log(f"{variant}: default {model['default']} ({choice['reason']})")
     targets = [("savedmodel (XLA)", "f32", xla_path, "—", None)]
     targets.append(("savedmodel (xla=False)", "f32", plain_path, "—", None))
     start = time.perf_counter()
@@ -51,15 +136,8 @@ def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16,
         targets.append(("tflite", "f32", path, "ok", time.perf_counter() - start))
     except ValueError as error:  # the TFLite converter names the op it cannot convert
         found = re.search(r"'(tf\.\w+)' op", str(error))
-        targets.append(
-            (
-                "tflite",
-                "f32",
-                None,
-                "failed: " + (found.group(1) if found else runtimes.first_line(error)),
-                None,
-            )
-        )
+        status = "failed: " + (found.group(1) if found else runtimes.first_line(error))
+        targets.append(("tflite", "f32", None, status, None))
     for backend in ("onnxruntime", "openvino"):
         start = time.perf_counter()
         try:
@@ -73,100 +151,163 @@ def _model_rows(spec, variant, *, threads, batch, length, batches, warmup, bf16,
             targets.append((name, precision, path, status, seconds))
     try:  # the default (XLA) export: which op stops the conversion
         runtimes.convert(xla_path, "openvino", tmp / "openvino_xla")
-        xla_status = "ok"
+        model["xla_export_openvino"] = "ok"
     except runtimes.ConversionError as error:
-        xla_status = runtimes.failure(error)
-    rows, reference = [], None
-    for runtime, precision, path, status, seconds in targets:
-        row = {"model": variant, "runtime": runtime, "precision": precision, "conversion": status}
-        row["convert_s"] = seconds
-        if path is not None:
-            outputs = tmp / f"out_{len(rows)}.npz"
-            try:
-                timed = benchmarking.time_export(
-                    path, runtimes.SIGNATURE, input_spec, batches=batches, warmup=warmup,
-                    intra_op_threads=threads, inter_op_threads=1, throughput_batch=0,
-                    options={"inputs_file": str(inputs_file), "outputs_file": str(outputs),
-                             "precision": precision},
-                )  # fmt: skip
-                row.update({k: timed[k] for k in ("median_ms", "p99_ms", "first_call_s")})
-                row.update(interpreter=timed["interpreter"], loadavg=os.getloadavg()[0])
-                row["inputs_sha256"] = timed["inputs_sha256"]
-                probabilities = np.load(outputs)["probabilities"]
-                if reference is None:
-                    reference = probabilities
-                row.update(runtimes.agreement(reference, probabilities))
-                row["agrees"] = runtimes.agrees(row, precision)
-            except RuntimeError as error:  # the runtime refused the converted model
-                row["conversion"] = runtimes.failure(error)
-        log(f"{variant}: {runtime}: {row.get('median_ms', row['conversion'])}")
-        rows.append(row)
-    return rows, {"model": variant, "xla_export_openvino": xla_status}
+        model["xla_export_openvino"] = runtimes.failure(error)
+    rows = []
+    for batch, length in shapes:
+        # the Table 5 inputs every runtime is timed on at this shape, its first 4 batches as
+        # serving_ids, fixed: every runtime times (and is compared on) the same ones
+        inputs = benchmarking.table5_inputs(featurizers, batch, length)
+        inputs_file = tmp / f"inputs_{batch}x{length}.npz"
+        input_spec = benchmarking.write_batches(inputs.id_batches(), inputs_file)
+        count = batches if batch <= 64 else max(3, batches // 20)
+        shape_rows = []
+        for runtime, precision, path, status, seconds in targets:
+            row = {"model": variant, "runtime": runtime, "precision": precision}
+            row.update(batch=batch, length=length, conversion=status, convert_s=seconds)
+            row.update(batches=count, round_medians_ms=[])
+            shape_rows.append((row, path))
+        reference = None
+        for round_ in range(rounds):  # the paths in turn, each round in fresh processes
+            for row, path in shape_rows:
+                if path is None or (round_ and "median_ms" not in row):
+                    continue
+                outputs = tmp / f"out_{batch}_{row['runtime']}.npz"
+                try:
+                    timed = benchmarking.time_export(
+                        path, runtimes.SIGNATURE, input_spec, batches=count,
+                        warmup=min(10, count), intra_op_threads=threads, inter_op_threads=1,
+                        throughput_batch=0,
+                        options={"inputs_file": str(inputs_file), "precision": row["precision"],
+                                 **({} if round_ else {"outputs_file": str(outputs)})},
+                    )  # fmt: skip
+                except RuntimeError as error:  # the runtime refused the converted model
+                    row["conversion"] = runtimes.failure(error)
+                    continue
+                row["round_medians_ms"].append(timed["median_ms"])
+                row["median_ms"] = min(row["round_medians_ms"])
+                row["loadavg"] = row.get("loadavg", []) + [os.getloadavg()[0]]
+                row["peak_hwm_mib"] = max(row.get("peak_hwm_mib") or 0, timed["peak_hwm_mib"] or 0)
+                if round_ == 0:
+                    row.update({k: timed[k] for k in ("p99_ms", "first_call_s", "interpreter")})
+                    row["inputs_sha256"] = timed["inputs_sha256"]
+                    probabilities = np.load(outputs)["probabilities"]
+                    if reference is None:
+                        reference = probabilities
+                    row.update(runtimes.agreement(reference, probabilities))
+                    row["agrees"] = runtimes.agrees(row, row["precision"])
+                log(f"{variant} {batch}x{length} round {round_ + 1}: {row['runtime']}: "
+                    f"{timed['median_ms']:.2f}")  # fmt: skip
+        rows += [row for row, _ in shape_rows]
+    return rows, model
 
 
 def report(
     models,
     *,
     threads=2,
-    batch=8,
-    length=20,
+    shapes=SHAPES,
     batches=100,
-    warmup=10,
+    rounds=2,
     all_variants=False,
+    resume=None,
     argv=(),
     log=print,
+    save=None,
 ):
     """Time each model's first benchmark variant (every one with ``all_variants``; random
-    weights, as ``re2-bench``) through
-    every runtime with the Table 5 protocol (:func:`re2_tf.benchmarking.time_export`: a fresh
-    process each, ``batches`` timed batches of ``batch x length`` after ``warmup``; median
-    ms), all on the same 4 batches of ``serving_ids`` inputs (the first 4 of
-    :func:`re2_tf.benchmarking.table5_inputs`, as
-    :meth:`~re2_tf.benchmarking.Table5Inputs.id_batches` gives them: texts of ``length`` ±
-    :data:`~re2_tf.benchmarking.TABLE5_LENGTH_SPREAD` positions), and check each runtime's
-    probabilities on them against the default SavedModel's
-    (:func:`agreement`, :data:`TOLERANCE`).
+    weights, as ``re2-bench``) on every path, at each of ``shapes``, beside its floors.
 
-    Runtimes: the SavedModel (default XLA export, and ``xla=False``), TFLite, ONNX Runtime
-    and OpenVINO ``f32`` (plus ``bf16`` where :func:`cpu_has_bf16`), the last two converted
-    from the ``xla=False`` export; a conversion that fails is a row naming the ops.
+    Per variant: the default path is chosen as ``re2-export`` chooses it
+    (:func:`re2_tf.serving.serving_choice.choose_serving` on the XLA export, converting from
+    its ``xla=False`` twin, checked on :func:`choice_pairs`). Then every path -- the SavedModel
+    with and without XLA, TFLite, ONNX Runtime, OpenVINO ``f32`` (and ``bf16`` where
+    :func:`~re2_tf.serving.runtimes.cpu_has_bf16`) -- is timed again here, in ``rounds``
+    rounds of a fresh process per path in turn (:func:`re2_tf.benchmarking.time_export`:
+    ``batches`` timed batches at batch <= 64, ``batches // 20`` (at least 3) at larger ones,
+    after up to 10 untimed; each process's median ms), and a path's figure is the least of its
+    rounds' medians (a process slowed by the machine is slower, never faster), on the
+    same 4 batches of ``serving_ids`` inputs per shape (the first 4 of
+    :func:`re2_tf.benchmarking.table5_inputs`), and each path's probabilities are compared with
+    the XLA SavedModel's (:func:`~re2_tf.serving.runtimes.agreement`). The floors per shape
+    are :func:`re2_lab.roofline.floors` over this CPU's measured peaks
+    (:func:`re2_lab.roofline.peaks`): the FLOP floor per precision and the dependency floor.
+
+    Args:
+        resume: a record this command wrote before with the same settings; its variants are
+            kept and not measured again (a killed run continues).
+        save: ``(record) -> None`` called after each variant (the command writes the JSON).
 
     Returns:
-        the record (JSON-serialisable; :func:`markdown` prints it): ``command``, ``date``,
-        the CPU (:func:`re2_tf.machine.machine`), ``threads``, ``batch``, ``length``,
-        ``batches``, ``warmup``, ``versions``, ``bf16_units``, ``loadavg`` (1-minute load
-        average at the start and the end), ``tolerance``, ``models`` (per model: the default
-        export's OpenVINO conversion) and ``rows``.
+        the record (JSON-serialisable; :func:`markdown` and :func:`table` print it):
+        ``command``, ``date``, the CPU (:func:`re2_tf.machine.machine`), ``threads``,
+        ``shapes``, ``batches``, ``versions``, ``bf16_units``, ``peaks``, ``loadavg`` (1-minute
+        load average at the start and after each variant), ``tolerance``, ``models`` (per
+        variant: ``default``, ``serving_choice``, ``floors``, ``xla_export_openvino``) and
+        ``rows`` (per variant, shape and path).
 
     Raises:
         KeyError: an unknown model. MissingPackageError: OpenVINO, ONNX Runtime or tf2onnx
-        is not installed.
+        is not installed. ValueError: ``resume`` was made with other settings.
     """
+    import tensorflow as tf
+
     specs = [get_spec(m) for m in models]
     for package in ("openvino", "onnxruntime", "tf2onnx", "onnx"):
         runtimes.require(package)
-    bf16 = runtimes.cpu_has_bf16()
-    record = {
-        "command": " ".join(["python -m re2_lab.cli.runtimes", *argv]),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-        **machine(),
-        "threads": threads, "batch": batch, "length": length, "batches": batches,
-        "warmup": warmup, "versions": runtimes.versions(), "bf16_units": bf16,
-        "loadavg": [os.getloadavg()[0]],
-        "tolerance": {k: list(v) for k, v in runtimes.TOLERANCE.items()},
-        "models": [], "rows": [],
-    }  # fmt: skip
+    settings = {
+        "threads": threads,
+        "shapes": [list(s) for s in shapes],
+        "batches": batches,
+        "rounds": rounds,
+    }
+    if resume:
+        record = resume
+        changed = {k: (record.get(k), v) for k, v in settings.items() if record.get(k) != v}
+        if changed:
+            raise ValueError(f"the record to resume was made with other settings: {changed}")
+    else:
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        except RuntimeError:
+            log("TensorFlow is already initialised in this process: its thread settings stay")
+        record = {
+            "command": " ".join(["python -m re2_lab.cli.runtimes", *argv]),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+            **machine(), **settings,
+            "versions": runtimes.versions(), "bf16_units": runtimes.cpu_has_bf16(),
+            "peaks": roofline.peaks(cpu_units()),
+            "loadavg": [os.getloadavg()[0]],
+            "tolerance": {k: list(v) for k, v in runtimes.TOLERANCE.items()},
+            "models": [], "rows": [],
+        }  # fmt: skip
+    done = {m["model"] for m in record["models"]}
+    step_seconds = functools.lru_cache(maxsize=None)(roofline.loop_step_seconds)
     for spec in specs:
         for variant in list(spec.benchmark)[: None if all_variants else 1]:
+            if variant in done:
+                log(f"{variant}: in the record already")
+                continue
             with tempfile.TemporaryDirectory() as tmp:
                 rows, model = _model_rows(
-                    spec, variant, threads=threads, batch=batch, length=length,
-                    batches=batches, warmup=warmup, bf16=bf16, tmp=tmp, log=log,
+                    spec, variant, threads=threads, shapes=shapes, batches=batches,
+                    rounds=rounds, bf16=record["bf16_units"], peak=record["peaks"],
+                    step_seconds=step_seconds, tmp=tmp, log=log,
                 )  # fmt: skip
             record["rows"] += rows
             record["models"].append(model)
-    record["loadavg"].append(os.getloadavg()[0])
+            record["loadavg"].append(os.getloadavg()[0])
+            if save:
+                save(record)
     return record
+
+
+def load(path):
+    """A record :func:`report` wrote as JSON (``None`` when ``path`` does not exist)."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 _AGREEMENT = ("max_abs_dp", "dp_over_spread", "argmax_agreement")
@@ -176,36 +317,42 @@ def _number(value, fmt):
     return "—" if value is None else format(value, fmt)
 
 
-def markdown(record):
-    """A :func:`report` record as Markdown: the machine, versions and load, then one row per
-    model and runtime, then the default XLA export's conversion."""
+def _header(record):
     versions_text = ", ".join(f"{k} {v}" for k, v in record["versions"].items() if v)
     load = " → ".join(f"{x:.1f}" for x in record["loadavg"])
+    shapes = " and ".join(f"{b}×{n}" for b, n in record["shapes"])
+    return (
+        f"{describe_machine(record)}; {record['threads']} thread(s); batches {shapes}; per "
+        f"path the least of {record.get('rounds', 1)} round(s)' medians (each round a fresh "
+        f"process per path, in turn; {record['batches']} batches at batch ≤ 64 and "
+        f"{max(3, record['batches'] // 20)} above); 1-minute load average {load} (at the start "
+        f"and after each model). Versions: {versions_text}."
+    )
+
+
+def markdown(record):
+    """A :func:`report` record as Markdown: the machine, versions and load, then one row per
+    model, shape and runtime, then the default XLA export's conversion."""
     lines = [
-        f"{describe_machine(record)}; {record['threads']} thread(s); batch "
-        f"{record['batch']}×{record['length']}, median of {record['batches']} batches, each "
-        f"runtime in a fresh process; 1-minute load average {load}. Versions: {versions_text}.",
+        _header(record),
         "",
-        "| model | runtime | conversion | median ms | × SavedModel (XLA) | max abs Δp | "
-        "Δp / spread | argmax agree | agrees |",
-        "|---|---|---|---:|---:|---:|---:|---:|---|",
+        "| model | batch | runtime | conversion | median ms | × SavedModel (XLA) | "
+        "max abs Δp | Δp / spread | argmax agree | agrees |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
     base = {}
     for row in record["rows"]:
-        first = row["model"] not in base  # each model's first row is the reference
-        base.setdefault(row["model"], row.get("median_ms"))
-        ratio = (
-            row["median_ms"] / base[row["model"]]
-            if row.get("median_ms") and base[row["model"]]
-            else None
-        )
+        where = (row["model"], row["batch"], row["length"])
+        first = where not in base  # each model's first row at a shape is the reference
+        base.setdefault(where, row.get("median_ms"))
+        ratio = row["median_ms"] / base[where] if row.get("median_ms") and base[where] else None
         agrees = {True: "yes", False: "**no**", None: "—"}[row.get("agrees")]
         if first:
             agrees, row = "reference", {k: v for k, v in row.items() if k not in _AGREEMENT}
         lines.append(
-            f"| {row['model']} | {row['runtime']} | {row['conversion']} | "
-            f"{_number(row.get('median_ms'), '.2f')} | {_number(ratio, '.2f')} | "
-            f"{_number(row.get('max_abs_dp'), '.1e')} | "
+            f"| {row['model']} | {row['batch']}×{row['length']} | {row['runtime']} | "
+            f"{row['conversion']} | {_number(row.get('median_ms'), '.2f')} | "
+            f"{_number(ratio, '.2f')} | {_number(row.get('max_abs_dp'), '.1e')} | "
             f"{_number(row.get('dp_over_spread'), '.3g')} | "
             f"{_number(row.get('argmax_agreement'), '.3f')} | {agrees} |"
         )
@@ -214,67 +361,197 @@ def markdown(record):
     return "\n".join(lines)
 
 
-def summary(record):
-    """A :func:`report` record in one paragraph (the README's): per model, the default
-    SavedModel's median ms beside ONNX Runtime's and OpenVINO f32's -- or the ops a
-    conversion failed on, or that the outputs disagree -- and the versions."""
-    v = record["versions"]
-    parts = []
-    for model in dict.fromkeys(row["model"] for row in record["rows"]):
-        rows = {r["runtime"]: r for r in record["rows"] if r["model"] == model}
-        cells = []
-        for runtime, name in (("onnxruntime", "ONNX Runtime"), ("openvino f32", "OpenVINO")):
-            row = rows.get(runtime, {"conversion": "not run"})
-            if row.get("median_ms") is None:
-                cells.append(f"{name} {row['conversion']}")
-            elif row.get("agrees") is False:
-                cells.append(
-                    f"{name} **wrong** (max |Δp| {row['max_abs_dp']:.0e}, argmax agreement "
-                    f"{row['argmax_agreement']:.3f})"
-                )
-            else:
-                cells.append(f"{name} {row['median_ms']:.1f}")
-        base = next(iter(rows.values()))
-        parts.append(f"{model} {_number(base.get('median_ms'), '.1f')}, {', '.join(cells)}")
-    return (
-        f"Other CPU runtimes on the id-level signature (ONNX Runtime {v.get('onnxruntime')} via "
-        f"tf2onnx {v.get('tf2onnx')}, OpenVINO {v.get('openvino')}; both converted from the "
-        f"`--xla=false` export), median ms at batch {record['batch']}×{record['length']} beside "
-        f"the default SavedModel's (1-minute load average "
-        f"{' → '.join(f'{x:.1f}' for x in record['loadavg'])}): {'; '.join(parts)}."
-    )
+def _rows(record, model, batch, length):
+    return {
+        r["runtime"]: r
+        for r in record["rows"]
+        if (r["model"], r["batch"], r["length"]) == (model, batch, length)
+    }
+
+
+def _timed(row):
+    """A row's median when it ran and agrees with the reference, else ``None``."""
+    if row is None or row.get("median_ms") is None or row.get("agrees") is False:
+        return None
+    return row["median_ms"]
+
+
+def floor_ms(model_entry, batch, length):
+    """``(floor ms, bound)`` of a variant at a shape: the larger of its FLOP floor at the
+    CPU's best measured precision (the least FLOP floor) and its dependency floor."""
+    floors = model_entry["floors"][_key(batch, length)]
+    flop = min(floors["flop_floor_ms"].values())
+    dependency = floors["dependency_floor_ms"]
+    best = min(floors["flop_floor_ms"], key=floors["flop_floor_ms"].get)
+    if dependency > flop:
+        return dependency, "dependency"
+    return flop, f"{best} FLOPs"
+
+
+def shape_summary(record, model_entry, batch, length):
+    """The default path's standing at one shape: ``default_ms``, ``fastest`` (runtime),
+    ``fastest_ms``, ``over_fastest`` (default / fastest), ``floor_ms``, ``bound``,
+    ``over_floor``; ``None`` for values that were not measured."""
+    rows = _rows(record, model_entry["model"], batch, length)
+    timed = {name: _timed(row) for name, row in rows.items() if _timed(row) is not None}
+    default = timed.get(model_entry["default"][_key(batch, length)])
+    fastest = min(timed, key=timed.get) if timed else None
+    floor, bound = floor_ms(model_entry, batch, length)
+    return {
+        "default_ms": default,
+        "fastest": fastest,
+        "fastest_ms": timed.get(fastest),
+        "over_fastest": default / timed[fastest] if default and fastest else None,
+        "floor_ms": floor,
+        "bound": bound,
+        "over_floor": default / floor if default and floor else None,
+    }
+
+
+def table(record):
+    """The README's latency table: per model and shape, the default path's median ms first
+    (the runtime ``re2-export`` chose), every path's, the default over the fastest, and the
+    floor with the default's ratio to it; the machine and load average above."""
+    names = {
+        "savedmodel (XLA)": "SavedModel XLA",
+        "savedmodel (xla=False)": "SavedModel no XLA",
+        "tflite": "TFLite",
+        "onnxruntime": "ONNX Runtime",
+        "openvino f32": "OpenVINO f32",
+        "openvino bf16": "OpenVINO bf16",
+    }
+    present = [r for r in RUNTIMES if any(row["runtime"] == r for row in record["rows"])]
+    lines = [
+        _header(record),
+        "",
+        "| model | batch | **default** (path) | "
+        + " | ".join(names[r] for r in present)
+        + " | default ÷ fastest | floor ms (bound) | default × floor |",
+        "|---|---|---:|" + "---:|" * len(present) + "---:|---:|---:|",
+    ]
+    for entry in record["models"]:
+        for batch, length in record["shapes"]:
+            rows = _rows(record, entry["model"], batch, length)
+            standing = shape_summary(record, entry, batch, length)
+            cells = []
+            for runtime in present:
+                row = rows.get(runtime)
+                if row is None or row.get("median_ms") is None:
+                    cells.append("fails")
+                elif row.get("agrees") is False:
+                    cells.append(f"wrong ({row['argmax_agreement']:.3f})")
+                else:
+                    cells.append(f"{row['median_ms']:.1f}")
+            path = names[entry["default"][_key(batch, length)]]
+            default = f"**{_number(standing['default_ms'], '.1f')}** ({path})"
+            lines.append(
+                f"| {entry['model']} | {batch}×{length} | {default} | "
+                + " | ".join(cells)
+                + f" | {_number(standing['over_fastest'], '.2f')} | "
+                f"{standing['floor_ms']:.2f} ({standing['bound']}) | "
+                f"{_number(standing['over_floor'], '.1f')} |"
+            )
+    return "\n".join(lines)
 
 
 def order(record):
-    """A :func:`report` record's paths per model, fastest first, as a Markdown list: each
-    model's timed paths whose outputs agree with the reference (median ms at the record's batch;
-    the first row, the default SavedModel, in bold with its place), then the paths that computed
-    wrong and those that did not convert.
+    """A :func:`report` record's paths per model and shape, fastest first, as a Markdown list:
+    the timed paths whose outputs agree with the reference (median ms; the default path in
+    bold with its place), then the paths that computed wrong and those that did not convert.
 
     Returns:
-        str, one ``- <model>: ...`` line per model, in the record's order.
+        str, one ``- <model>, <batch>: ...`` line per model and shape, in the record's order.
     """
     lines = []
-    for model in dict.fromkeys(row["model"] for row in record["rows"]):
-        rows = [r for r in record["rows"] if r["model"] == model]
-        default = rows[0]
-        timed = sorted(
-            (r for r in rows if r.get("median_ms") is not None and r.get("agrees") is not False),
-            key=lambda r: r["median_ms"],
+    for entry in record["models"]:
+        for batch, length in record["shapes"]:
+            rows = list(_rows(record, entry["model"], batch, length).values())
+            chosen = entry["default"][_key(batch, length)]
+            default = next((r for r in rows if r["runtime"] == chosen), None)
+            timed = sorted((r for r in rows if _timed(r) is not None), key=lambda r: r["median_ms"])
+            cells = [
+                f"**{r['runtime']} {r['median_ms']:.2f}**" if r is default
+                else f"{r['runtime']} {r['median_ms']:.2f}"
+                for r in timed
+            ]  # fmt: skip
+            line = f"- {entry['model']}, {batch}×{length}: {' < '.join(cells)} ms"
+            if default in timed:
+                line += f" (default: place {timed.index(default) + 1} of {len(timed)})"
+            wrong = [r["runtime"] for r in rows if r.get("agrees") is False]
+            failed = [
+                f"{r['runtime']} ({r['conversion']})" for r in rows if r.get("median_ms") is None
+            ]
+            if wrong:
+                line += f"; wrong outputs: {', '.join(wrong)}"
+            if failed:
+                line += f"; not converted: {', '.join(failed)}"
+            lines.append(line + ".")
+    return "\n".join(lines)
+
+
+def standing(record, tolerance=0.05):
+    """Where the default path stands, as Markdown: at how many of the record's model-shapes it
+    is the fastest path that agrees (or within ``tolerance`` of it), and each other one with
+    its default, the fastest and the ratio; then each model's default over its floor at the
+    first shape, with the floor's bound."""
+    near, far = 0, []
+    for entry in record["models"]:
+        for batch, length in record["shapes"]:
+            found = shape_summary(record, entry, batch, length)
+            if found["over_fastest"] is not None and found["over_fastest"] <= 1 + tolerance:
+                near += 1
+                continue
+            far.append(
+                f"{entry['model']} at {batch}×{length}: default "
+                f"{entry['default'][_key(batch, length)]} "
+                f"{_number(found['default_ms'], '.2f')} ms, fastest {found['fastest']} "
+                f"{_number(found['fastest_ms'], '.2f')} ms "
+                f"({_number(found['over_fastest'], '.2f')}×)"
+            )
+    total = len(record["models"]) * len(record["shapes"])
+    lines = [
+        f"- The default is the fastest path that agrees, or within {tolerance:.0%} of it, at "
+        f"{near} of {total} model-shapes" + (f"; not at {'; '.join(far)}." if far else ".")
+    ]
+    batch, length = record["shapes"][0]
+    parts = []
+    for entry in record["models"]:
+        found = shape_summary(record, entry, batch, length)
+        parts.append(
+            f"{entry['model']} {_number(found['over_floor'], '.1f')}× ({found['bound']}, "
+            f"{found['floor_ms']:.2f} ms)"
         )
-        cells = [
-            f"**{r['runtime']} {r['median_ms']:.2f}**" if r is default
-            else f"{r['runtime']} {r['median_ms']:.2f}"
-            for r in timed
-        ]  # fmt: skip
-        line = f"- {model}: {' < '.join(cells)} ms"
-        if default in timed:
-            line += f" (default: place {timed.index(default) + 1} of {len(timed)})"
-        wrong = [r["runtime"] for r in rows if r.get("agrees") is False]
-        failed = [f"{r['runtime']} ({r['conversion']})" for r in rows if r.get("median_ms") is None]
-        if wrong:
-            line += f"; wrong outputs: {', '.join(wrong)}"
-        if failed:
-            line += f"; not converted: {', '.join(failed)}"
-        lines.append(line + ".")
+    lines.append(f"- The default over its floor at {batch}×{length}: {'; '.join(parts)}.")
+    spread = [
+        (max(r["round_medians_ms"]) / min(r["round_medians_ms"]), r)
+        for r in record["rows"]
+        if len(r.get("round_medians_ms") or []) > 1
+    ]
+    if spread:
+        ratio, row = max(spread, key=lambda x: x[0])
+        lines.append(
+            f"- Between rounds, a path's median moved by up to {ratio:.2f}× ({row['model']}, "
+            f"{row['batch']}×{row['length']}, {row['runtime']}: "
+            f"{', '.join(f'{m:.2f}' for m in row['round_medians_ms'])} ms)."
+        )
+    return "\n".join(lines)
+
+
+def choices(record):
+    """Each variant's serving choice as a Markdown list: the path chosen, why, and every
+    candidate's agreement with the SavedModel on the choice's pairs."""
+    lines = []
+    for entry in record["models"]:
+        choice = entry["serving_choice"]
+        parts = []
+        for c in choice.get("candidates", []):
+            name = CHOICE_NAMES[(c["backend"], c["precision"])]
+            if "error" in c:
+                parts.append(f"{name} {c['error']}")
+            else:
+                parts.append(f"{name} {c['label_agreement']:.4f} (max |Δp| {c['max_abs_dp']:.1e})")
+        lines.append(
+            f"- {entry['model']}: {choice['reason']}. Labels the same "
+            f"as the SavedModel's on {choice.get('pairs', 0)} pairs: {'; '.join(parts)}."
+        )
     return "\n".join(lines)

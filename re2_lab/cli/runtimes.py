@@ -1,10 +1,13 @@
-"""``python -m re2_lab.cli.runtimes``: every model's default export beside the same network in
-TFLite, ONNX Runtime and OpenVINO, with the Table 5 protocol and the outputs' agreement
-(:func:`re2_lab.runtimes.report`).
+"""``python -m re2_lab.cli.runtimes``: every model's default path (what ``re2-export`` chooses
+and ``re2-predict`` serves) first, beside the same network as a SavedModel with and without
+XLA, in TFLite, ONNX Runtime and OpenVINO, at Table 5's shape and at batch 512, with the
+model's floors and the outputs' agreement (:func:`re2_lab.runtimes.report`).
 
-    python -m re2_lab.cli.runtimes --json_out=docs/runs/runtimes/runtimes.json
+    python -m re2_lab.cli.runtimes --all_variants --json_out=docs/runs/runtimes/runtimes.json
 
-Needs the ``openvino`` and ``onnx`` extras.
+The record is written after each model; run again with the same ``--json_out`` and settings
+and the models already in it are kept (a killed run continues). Needs the ``openvino`` and
+``onnx`` extras.
 """
 
 from __future__ import annotations
@@ -33,11 +36,17 @@ def define_flags(flag_values=FLAGS):
         "Time every benchmark variant of each model (RE2: 1, 2 and 3 blocks), not only its first.",
         flag_values=flag_values,
     )
-    flags.DEFINE_integer("batch", 8, "Pairs per timed batch.", flag_values=flag_values)
-    flags.DEFINE_integer("length", 20, "Tokens per text.", flag_values=flag_values)
-    flags.DEFINE_integer("batches", 100, "Timed batches.", flag_values=flag_values)
+    flags.DEFINE_list(
+        "shapes",
+        ["8x20", "512x20"],
+        "Shapes timed, <batch>x<words per text>.",
+        flag_values=flag_values,
+    )
     flags.DEFINE_integer(
-        "warmup", 10, "Untimed batches after the first call.", flag_values=flag_values
+        "batches",
+        100,
+        "Timed batches at batch <= 64 (batches // 20, at least 3, above).",
+        flag_values=flag_values,
     )
     flags.DEFINE_integer(
         "threads", 2, "Intra-op threads of every timed process.", flag_values=flag_values
@@ -55,19 +64,26 @@ def main(argv):
     if len(argv) > 1:
         raise flags.Error(f"unexpected arguments: {' '.join(argv[1:])}")
     try:
+        shapes = [tuple(int(x) for x in s.split("x")) for s in FLAGS.shapes]
+        if any(len(s) != 2 or min(s) < 1 for s in shapes):
+            raise ValueError
+    except ValueError:
+        raise flags.Error(f"--shapes: expected <batch>x<length>, got {FLAGS.shapes}") from None
+    resume = runtimes.load(FLAGS.json_out) if FLAGS.json_out else None
+    try:
         record = runtimes.report(
             FLAGS.models,
             threads=FLAGS.threads,
-            batch=FLAGS.batch,
-            length=FLAGS.length,
+            shapes=shapes,
             batches=FLAGS.batches,
-            warmup=FLAGS.warmup,
             all_variants=FLAGS.all_variants,
+            resume=resume,
             argv=sys.argv[1:],
+            save=(lambda r: write_record(FLAGS.json_out, r)) if FLAGS.json_out else None,
         )
     except MissingPackageError as error:  # an optional runtime to install: one line
         raise OSError(str(error)) from error
-    print(runtimes.markdown(record))
+    print(runtimes.table(record))
     if FLAGS.json_out:
         write_record(FLAGS.json_out, record)
 

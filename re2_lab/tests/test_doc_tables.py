@@ -214,12 +214,17 @@ def test_a_roofline_block_of_one_export_keeps_its_rows_and_drops_training(tmp_pa
     assert len(doc_tables.generate("roofline r.json", tmp_path).splitlines()) == 12
 
 
-def test_a_runtimes_block_is_the_table_its_summary_and_command(tmp_path):
-    def row(model, runtime, conversion, median_ms=None, dp=None, spread=None, argmax=None, ok=None):
+def _runtimes_record():
+    """A runtimes record (re2_lab.runtimes.report's schema) worked by hand: one model, two
+    shapes; the default path is ONNX Runtime at 8x20 and OpenVINO bf16 at 512x20."""
+
+    def row(batch, runtime, conversion, median_ms=None, dp=None, spread=None, argmax=None, ok=None):
         return {
-            "model": model,
+            "model": "Net",
             "runtime": runtime,
-            "precision": "f32",
+            "precision": "bf16" if runtime.endswith("bf16") else "f32",
+            "batch": batch,
+            "length": 20,
             "conversion": conversion,
             "median_ms": median_ms,
             "max_abs_dp": dp,
@@ -228,61 +233,193 @@ def test_a_runtimes_block_is_the_table_its_summary_and_command(tmp_path):
             "agrees": ok,
         }
 
-    record = {
-        "command": "re2-bench --runtimes",
+    floors = {
+        "8x20": {
+            "flops": 1e9,
+            "flop_floor_ms": {"float32": 5.0, "bfloat16": 2.5},
+            "sequential_steps": 0,
+            "dependency_floor_ms": 0.0,
+        },
+        "512x20": {
+            "flops": 64e9,
+            "flop_floor_ms": {"float32": 320.0, "bfloat16": 160.0},
+            "sequential_steps": 40,
+            "dependency_floor_ms": 400.0,
+        },
+    }
+    choice = {
+        "reason": "per timed batch, the fastest that agrees: ...",
+        "pairs": 512,
+        "candidates": [
+            {
+                "backend": "savedmodel",
+                "precision": "f32",
+                "label_agreement": 1.0,
+                "max_abs_dp": 0.0,
+            },
+            {
+                "backend": "onnxruntime",
+                "precision": "f32",
+                "label_agreement": 1.0,
+                "max_abs_dp": 2e-7,
+            },
+            {
+                "backend": "openvino",
+                "precision": "bf16",
+                "label_agreement": 0.998,
+                "max_abs_dp": 2e-3,
+            },
+            {"backend": "openvino", "precision": "f32", "error": "failed: Loop"},
+        ],
+    }
+    return {
+        "command": "python -m re2_lab.cli.runtimes",
         "date": "2026-01-02",
         "cpu": "Some CPU",
         "cpu_features": ["avx2"],
         "cpu_count": 2,
         "threads": 2,
-        "batch": 8,
-        "length": 20,
+        "shapes": [[8, 20], [512, 20]],
         "batches": 100,
-        "versions": {"openvino": "1.0", "onnxruntime": "2.0", "tf2onnx": "3.0", "onnx": None},
+        "rounds": 2,
+        "versions": {"openvino": "1.0", "onnxruntime": "2.0", "onnx": None},
         "loadavg": [0.5, 1.25],
-        "models": [{"model": "Net", "xla_export_openvino": "failed: LowerBound"}],
+        "models": [
+            {
+                "model": "Net",
+                "xla_export_openvino": "failed: LowerBound",
+                "default": {"8x20": "onnxruntime", "512x20": "openvino bf16"},
+                "floors": floors,
+                "serving_choice": choice,
+            }
+        ],
         "rows": [
-            row("Net", "savedmodel (XLA)", "—", 10.0, 0.0, 0.0, 1.0, True),
-            row("Net", "onnxruntime", "failed: Erfc"),
-            row("Net", "openvino f32", "ok", 5.0, 2e-3, 1.04, 0.96875, False),
+            row(8, "savedmodel (XLA)", "—", 10.0, 0.0, 0.0, 1.0, True),
+            row(8, "tflite", "failed: tf.StridedSlice"),
+            row(8, "onnxruntime", "ok", 6.0, 2e-7, 0.01, 1.0, True),
+            row(8, "openvino bf16", "ok", 5.0, 2e-3, 1.04, 0.96875, False),
+            row(512, "savedmodel (XLA)", "—", 1000.0, 0.0, 0.0, 1.0, True),
+            row(512, "tflite", "failed: tf.StridedSlice"),
+            row(512, "onnxruntime", "ok", 900.0, 2e-7, 0.01, 1.0, True),
+            row(512, "openvino bf16", "ok", 800.0, 1e-3, 0.2, 0.998, True),
         ],
     }
-    (tmp_path / "r.json").write_text(json.dumps(record))
-    assert doc_tables.generate("runtimes r.json", tmp_path).splitlines() == [
-        "2 cores of Some CPU (avx2), 2026-01-02; 2 thread(s); batch 8×20, median of 100 "
-        "batches, each runtime in a fresh process; 1-minute load average 0.5 → 1.2. Versions: "
-        "openvino 1.0, onnxruntime 2.0, tf2onnx 3.0.",
+
+
+def test_a_runtimes_table_puts_the_default_first_beside_the_fastest_and_the_floor(tmp_path):
+    (tmp_path / "r.json").write_text(json.dumps(_runtimes_record()))
+    header = (
+        "2 cores of Some CPU (avx2), 2026-01-02; 2 thread(s); batches 8×20 and 512×20; per path "
+        "the least of 2 round(s)' medians (each round a fresh process per path, in turn; 100 "
+        "batches at batch ≤ 64 and 5 above); 1-minute load average 0.5 → 1.2 (at the start and "
+        "after each model). Versions: openvino 1.0, onnxruntime 2.0."
+    )
+    assert doc_tables.generate("runtimes r.json table", tmp_path).splitlines() == [
+        header,
         "",
-        "| model | runtime | conversion | median ms | × SavedModel (XLA) | max abs Δp | "
-        "Δp / spread | argmax agree | agrees |",
-        "|---|---|---|---:|---:|---:|---:|---:|---|",
-        "| Net | savedmodel (XLA) | — | 10.00 | 1.00 | — | — | — | reference |",
-        "| Net | onnxruntime | failed: Erfc | — | — | — | — | — | — |",
-        "| Net | openvino f32 | ok | 5.00 | 0.50 | 2.0e-03 | 1.04 | 0.969 | **no** |",
+        "| model | batch | **default** (path) | SavedModel XLA | TFLite | ONNX Runtime | "
+        "OpenVINO bf16 | default ÷ fastest | floor ms (bound) | default × floor |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        # 8x20: OpenVINO bf16 is faster but wrong, so ONNX Runtime (6.0) is the fastest that
+        # agrees; the floor is the bfloat16 FLOP floor 2.5 ms; 6.0 / 2.5 = 2.4
+        "| Net | 8×20 | **6.0** (ONNX Runtime) | 10.0 | fails | 6.0 | wrong (0.969) | 1.00 | "
+        "2.50 (bfloat16 FLOPs) | 2.4 |",
+        # 512x20: the dependency floor 400 ms exceeds the FLOP floors; 800 / 400 = 2.0
+        "| Net | 512×20 | **800.0** (OpenVINO bf16) | 1000.0 | fails | 900.0 | 800.0 | 1.00 | "
+        "400.00 (dependency) | 2.0 |",
         "",
+        "Command: `python -m re2_lab.cli.runtimes`.",
+    ]
+    lines = doc_tables.generate("runtimes r.json", tmp_path).splitlines()
+    assert lines[0] == header
+    assert (
+        lines[4] == "| Net | 8×20 | savedmodel (XLA) | — | 10.00 | 1.00 | — | — | — | reference |"
+    )
+    assert lines[7] == (
+        "| Net | 8×20 | openvino bf16 | ok | 5.00 | 0.50 | 2.0e-03 | 1.04 | 0.969 | **no** |"
+    )
+    assert lines[8] == (
+        "| Net | 512×20 | savedmodel (XLA) | — | 1000.00 | 1.00 | — | — | — | reference |"
+    )
+    assert lines[-3:] == [
         "The default (XLA) export through OpenVINO's converter: Net: failed: LowerBound.",
         "",
-        "Command: `re2-bench --runtimes`.",
+        "Command: `python -m re2_lab.cli.runtimes`.",
     ]
-    assert doc_tables.generate("runtimes r.json summary", tmp_path) == (
-        "Other CPU runtimes on the id-level signature (ONNX Runtime 2.0 via tf2onnx 3.0, "
-        "OpenVINO 1.0; both converted from the `--xla=false` export), median ms at batch 8×20 "
-        "beside the default SavedModel's (1-minute load average 0.5 → 1.2): Net 10.0, ONNX "
-        "Runtime failed: Erfc, OpenVINO "
-        "**wrong** (max |Δp| 2e-03, argmax agreement 0.969)."
-    )
     with pytest.raises(ValueError, match="unknown generated table"):
         doc_tables.generate("runtimes r.json extra", tmp_path)
-    # order: the agreeing timed paths fastest first, then the wrong and the unconverted ones
-    record["rows"].append(row("Net", "tflite", "ok", 7.5, 0.0, 0.0, 1.0, True))
-    record["rows"].append(row("Other", "savedmodel (XLA)", "—", 2.0, 0.0, 0.0, 1.0, True))
-    record["rows"].append(row("Other", "tflite", "ok", 3.0, 0.0, 0.0, 1.0, True))
+
+
+def test_a_runtimes_standing_counts_the_shapes_where_the_default_is_fastest(tmp_path):
+    record = _runtimes_record()
     (tmp_path / "r.json").write_text(json.dumps(record))
-    assert doc_tables.generate("runtimes r.json order", tmp_path).splitlines() == [
-        "- Net: tflite 7.50 < **savedmodel (XLA) 10.00** ms (default: place 2 of 2); wrong "
-        "outputs: openvino f32; not converted: onnxruntime (failed: Erfc).",
-        "- Other: **savedmodel (XLA) 2.00** < tflite 3.00 ms (default: place 1 of 2).",
+    assert doc_tables.generate("runtimes r.json standing", tmp_path).splitlines() == [
+        "- The default is the fastest path that agrees, or within 5% of it, at 2 of 2 "
+        "model-shapes.",
+        "- The default over its floor at 8×20: Net 2.4× (bfloat16 FLOPs, 2.50 ms).",
     ]
+    record["rows"][0]["round_medians_ms"] = [10.0, 25.0]
+    record["rows"][2]["round_medians_ms"] = [6.0, 6.6]
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    assert doc_tables.generate("runtimes r.json standing", tmp_path).splitlines()[2] == (
+        "- Between rounds, a path's median moved by up to 2.50× (Net, 8×20, savedmodel (XLA): "
+        "10.00, 25.00 ms)."
+    )
+    # the default 10 % behind the fastest at 512x20: named, with both times
+    record["rows"][6]["median_ms"] = 720.0  # ONNX Runtime, agreeing: now the fastest
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    assert doc_tables.generate("runtimes r.json standing", tmp_path).splitlines()[0] == (
+        "- The default is the fastest path that agrees, or within 5% of it, at 1 of 2 "
+        "model-shapes; not at Net at 512×20: default openvino bf16 800.00 ms, fastest "
+        "onnxruntime 720.00 ms (1.11×)."
+    )
+
+
+def test_an_agreement_block_lists_each_runtime_of_each_run(tmp_path):
+    record = {
+        "command": "python agreement.py a=b",
+        "cpu": "Some CPU",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "date": "2026-01-02",
+        "runs": [
+            {
+                "run": "docs/runs/x/seed1",
+                "model": "re2",
+                "pairs": 1000,
+                "candidates": [
+                    {"backend": "onnxruntime", "precision": "f32", "error": "failed: Erfc"},
+                    {"backend": "openvino", "precision": "bf16", "label_agreement": 0.997,
+                     "max_abs_dp": 0.014},
+                ],
+            }
+        ],
+    }  # fmt: skip
+    (tmp_path / "a.json").write_text(json.dumps(record))
+    assert doc_tables.generate("agreement a.json", tmp_path).splitlines() == [
+        "| run | model | dev pairs | runtime | labels as the SavedModel's | max abs Δp |",
+        "|---|---|---:|---|---:|---:|",
+        "| `docs/runs/x/seed1` | re2 | 1,000 | onnxruntime f32 | failed: Erfc | — |",
+        "| `docs/runs/x/seed1` | re2 | 1,000 | openvino bf16 | 0.9970 | 1.4e-02 |",
+        "",
+        "2 cores of Some CPU (avx2), 2026-01-02. Command: `python agreement.py a=b`.",
+    ]
+
+
+def test_a_runtimes_order_and_choices_list_each_models_paths(tmp_path):
+    (tmp_path / "r.json").write_text(json.dumps(_runtimes_record()))
+    assert doc_tables.generate("runtimes r.json order", tmp_path).splitlines() == [
+        "- Net, 8×20: **onnxruntime 6.00** < savedmodel (XLA) 10.00 ms (default: place 1 of 2); "
+        "wrong outputs: openvino bf16; not converted: tflite (failed: tf.StridedSlice).",
+        "- Net, 512×20: **openvino bf16 800.00** < onnxruntime 900.00 < savedmodel (XLA) "
+        "1000.00 ms (default: place 1 of 3); not converted: tflite (failed: tf.StridedSlice).",
+    ]
+    assert doc_tables.generate("runtimes r.json choices", tmp_path) == (
+        "- Net: per timed batch, the fastest that agrees: .... Labels the same as the "
+        "SavedModel's on 512 pairs: savedmodel (XLA) 1.0000 (max |Δp| 0.0e+00); onnxruntime "
+        "1.0000 (max |Δp| 2.0e-07); openvino bf16 0.9980 (max |Δp| 2.0e-03); openvino f32 "
+        "failed: Loop."
+    )
 
 
 def test_an_ab_block_gives_medians_and_ranges_of_the_rounds(tmp_path):
