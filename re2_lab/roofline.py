@@ -23,7 +23,7 @@ layers do not) times the measured time of one iteration of its body's smallest m
 (:func:`loop_step_seconds`). No implementation on that CPU can beat the larger of the two; the
 ratio of a measured time to it says how far from the hardware a model runs. :func:`report`
 measures both for every model (``python -m re2_lab.cli.roofline``), :func:`markdown`
-prints it, and the README's table is generated from its record.
+prints it, and ``docs/performance.md``'s roofline table is generated from its record.
 """
 
 from __future__ import annotations

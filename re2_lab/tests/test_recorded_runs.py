@@ -788,7 +788,7 @@ def test_bert_matchlstm_page_quotes_the_papers_figures_from_the_file():
 
 
 def test_the_roofline_record_counts_re2_as_the_hand_count_and_its_ratios_are_its_figures():
-    """The README's roofline table (generated from `docs/runs/roofline/roofline.json`): RE2's
+    """docs/performance.md's roofline table (from `docs/runs/roofline/roofline.json`): RE2's
     FLOPs per Table 5 batch are the layer-by-layer hand count of tests/test_roofline.py, scaled
     by 64 at batch 512; each row's floors and ratios follow from its own measured figures."""
     from test_roofline import _re2_table5_by_hand

@@ -1,8 +1,9 @@
 """Export a run directory: its best checkpoint, featurisers and labels as a SavedModel or TFLite
 file (:func:`export_run`, what ``re2-export`` and :meth:`re2_tf.Matcher.export` do), the
 precision chosen for this CPU where asked (:mod:`re2_tf.serving.auto_precision`), and the
-runtime it is served by measured on this CPU (:mod:`re2_tf.serving.serving_choice`). The
-export itself is :func:`re2_tf.serving.export.export_model`.
+runtime it is served by, chosen by timing the candidates on the exporting CPU
+(:mod:`re2_tf.serving.serving_choice`). The export itself is
+:func:`re2_tf.serving.export.export_model`.
 """
 
 from __future__ import annotations
