@@ -193,7 +193,7 @@ def choose_serving(
     ]
     texts1, texts2 = [a for a, _ in pairs], [b for _, b in pairs]
     convertible = Path(convertible or export_dir)
-    rows, reference = [], None
+    rows, reference = [], None  # reference: the SavedModel's probabilities on the pairs
     with tempfile.TemporaryDirectory() as tmp:
         requests = {}
         for batch, length in shapes:
@@ -202,7 +202,7 @@ def choose_serving(
                 batch,
                 inputs.request(ids=True, inputs_file=Path(tmp) / f"{batch}x{length}.npz"),
             )
-        # first every timing process, with nothing else loaded in this one: then the outputs
+        # every timing process first, then the outputs, scored in this process
         paths = []
         for backend, precision in found:
             row = {"backend": backend, "precision": precision, "median_ms": {}, "rounds_ms": {}}
@@ -261,7 +261,7 @@ def choose_serving(
         )
         row["max_abs_dp"] = float(np.abs(reference - probabilities).max())
     routes, parts = [], []
-    reference = rows[0]["median_ms"]
+    saved_ms = rows[0]["median_ms"]
     for batch, length in shapes:
         key = _shape_key(batch, length)
         chosen = pick(rows, key, min_agreement)
@@ -270,7 +270,7 @@ def choose_serving(
         )
         parts.append(
             f"{key} {chosen['backend']} {chosen['precision']} "
-            f"({chosen['median_ms'][key] / reference[key]:.2f}x the SavedModel's time)"
+            f"({chosen['median_ms'][key] / saved_ms[key]:.2f}x the SavedModel's time)"
         )
     first = routes[0]
     return {
