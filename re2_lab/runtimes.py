@@ -161,7 +161,7 @@ def _model_rows(
         inputs = benchmarking.table5_inputs(featurizers, batch, length)
         inputs_file = tmp / f"inputs_{batch}x{length}.npz"
         input_spec = benchmarking.write_batches(inputs.id_batches(), inputs_file)
-        count = batches if batch <= 64 else max(3, batches // 20)
+        count = benchmarking.timed_batches(batch, batches)
         shape_rows = []
         for runtime, precision, path, status, seconds in targets:
             row = {"model": variant, "runtime": runtime, "precision": precision}
@@ -225,8 +225,8 @@ def report(
     with and without XLA, TFLite, ONNX Runtime, OpenVINO ``f32`` (and ``bf16`` where
     :func:`~re2_tf.serving.runtimes.cpu_has_bf16`) -- is timed again here, in ``rounds``
     rounds of a fresh process per path in turn (:func:`re2_tf.benchmarking.time_export`:
-    ``batches`` timed batches at batch <= 64, ``batches // 20`` (at least 3) at larger ones,
-    after up to 10 untimed; each process's median ms), and a path's figure is the least of its
+    :func:`re2_tf.benchmarking.timed_batches` of ``batches`` timed batches, after up to 10
+    untimed; each process's median ms), and a path's figure is the least of its
     rounds' medians (a process slowed by the machine is slower, never faster), on the
     same 4 batches of ``serving_ids`` inputs per shape (the first 4 of
     :func:`re2_tf.benchmarking.table5_inputs`), and each path's probabilities are compared with
@@ -325,8 +325,8 @@ def _header(record):
         f"{describe_machine(record)}; {record['threads']} thread(s); batches {shapes}; per "
         f"path the least of {record.get('rounds', 1)} round(s)' medians (each round a fresh "
         f"process per path, in turn; {record['batches']} batches at batch ≤ 64 and "
-        f"{max(3, record['batches'] // 20)} above); 1-minute load average {load} (at the start "
-        f"and after each model). Versions: {versions_text}."
+        f"{benchmarking.timed_batches(512, record['batches'])} above); 1-minute load average "
+        f"{load} (at the start and after each model). Versions: {versions_text}."
     )
 
 

@@ -73,6 +73,7 @@ __all__ = [
     "table5_inputs",
     "run_worker",
     "text_spec",
+    "timed_batches",
     "time_export",
     "time_table5",
     "write_batches",
@@ -171,6 +172,17 @@ def time_export(
 #: Table 5 timing: each text's length is drawn per row from 20 ± this many words (mean 20), so
 #: every batch has fresh lengths and an export that compiles per length cannot hide.
 TABLE5_LENGTH_SPREAD = 5
+
+
+#: Largest batch timed with the full count of batches (:func:`timed_batches`).
+SMALL_BATCH = 64
+
+
+def timed_batches(batch, batches=100):
+    """How many batches are timed at ``batch`` pairs: ``batches`` (Table 5's 100 by default)
+    up to :data:`SMALL_BATCH` pairs, ``batches // 20`` (at least 5) above, so a batch of 512
+    is timed on 5 batches, not 100 (our rule; a big batch's median moves less)."""
+    return batches if batch <= SMALL_BATCH else max(5, batches // 20)
 
 
 def time_table5(path, signature, input_spec, *, threads, batches=100, throughput_batch=0, **kw):

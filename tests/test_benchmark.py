@@ -250,3 +250,13 @@ def test_a_packed_pair_models_ids_are_its_drawn_texts_encoded(tmp_path):
     assert _worker().inputs_digest(loaded) == inputs.digest(ids=True) != inputs.digest()
     with pytest.raises(ValueError, match="inputs_file"):
         inputs.request(ids=True)
+
+
+def test_timed_batches_is_the_full_count_up_to_64_pairs_and_a_twentieth_above():
+    # worked by hand from the rule: 100 and 30 below 65 pairs; 100 // 20 = 5, 30 // 20 = 1 -> 5
+    # (the floor), 200 // 20 = 10 above
+    assert benchmark.timed_batches(8) == 100
+    assert benchmark.timed_batches(64, 30) == 30
+    assert benchmark.timed_batches(65, 200) == 10
+    assert benchmark.timed_batches(512) == 5
+    assert benchmark.timed_batches(512, 30) == 5

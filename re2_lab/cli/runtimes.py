@@ -45,7 +45,7 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_integer(
         "batches",
         100,
-        "Timed batches at batch <= 64 (batches // 20, at least 3, above).",
+        "Timed batches at batch <= 64 (batches // 20, at least 5, above).",
         flag_values=flag_values,
     )
     flags.DEFINE_integer(

@@ -69,6 +69,9 @@ CHOICES = ("auto", "savedmodel")
 SHAPES = ((8, 20), (512, 20))
 #: Timing rounds: each candidate is timed once per round, in turn, and keeps its least median.
 ROUNDS = 2
+#: Timed batches per round at a small shape (:func:`re2_tf.benchmarking.timed_batches` gives
+#: the count at a larger one): fewer than Table 5's 100, as every candidate is timed per round.
+BATCHES = 30
 #: Least share of held-out labels a candidate must share with the SavedModel (our threshold).
 MIN_AGREEMENT = 0.99
 #: The reason recorded when no other runtime is installed.
@@ -132,11 +135,6 @@ def record_choice(export_dir, choice):
     config = json.loads(path.read_text())
     config["serving_choice"] = choice
     path.write_text(json.dumps(config, indent=2) + "\n")
-
-
-def _timing_batches(batch):
-    """Timed batches per shape: 30 small ones, 5 of 512 pairs (a second each on RE2)."""
-    return 30 if batch <= 64 else 5
 
 
 def choose_serving(
@@ -224,7 +222,7 @@ def choose_serving(
                         timed = benchmarking.time_table5(
                             path,
                             threads=threads,
-                            batches=_timing_batches(batch),
+                            batches=benchmarking.timed_batches(batch, BATCHES),
                             **dict(request, options=options),
                         )
                     except RuntimeError as error:
