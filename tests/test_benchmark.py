@@ -260,3 +260,49 @@ def test_timed_batches_is_the_full_count_up_to_64_pairs_and_a_twentieth_above():
     assert benchmark.timed_batches(65, 200) == 10
     assert benchmark.timed_batches(512) == 5
     assert benchmark.timed_batches(512, 30) == 5
+
+
+def test_cli_times_an_export_through_what_it_serves_by_default(tmp_path):
+    # An export whose recorded serving choice routes 8-pair calls to ONNX Runtime: re2-bench
+    # with no --backend times that route (as re2-predict serves it), on the export's own ids;
+    # without ONNX Runtime installed, the SavedModel, saying why.
+    from re2_tf.models import get_spec
+    from re2_tf.serving.files import EXPORT_CONFIG_FILE
+    from re2_tf.serving.predictor import installed
+    from re2_tf.serving.runtimes import convert
+
+    one_block = get_spec("re2").benchmark["RE2 1 block"]["hparams"]
+    path, _, _ = benchmark.export_benchmark_model(
+        get_spec("re2"), one_block, tmp_path / "m", vocab_size=40, xla=False
+    )
+    config_file = path / "assets" / EXPORT_CONFIG_FILE
+    config = json.loads(config_file.read_text())
+    config["serving_choice"] = {
+        "backend": "onnxruntime",
+        "precision": "f32",
+        "measured": True,
+        "routes": [
+            {"batch": 8, "backend": "onnxruntime", "precision": "f32"},
+            {"batch": 512, "backend": "savedmodel", "precision": "f32"},
+        ],
+    }
+    config_file.write_text(json.dumps(config))
+    onnx = installed("onnxruntime")
+    if onnx:
+        convert(path, "onnxruntime")
+    proc = subprocess.run(
+        [sys.executable, "-m", "re2_tf.cli.benchmark", f"--saved_model={path}", "--batch=8",
+         "--length=6", "--batches=2", "--warmup=0", "--throughput_batch=0",
+         f"--json_out={tmp_path / 'bench.json'}"],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ((row,),) = [json.loads((tmp_path / "bench.json").read_text())["rows"]]
+    if onnx:
+        assert "through onnxruntime f32, what it serves a batch of 8 pairs" in proc.stdout
+        assert row["interpreter"].startswith("onnxruntime") and row["runtime"] == "onnxruntime"
+    else:
+        assert "through savedmodel f32" in proc.stdout and "not installed" in proc.stdout
+        assert row["interpreter"] == "tf.saved_model.load"
+    assert len(row["times_s"] if "times_s" in row else [0, 0]) == 2 and row["median_ms"] > 0

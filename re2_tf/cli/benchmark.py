@@ -25,12 +25,20 @@ on the same inputs as the other backends (for a packed-pair model, pairs of samp
 in Python); ``--backend=tflite`` is ``--format=tflite``. They need the optional extras
 (``pip install -e '.[openvino]'`` / ``'.[onnx]'``); a model a converter cannot convert ends the
 command with the ops it named.
+
+``--saved_model`` without ``--backend`` times what that export serves a batch of ``--batch``
+pairs through when nothing is told (:func:`re2_tf.serving.predictor.default_routes`: the
+route ``re2-export --serving=auto`` recorded, as ``re2-predict`` and ``Matcher.from_export``
+follow it; the SavedModel for an export without one), and prints it. Without
+``--input_spec``, an re2_tf export is fed :func:`re2_tf.benchmarking.table5_inputs` of its
+own featurisers through ``serving_ids``.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import tensorflow as tf
@@ -41,12 +49,16 @@ from re2_tf.benchmarking import (
     ids_spec,
     markdown_table,
     run_benchmark,
+    table5_inputs,
     time_export,
 )
 from re2_tf.cli.common import run_command, write_record
+from re2_tf.data.features import load_featurizer
 from re2_tf.models import get_spec
 from re2_tf.models.spec import model_names
 from re2_tf.serving import runtimes
+from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE
+from re2_tf.serving.predictor import default_routes, route
 from re2_tf.serving.runtimes import MissingPackageError
 
 __all__ = ["define_flags", "main", "run"]
@@ -93,8 +105,10 @@ def define_flags(flag_values=FLAGS):
         "backend",
         None,
         ["savedmodel", "tflite", "openvino", "onnxruntime"],
-        "Runtime timed (default: --format's); openvino/onnxruntime convert the --xla=false "
-        "export's serving_ids (re2_tf.serving.runtimes).",
+        "Runtime timed (default: --format's; with --saved_model, what the export serves a "
+        "batch of --batch pairs through, as re2-predict does: its serving choice); "
+        "openvino/onnxruntime convert the --xla=false export's serving_ids "
+        "(re2_tf.serving.runtimes).",
         flag_values=flag_values,
     )
     flags.DEFINE_bool(
@@ -164,27 +178,60 @@ def _main(argv):
     fmt = "tflite" if FLAGS.backend == "tflite" else FLAGS.format
     converted = FLAGS.backend in ("openvino", "onnxruntime")
     if FLAGS.saved_model:
-        if not Path(FLAGS.saved_model).exists():
+        export = Path(FLAGS.saved_model)
+        if not export.exists():
             raise FileNotFoundError(f"--saved_model: no such export {FLAGS.saved_model}")
-        spec = (
-            json.loads(FLAGS.input_spec)
-            if FLAGS.input_spec
-            else ids_spec(FLAGS.batch, FLAGS.length, FLAGS.vocab_size)
-        )
-        target, options = FLAGS.saved_model, None
-        if converted:
-            target = runtimes.convert(FLAGS.saved_model, FLAGS.backend)
-            options = {"precision": "f32"} if FLAGS.backend == "openvino" else None
-        result = time_export(
-            target,
-            FLAGS.signature,
-            spec,
-            batches=FLAGS.batches,
-            warmup=FLAGS.warmup,
-            throughput_batch=FLAGS.throughput_batch,
-            options=options,
-            **threads,
-        )
+        config_file = export / "assets" / EXPORT_CONFIG_FILE
+        config = json.loads(config_file.read_text()) if config_file.exists() else None
+        backend, precision = FLAGS.backend, "f32"
+        if backend is None and config is not None:
+            routes, note = default_routes(export, config)
+            served = route(routes, FLAGS.batch)
+            backend, precision = served["backend"], served["precision"]
+            print(
+                f"re2-bench: timing {export} through {backend} {precision}, what it serves a "
+                f"batch of {FLAGS.batch} pairs through" + (f" ({note})" if note else "")
+            )
+        tmp = tempfile.TemporaryDirectory()
+        options, draw = {}, {}
+        if FLAGS.input_spec:
+            spec = json.loads(FLAGS.input_spec)
+        elif config is not None and FLAGS.signature == runtimes.SIGNATURE:
+            featurizers = [
+                load_featurizer(export / "assets", kind, kind_options)
+                for kind, kind_options in config["features"].items()
+            ]
+            request = table5_inputs(featurizers, FLAGS.batch, FLAGS.length).request(
+                ids=True, inputs_file=Path(tmp.name) / "inputs.npz"
+            )
+            spec, options = request["input_spec"], request["options"]
+            draw = dict(seed=request["seed"], length_spread=request["length_spread"])
+        else:
+            spec = ids_spec(FLAGS.batch, FLAGS.length, FLAGS.vocab_size)
+        target = export
+        if backend in ("openvino", "onnxruntime"):
+            target = runtimes.convert(export, backend)
+            if backend == "openvino":
+                options["precision"] = precision
+        elif backend == "tflite":
+            target = export / TFLITE_FILE
+            if not target.exists():
+                raise FileNotFoundError(
+                    f"{export} has no {TFLITE_FILE}: export with --format=tflite"
+                )
+        with tmp:
+            result = time_export(
+                target,
+                FLAGS.signature,
+                spec,
+                batches=FLAGS.batches,
+                warmup=FLAGS.warmup,
+                throughput_batch=0 if "inputs_file" in options else FLAGS.throughput_batch,
+                options=options or None,
+                **draw,
+                **threads,
+            )
+        result.update(runtime=backend or "savedmodel", precision=precision)
         result.update(model=FLAGS.saved_model, params=None)  # unknown for an arbitrary export
         rows, table = (
             [result],
