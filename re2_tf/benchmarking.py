@@ -35,6 +35,7 @@ import dataclasses
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -87,8 +88,8 @@ def run_worker(script, request, *, timeout=1800):
     fresh Python process with ``request`` as its JSON argument; its last stdout line, parsed.
 
     Raises:
-        RuntimeError: naming the script and ``request["path"]``, with the worker's stderr
-            tail, if it fails.
+        RuntimeError: naming the script, ``request["path"]`` and the exit status (or the
+            signal that killed the worker), with the worker's stderr tail, if it fails.
     """
     proc = subprocess.run(
         [sys.executable, str(script), json.dumps(request)],
@@ -98,8 +99,15 @@ def run_worker(script, request, *, timeout=1800):
         timeout=timeout,
     )
     if proc.returncode != 0:
+        # a worker killed by a signal (a runtime's crash) writes no traceback: name the signal
+        status = (
+            f"killed by {signal.Signals(-proc.returncode).name}"
+            if proc.returncode < 0
+            else f"exit status {proc.returncode}"
+        )
         raise RuntimeError(
-            f"{Path(script).stem} failed on {request.get('path')}:\n{proc.stderr[-3000:]}"
+            f"{Path(script).stem} failed on {request.get('path')} ({status}):\n"
+            f"{proc.stderr[-3000:]}"
         )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

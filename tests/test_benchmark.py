@@ -306,3 +306,15 @@ def test_cli_times_an_export_through_what_it_serves_by_default(tmp_path):
         assert "through savedmodel f32" in proc.stdout and "not installed" in proc.stdout
         assert row["interpreter"] == "tf.saved_model.load"
     assert len(row["times_s"] if "times_s" in row else [0, 0]) == 2 and row["median_ms"] > 0
+
+
+def test_a_worker_that_crashes_is_named_with_its_signal(tmp_path):
+    # a runtime that crashes its process writes no traceback: the error names the signal
+    crash = tmp_path / "crash.py"
+    crash.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    with pytest.raises(RuntimeError, match=r"crash failed on m \(killed by SIGSEGV\)"):
+        benchmark.run_worker(crash, {"path": "m"})
+    status = tmp_path / "status.py"
+    status.write_text("import sys\nsys.exit(3)\n")
+    with pytest.raises(RuntimeError, match=r"status failed on m \(exit status 3\)"):
+        benchmark.run_worker(status, {"path": "m"})
