@@ -212,6 +212,7 @@ def report(
     rounds=2,
     all_variants=False,
     resume=None,
+    redo=(),
     argv=(),
     log=print,
     save=None,
@@ -237,6 +238,9 @@ def report(
     Args:
         resume: a record this command wrote before with the same settings; its variants are
             kept and not measured again (a killed run continues).
+        redo: variants of ``resume`` measured again, each replacing its own entry, rows and
+            load average in place (:func:`replace_variant`; for a variant whose timing another
+            process disturbed).
         save: ``(record) -> None`` called after each variant (the command writes the JSON).
 
     Returns:
@@ -283,7 +287,10 @@ def report(
             "tolerance": {k: list(v) for k, v in runtimes.TOLERANCE.items()},
             "models": [], "rows": [],
         }  # fmt: skip
-    done = {m["model"] for m in record["models"]}
+    unknown = [v for v in redo if v not in {m["model"] for m in record["models"]}]
+    if unknown:
+        raise ValueError(f"--redo: not in the record to resume: {unknown}")
+    done = {m["model"] for m in record["models"]} - set(redo)
     step_seconds = functools.lru_cache(maxsize=None)(roofline.loop_step_seconds)
     for spec in specs:
         for variant in list(spec.benchmark)[: None if all_variants else 1]:
@@ -296,12 +303,33 @@ def report(
                     rounds=rounds, bf16=record["bf16_units"], peak=record["peaks"],
                     step_seconds=step_seconds, tmp=tmp, log=log,
                 )  # fmt: skip
-            record["rows"] += rows
-            record["models"].append(model)
-            record["loadavg"].append(os.getloadavg()[0])
+            replace_variant(record, model, rows, os.getloadavg()[0])
+            if variant in redo:
+                when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+                record.setdefault("redone", []).append({"model": variant, "date": when})
             if save:
                 save(record)
     return record
+
+
+def replace_variant(record, model, rows, load):
+    """Put a variant's ``model`` entry, its ``rows`` and the ``load`` average after it into
+    ``record``: in place of the variant's own (entry, rows, and its ``loadavg`` item, the one
+    after the start's) when the record has it, else at the end."""
+    names = [m["model"] for m in record["models"]]
+    if model["model"] not in names:
+        record["models"].append(model)
+        record["rows"] += rows
+        record["loadavg"].append(load)
+        return
+    index = names.index(model["model"])
+    record["models"][index] = model
+    kept = [r for r in record["rows"] if r["model"] != model["model"]]
+    first = next(
+        (i for i, r in enumerate(record["rows"]) if r["model"] == model["model"]), len(kept)
+    )
+    record["rows"] = kept[:first] + rows + kept[first:]
+    record["loadavg"][index + 1] = load
 
 
 def load(path):
@@ -326,7 +354,12 @@ def _header(record):
         f"path the least of {record.get('rounds', 1)} round(s)' medians (each round a fresh "
         f"process per path, in turn; {record['batches']} batches at batch ≤ 64 and "
         f"{benchmarking.timed_batches(512, record['batches'])} above); 1-minute load average "
-        f"{load} (at the start and after each model). Versions: {versions_text}."
+        f"{load} (at the start and after each model)"
+        + "".join(
+            f"; {r['model']} measured again on {r['date']} (`--redo`)"
+            for r in record.get("redone", [])
+        )
+        + f". Versions: {versions_text}."
     )
 
 

@@ -54,6 +54,12 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_string(
         "json_out", None, "Also write the record as JSON here.", flag_values=flag_values
     )
+    flags.DEFINE_list(
+        "redo",
+        [],
+        "Variants of the --json_out record measured again, each in place of its own rows.",
+        flag_values=flag_values,
+    )
 
 
 def main(argv):
@@ -78,6 +84,7 @@ def main(argv):
             batches=FLAGS.batches,
             all_variants=FLAGS.all_variants,
             resume=resume,
+            redo=FLAGS.redo,
             argv=sys.argv[1:],
             save=(lambda r: write_record(FLAGS.json_out, r)) if FLAGS.json_out else None,
         )

@@ -524,3 +524,25 @@ def test_the_tests_block_is_the_ci_logs_steps_counts_and_times():
     assert text.endswith("The whole run: 46 min 5 s.")
     with pytest.raises(ValueError, match="no .ci/run step"):
         doc_tables.test_tiers("# bash .ci/run in a fresh clone of main at abc1234\nnothing\n")
+
+
+def test_a_variant_measured_again_takes_its_own_place_in_the_runtimes_record():
+    from re2_lab import runtimes
+
+    record = {
+        "loadavg": [0.5, 1.0, 3.1, 1.2],
+        "models": [{"model": "A"}, {"model": "B", "old": True}, {"model": "C"}],
+        "rows": [{"model": "A", "k": 1}, {"model": "B", "k": 2}, {"model": "B", "k": 3},
+                 {"model": "C", "k": 4}],
+    }  # fmt: skip
+    runtimes.replace_variant(record, {"model": "B"}, [{"model": "B", "k": 5}], 1.4)
+    assert record["models"] == [{"model": "A"}, {"model": "B"}, {"model": "C"}]
+    assert [r["k"] for r in record["rows"]] == [1, 5, 4]
+    assert record["loadavg"] == [0.5, 1.0, 1.4, 1.2]  # B's: the one after A's
+    runtimes.replace_variant(record, {"model": "D"}, [{"model": "D", "k": 6}], 2.0)
+    assert [m["model"] for m in record["models"]] == ["A", "B", "C", "D"]
+    assert [r["k"] for r in record["rows"]] == [1, 5, 4, 6] and record["loadavg"][-1] == 2.0
+    record["redone"] = [{"model": "B", "date": "2026-11-29"}]
+    record.update(cpu="AMD EPYC", cpu_features=[], cpu_count=2, date="2026-11-28", threads=2,
+                  shapes=[[8, 20]], batches=100, rounds=2, versions={})  # fmt: skip
+    assert "; B measured again on 2026-11-29 (`--redo`)." in runtimes._header(record)
