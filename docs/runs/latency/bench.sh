@@ -4,7 +4,7 @@
 # of 100 batches) on every model, one command after another on a quiet machine, each writing its
 # record (rows, settings, command, CPU, date) with --json_out. Run from the repository root:
 #     bash docs/runs/latency/bench.sh
-# then `re2-summarize --update_docs=README.md,docs/drcn.md,docs/fitn.md,docs/match_srnn.md,docs/bert_matchlstm.md`.
+# then `python -m re2_lab.cli.summarize --update_docs=README.md,docs/drcn.md,docs/fitn.md,docs/match_srnn.md,docs/bert_matchlstm.md`.
 set -euo pipefail
 out=docs/runs/latency
 threads=(--intra_op_threads=2 --inter_op_threads=1)
