@@ -39,6 +39,10 @@ Kinds (paths relative to the repository root):
   ``standing``: :func:`re2_lab.runtimes.standing`, where the default stands);
 - ``agreement <record.json>``: ``docs/runs/serving-choice/agreement.py``'s record, each
   runtime's labels on a trained run's dev pairs against the SavedModel's;
+- ``profiles <record.json>``: ``docs/runs/roofline/runtime_profiles.py``'s record, where
+  each default's time goes in its own runtime's profiler: per variant and shape, the matrix
+  products' ms and GFLOP/s against the best-precision FLOP floor, the other nodes' ms and
+  their largest kinds, and the nodes run per call;
 - ``ab <record.json>``: an A/B record of ``docs/runs/`` (paths timed alternately in fresh
   processes): ``docs/runs/training-profile/bilstm_ab.py``'s (``models``: per model,
   ``before``/``after`` lists of measurements) as pairs/s and profile time per side, or
@@ -142,6 +146,8 @@ def generate(spec, root=REPO):
         return _training_ab(record) if "models" in record else _paths_ab(record)
     if kind == "agreement" and len(args) == 1:
         return _agreement(_read(root / args[0]))
+    if kind == "profiles" and len(args) == 1:
+        return _profiles(_read(root / args[0]))
     if kind == "growth" and len(args) == 1:
         from re2_lab import growth
 
@@ -152,7 +158,8 @@ def generate(spec, root=REPO):
         f"unknown generated table {spec!r}: expected 'compare <records>', "
         "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
-        "'runtimes <json> [table|order|choices|standing]', 'agreement <json>', 'ab <json>', "
+        "'runtimes <json> [table|order|choices|standing]', 'agreement <json>', "
+        "'profiles <json>', 'ab <json>', "
         "'growth <jsonl>' or 'tests <ci log>'"
     )
 
@@ -301,6 +308,41 @@ def _agreement(record):
             lines.append(
                 f"| `{run['run']}` | {run['model']} | {run['pairs']:,} | {name} | "
                 f"{c['label_agreement']:.4f} | {c['max_abs_dp']:.1e} |"
+            )
+    return "\n".join(lines + ["", f"{describe_machine(record)}. Command: `{record['command']}`."])
+
+
+def _profiles(record, kinds=3):
+    """``docs/runs/roofline/runtime_profiles.py``'s record: per variant and shape, the profiled
+    call's wall ms, its nodes' summed ms, the matrix products' ms with their GFLOP/s (the
+    call's FLOPs over the products' time) and their ratio to the best-precision FLOP floor,
+    the other nodes' ms with their ``kinds`` largest node types, and the nodes per call."""
+    from re2_lab.throughput import describe_machine
+
+    lines = [
+        "| variant | batch | runtime | wall ms | nodes ms | products ms (GFLOP/s) "
+        "| products ÷ FLOP floor | other ms: largest | nodes per call |",
+        "|---|---|---|---:|---:|---:|---:|---|---:|",
+    ]
+    for variant, entry in record["variants"].items():
+        for key, p in entry.items():
+            if not isinstance(p, dict):
+                continue
+            floor = min(p["floors"]["flop_floor_ms"].values())
+            flops = p["floors"]["flops"]
+            others = [
+                (kind, ms)
+                for kind, ms in p["kinds_ms"].items()
+                if kind not in ("Loop", "If", "Scan", "TensorIterator")
+                and kind not in ("MatMul", "FullyConnected", "Convolution", "Gemm", "Conv")
+            ][:kinds]
+            largest = ", ".join(f"{kind} {ms:.2f}" for kind, ms in others)
+            lines.append(
+                f"| {variant} | {key.replace('x', '×')} | {entry['backend']} "
+                f"{p['effective_precision']} | {p['wall_ms_median']:.2f} | {p['node_ms']:.2f} | "
+                f"{p['product_ms']:.2f} ({flops / p['product_ms'] / 1e6:.0f}) | "
+                f"{p['product_ms'] / floor:.2f} | {p['other_ms']:.2f}: {largest} | "
+                f"{p['nodes_per_call']:,.0f} |"
             )
     return "\n".join(lines + ["", f"{describe_machine(record)}. Command: `{record['command']}`."])
 

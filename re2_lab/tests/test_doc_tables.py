@@ -546,3 +546,25 @@ def test_a_variant_measured_again_takes_its_own_place_in_the_runtimes_record():
     record.update(cpu="AMD EPYC", cpu_features=[], cpu_count=2, date="2026-11-28", threads=2,
                   shapes=[[8, 20]], batches=100, rounds=2, versions={})  # fmt: skip
     assert "; B measured again on 2026-11-29 (`--redo`)." in runtimes._header(record)
+
+
+def test_a_profiles_block_gives_the_products_speed_and_the_other_nodes(tmp_path):
+    # by hand: 1e9 FLOPs in 4 ms of products = 250 GFLOP/s; 4 ms over the least floor 2.5 ms
+    # = 1.60; the Loop (a container) and the products are not among the other nodes
+    profile = {
+        "wall_ms_median": 9.5, "node_ms": 9.0, "product_ms": 4.0, "other_ms": 5.0,
+        "nodes_per_call": 2157, "effective_precision": "bf16",
+        "kinds_ms": {"Loop": 7.0, "FullyConnected": 3.0, "Transpose": 2.0, "MatMul": 1.0,
+                     "Concat": 1.5, "Multiply": 1.0, "Reorder": 0.5},
+        "floors": {"flops": 1e9, "flop_floor_ms": {"float32": 5.0, "bfloat16": 2.5}},
+    }  # fmt: skip
+    record = {
+        "command": "python docs/runs/roofline/runtime_profiles.py",
+        "cpu": "AMD EPYC", "cpu_features": ["avx512_bf16"], "cpu_count": 2, "date": "2026-11-29",
+        "variants": {"Net": {"backend": "openvino", "precision": "bf16", "8x20": profile}},
+    }  # fmt: skip
+    (tmp_path / "p.json").write_text(json.dumps(record))
+    text = doc_tables.generate("profiles p.json", root=tmp_path)
+    row = "| Net | 8×20 | openvino bf16 | 9.50 | 9.00 | 4.00 (250) | 1.60 | "
+    assert row + "5.00: Transpose 2.00, Concat 1.50, Multiply 1.00 | 2,157 |" in text
+    assert "Command: `python docs/runs/roofline/runtime_profiles.py`." in text
