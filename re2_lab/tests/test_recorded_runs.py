@@ -1177,3 +1177,51 @@ def test_bf16_ab_reading_is_its_record():
     dot = {k: v["kinds"]["dot"] for k, v in profiles.items() if "dot" in v["kinds"]}
     assert dot["bf16 XLA@8"] < dot["fp32 XLA (default)@8"]
     assert dot["bf16 XLA@512"] > dot["fp32 XLA (default)@512"]
+
+
+def test_the_openvino_bf16_bert_matchlstm_figures_in_the_docs_are_the_records():
+    """docs/performance.md, OpenVINO bf16 on BERT+MatchLSTM: the 512 x 20 default against the
+    fastest path the serving rule allows (runtimes record), and the trained run's label
+    agreement (agreement record, a quick-start run whose record is committed)."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    runtimes = json.loads((ROOT / "docs/runs/runtimes/runtimes.json").read_text())
+    rows = {
+        r["runtime"]: r["median_ms"]
+        for r in runtimes["rows"]
+        if (r["model"], r["batch"]) == ("BERT+MatchLSTM", 512) and r.get("median_ms")
+    }
+    (entry,) = [m for m in runtimes["models"] if m["model"] == "BERT+MatchLSTM"]
+    assert entry["default"]["512x20"] == "openvino f32"
+    (bf16,) = [c for c in entry["serving_choice"]["candidates"] if c["precision"] == "bf16"]
+    assert "SIGSEGV" in bf16["error"] or "failed" in bf16["error"]
+    allowed = {k: v for k, v in rows.items() if k != "openvino bf16"}
+    fastest = min(allowed, key=allowed.get)
+    assert fastest == "savedmodel (xla=False)"
+    ratio = rows["openvino f32"] / allowed[fastest]
+    assert (
+        f"the default is {ratio:.2f}× the `xla=False` SavedModel "
+        f"({rows['openvino f32']:,.1f} against {allowed[fastest]:,.1f} ms)" in flat
+    )
+    agreement = json.loads((ROOT / "docs/runs/serving-choice/agreement.json").read_text())
+    (run,) = [r for r in agreement["runs"] if r["model"] == "bert_matchlstm"]
+    assert (ROOT / run["run"] / "results.json").exists()
+    (ov,) = [c for c in run["candidates"] if (c["backend"], c["precision"]) == ("openvino", "bf16")]
+    assert f"gives the SavedModel's label on {ov['label_agreement']:.3f} of them" in flat
+
+
+def test_the_runtime_profiles_sentence_on_re2_is_its_record():
+    """docs/performance.md, where RE2's default's time goes: the products within 1.2x of the
+    bf16 FLOP floor at every size and shape, and RE2 3 blocks' node time at 8 x 20 without
+    the Transpose and Concat nodes over its floor."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    record = json.loads((ROOT / "docs/runs/roofline/runtime_profiles.json").read_text())
+    for variant in ("RE2 1 block", "RE2 2 blocks", "RE2 3 blocks"):
+        for key in ("8x20", "512x20"):
+            p = record["variants"][variant][key]
+            assert p["product_ms"] / p["floors"]["flop_floor_ms"]["bfloat16"] <= 1.2, variant
+    p = record["variants"]["RE2 3 blocks"]["8x20"]
+    moving = p["kinds_ms"]["Transpose"] + p["kinds_ms"]["Concat"]
+    ratio = (p["node_ms"] - moving) / p["floors"]["flop_floor_ms"]["bfloat16"]
+    assert f"node time at 8 × 20 would be {ratio:.2f}× its floor" in flat
+    assert "run within 1.2× of the bf16 FLOP floor" in flat
+    assert ratio <= 1.5 < p["node_ms"] / p["floors"]["flop_floor_ms"]["bfloat16"]
