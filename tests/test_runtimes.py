@@ -381,3 +381,13 @@ def test_openvino_bf16_crashes_on_bert_matchlstm_when_the_length_changes(tmp_pat
     assert len(run([batches[2]] * 4, "bf16")["times_s"]) == 2
     with pytest.raises(RuntimeError, match=r"killed by SIGSEGV"):
         run(crashing, "bf16")
+
+
+def test_a_failure_names_a_file_not_the_directory_it_had():
+    # by hand: the worker's header line, its path cut to the file name
+    error = RuntimeError("timing_worker failed on /tmp/tmpab12/xla/runtimes/serving_ids.xml "
+                         "(killed by SIGSEGV):\n")  # fmt: skip
+    assert runtimes.failure(error) == (
+        "failed: timing_worker failed on serving_ids.xml (killed by SIGSEGV):"
+    )
+    assert runtimes.failure(RuntimeError("bad value 1/2 in a/b")) == "failed: bad value 1/2 in a/b"

@@ -131,6 +131,10 @@ def unsupported_ops(text):
     return list(dict.fromkeys(ops))
 
 
+#: An absolute path in an error message; group 1 is its last component.
+ABSOLUTE_PATH = re.compile(r"(?<![\w.-])/(?:[^\s:/()]+/)+([^\s:/()]+)")
+
+
 def first_line(text):
     """The first non-blank line of ``text`` (an error or its message), stripped, at most 300
     characters; ``"unknown error"`` when there is none."""
@@ -141,13 +145,16 @@ def first_line(text):
 def failure(error):
     """``"failed: <what>"`` for an error converting or running an export in another runtime:
     the ops a :class:`ConversionError` (or the error's text) names, else its last line's
-    :func:`first_line`."""
+    :func:`first_line`, each absolute path in it cut to its file name."""
     if isinstance(error, ConversionError):
         return "failed: " + (", ".join(error.ops) if error.ops else error.detail)
     text = str(error)
     ops = unsupported_ops(text)
+    # a file's name, not the directory it had on this machine (records and exports travel)
     return "failed: " + (
-        ", ".join(ops) if ops else first_line(text.splitlines()[-1] if text else "")
+        ", ".join(ops)
+        if ops
+        else ABSOLUTE_PATH.sub(r"\1", first_line(text.splitlines()[-1] if text else ""))
     )
 
 
