@@ -53,12 +53,11 @@ from re2_tf.benchmarking import (
     time_export,
 )
 from re2_tf.cli.common import run_command, write_record
-from re2_tf.data.features import load_featurizer
 from re2_tf.models import get_spec
 from re2_tf.models.spec import model_names
 from re2_tf.serving import runtimes
 from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE
-from re2_tf.serving.predictor import default_routes, route
+from re2_tf.serving.predictor import default_routes, export_featurizers, route
 from re2_tf.serving.runtimes import MissingPackageError
 
 __all__ = ["define_flags", "main", "run"]
@@ -192,34 +191,30 @@ def _main(argv):
                 f"re2-bench: timing {export} through {backend} {precision}, what it serves a "
                 f"batch of {FLAGS.batch} pairs through" + (f" ({note})" if note else "")
             )
-        tmp = tempfile.TemporaryDirectory()
-        options, draw = {}, {}
-        if FLAGS.input_spec:
-            spec = json.loads(FLAGS.input_spec)
-        elif config is not None and FLAGS.signature == runtimes.SIGNATURE:
-            featurizers = [
-                load_featurizer(export / "assets", kind, kind_options)
-                for kind, kind_options in config["features"].items()
-            ]
-            request = table5_inputs(featurizers, FLAGS.batch, FLAGS.length).request(
-                ids=True, inputs_file=Path(tmp.name) / "inputs.npz"
-            )
-            spec, options = request["input_spec"], request["options"]
-            draw = dict(seed=request["seed"], length_spread=request["length_spread"])
-        else:
-            spec = ids_spec(FLAGS.batch, FLAGS.length, FLAGS.vocab_size)
-        target = export
-        if backend in ("openvino", "onnxruntime"):
-            target = runtimes.convert(export, backend)
-            if backend == "openvino":
-                options["precision"] = precision
-        elif backend == "tflite":
-            target = export / TFLITE_FILE
-            if not target.exists():
-                raise FileNotFoundError(
-                    f"{export} has no {TFLITE_FILE}: export with --format=tflite"
+        with tempfile.TemporaryDirectory() as tmp:  # the inputs file, if any
+            options, draw = {}, {}
+            if FLAGS.input_spec:
+                spec = json.loads(FLAGS.input_spec)
+            elif config is not None and FLAGS.signature == runtimes.SIGNATURE:
+                featurizers = export_featurizers(export, config)
+                request = table5_inputs(featurizers, FLAGS.batch, FLAGS.length).request(
+                    ids=True, inputs_file=Path(tmp) / "inputs.npz"
                 )
-        with tmp:
+                spec, options = request["input_spec"], request["options"]
+                draw = dict(seed=request["seed"], length_spread=request["length_spread"])
+            else:
+                spec = ids_spec(FLAGS.batch, FLAGS.length, FLAGS.vocab_size)
+            target = export
+            if backend in runtimes.CONVERTED:
+                target = runtimes.convert(export, backend)
+                if backend == "openvino":
+                    options["precision"] = precision
+            elif backend == "tflite":
+                target = export / TFLITE_FILE
+                if not target.exists():
+                    raise FileNotFoundError(
+                        f"{export} has no {TFLITE_FILE}: export with --format=tflite"
+                    )
             result = time_export(
                 target,
                 FLAGS.signature,

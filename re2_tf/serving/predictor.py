@@ -86,6 +86,18 @@ def installed(backend):
     return all(importlib.util.find_spec(p) is not None for p in PACKAGES[backend])
 
 
+def export_featurizers(export_dir, config):
+    """The Python-side featurisers of an export: one per ``config["features"]`` entry (its
+    ``export_config.json``), loaded from ``<export_dir>/assets``."""
+    # lazy: Python-side tokenisation only for exports that need it (re2-predict start-up)
+    from re2_tf.data.features import load_featurizer
+
+    return [
+        load_featurizer(Path(export_dir) / "assets", kind, options)
+        for kind, options in config["features"].items()
+    ]
+
+
 def route(routes, batch):
     """The route serving a call of ``batch`` pairs: of ``routes`` (``[{"batch", "backend",
     "precision"}]``, one per timed shape), the one whose timed batch is nearest on a log scale
@@ -132,6 +144,7 @@ __all__ = [
     "PACKAGES",
     "Predictor",
     "default_routes",
+    "export_featurizers",
     "installed",
     "route",
     "load_saved_model",
@@ -298,18 +311,12 @@ class Predictor:
             self._features_fn = by_batch
         if tokenize == "python":
             # lazy: Python-side tokenisation only for exports that need it (re2-predict start-up)
-            from re2_tf.data.features import load_featurizer
-
-            # lazy: Python-side tokenisation only for exports that need it (re2-predict start-up)
             from re2_tf.data.tokenization import get_tokenizer
 
             self._tokenizer = get_tokenizer(
                 self.config["python_tokenizer"], lower=self.config["lower"]
             )
-            self._featurizers = [
-                load_featurizer(self.export_dir / "assets", kind, options)
-                for kind, options in self.config["features"].items()
-            ]
+            self._featurizers = export_featurizers(self.export_dir, self.config)
 
     def _load(self, backend, precision, tf):
         """``features -> outputs`` of one runtime over this export (the SavedModel's also sets

@@ -46,11 +46,10 @@ from pathlib import Path
 import numpy as np
 
 from re2_tf import benchmarking
-from re2_tf.data.features import load_featurizer
 from re2_tf.machine import machine
 from re2_tf.serving import runtimes
 from re2_tf.serving.files import EXPORT_CONFIG_FILE
-from re2_tf.serving.predictor import Predictor, installed
+from re2_tf.serving.predictor import Predictor, export_featurizers, installed
 
 __all__ = [
     "CHOICES",
@@ -185,10 +184,7 @@ def choose_serving(
     if not pairs:
         return dict(unmeasured, reason="no held-out pairs to check other runtimes against")
     config = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text())
-    featurizers = [
-        load_featurizer(export_dir / "assets", kind, options)
-        for kind, options in config["features"].items()
-    ]
+    featurizers = export_featurizers(export_dir, config)
     texts1, texts2 = [a for a, _ in pairs], [b for _, b in pairs]
     convertible = Path(convertible or export_dir)
     rows, reference = [], None  # reference: the SavedModel's probabilities on the pairs
