@@ -43,6 +43,10 @@ Kinds (paths relative to the repository root):
   each default's time goes in its own runtime's profiler: per variant and shape, the matrix
   products' ms and GFLOP/s against the best-precision FLOP floor, the other nodes' ms and
   their largest kinds, and the nodes run per call;
+- ``phases <record.json>``: ``docs/runs/runtimes/phases.py``'s record, one network timed in
+  many fresh processes per path: per path, its processes' medians (least, median, most),
+  how many processes and batches ran at 1.5 times the path's least median or more, and the
+  steal time the kernel counted;
 - ``ab <record.json>``: an A/B record of ``docs/runs/`` (paths timed alternately in fresh
   processes): ``docs/runs/training-profile/bilstm_ab.py``'s (``models``: per model,
   ``before``/``after`` lists of measurements) as pairs/s and profile time per side, or
@@ -59,6 +63,7 @@ records give today (so a table cannot go stale after a new record).
 from __future__ import annotations
 
 import re
+import statistics
 from pathlib import Path
 
 __all__ = ["BLOCK", "blocks", "generate", "sweep_config", "update"]
@@ -148,6 +153,8 @@ def generate(spec, root=REPO):
         return _agreement(_read(root / args[0]))
     if kind == "profiles" and len(args) == 1:
         return _profiles(_read(root / args[0]))
+    if kind == "phases" and len(args) == 1:
+        return _phases(_read(root / args[0]))
     if kind == "growth" and len(args) == 1:
         from re2_lab import growth
 
@@ -159,7 +166,7 @@ def generate(spec, root=REPO):
         "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
         "'runtimes <json> [table|order|choices|standing]', 'agreement <json>', "
-        "'profiles <json>', 'ab <json>', "
+        "'profiles <json>', 'phases <json>', 'ab <json>', "
         "'growth <jsonl>' or 'tests <ci log>'"
     )
 
@@ -345,6 +352,46 @@ def _profiles(record, kinds=3):
                 f"{p['nodes_per_call']:,.0f} |"
             )
     return "\n".join(lines + ["", f"{describe_machine(record)}. Command: `{record['command']}`."])
+
+
+#: A batch or process this many times its path's least process median counts as slowed.
+SLOWED = 1.5
+
+
+def _phases(record):
+    """``docs/runs/runtimes/phases.py``'s record: per path, over its fresh processes, the
+    least / median / most process median (ms), the processes and timed batches at
+    :data:`SLOWED` times the least process median or more, and the steal seconds counted."""
+    from re2_lab.throughput import describe_machine
+
+    lines = [
+        "| path | processes | median ms: least / median / most | slowed processes "
+        "| slowed batches | steal s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for path in record["paths"]:
+        runs = [p for p in record["processes"] if p["path"] == path]
+        medians = sorted(p["median_ms"] for p in runs)
+        least = medians[0]
+        batches = [ms for p in runs for ms in p["batch_ms"]]
+        slowed = sum(p["median_ms"] >= SLOWED * least for p in runs)
+        slow_batches = sum(ms >= SLOWED * least for ms in batches)
+        steal = sum(p["steal_ticks"] for p in runs) / record["clock_ticks_per_s"]
+        lines.append(
+            f"| {path} | {len(runs)} | {least:.0f} / {statistics.median(medians):.0f} / "
+            f"{medians[-1]:.0f} | {slowed} | {slow_batches} of {len(batches)} | {steal:.2f} |"
+        )
+    batch, length = record["shape"]
+    return "\n".join(
+        lines
+        + [
+            "",
+            f"{record['variant']}, {batch}×{length}, {record['batches']} timed batches per "
+            f"process, {record['cycles']} cycles of the paths in turn; "
+            f"slowed: at least {SLOWED}× the path's least process median. "
+            f"{describe_machine(record)}. Command: `{record['command']}`.",
+        ]
+    )
 
 
 def _paths_ab(record):

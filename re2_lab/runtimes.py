@@ -48,6 +48,7 @@ SHAPES = ((8, 20), (512, 20))
 #: serving_choice's (backend, precision) -> this report's runtime name.
 CHOICE_NAMES = {
     ("savedmodel", "f32"): "savedmodel (XLA)",
+    ("savedmodel_noxla", "f32"): "savedmodel (xla=False)",
     ("onnxruntime", "f32"): "onnxruntime",
     ("openvino", "f32"): "openvino f32",
     ("openvino", "bf16"): "openvino bf16",
@@ -213,6 +214,7 @@ def report(
     all_variants=False,
     resume=None,
     redo=(),
+    redo_reason=None,
     argv=(),
     log=print,
     save=None,
@@ -241,6 +243,8 @@ def report(
         redo: variants of ``resume`` measured again, each replacing its own entry, rows and
             load average in place (:func:`replace_variant`; for a variant whose timing another
             process disturbed).
+        redo_reason: why ``redo``'s variants are measured again, kept with each in the
+            record's ``redone`` list (the header shows it).
         save: ``(record) -> None`` called after each variant (the command writes the JSON).
 
     Returns:
@@ -306,7 +310,10 @@ def report(
             replace_variant(record, model, rows, os.getloadavg()[0])
             if variant in redo:
                 when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-                record.setdefault("redone", []).append({"model": variant, "date": when})
+                redone = {"model": variant, "date": when}
+                if redo_reason:
+                    redone["reason"] = redo_reason
+                record.setdefault("redone", []).append(redone)
             if save:
                 save(record)
     return record
@@ -356,7 +363,9 @@ def _header(record):
         f"{benchmarking.timed_batches(512, record['batches'])} above); 1-minute load average "
         f"{load} (at the start and after each model)"
         + "".join(
-            f"; {r['model']} measured again on {r['date']} (`--redo`)"
+            f"; {r['model']} measured again on {r['date']} (`--redo`"
+            + (f": {r['reason']}" if r.get("reason") else "")
+            + ")"
             for r in record.get("redone", [])
         )
         + f". Versions: {versions_text}."

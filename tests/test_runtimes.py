@@ -391,3 +391,38 @@ def test_a_failure_names_a_file_not_the_directory_it_had():
         "failed: timing_worker failed on serving_ids.xml (killed by SIGSEGV):"
     )
     assert runtimes.failure(RuntimeError("bad value 1/2 in a/b")) == "failed: bad value 1/2 in a/b"
+
+
+def test_tensorflow_without_xla_is_the_xla_false_export_or_the_twin_kept_beside_it(tmp_path):
+    plain, _ = _tiny_export("re2", tmp_path / "plain")
+    assert runtimes.convert(plain, "savedmodel_noxla") == plain  # itself, not copied
+    assert not (plain / "runtimes").exists()
+    xla, _ = _tiny_export("re2", tmp_path / "xla", xla=True)
+    with pytest.raises(ValueError, match="export with --xla=false"):
+        runtimes.convert(xla, "savedmodel_noxla")  # nothing kept: XLA cannot be taken out
+    kept = runtimes.convert(plain, "savedmodel_noxla", xla / "runtimes")
+    assert kept == xla / "runtimes" / "savedmodel_noxla" and (kept / "saved_model.pb").exists()
+    assert runtimes.convert(xla, "savedmodel_noxla") == kept
+    reference, noxla = runtimes.load(xla, "savedmodel"), runtimes.load(xla, "savedmodel_noxla")
+    assert noxla.path == kept
+    for x in _batches():  # the same weights (seed 0), every one random
+        np.testing.assert_allclose(
+            noxla(x)["probabilities"], reference(x)["probabilities"], atol=1e-5
+        )
+
+
+def test_an_onnxruntime_session_config_entry_reaches_the_timing_worker(tmp_path):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tf2onnx")
+    path, _ = _tiny_export("re2", tmp_path / "export")
+    onnx = runtimes.convert(path, "onnxruntime")
+    spec = {name: {"dtype": "int32", "shape": [2, 5], "low": 2, "high": 200}
+            for name in ("text1", "text2")}  # fmt: skip
+    timed = benchmarking.time_export(onnx, runtimes.SIGNATURE, spec, batches=2, warmup=0)
+    assert timed["interpreter"].startswith("onnxruntime")
+    # an entry ONNX Runtime acts on: read the .onnx file as its own ORT format, which fails
+    with pytest.raises(RuntimeError, match="ORT model verification failed"):
+        benchmarking.time_export(
+            onnx, runtimes.SIGNATURE, spec, batches=2, warmup=0,
+            options={"onnxruntime_config": {"session.load_model_format": "ORT"}},
+        )  # fmt: skip

@@ -173,3 +173,42 @@ def test_a_measured_choice_is_the_rules_and_serves_the_savedmodels_labels(tiny_e
         assert agreement == pytest.approx(row["label_agreement"])
         if taken["precision"] == "f32":
             np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_keeps_it(
+    tiny_export, tmp_path, monkeypatch
+):
+    pytest.importorskip("openvino")
+    xla, plain = tiny_export
+    export = tmp_path / "export"
+    shutil.copytree(xla, export)
+    installed_here = [("savedmodel", "f32"), ("openvino", "f32")]  # bf16 left out: time
+    monkeypatch.setattr(serving_choice, "installed_candidates", lambda: installed_here)
+    choice = serving_choice.choose_serving(
+        export, PAIRS, convertible=plain, shapes=((4, 6),), threads=1
+    )
+    rows = choice["candidates"]
+    assert [(r["backend"], r["precision"]) for r in rows] == [
+        ("savedmodel", "f32"),
+        ("savedmodel_noxla", "f32"),
+        ("openvino", "f32"),
+    ]
+    assert rows[1]["label_agreement"] == 1.0 and rows[1]["max_abs_dp"] < 1e-5  # same function
+    kept = export / "runtimes" / "savedmodel_noxla"
+    assert (kept / "saved_model.pb").exists()
+    # a choice that serves large batches through it: followed, with the SavedModel's outputs
+    routes = [
+        {"batch": 8, "backend": "savedmodel", "precision": "f32"},
+        {"batch": 512, "backend": "savedmodel_noxla", "precision": "f32"},
+    ]
+    serving_choice.record_choice(export, dict(choice, routes=routes))
+    config = json.loads((export / "assets" / EXPORT_CONFIG_FILE).read_text())
+    assert default_routes(export, config) == (routes, None)
+    texts1, texts2 = [a for a, _ in PAIRS], [b for _, b in PAIRS]
+    want = Predictor(export, tokenize="python", backend="savedmodel").probabilities(texts1, texts2)
+    served = Predictor(export, backend="savedmodel_noxla")
+    assert served.tokenize == "python"
+    np.testing.assert_allclose(served.probabilities(texts1, texts2), want, atol=1e-5)
+    # an --xla=false export is itself TensorFlow without XLA: not a second candidate
+    choice = serving_choice.choose_serving(plain, PAIRS, shapes=((4, 6),), threads=1)
+    assert [r["backend"] for r in choice["candidates"]] == ["savedmodel", "openvino"]

@@ -60,6 +60,12 @@ def define_flags(flag_values=FLAGS):
         "Variants of the --json_out record measured again, each in place of its own rows.",
         flag_values=flag_values,
     )
+    flags.DEFINE_string(
+        "redo_reason",
+        None,
+        "Why --redo's variants are measured again (recorded with them, shown in the header).",
+        flag_values=flag_values,
+    )
 
 
 def main(argv):
@@ -85,6 +91,7 @@ def main(argv):
             all_variants=FLAGS.all_variants,
             resume=resume,
             redo=FLAGS.redo,
+            redo_reason=FLAGS.redo_reason,
             argv=sys.argv[1:],
             save=(lambda r: write_record(FLAGS.json_out, r)) if FLAGS.json_out else None,
         )

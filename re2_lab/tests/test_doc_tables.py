@@ -546,6 +546,10 @@ def test_a_variant_measured_again_takes_its_own_place_in_the_runtimes_record():
     record.update(cpu="AMD EPYC", cpu_features=[], cpu_count=2, date="2026-11-28", threads=2,
                   shapes=[[8, 20]], batches=100, rounds=2, versions={})  # fmt: skip
     assert "; B measured again on 2026-11-29 (`--redo`)." in runtimes._header(record)
+    record["redone"].append({"model": "C", "date": "2026-11-30", "reason": "a new candidate"})
+    assert "(`--redo`); C measured again on 2026-11-30 (`--redo`: a new candidate)." in (
+        runtimes._header(record)
+    )
 
 
 def test_a_profiles_block_gives_the_products_speed_and_the_other_nodes(tmp_path):
@@ -568,3 +572,29 @@ def test_a_profiles_block_gives_the_products_speed_and_the_other_nodes(tmp_path)
     row = "| Net | 8×20 | openvino bf16 | 9.50 | 9.00 | 4.00 (250) | 1.60 | "
     assert row + "5.00: Transpose 2.00, Concat 1.50, Multiply 1.00 | 2,157 |" in text
     assert "Command: `python docs/runs/roofline/runtime_profiles.py`." in text
+
+
+def test_a_phases_block_counts_slowed_processes_and_batches(tmp_path):
+    # by hand: path A's process medians 100, 110, 160: least 100, median 110, most 160; at
+    # 1.5x the least (150) or more: one process (160) and the batches 150, 170, 160 (3 of 9);
+    # B's medians 200, 210: nothing at 300 or more; steal 50 + 25 ticks at 100/s = 0.75 s
+    def run(path, median, batches, steal):
+        return {"path": path, "median_ms": median, "batch_ms": batches, "steal_ticks": steal}
+
+    record = {
+        "command": "python docs/runs/runtimes/phases.py --cycles=3",
+        "cpu": "AMD EPYC", "cpu_features": [], "cpu_count": 2, "date": "2026-11-29",
+        "variant": "Net", "shape": [512, 20], "batches": 3, "cycles": 3,
+        "clock_ticks_per_s": 100, "paths": ["A", "B"],
+        "processes": [
+            run("A", 100, [100, 99, 150], 50), run("B", 200, [200, 190, 210], 0),
+            run("A", 110, [110, 100, 120], 25), run("B", 210, [210, 200, 299], 0),
+            run("A", 160, [170, 160, 140], 0),
+        ],
+    }  # fmt: skip
+    (tmp_path / "p.json").write_text(json.dumps(record))
+    text = doc_tables.generate("phases p.json", root=tmp_path)
+    assert "| A | 3 | 100 / 110 / 160 | 1 | 3 of 9 | 0.75 |" in text
+    assert "| B | 2 | 200 / 205 / 210 | 0 | 0 of 6 | 0.00 |" in text
+    assert "Net, 512×20, 3 timed batches per process, 3 cycles" in text
+    assert "Command: `python docs/runs/runtimes/phases.py --cycles=3`." in text

@@ -103,11 +103,12 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_enum(
         "backend",
         None,
-        ["savedmodel", "tflite", "openvino", "onnxruntime"],
+        list(runtimes.BACKENDS),
         "Runtime timed (default: --format's; with --saved_model, what the export serves a "
         "batch of --batch pairs through, as re2-predict does: its serving choice); "
         "openvino/onnxruntime convert the --xla=false export's serving_ids "
-        "(re2_tf.serving.runtimes).",
+        "(re2_tf.serving.runtimes); savedmodel_noxla: the --xla=false SavedModel (with "
+        "--saved_model: the one an XLA export's serving choice kept).",
         flag_values=flag_values,
     )
     flags.DEFINE_bool(
@@ -243,7 +244,7 @@ def _main(argv):
             vocab_size=FLAGS.vocab_size,
             fmt=fmt,
             precision=FLAGS.precision,
-            xla=FLAGS.xla and not converted,
+            xla=FLAGS.xla and not converted and FLAGS.backend != "savedmodel_noxla",
             runtime=FLAGS.backend if converted else None,
             throughput_batch=FLAGS.throughput_batch,
             plain=FLAGS.plain_export,

@@ -82,11 +82,12 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_enum(
         "backend",
         None,
-        ["savedmodel", "tflite", "openvino", "onnxruntime"],
+        ["savedmodel", "tflite", "openvino", "onnxruntime", "savedmodel_noxla"],
         "Runtime (default: the one re2-export recorded as fastest on its CPU, else the "
         "export's format); openvino/onnxruntime convert an --xla=false "
         "SavedModel's serving_ids (re2_tf.serving.runtimes; pip install -e '.[openvino]' / "
-        "'.[onnx]') and tokenise in Python.",
+        "'.[onnx]') and tokenise in Python; savedmodel_noxla: TensorFlow without XLA (the "
+        "--xla=false SavedModel an XLA export's serving choice kept), tokenising in Python.",
         flag_values=flag_values,
     )
     flags.mark_flag_as_required("export_dir", flag_values=flag_values)

@@ -77,7 +77,11 @@ from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE
 from re2_tf.serving.runtimes import CONVERTED, EXTRAS, MissingOpError, load_saved_model
 
 #: Converted backend -> the Python packages it needs.
-PACKAGES = {"onnxruntime": ("onnxruntime", "tf2onnx", "onnx"), "openvino": ("openvino",)}
+PACKAGES = {
+    "onnxruntime": ("onnxruntime", "tf2onnx", "onnx"),
+    "openvino": ("openvino",),
+    "savedmodel_noxla": (),
+}
 
 
 def installed(backend):
@@ -321,7 +325,7 @@ class Predictor:
     def _load(self, backend, precision, tf):
         """``features -> outputs`` of one runtime over this export (the SavedModel's also sets
         the raw-text function)."""
-        if backend in ("openvino", "onnxruntime"):
+        if backend in CONVERTED:
             # lazy: OpenVINO/ONNX Runtime only when asked for or chosen
             from re2_tf.serving import runtimes
 

@@ -39,6 +39,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -69,10 +70,18 @@ __all__ = [
     "versions",
 ]
 
-#: Every ``--backend``; the last two are converted from the SavedModel (:data:`CONVERTED`).
-BACKENDS = ("savedmodel", "tflite", "openvino", "onnxruntime")
-#: Backend -> name of the converted file in ``<export>/runtimes/``.
-CONVERTED = {"openvino": "serving_ids.xml", "onnxruntime": "serving_ids.onnx"}
+#: Every ``--backend``; the last three are made from an ``--xla=false`` SavedModel
+#: (:data:`CONVERTED`).
+BACKENDS = ("savedmodel", "tflite", "openvino", "onnxruntime", "savedmodel_noxla")
+#: Backend -> name of its file (or folder) in ``<export>/runtimes/``: OpenVINO's IR and ONNX
+#: converted from an ``--xla=false`` SavedModel, and ``savedmodel_noxla``: that SavedModel
+#: itself, kept beside an XLA export (TensorFlow without XLA, a :mod:`serving_choice
+#: <re2_tf.serving.serving_choice>` candidate).
+CONVERTED = {
+    "openvino": "serving_ids.xml",
+    "onnxruntime": "serving_ids.onnx",
+    "savedmodel_noxla": "savedmodel_noxla",
+}
 #: ONNX opset tf2onnx writes.
 OPSET = 17
 SIGNATURE = "serving_ids"
@@ -369,7 +378,10 @@ def convert(export_dir, backend, cache_dir=None):
     Args:
         export_dir: a SavedModel export (``re2-export``; convertible when made with
             ``--xla=false``).
-        backend: ``openvino`` (IR ``.xml``) or ``onnxruntime`` (``.onnx``).
+        backend: ``openvino`` (IR ``.xml``), ``onnxruntime`` (``.onnx``) or
+            ``savedmodel_noxla`` (a copy of an ``--xla=false`` export, the folder
+            ``savedmodel_noxla``; an XLA export has one only where ``re2-export`` measured
+            the serving choice, which keeps it).
         cache_dir: where the file is written; default ``<export_dir>/runtimes`` (a temporary
             folder when that cannot be written).
 
@@ -386,6 +398,9 @@ def convert(export_dir, backend, cache_dir=None):
     saved = export_dir / "saved_model.pb"
     if not saved.exists():
         raise ValueError(f"{export_dir} is not a SavedModel export (no saved_model.pb)")
+    xla = _export_config(export_dir).get("xla")
+    if backend == "savedmodel_noxla" and not cache_dir and not xla:
+        return export_dir  # the export itself is one
     cache = Path(cache_dir) if cache_dir else export_dir / "runtimes"
     try:
         cache.mkdir(parents=True, exist_ok=True)
@@ -395,6 +410,18 @@ def convert(export_dir, backend, cache_dir=None):
         cache = Path(tempfile.mkdtemp(prefix="re2_tf_runtimes_"))
     path = cache / CONVERTED[backend]
     if path.exists() and path.stat().st_mtime >= saved.stat().st_mtime:
+        return path
+    if backend == "savedmodel_noxla":
+        if xla:
+            raise ValueError(
+                f"{export_dir} is an XLA export without a SavedModel without XLA in "
+                f"{cache}: export with --xla=false (or re2-export's default --serving=auto, "
+                "which keeps one)"
+            )
+        if path.exists():
+            shutil.rmtree(path)
+        shutil.copytree(export_dir, path, ignore=shutil.ignore_patterns("runtimes"))
+        os.utime(path)  # copytree gave it the source's time: it is made now
         return path
     (_to_openvino if backend == "openvino" else _to_onnx)(export_dir, path)
     return path
@@ -476,10 +503,12 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
         )
     if not (export_dir / "saved_model.pb").exists():
         raise ValueError(f"{export_dir} is not a SavedModel export: --backend=tflite serves it")
-    if backend == "savedmodel":
+    if backend in ("savedmodel", "savedmodel_noxla"):
         # lazy: OpenVINO, ONNX Runtime and LiteRT serve without TensorFlow
         import tensorflow as tf
 
+        if backend == "savedmodel_noxla":
+            export_dir = convert(export_dir, backend, cache_dir)
         loaded, fn = _signature(export_dir)
 
         def call(features, loaded=loaded):  # loaded: kept alive with the function

@@ -8,9 +8,13 @@ The rule (ours):
 
 - **Candidates**: the SavedModel (TensorFlow, the reference); ONNX Runtime (``onnx`` extra);
   OpenVINO in float32 and, where its CPU plugin reports bfloat16 units, in bfloat16
-  (``openvino`` extra). The converted ones are converted from an ``--xla=false`` SavedModel
-  of the same weights (:func:`re2_tf.serving.runtimes.convert`) and kept in
-  ``<export>/runtimes/``.
+  (``openvino`` extra); and, for an XLA export (the default), TensorFlow without XLA
+  (``savedmodel_noxla``: XLA's CPU code for the model function is not TensorFlow's own
+  kernels, and which is faster depends on the model and the batch). The others are made
+  from an ``--xla=false`` SavedModel of the same weights (converted, or for
+  ``savedmodel_noxla`` copied: :func:`re2_tf.serving.runtimes.convert`) and kept in
+  ``<export>/runtimes/``. TensorFlow without XLA is a candidate only beside another runtime
+  (with TensorFlow alone nothing is measured, below).
 - **Agreement**: a candidate is eligible only if its most probable label equals the
   SavedModel's on at least :data:`MIN_AGREEMENT` of the held-out pairs (both fed the same
   Python tokenisation); its max |Δp| is recorded. A conversion or a run that fails makes the
@@ -157,8 +161,9 @@ def choose_serving(
             split); with none, nothing can be checked and the SavedModel serves.
         convertible: an ``xla=False`` SavedModel of the same model the other runtimes are
             converted from (default: ``export_dir`` itself, which then must be one).
-        candidates: ``[(backend, precision)]`` (default :func:`installed_candidates`); the
-            SavedModel is always the first.
+        candidates: ``[(backend, precision)]`` (default :func:`installed_candidates`, and
+            ``("savedmodel_noxla", "f32")`` second where ``export_dir`` is an XLA export and
+            ``convertible`` is given); the SavedModel is always the first.
         shapes: ``(batch, words per text)`` shapes timed.
         threads: intra-op threads of the timing processes (0: each runtime's default).
         rounds: timing rounds; a candidate's median at a shape is the least of its rounds'
@@ -176,14 +181,16 @@ def choose_serving(
     """
     export_dir = Path(export_dir)
     found = [c for c in (candidates or installed_candidates()) if c != ("savedmodel", "f32")]
-    found = [("savedmodel", "f32"), *found]
     unmeasured = {"backend": "savedmodel", "precision": "f32", "measured": False}
-    if len(found) == 1:
+    if not found:
         return dict(unmeasured, reason=NOTHING_TO_MEASURE)
+    config = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text())
+    if candidates is None and config.get("xla") and convertible is not None:
+        found.insert(0, ("savedmodel_noxla", "f32"))
+    found = [("savedmodel", "f32"), *found]
     pairs = list(pairs or [])
     if not pairs:
         return dict(unmeasured, reason="no held-out pairs to check other runtimes against")
-    config = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text())
     featurizers = export_featurizers(export_dir, config)
     texts1, texts2 = [a for a, _ in pairs], [b for _, b in pairs]
     convertible = Path(convertible or export_dir)

@@ -28,6 +28,9 @@ Request keys:
     outputs_file: optional ``.npz`` written after timing: ``probabilities`` of 4 batches (the
             first call's and 3 more, drawn before timing; or ``inputs_file``'s).
     precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``).
+    onnxruntime_config: optional ``{key: value}`` session config entries for ONNX Runtime
+            (``SessionOptions.add_session_config_entry``, e.g.
+            ``{"session.intra_op.allow_spinning": "0"}``).
 
 Output keys: ``first_call_s`` (first call, includes XLA compilation / TFLite allocation),
 ``times_s`` (list, one per timed batch), ``throughput_pairs_per_s`` (or null), ``interpreter``,
@@ -147,6 +150,8 @@ def main(request):
             options.intra_op_num_threads = intra
         if inter:
             options.inter_op_num_threads = inter
+        for key, value in request.get("onnxruntime_config", {}).items():
+            options.add_session_config_entry(key, str(value))
         session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         names = [o.name for o in session.get_outputs()]
         interpreter_name = f"onnxruntime {onnxruntime.__version__}"
