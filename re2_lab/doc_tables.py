@@ -316,7 +316,13 @@ def _agreement(record):
                 f"| `{run['run']}` | {run['model']} | {run['pairs']:,} | {name} | "
                 f"{c['label_agreement']:.4f} | {c['max_abs_dp']:.1e} |"
             )
-    return "\n".join(lines + ["", f"{describe_machine(record)}. Command: `{record['command']}`."])
+    again = "".join(
+        f"; `{run['run']}` measured again on {run['date']}"
+        for run in record["runs"]
+        if "date" in run
+    )
+    footer = f"{describe_machine(record)}{again}. Command: `{record['command']}`."
+    return "\n".join(lines + ["", footer])
 
 
 def _profiles(record, kinds=3):

@@ -404,6 +404,12 @@ def test_an_agreement_block_lists_each_runtime_of_each_run(tmp_path):
         "",
         "2 cores of Some CPU (avx2), 2026-01-02. Command: `python agreement.py a=b`.",
     ]
+    record["runs"][0]["date"] = "2026-01-05"  # measured again (--redo)
+    (tmp_path / "a.json").write_text(json.dumps(record))
+    assert doc_tables.generate("agreement a.json", tmp_path).splitlines()[-1] == (
+        "2 cores of Some CPU (avx2), 2026-01-02; `docs/runs/x/seed1` measured again on "
+        "2026-01-05. Command: `python agreement.py a=b`."
+    )
 
 
 def test_a_runtimes_order_and_choices_list_each_models_paths(tmp_path):

@@ -1206,6 +1206,12 @@ def test_the_openvino_bf16_bert_matchlstm_figures_in_the_docs_are_the_records():
     assert (ROOT / run["run"] / "results.json").exists()
     (ov,) = [c for c in run["candidates"] if (c["backend"], c["precision"]) == ("openvino", "bf16")]
     assert f"gives the SavedModel's label on {ov['label_agreement']:.3f} of them" in flat
+    # the 512 x 20 default, TensorFlow without XLA, on the same dev pairs: in that run only
+    (noxla,) = [c for c in run["candidates"] if c["backend"] == "savedmodel_noxla"]
+    assert noxla["label_agreement"] == 1.0 and noxla["max_abs_dp"] < 1e-5
+    others = [r for r in agreement["runs"] if r is not run]
+    assert all(c["backend"] != "savedmodel_noxla" for r in others for c in r["candidates"])
+    assert "(`savedmodel_noxla`) has rows for the BERT+MatchLSTM run only" in flat
 
 
 def test_the_runtime_profiles_sentence_on_re2_is_its_record():

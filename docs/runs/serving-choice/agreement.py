@@ -6,11 +6,13 @@ For each run (trained runs of ``docs/runs/compare/`` and ``docs/runs/drcn-ablati
 does (XLA SavedModel), convert an ``xla=False`` export of the same weights for ONNX Runtime and
 OpenVINO into the export's ``runtimes/`` as the serving choice does, and score up to 1,000 of
 the run's dev pairs (``serving_choice``'s number) with the SavedModel and with every candidate
-(``re2_tf.serving.serving_choice.installed_candidates``), all fed the same Python tokenisation.
+(TensorFlow without XLA, ``savedmodel_noxla``, then
+``re2_tf.serving.serving_choice.installed_candidates``), all fed the same Python tokenisation.
 Records each candidate's share of labels equal to the SavedModel's and its max |dp|. Nothing is
-timed. Writes ``agreement.json`` beside this file, adding runs not in it yet.
+timed. Writes ``agreement.json`` beside this file, adding runs not in it yet; ``--redo=<record
+dir>,...`` measures those runs again, each in place of its own entry.
 
-    python docs/runs/serving-choice/agreement.py <run_dir>=<record dir> ...
+    python docs/runs/serving-choice/agreement.py [--redo=<dirs>] <run_dir>=<record dir> ...
 """
 
 import datetime
@@ -47,7 +49,8 @@ def measure(run_dir, record_dir, tmp):
     reference = Predictor(export, tokenize="python", backend="savedmodel")
     want = reference.probabilities(texts1, texts2)
     rows = []
-    for backend, precision in serving_choice.installed_candidates()[1:]:
+    candidates = [("savedmodel_noxla", "f32"), *serving_choice.installed_candidates()[1:]]
+    for backend, precision in candidates:
         row = {"backend": backend, "precision": precision}
         try:
             runtimes.convert(plain, backend, Path(export) / "runtimes")
@@ -80,13 +83,21 @@ def main():
         "min_agreement": serving_choice.MIN_AGREEMENT,
         "runs": [],
     }  # fmt: skip
-    done = {r["run"] for r in record["runs"]}
-    for pair in sys.argv[1:]:
+    args = [a for a in sys.argv[1:] if not a.startswith("--redo=")]
+    redo = {d for a in sys.argv[1:] if a.startswith("--redo=") for d in a[7:].split(",") if d}
+    done = {r["run"] for r in record["runs"]} - redo
+    for pair in args:
         run_dir, record_dir = pair.split("=", 1)
         if record_dir in done:
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            record["runs"].append(measure(run_dir, record_dir, tmp))
+            measured = measure(run_dir, record_dir, tmp)
+        names = [r["run"] for r in record["runs"]]
+        if record_dir in names:  # measured again: in place, dated
+            measured["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+            record["runs"][names.index(record_dir)] = measured
+        else:
+            record["runs"].append(measured)
         # the command that makes this record: the runs in it
         record["command"] = " ".join(
             ["python docs/runs/serving-choice/agreement.py"]
