@@ -48,7 +48,7 @@ from absl import flags
 from re2_tf.cli.common import run_command
 from re2_tf.matcher import Matcher
 from re2_tf.serving.predictor import MissingOpError, Predictor, read_pairs
-from re2_tf.serving.runtimes import ConversionError, MissingPackageError
+from re2_tf.serving.runtimes import BACKENDS, ConversionError, MissingPackageError
 
 __all__ = ["define_flags", "main", "run"]
 
@@ -82,7 +82,7 @@ def define_flags(flag_values=FLAGS):
     flags.DEFINE_enum(
         "backend",
         None,
-        ["savedmodel", "tflite", "openvino", "onnxruntime", "savedmodel_noxla"],
+        list(BACKENDS),
         "Runtime (default: the one re2-export recorded as fastest on its CPU, else the "
         "export's format); openvino/onnxruntime convert an --xla=false "
         "SavedModel's serving_ids (re2_tf.serving.runtimes; pip install -e '.[openvino]' / "

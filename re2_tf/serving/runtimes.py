@@ -386,10 +386,12 @@ def convert(export_dir, backend, cache_dir=None):
             folder when that cannot be written).
 
     Returns:
-        ``Path`` of the converted file.
+        ``Path`` of the converted file (for ``savedmodel_noxla``: the folder, or, for an
+        ``--xla=false`` export without ``cache_dir``, ``export_dir`` itself).
 
     Raises:
-        ValueError: an unknown backend or not a SavedModel export. ConversionError: the
+        ValueError: an unknown backend or not a SavedModel export; ``savedmodel_noxla`` of
+        an XLA export that has none kept. ConversionError: the
         converter's unsupported ops. MissingPackageError: the converter is not installed.
     """
     if backend not in CONVERTED:
