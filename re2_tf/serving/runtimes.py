@@ -400,7 +400,8 @@ def convert(export_dir, backend, cache_dir=None):
     saved = export_dir / "saved_model.pb"
     if not saved.exists():
         raise ValueError(f"{export_dir} is not a SavedModel export (no saved_model.pb)")
-    xla = _export_config(export_dir).get("xla")
+    # only TensorFlow without XLA depends on how the export was made
+    xla = backend == "savedmodel_noxla" and _export_config(export_dir).get("xla")
     if backend == "savedmodel_noxla" and not cache_dir and not xla:
         return export_dir  # the export itself is one
     cache = Path(cache_dir) if cache_dir else export_dir / "runtimes"
