@@ -134,9 +134,9 @@ def test_the_xla_export_fails_on_lowerbound(tmp_path):
     assert not (path / "runtimes" / "serving_ids.xml").exists()
 
 
-def _save_function(path, function):
+def _save_function(path, function, tracked=None):
     """A SavedModel whose ``serving_ids`` signature is ``function`` (one float32 input ``x``
-    of shape ``[None, None]``, outputs a dict)."""
+    of shape ``[None, None]``, outputs a dict); ``tracked``: what holds its variables."""
 
     class Module(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32, name="x")])
@@ -144,6 +144,7 @@ def _save_function(path, function):
             return function(x)
 
     module = Module()
+    module.tracked = tracked
     tf.saved_model.save(module, str(path), signatures={"serving_ids": module.serve})
     return path
 
@@ -353,8 +354,8 @@ def test_openvino_bf16_crashes_on_bert_matchlstm_when_the_length_changes(tmp_pat
     # OpenVINO 2026.4's CPU plugin in bfloat16 kills the process (SIGSEGV) on the converted
     # BERT+MatchLSTM benchmark model when a batch of 8 x 51 word pieces follows two of
     # 8 x 50; float32 runs the same calls, and that batch alone runs (docs/performance.md,
-    # "OpenVINO bfloat16 on BERT+MatchLSTM"). The serving choice therefore records OpenVINO
-    # bf16 as failed for this model. This test fails when a release fixes the plugin.
+    # "OpenVINO bfloat16 on BERT+MatchLSTM"). Served with the MatchLSTM in f32 (the IR's
+    # two parts), the same calls run. This test fails when a release fixes the plugin.
     pytest.importorskip("openvino")
     pytest.importorskip("keras_hub")
     if not runtimes.cpu_has_bf16():
@@ -377,6 +378,12 @@ def test_openvino_bf16_crashes_on_bert_matchlstm_when_the_length_changes(tmp_pat
 
     # the worker calls its first batch, then (no warm-up) the first and the second: 50, 50, 51
     crashing = [batches[0], batches[2], batches[2], batches[2]]
+    # As served (runtimes.OPENVINO_PARTS beside the IR): the MatchLSTM in f32, no crash.
+    assert all(xml.with_name("serving_ids" + s).exists() for s in runtimes.OPENVINO_PARTS)
+    assert len(run(crashing, "bf16")["times_s"]) == 2
+    # The whole network under the bf16 hint: the plugin's fault.
+    for suffix in runtimes.OPENVINO_PARTS:
+        xml.with_name("serving_ids" + suffix).unlink()
     assert len(run(crashing, "f32")["times_s"]) == 2
     assert len(run([batches[2]] * 4, "bf16")["times_s"]) == 2
     with pytest.raises(RuntimeError, match=r"killed by SIGSEGV"):
@@ -426,3 +433,83 @@ def test_an_onnxruntime_session_config_entry_reaches_the_timing_worker(tmp_path)
             onnx, runtimes.SIGNATURE, spec, batches=2, warmup=0,
             options={"onnxruntime_config": {"session.load_model_format": "ORT"}},
         )  # fmt: skip
+
+
+def _match_lstm_model(seed=3):
+    """A small network with a MatchLSTM between two dense layers, every weight random:
+    ``x`` float32 ``[batch, length]`` -> probabilities ``[batch, 3]``."""
+    import keras
+
+    from re2_tf.layers import BidirectionalMatchLSTM
+
+    keras.utils.set_random_seed(seed)
+    x = keras.Input(shape=(None,), name="x")
+    h = keras.layers.Dense(6, name="encoder")(keras.ops.expand_dims(x, -1))
+    s = BidirectionalMatchLSTM(4, name="match_lstm")(h, h)
+    out = keras.layers.Dense(3, activation="softmax", name="logits")(s)
+    model = keras.Model(x, out)
+    randomize_weights(model, seed)
+    return model
+
+
+def test_float32_layers_names_the_outermost_flagged_layers():
+    import keras
+
+    from re2_tf.serving.export import float32_layers
+
+    model = _match_lstm_model()
+    # BidirectionalMatchLSTM and its two MatchLSTM directions are flagged; only the outer one
+    # is named (its directions' ops are under its name).
+    assert float32_layers(model) == ["match_lstm"]
+    x = keras.Input(shape=(4,))
+    assert float32_layers(keras.Model(x, keras.layers.Dense(2)(x))) == []
+
+
+def test_the_float32_part_runs_in_float32_under_a_bf16_hint(tmp_path):
+    ov = pytest.importorskip("openvino")
+    model = _match_lstm_model()
+    _save_function(tmp_path, lambda x: {"probabilities": model(x)}, tracked=model)
+    (tmp_path / "assets").mkdir(exist_ok=True)
+    (tmp_path / "assets" / "export_config.json").write_text(
+        json.dumps({"float32_layers": ["match_lstm"]})
+    )
+    x = np.random.default_rng(0).normal(size=(5, 7)).astype(np.float32)
+    # Reference: Keras itself, not a converted graph.
+    expected = np.asarray(model(x))
+    xml = runtimes.convert(tmp_path, "openvino")
+    parts = [xml.with_name("serving_ids" + suffix) for suffix in runtimes.OPENVINO_PARTS]
+    assert all(p.exists() for p in parts)
+    # The parts fed in turn, both in f32, compute what the network does.
+    core = ov.Core()
+    f32 = {"INFERENCE_PRECISION_HINT": "f32"}
+    first, second = (core.compile_model(str(p), "CPU", f32) for p in parts)
+    handed = {o.get_any_name(): v for o, v in first({"x": x}).items()}
+    assert sorted(handed) == sorted(i.get_any_name() for i in second.inputs)
+    assert all(name.startswith(runtimes.HANDED) for name in handed)
+    got = {o.get_any_name(): v for o, v in second(handed).items()}
+    np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5)
+    # The MatchLSTM's loops are in the float32 part, the encoder's matmul in the other.
+    kinds = [
+        {op.get_type_name() for op in core.read_model(str(p)).get_ordered_ops()} for p in parts
+    ]
+    assert "Loop" in kinds[1] and "Loop" not in kinds[0]
+    # Served under a bf16 hint: the float32 part's ops execute in f32 whatever the CPU.
+    runtime = runtimes.load(tmp_path, "openvino", precision="bf16")
+    np.testing.assert_allclose(runtime({"x": x})["probabilities"], expected, atol=2e-2)
+    if not runtimes.cpu_has_bf16():
+        pytest.skip("no bfloat16 units: OpenVINO runs the first part in f32 too")
+
+    def executed(compiled):
+        return {
+            op.get_rt_info()["runtimePrecision"].astype(str)
+            for op in compiled.get_runtime_model().get_ordered_ops()
+        }
+
+    # Compiled on its own under a bf16 hint, the float32 part would run in bf16 too...
+    alone = core.compile_model(str(parts[1]), "CPU", {"INFERENCE_PRECISION_HINT": "bf16"})
+    assert "bf16" in executed(alone)
+    # ...as served, the first part runs in bf16 and the float32 part in f32 only.
+    served = runtimes._compile_openvino(xml, "bf16")
+    assert len(served) == 2 and "bf16" in executed(served[0])
+    assert "bf16" not in executed(served[1])
+    assert runtimes.load(tmp_path, "openvino", precision="bf16").precision == "bf16"

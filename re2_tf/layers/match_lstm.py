@@ -175,6 +175,11 @@ class MatchLSTM(keras.layers.Layer):
     ```
     """
 
+    #: Kept in float32 where a runtime serves the rest of the network in bfloat16
+    #: (:func:`re2_tf.serving.export.float32_layers`): the recurrence carries bf16 rounding
+    #: through every step of B (docs/performance.md, "BERT+MatchLSTM in bfloat16").
+    serving_float32 = True
+
     def __init__(
         self,
         units,
@@ -443,6 +448,11 @@ class BidirectionalMatchLSTM(keras.layers.Layer):
     features = keras.layers.Concatenate()([s, h_cls])                 # f = [s ; h_0]
     ```
     """
+
+    #: Kept in float32 where a runtime serves the rest of the network in bfloat16
+    #: (:func:`re2_tf.serving.export.float32_layers`): the recurrence carries bf16 rounding
+    #: through every step of B (docs/performance.md, "BERT+MatchLSTM in bfloat16").
+    serving_float32 = True
 
     def __init__(
         self,

@@ -100,6 +100,7 @@ __all__ = [
     "ServingModule",
     "batch_mismatch",
     "export_model",
+    "float32_layers",
     "DEFAULT_LENGTH_BUCKETS",
     "EXPORT_CONFIG_FILE",
     "TFLITE_FILE",
@@ -671,6 +672,16 @@ class _TFLiteModule(tf.Module):
         }
 
 
+def float32_layers(model):
+    """Names of ``model``'s layers (at any depth, outermost only) whose class sets
+    ``serving_float32 = True``: the parts a runtime serving in bfloat16 keeps in float32
+    (recorded in ``export_config.json`` as ``float32_layers``; OpenVINO's bf16 path,
+    :func:`re2_tf.serving.runtimes.convert`). ``[]`` when there are none."""
+    flagged = [layer for layer in all_sublayers(model) if getattr(layer, "serving_float32", False)]
+    inner = {id(sub) for layer in flagged for sub in all_sublayers(layer)}
+    return [layer.name for layer in flagged if id(layer) not in inner]
+
+
 def export_model(
     model,
     export_dir,
@@ -748,6 +759,7 @@ def export_model(
         "truncation": truncation,
         "length_buckets": [int(b) for b in length_buckets],
         "xla": bool(xla),
+        "float32_layers": float32_layers(model),
         "label_names": list(label_names),
         "output": output,
         "backend": backend,

@@ -9,7 +9,12 @@ length]`` per text, or the model's other features) is converted from the SavedMo
   CPU with ``INFERENCE_PRECISION_HINT`` ``f32`` (``bf16``: OpenVINO's own default on a CPU
   with bfloat16 units; :func:`cpu_has_bf16`); loop states passed on unchanged are made
   computed values first, which OpenVINO's CPU plugin otherwise runs wrong
-  (:func:`_copy_passed_states`);
+  (:func:`_copy_passed_states`). An export whose ``export_config.json`` names
+  ``float32_layers`` (:func:`re2_tf.serving.export.float32_layers`: BERT+MatchLSTM's
+  MatchLSTM) is also saved in two parts beside it, :data:`OPENVINO_PARTS`: the ops of those
+  layers and everything computed from them (the float32 part), and the rest; ``bf16`` then
+  compiles the rest in bf16 and the float32 part in f32, one after the other
+  (:func:`split_openvino`);
 - ``onnxruntime``: ``tf2onnx.convert.from_function`` of the same function (ONNX opset
   :data:`OPSET`, ``serving_ids.onnx``; TensorFlow's ``Erfc``, which tf2onnx lacks, as
   ``1 - Erf``: :data:`ONNX_HANDLERS`), run by an ``onnxruntime.InferenceSession`` on the
@@ -57,6 +62,7 @@ __all__ = [
     "MissingOpError",
     "MissingPackageError",
     "ONNX_HANDLERS",
+    "OPENVINO_PARTS",
     "OPSET",
     "Runtime",
     "agreement",
@@ -66,6 +72,7 @@ __all__ = [
     "load",
     "load_saved_model",
     "require",
+    "split_openvino",
     "unsupported_ops",
     "versions",
 ]
@@ -82,6 +89,12 @@ CONVERTED = {
     "onnxruntime": "serving_ids.onnx",
     "savedmodel_noxla": "savedmodel_noxla",
 }
+#: Suffixes of the two parts an OpenVINO IR ``<name>.xml`` is saved in when its export names
+#: ``float32_layers`` (:func:`split_openvino`): ``<name>.bf16_part.xml`` (bf16 under a bf16
+#: hint) and ``<name>.f32_part.xml`` (always f32), fed one after the other. The first part's
+#: outputs named ``float32_part_input_<i>`` are the second part's inputs.
+OPENVINO_PARTS = (".bf16_part.xml", ".f32_part.xml")
+HANDED = "float32_part_input_"
 #: ONNX opset tf2onnx writes.
 OPSET = 17
 SIGNATURE = "serving_ids"
@@ -369,6 +382,87 @@ def _to_openvino(export_dir, path):
     _copy_passed_states(model, ov)
     ov.save_model(model, str(path), compress_to_fp16=False)
     del loaded
+    layers = _export_config(export_dir).get("float32_layers")
+    if layers:
+        first, second = split_openvino(model, layers)
+        for part, suffix in zip((first, second), OPENVINO_PARTS):
+            ov.save_model(part, str(_part_path(path, suffix)), compress_to_fp16=False)
+
+
+def _part_path(path, suffix):
+    path = Path(path)
+    return path.with_name(path.name[: -len(".xml")] + suffix)
+
+
+def split_openvino(model, layers):
+    """Cut an OpenVINO ``model`` in two: the ops of the Keras ``layers`` (an op's friendly
+    name has a path segment ``<layer>`` or ``<layer>_<n>``, as ``convert_model`` names them)
+    and every op computed from them form the second part; the rest the first. Every tensor
+    the first part hands to the second becomes a first-part ``Result`` and a second-part
+    ``Parameter``, both named ``float32_part_input_<i>``; each original ``Result`` goes with
+    the part that computes it. ``model`` is changed (its second-part ops read the new
+    parameters): save it before.
+
+    Fed in turn (the first part's outputs named ``float32_part_input_*`` into the second),
+    the parts compute what ``model`` does; compiled with different
+    ``INFERENCE_PRECISION_HINT`` s they keep ``layers`` in one precision and the rest in
+    another (OpenVINO's CPU plugin has one hint per compiled model).
+
+    Args:
+        model: an ``openvino.Model``.
+        layers: Keras layer names (``export_config.json``'s ``float32_layers``).
+
+    Returns:
+        ``(first, second)``, two ``openvino.Model`` s.
+
+    Raises:
+        ValueError: no op of ``model`` belongs to ``layers``.
+    """
+    ov = require("openvino")
+    pattern = re.compile("(^|/)(" + "|".join(re.escape(name) for name in layers) + r")(_\d+)?(/|$)")
+    second = set()
+    for op in model.get_ordered_ops():  # topological: producers come first
+        if op.get_type_name() == "Result":
+            continue
+        fed = any(
+            inp.get_source_output().get_node().get_friendly_name() in second for inp in op.inputs()
+        )
+        if fed or pattern.search(op.get_friendly_name()):
+            second.add(op.get_friendly_name())
+    if not second:
+        raise ValueError(f"no op of the converted model belongs to the layers {list(layers)}")
+    cut = {}
+    for op in model.get_ordered_ops():
+        if op.get_friendly_name() not in second:
+            continue
+        for inp in op.inputs():
+            source = inp.get_source_output()
+            node = source.get_node()
+            if node.get_friendly_name() in second or node.get_type_name() == "Constant":
+                continue
+            cut.setdefault((node.get_friendly_name(), source.get_index()), source)
+    results = {True: [], False: []}
+    for result in model.get_results():
+        name = result.input_value(0).get_node().get_friendly_name()
+        results[name in second].append(result)
+    handed = []
+    for i, source in enumerate(cut.values()):
+        result = ov.opset13.result(source)
+        result.set_friendly_name(f"{HANDED}{i}")
+        result.output(0).set_names({f"{HANDED}{i}"})
+        handed.append(result)
+    first = ov.Model(results[False] + handed, model.get_parameters(), "bf16_part")
+    parameters = []
+    for i, source in enumerate(cut.values()):
+        parameter = ov.opset13.parameter(
+            source.get_partial_shape(), source.get_element_type(), name=f"{HANDED}{i}"
+        )
+        parameter.output(0).set_names({f"{HANDED}{i}"})
+        for target in list(source.get_target_inputs()):
+            if target.get_node().get_friendly_name() in second:
+                target.replace_source_output(parameter.output(0))
+        parameters.append(parameter)
+    return first, ov.Model(results[True], parameters, "f32_part")
 
 
 def convert(export_dir, backend, cache_dir=None):
@@ -412,7 +506,12 @@ def convert(export_dir, backend, cache_dir=None):
     except OSError:
         cache = Path(tempfile.mkdtemp(prefix="re2_tf_runtimes_"))
     path = cache / CONVERTED[backend]
-    if path.exists() and path.stat().st_mtime >= saved.stat().st_mtime:
+    parts = (
+        [_part_path(path, suffix) for suffix in OPENVINO_PARTS]
+        if backend == "openvino" and _export_config(export_dir).get("float32_layers")
+        else []
+    )
+    if all(p.exists() and p.stat().st_mtime >= saved.stat().st_mtime for p in [path, *parts]):
         return path
     if backend == "savedmodel_noxla":
         if xla:
@@ -464,6 +563,25 @@ class Runtime:
         return f"Runtime({self.backend!r}, {str(self.path)!r}, precision={self.precision!r})"
 
 
+def _compile_openvino(path, precision, threads=0):
+    """The IR ``path`` compiled for the CPU: ``[compiled model]``, or under a bf16 hint with
+    :data:`OPENVINO_PARTS` beside it, ``[first part (bf16), float32 part (f32)]``."""
+    ov = require("openvino")
+    config = {"INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": "LATENCY"}
+    if threads:
+        config["INFERENCE_NUM_THREADS"] = threads
+    core = ov.Core()
+    parts = [_part_path(path, suffix) for suffix in OPENVINO_PARTS]
+    if precision == "f32" or not all(p.exists() for p in parts):
+        parts = [path]
+    return [
+        core.compile_model(
+            str(part), "CPU", dict(config, INFERENCE_PRECISION_HINT=precision if k == 0 else "f32")
+        )
+        for k, part in enumerate(parts)
+    ]
+
+
 def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
     """A :class:`Runtime` over ``export_dir``'s ``serving_ids`` in ``backend``.
 
@@ -473,8 +591,9 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
             TFLite export for ``tflite``.
         backend: one of :data:`BACKENDS`.
         threads: intra-op threads (0 = the runtime's default).
-        precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``); the others
-            run the export's own precision.
+        precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``; ``bf16`` with
+            the IR's :data:`OPENVINO_PARTS` beside it: the first part in bf16, the
+            ``float32_layers`` part in f32); the others run the export's own precision.
         cache_dir: see :func:`convert`.
 
     Raises:
@@ -530,18 +649,19 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         names = [o.name for o in session.get_outputs()]
         return Runtime(backend, path, lambda x: dict(zip(names, session.run(None, x))))
-    ov = require("openvino")
-    config = {"INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": "LATENCY"}
-    if threads:
-        config["INFERENCE_NUM_THREADS"] = threads
-    compiled = ov.Core().compile_model(str(path), "CPU", config)
-    request = compiled.create_infer_request()
+    compiled = _compile_openvino(path, precision, threads)
+    requests = [c.create_infer_request() for c in compiled]
 
     def infer(features):
-        result = request.infer(features)
-        return {o.get_any_name(): result[o] for o in compiled.outputs}
+        outputs = {}
+        for c, r in zip(compiled, requests):
+            if outputs:  # the float32 part reads what the first part handed on
+                features = {k: outputs.pop(k) for k in list(outputs) if k.startswith(HANDED)}
+            result = r.infer(features)
+            outputs.update({o.get_any_name(): result[o] for o in c.outputs})
+        return outputs
 
-    effective = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
+    effective = compiled[0].get_property("INFERENCE_PRECISION_HINT").get_type_name()
     return Runtime(backend, path, infer, precision=effective)
 
 

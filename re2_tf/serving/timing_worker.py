@@ -27,7 +27,9 @@ Request keys:
             instead of drawing them (``inputs`` then only gives the batch size).
     outputs_file: optional ``.npz`` written after timing: ``probabilities`` of 4 batches (the
             first call's and 3 more, drawn before timing; or ``inputs_file``'s).
-    precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``).
+    precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``; under ``bf16`` an
+            IR with its two parts beside it, ``re2_tf.serving.runtimes.OPENVINO_PARTS``, runs
+            as they are served: the first part in bf16, the float32 part in f32).
     onnxruntime_config: optional ``{key: value}`` session config entries for ONNX Runtime
             (``SessionOptions.add_session_config_entry``, e.g.
             ``{"session.intra_op.allow_spinning": "0"}``).
@@ -167,13 +169,34 @@ def main(request):
             config["INFERENCE_NUM_THREADS"] = intra
         if request.get("precision"):
             config["INFERENCE_PRECISION_HINT"] = request["precision"]
-        compiled = openvino.Core().compile_model(path, "CPU", config)
-        infer_request = compiled.create_infer_request()
+        # re2_tf.serving.runtimes.OPENVINO_PARTS: under a bf16 hint, the float32 part in f32
+        parts = [path[: -len(".xml")] + suffix for suffix in (".bf16_part.xml", ".f32_part.xml")]
+        if request.get("precision") in (None, "f32") or not all(map(os.path.exists, parts)):
+            parts = [path]
+        core = openvino.Core()
+        compiled = [
+            core.compile_model(
+                part, "CPU", config if k == 0 else dict(config, INFERENCE_PRECISION_HINT="f32")
+            )
+            for k, part in enumerate(parts)
+        ]
+        infer_requests = [c.create_infer_request() for c in compiled]
         interpreter_name = f"openvino {openvino.__version__.split('-')[0]}"
+        if len(parts) > 1:
+            interpreter_name += " (float32 part in f32)"
 
         def call(inputs):
-            result = infer_request.infer(inputs)
-            return {o.get_any_name(): result[o] for o in compiled.outputs}
+            outputs = {}
+            for c, r in zip(compiled, infer_requests):
+                if outputs:
+                    inputs = {
+                        k: outputs.pop(k)
+                        for k in list(outputs)
+                        if k.startswith("float32_part_input_")
+                    }
+                result = r.infer(inputs)
+                outputs.update({o.get_any_name(): result[o] for o in c.outputs})
+            return outputs
     else:
         # lazy: a fresh timing process imports only what its runtime needs
         import tensorflow as tf
