@@ -516,3 +516,21 @@ def test_tensorflow_text_is_imported_only_for_a_savedmodel_that_needs_its_ops(tm
         "after": True,
         "out": ["A", "cat"],
     }
+
+
+def test_features_are_the_word_ids_padded_to_the_longest_text(setup):
+    _, vocab, exports, _ = setup
+    predictor = Predictor(exports["snli"], tokenize="python")
+    features = predictor.features(["a man is sleeping", "dog"], ["a woman", ""])
+    # by hand: the vocabulary's ids, padded with 0 to the batch's longest text
+    ids = {w: vocab.encode([w])[0] for w in ("a", "man", "is", "sleeping", "dog", "woman")}
+    assert features["text1"].tolist() == [
+        [ids["a"], ids["man"], ids["is"], ids["sleeping"]],
+        [ids["dog"], 0, 0, 0],
+    ]
+    assert features["text2"].tolist() == [[ids["a"], ids["woman"]], [0, 0]]
+    assert features["text1"].dtype == np.int32
+    with pytest.raises(ValueError, match="1 text1 but 2 text2"):
+        predictor.features(["a"], ["b", "c"])
+    with pytest.raises(ValueError, match='tokenize="python"'):
+        Predictor(exports["whitespace"], tokenize="graph").features(["a"], ["b"])

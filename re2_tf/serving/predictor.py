@@ -382,6 +382,22 @@ class Predictor:
         }
         return features, np.asarray(cut)
 
+    def features(self, texts1, texts2):
+        """The export's ``serving_ids`` inputs for ``n`` pairs of raw texts, as this Predictor
+        makes them with ``tokenize="python"``: ``{name: np.ndarray}`` (int32 ids ``[n,
+        length]`` padded with 0, or the model's other features), what a
+        :class:`~re2_tf.serving.runtimes.Runtime` takes.
+
+        Raises:
+            ValueError: a Predictor made with ``tokenize="graph"`` (its SavedModel tokenises
+                in the graph), or ``texts1`` and ``texts2`` differ in length.
+        """
+        if self.tokenize != "python":
+            raise ValueError('features needs tokenize="python"')
+        if len(texts1) != len(texts2):
+            raise ValueError(f"{len(texts1)} text1 but {len(texts2)} text2")
+        return self._features(texts1, texts2)[0]
+
     def outputs(self, texts1, texts2):
         """``{"probabilities": float32 [n, C], "truncated": int [n]}`` plus ``"score"``
         float32 ``[n]`` when the export serves one, for ``n`` pairs of raw texts."""
