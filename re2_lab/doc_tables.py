@@ -151,6 +151,8 @@ def generate(spec, root=REPO):
         return _training_ab(record) if "models" in record else _paths_ab(record)
     if kind == "agreement" and len(args) == 1:
         return _agreement(_read(root / args[0]))
+    if kind == "bf16_parts" and len(args) == 1:
+        return _bf16_parts(_read(root / args[0]))
     if kind == "profiles" and len(args) == 1:
         return _profiles(_read(root / args[0]))
     if kind == "phases" and len(args) == 1:
@@ -166,6 +168,7 @@ def generate(spec, root=REPO):
         "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
         "'runtimes <json> [table|order|choices|standing]', 'agreement <json>', "
+        "'bf16_parts <json>', "
         "'profiles <json>', 'phases <json>', 'ab <json>', "
         "'growth <jsonl>' or 'tests <ci log>'"
     )
@@ -322,6 +325,30 @@ def _agreement(record):
         if "date" in run
     )
     footer = f"{describe_machine(record)}{again}. Command: `{record['command']}`."
+    return "\n".join(lines + ["", footer])
+
+
+def _bf16_parts(record):
+    """``docs/runs/serving-choice/bf16_parts.py``'s record: per precision of BERT+MatchLSTM's
+    two OpenVINO parts (or of the whole IR), the share of dev labels equal to the SavedModel's
+    and the max |Δp|, then the run, the machine and the command."""
+    from re2_lab.throughput import describe_machine
+
+    lines = [
+        "| OpenVINO IR | BERT encoder | MatchLSTM and what follows | labels as the SavedModel's "
+        "| max abs Δp |",
+        "|---|---|---|---:|---:|",
+    ]
+    for row in record["rows"]:
+        ir = "two parts" if row["parts"] == 2 else "whole"
+        lines.append(
+            f"| {ir} | {row['encoder']} | {row['match_lstm']} | {row['label_agreement']:.4f} | "
+            f"{row['max_abs_dp']:.1e} |"
+        )
+    footer = (
+        f"`{record['run']}`, {record['pairs']:,} dev pairs in batches of {record['batch']}. "
+        f"{describe_machine(record)}. Command: `{record['command']}`."
+    )
     return "\n".join(lines + ["", footer])
 
 

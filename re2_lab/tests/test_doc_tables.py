@@ -412,6 +412,36 @@ def test_an_agreement_block_lists_each_runtime_of_each_run(tmp_path):
     )
 
 
+def test_a_bf16_parts_block_lists_each_precision_of_the_two_parts(tmp_path):
+    record = {
+        "command": "python bf16_parts.py",
+        "cpu": "Some CPU",
+        "cpu_features": ["avx512_bf16"],
+        "cpu_count": 2,
+        "date": "2026-01-02",
+        "run": "docs/runs/q",
+        "pairs": 1000,
+        "batch": 64,
+        "rows": [
+            {"parts": 2, "encoder": "bf16", "match_lstm": "f32", "label_agreement": 0.997,
+             "max_abs_dp": 0.00208},
+            {"parts": 1, "encoder": "bf16", "match_lstm": "bf16", "label_agreement": 0.786,
+             "max_abs_dp": 0.29},
+        ],
+    }  # fmt: skip
+    (tmp_path / "p.json").write_text(json.dumps(record))
+    assert doc_tables.generate("bf16_parts p.json", tmp_path).splitlines() == [
+        "| OpenVINO IR | BERT encoder | MatchLSTM and what follows | labels as the SavedModel's "
+        "| max abs Δp |",
+        "|---|---|---|---:|---:|",
+        "| two parts | bf16 | f32 | 0.9970 | 2.1e-03 |",
+        "| whole | bf16 | bf16 | 0.7860 | 2.9e-01 |",
+        "",
+        "`docs/runs/q`, 1,000 dev pairs in batches of 64. 2 cores of Some CPU (avx512_bf16), "
+        "2026-01-02. Command: `python bf16_parts.py`.",
+    ]
+
+
 def test_a_runtimes_order_and_choices_list_each_models_paths(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps(_runtimes_record()))
     assert doc_tables.generate("runtimes r.json order", tmp_path).splitlines() == [
