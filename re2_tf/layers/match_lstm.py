@@ -176,8 +176,8 @@ class MatchLSTM(keras.layers.Layer):
     """
 
     #: Kept in float32 where a runtime serves the rest of the network in bfloat16
-    #: (:func:`re2_tf.serving.export.float32_layers`): the recurrence carries bf16 rounding
-    #: through every step of B (docs/performance.md, "BERT+MatchLSTM in bfloat16").
+    #: (:func:`re2_tf.serving.export.float32_layers`); why: docs/performance.md, "OpenVINO
+    #: bfloat16 on BERT+MatchLSTM".
     serving_float32 = True
 
     def __init__(
@@ -450,8 +450,8 @@ class BidirectionalMatchLSTM(keras.layers.Layer):
     """
 
     #: Kept in float32 where a runtime serves the rest of the network in bfloat16
-    #: (:func:`re2_tf.serving.export.float32_layers`): the recurrence carries bf16 rounding
-    #: through every step of B (docs/performance.md, "BERT+MatchLSTM in bfloat16").
+    #: (:func:`re2_tf.serving.export.float32_layers`); why: docs/performance.md, "OpenVINO
+    #: bfloat16 on BERT+MatchLSTM".
     serving_float32 = True
 
     def __init__(

@@ -27,9 +27,10 @@ Request keys:
             instead of drawing them (``inputs`` then only gives the batch size).
     outputs_file: optional ``.npz`` written after timing: ``probabilities`` of 4 batches (the
             first call's and 3 more, drawn before timing; or ``inputs_file``'s).
-    precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``; under ``bf16`` an
-            IR with its two parts beside it, ``re2_tf.serving.runtimes.OPENVINO_PARTS``, runs
-            as they are served: the first part in bf16, the float32 part in f32).
+    precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``; absent: OpenVINO's
+            default). Unless ``f32``, an IR with its two parts beside it
+            (``re2_tf.serving.runtimes.OPENVINO_PARTS``) runs as they are served: the first
+            part at that precision, the float32 part in f32.
     onnxruntime_config: optional ``{key: value}`` session config entries for ONNX Runtime
             (``SessionOptions.add_session_config_entry``, e.g.
             ``{"session.intra_op.allow_spinning": "0"}``).
@@ -169,9 +170,10 @@ def main(request):
             config["INFERENCE_NUM_THREADS"] = intra
         if request.get("precision"):
             config["INFERENCE_PRECISION_HINT"] = request["precision"]
-        # re2_tf.serving.runtimes.OPENVINO_PARTS: under a bf16 hint, the float32 part in f32
+        # re2_tf.serving.runtimes.OPENVINO_PARTS: unless f32 is asked for (OpenVINO's default
+        # is bf16 where the CPU has it), the float32 part in f32
         parts = [path[: -len(".xml")] + suffix for suffix in (".bf16_part.xml", ".f32_part.xml")]
-        if request.get("precision") in (None, "f32") or not all(map(os.path.exists, parts)):
+        if request.get("precision") == "f32" or not all(map(os.path.exists, parts)):
             parts = [path]
         core = openvino.Core()
         compiled = [
