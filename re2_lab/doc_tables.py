@@ -39,6 +39,9 @@ Kinds (paths relative to the repository root):
   ``standing``: :func:`re2_lab.runtimes.standing`, where the default stands);
 - ``agreement <record.json>``: ``docs/runs/serving-choice/agreement.py``'s record, each
   runtime's labels on a trained run's dev pairs against the SavedModel's;
+- ``bf16_parts <record.json>``: ``docs/runs/serving-choice/bf16_parts.py``'s record,
+  BERT+MatchLSTM's labels on a trained run's dev pairs per precision of its OpenVINO IR's
+  two parts (``re2_tf.serving.runtimes.OPENVINO_PARTS``) and of the whole IR;
 - ``profiles <record.json>``: ``docs/runs/roofline/runtime_profiles.py``'s record, where
   each default's time goes in its own runtime's profiler: per variant and shape, the matrix
   products' ms and GFLOP/s against the best-precision FLOP floor, the other nodes' ms and
