@@ -59,6 +59,7 @@ __all__ = [
     "BACKENDS",
     "CONVERTED",
     "ConversionError",
+    "HANDED",
     "MissingOpError",
     "MissingPackageError",
     "ONNX_HANDLERS",
@@ -72,6 +73,7 @@ __all__ = [
     "load",
     "load_saved_model",
     "require",
+    "run_openvino",
     "split_openvino",
     "unsupported_ops",
     "versions",
@@ -94,6 +96,7 @@ CONVERTED = {
 #: hint) and ``<name>.f32_part.xml`` (always f32), fed one after the other. The first part's
 #: outputs named ``float32_part_input_<i>`` are the second part's inputs.
 OPENVINO_PARTS = (".bf16_part.xml", ".f32_part.xml")
+#: Name prefix of the tensors the first part hands to the float32 part.
 HANDED = "float32_part_input_"
 #: ONNX opset tf2onnx writes.
 OPSET = 17
@@ -370,7 +373,7 @@ def _copy_passed_states(model, ov):
     return changed
 
 
-def _to_openvino(export_dir, path):
+def _to_openvino(export_dir, path, layers=()):
     ov = require("openvino")
     loaded, fn = _signature(export_dir)
     try:
@@ -382,7 +385,6 @@ def _to_openvino(export_dir, path):
     _copy_passed_states(model, ov)
     ov.save_model(model, str(path), compress_to_fp16=False)
     del loaded
-    layers = _export_config(export_dir).get("float32_layers")
     if layers:
         first, second = split_openvino(model, layers)
         for part, suffix in zip((first, second), OPENVINO_PARTS):
@@ -506,11 +508,8 @@ def convert(export_dir, backend, cache_dir=None):
     except OSError:
         cache = Path(tempfile.mkdtemp(prefix="re2_tf_runtimes_"))
     path = cache / CONVERTED[backend]
-    parts = (
-        [_part_path(path, suffix) for suffix in OPENVINO_PARTS]
-        if backend == "openvino" and _export_config(export_dir).get("float32_layers")
-        else []
-    )
+    layers = _export_config(export_dir).get("float32_layers") if backend == "openvino" else None
+    parts = [_part_path(path, suffix) for suffix in OPENVINO_PARTS] if layers else []
     if all(p.exists() and p.stat().st_mtime >= saved.stat().st_mtime for p in [path, *parts]):
         return path
     if backend == "savedmodel_noxla":
@@ -525,7 +524,10 @@ def convert(export_dir, backend, cache_dir=None):
         shutil.copytree(export_dir, path, ignore=shutil.ignore_patterns("runtimes"))
         os.utime(path)  # copytree gave it the source's time: it is made now
         return path
-    (_to_openvino if backend == "openvino" else _to_onnx)(export_dir, path)
+    if backend == "openvino":
+        _to_openvino(export_dir, path, layers)
+    else:
+        _to_onnx(export_dir, path)
     return path
 
 
@@ -580,6 +582,21 @@ def _compile_openvino(path, precision, threads=0):
         )
         for k, part in enumerate(parts)
     ]
+
+
+def run_openvino(compiled, features, requests=None):
+    """``{output name: np.ndarray}`` of OpenVINO compiled models run in turn: the first on
+    ``features`` (``{input name: np.ndarray}``), each next one on the outputs named
+    ``HANDED*`` of the one before (:func:`split_openvino`'s parts); the other outputs of every
+    part are kept. ``requests``: one infer request per compiled model (default: new ones)."""
+    requests = requests or [c.create_infer_request() for c in compiled]
+    outputs = {}
+    for c, r in zip(compiled, requests):
+        if outputs:  # the float32 part reads what the first part handed on
+            features = {k: outputs.pop(k) for k in list(outputs) if k.startswith(HANDED)}
+        result = r.infer(features)
+        outputs.update({o.get_any_name(): result[o] for o in c.outputs})
+    return outputs
 
 
 def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
@@ -653,13 +670,7 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
     requests = [c.create_infer_request() for c in compiled]
 
     def infer(features):
-        outputs = {}
-        for c, r in zip(compiled, requests):
-            if outputs:  # the float32 part reads what the first part handed on
-                features = {k: outputs.pop(k) for k in list(outputs) if k.startswith(HANDED)}
-            result = r.infer(features)
-            outputs.update({o.get_any_name(): result[o] for o in c.outputs})
-        return outputs
+        return run_openvino(compiled, features, requests)
 
     effective = compiled[0].get_property("INFERENCE_PRECISION_HINT").get_type_name()
     return Runtime(backend, path, infer, precision=effective)

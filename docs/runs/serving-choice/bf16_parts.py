@@ -69,13 +69,7 @@ def main():
                 core.compile_model(str(part), "CPU", {"INFERENCE_PRECISION_HINT": precision})
                 for part, precision in zip(files, (first, second))
             ]
-            got = []
-            for batch in features:
-                out = {}
-                for c in compiled:
-                    fed = {k: v for k, v in out.items() if k.startswith(runtimes.HANDED)}
-                    out = {o.get_any_name(): v for o, v in c(fed or batch).items()}
-                got.append(out["probabilities"])
+            got = [runtimes.run_openvino(compiled, b)["probabilities"] for b in features]
             got = np.concatenate(got)
             row = {
                 "parts": len(files),
