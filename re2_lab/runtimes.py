@@ -49,15 +49,20 @@ SHAPES = ((8, 20), (512, 20))
 CHOICE_NAMES = {
     ("savedmodel", "f32"): "savedmodel (XLA)",
     ("savedmodel_noxla", "f32"): "savedmodel (xla=False)",
+    ("savedmodel_noxla", "bf16"): "savedmodel bf16 (xla=False)",
     ("onnxruntime", "f32"): "onnxruntime",
     ("openvino", "f32"): "openvino f32",
     ("openvino", "bf16"): "openvino bf16",
 }
 #: Columns of :func:`table`, in order after the default.
 RUNTIMES = tuple(
-    ["savedmodel (XLA)", "savedmodel (xla=False)", "tflite", "onnxruntime"]
-    + ["openvino f32", "openvino bf16"]
+    ["savedmodel (XLA)", "savedmodel (xla=False)", "savedmodel bf16 (xla=False)"]
+    + ["tflite", "onnxruntime", "openvino f32", "openvino bf16"]
 )
+#: The runtimes that are the SavedModel itself (TensorFlow serving the export, no conversion).
+SAVEDMODEL = RUNTIMES[:3]
+#: How far the best SavedModel may be from the fastest path (issue 51's target).
+SAVEDMODEL_TARGET = 1.2
 
 
 def _key(batch, length):
@@ -131,6 +136,8 @@ def _model_rows(
     log(f"{variant}: default {model['default']} ({choice['reason']})")
     targets = [("savedmodel (XLA)", "f32", xla_path, "—", None)]
     targets.append(("savedmodel (xla=False)", "f32", plain_path, "—", None))
+    if cpu_units()["bfloat16"]:  # TensorFlow's oneDNN bfloat16 rewrite of the same SavedModel
+        targets.append(("savedmodel bf16 (xla=False)", "bf16", plain_path, "—", None))
     start = time.perf_counter()
     try:
         path, _ = export("tflite", fmt="tflite")
@@ -225,7 +232,9 @@ def report(
     Per variant: the default path is chosen as ``re2-export`` chooses it
     (:func:`re2_tf.serving.serving_choice.choose_serving` on the XLA export, converting from
     its ``xla=False`` twin, checked on :func:`choice_pairs`). Then every path -- the SavedModel
-    with and without XLA, TFLite, ONNX Runtime, OpenVINO ``f32`` (and ``bf16`` where
+    with and without XLA (and without XLA under TensorFlow's oneDNN bfloat16 rewrite where
+    the CPU has bfloat16 units, :data:`re2_tf.serving.runtimes.TF_BF16_REWRITE`), TFLite,
+    ONNX Runtime, OpenVINO ``f32`` (and ``bf16`` where
     :func:`~re2_tf.serving.runtimes.cpu_has_bf16`) -- is timed again here, in ``rounds``
     rounds of a fresh process per path in turn (:func:`re2_tf.benchmarking.time_export`:
     :func:`re2_tf.benchmarking.timed_batches` of ``batches`` timed batches, after up to 10
@@ -432,18 +441,25 @@ def floor_ms(model_entry, batch, length):
 
 def shape_summary(record, model_entry, batch, length):
     """The default path's standing at one shape: ``default_ms``, ``fastest`` (runtime),
-    ``fastest_ms``, ``over_fastest`` (default / fastest), ``floor_ms``, ``bound``,
-    ``over_floor``; ``None`` for values that were not measured."""
+    ``fastest_ms``, ``over_fastest`` (default / fastest), ``savedmodel`` (the fastest of the
+    :data:`SAVEDMODEL` runtimes the variant's run timed), ``savedmodel_ms``,
+    ``savedmodel_over_fastest``, ``floor_ms``, ``bound``, ``over_floor``; ``None`` for values
+    that were not measured."""
     rows = _rows(record, model_entry["model"], batch, length)
     timed = {name: _timed(row) for name, row in rows.items() if _timed(row) is not None}
     default = timed.get(model_entry["default"][_key(batch, length)])
     fastest = min(timed, key=timed.get) if timed else None
+    saved = [name for name in SAVEDMODEL if name in timed]
+    saved = min(saved, key=timed.get) if saved else None
     floor, bound = floor_ms(model_entry, batch, length)
     return {
         "default_ms": default,
         "fastest": fastest,
         "fastest_ms": timed.get(fastest),
         "over_fastest": default / timed[fastest] if default and fastest else None,
+        "savedmodel": saved,
+        "savedmodel_ms": timed.get(saved),
+        "savedmodel_over_fastest": timed[saved] / timed[fastest] if saved and fastest else None,
         "floor_ms": floor,
         "bound": bound,
         "over_floor": default / floor if default and floor else None,
@@ -452,11 +468,14 @@ def shape_summary(record, model_entry, batch, length):
 
 def table(record):
     """The README's latency table: per model and shape, the default path's median ms first
-    (the runtime ``re2-export`` chose), every path's, the default over the fastest, and the
-    floor with the default's ratio to it; the machine and load average above."""
+    (the runtime ``re2-export`` chose), every path's (``—``: a path the variant's run did not
+    time, as it was measured before the path was added), the default over the fastest, the
+    fastest SavedModel over the fastest, and the floor with the default's ratio to it; the
+    machine and load average above."""
     names = {
         "savedmodel (XLA)": "SavedModel XLA",
         "savedmodel (xla=False)": "SavedModel no XLA",
+        "savedmodel bf16 (xla=False)": "SavedModel bf16 no XLA",
         "tflite": "TFLite",
         "onnxruntime": "ONNX Runtime",
         "openvino f32": "OpenVINO f32",
@@ -468,8 +487,8 @@ def table(record):
         "",
         "| model | batch | **default** (path) | "
         + " | ".join(names[r] for r in present)
-        + " | default ÷ fastest | floor ms (bound) | default × floor |",
-        "|---|---|---:|" + "---:|" * len(present) + "---:|---:|---:|",
+        + " | default ÷ fastest | SavedModel ÷ fastest | floor ms (bound) | default × floor |",
+        "|---|---|---:|" + "---:|" * len(present) + "---:|---:|---:|---:|",
     ]
     for entry in record["models"]:
         for batch, length in record["shapes"]:
@@ -478,7 +497,9 @@ def table(record):
             cells = []
             for runtime in present:
                 row = rows.get(runtime)
-                if row is None or row.get("median_ms") is None:
+                if row is None:  # the variant was measured before this path was
+                    cells.append("—")
+                elif row.get("median_ms") is None:
                     cells.append("fails")
                 elif row.get("agrees") is False:
                     cells.append(f"wrong ({row['argmax_agreement']:.3f})")
@@ -490,6 +511,7 @@ def table(record):
                 f"| {entry['model']} | {batch}×{length} | {default} | "
                 + " | ".join(cells)
                 + f" | {_number(standing['over_fastest'], '.2f')} | "
+                f"{_number(standing['savedmodel_over_fastest'], '.2f')} | "
                 f"{standing['floor_ms']:.2f} ({standing['bound']}) | "
                 f"{_number(standing['over_floor'], '.1f')} |"
             )
@@ -555,6 +577,23 @@ def standing(record, tolerance=0.05):
         f"- The default is the fastest path that agrees, or within {tolerance:.0%} of it, at "
         f"{near} of {total} model-shapes" + (f"; not at {'; '.join(far)}." if far else ".")
     ]
+    close, slow = 0, []
+    for entry in record["models"]:
+        for batch, length in record["shapes"]:
+            found = shape_summary(record, entry, batch, length)
+            ratio = found["savedmodel_over_fastest"]
+            if ratio is not None and ratio <= SAVEDMODEL_TARGET:
+                close += 1
+                continue
+            slow.append(
+                f"{entry['model']} {batch}×{length} {_number(ratio, '.2f')}× "
+                f"({found['savedmodel']} against {found['fastest']})"
+            )
+    lines.append(
+        f"- The fastest SavedModel runtime the variant's run timed is within "
+        f"{SAVEDMODEL_TARGET}× of the fastest path at {close} of {total} model-shapes"
+        + (f"; not at {'; '.join(slow)}." if slow else ".")
+    )
     batch, length = record["shapes"][0]
     parts = []
     for entry in record["models"]:

@@ -513,3 +513,53 @@ def test_the_float32_part_runs_in_float32_under_a_bf16_hint(tmp_path):
     assert len(served) == 2 and "bf16" in executed(served[0])
     assert "bf16" not in executed(served[1])
     assert runtimes.load(tmp_path, "openvino", precision="bf16").precision == "bf16"
+
+
+def test_savedmodel_noxla_in_bf16_runs_tensorflows_bfloat16_rewrite_for_its_calls_only(tmp_path):
+    import ml_dtypes
+
+    from re2_tf.machine import cpu_units
+
+    rng = np.random.default_rng(0)
+    w = tf.Variable(rng.normal(size=(64, 32)).astype(np.float32))
+    _save_function(tmp_path, lambda x: {"probabilities": tf.nn.relu(tf.matmul(x, w))}, tracked=w)
+    x = rng.normal(size=(4, 64)).astype(np.float32)
+    # References: NumPy in float32, and with x and W rounded to bfloat16, the products summed
+    # in float32 and the result rounded to bfloat16 (oneDNN's bf16 MatMul).
+    f32 = np.maximum(x @ w.numpy(), 0)
+
+    def bf16(a):
+        return a.astype(ml_dtypes.bfloat16).astype(np.float32)
+
+    rounded = bf16(np.maximum(bf16(x) @ bf16(w.numpy()), 0))
+    plain = runtimes.load(tmp_path, "savedmodel_noxla")
+    rewritten = runtimes.load(tmp_path, "savedmodel_noxla", precision="bf16")
+    assert (plain.precision, rewritten.precision) == ("f32", "bf16")
+    np.testing.assert_allclose(plain({"x": x})["probabilities"], f32, rtol=1e-5, atol=1e-5)
+    got = rewritten({"x": x})["probabilities"]
+    # The setting is the process's: it is back as it was after the call, and the float32
+    # runtime called after it still computes in float32.
+    assert not tf.config.optimizer.get_experimental_options().get(runtimes.TF_BF16_REWRITE)
+    np.testing.assert_allclose(plain({"x": x})["probabilities"], f32, rtol=1e-5, atol=1e-5)
+    if not cpu_units()["bfloat16"]:
+        pytest.skip("no bfloat16 units: TensorFlow leaves the graph in float32")
+    np.testing.assert_allclose(got, rounded, rtol=2**-7, atol=1e-6)  # one bfloat16 step
+    assert np.abs(got - f32).max() > 1e-3  # it did compute in bfloat16
+    with pytest.raises(ValueError, match="bf16 is served by openvino or savedmodel_noxla"):
+        runtimes.load(tmp_path, "savedmodel", precision="bf16")
+
+
+def test_an_empty_text_under_the_bfloat16_rewrite_gives_finite_probabilities(tmp_path):
+    from re2_tf.machine import cpu_units
+
+    if not cpu_units()["bfloat16"]:
+        pytest.skip("no bfloat16 units: TensorFlow leaves the graph in float32")
+    # RE2's folded serving graph fills masked scores with float32's minimum, which is -inf in
+    # bfloat16: the softmax of a padding row is NaN there and must not reach the outputs.
+    path, _ = _tiny_export("re2", tmp_path / "export")
+    batch = _batches()[0]
+    batch["text1"][2] = 0  # an empty text beside padded ones
+    want = runtimes.load(path, "savedmodel")(batch)["probabilities"]
+    got = runtimes.load(path, "savedmodel_noxla", precision="bf16")(batch)["probabilities"]
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, want, atol=2e-2)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from test_runtimes import LABELS, _tiny_export
 
+from re2_tf.machine import cpu_units
 from re2_tf.serving import serving_choice
 from re2_tf.serving.files import EXPORT_CONFIG_FILE
 from re2_tf.serving.predictor import Predictor, default_routes, installed, route
@@ -188,12 +189,17 @@ def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_keeps_it(
         export, PAIRS, convertible=plain, shapes=((4, 6),), threads=1
     )
     rows = choice["candidates"]
+    # with bfloat16 units, also TensorFlow without XLA under its oneDNN bfloat16 rewrite
+    bf16 = [("savedmodel_noxla", "bf16")] if cpu_units()["bfloat16"] else []
     assert [(r["backend"], r["precision"]) for r in rows] == [
         ("savedmodel", "f32"),
         ("savedmodel_noxla", "f32"),
+        *bf16,
         ("openvino", "f32"),
     ]
     assert rows[1]["label_agreement"] == 1.0 and rows[1]["max_abs_dp"] < 1e-5  # same function
+    if bf16:  # the same function, rounded: close but not equal
+        assert 0 < rows[2]["max_abs_dp"] < 5e-2 and "median_ms" in rows[2]
     kept = export / "runtimes" / "savedmodel_noxla"
     assert (kept / "saved_model.pb").exists()
     # a choice that serves large batches through it: followed, with the SavedModel's outputs
@@ -209,6 +215,10 @@ def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_keeps_it(
     served = Predictor(export, backend="savedmodel_noxla")
     assert served.tokenize == "python"
     np.testing.assert_allclose(served.probabilities(texts1, texts2), want, atol=1e-5)
+    if bf16:  # served as the choice measured it
+        served = Predictor(export, backend="savedmodel_noxla", precision="bf16")
+        got = served.probabilities(texts1, texts2)
+        assert np.abs(got - want).max() == pytest.approx(rows[2]["max_abs_dp"], rel=1e-6)
     # an --xla=false export is itself TensorFlow without XLA: not a second candidate
     choice = serving_choice.choose_serving(plain, PAIRS, shapes=((4, 6),), threads=1)
     assert [r["backend"] for r in choice["candidates"]] == ["savedmodel", "openvino"]

@@ -295,10 +295,12 @@ def _runtimes_record():
         ],
         "rows": [
             row(8, "savedmodel (XLA)", "—", 10.0, 0.0, 0.0, 1.0, True),
+            row(8, "savedmodel bf16 (xla=False)", "—", 7.0, 1e-3, 0.1, 1.0, True),
             row(8, "tflite", "failed: tf.StridedSlice"),
             row(8, "onnxruntime", "ok", 6.0, 2e-7, 0.01, 1.0, True),
             row(8, "openvino bf16", "ok", 5.0, 2e-3, 1.04, 0.96875, False),
             row(512, "savedmodel (XLA)", "—", 1000.0, 0.0, 0.0, 1.0, True),
+            row(512, "savedmodel bf16 (xla=False)", "—", 880.0, 1e-3, 0.1, 1.0, True),
             row(512, "tflite", "failed: tf.StridedSlice"),
             row(512, "onnxruntime", "ok", 900.0, 2e-7, 0.01, 1.0, True),
             row(512, "openvino bf16", "ok", 800.0, 1e-3, 0.2, 0.998, True),
@@ -317,16 +319,19 @@ def test_a_runtimes_table_puts_the_default_first_beside_the_fastest_and_the_floo
     assert doc_tables.generate("runtimes r.json table", tmp_path).splitlines() == [
         header,
         "",
-        "| model | batch | **default** (path) | SavedModel XLA | TFLite | ONNX Runtime | "
-        "OpenVINO bf16 | default ÷ fastest | floor ms (bound) | default × floor |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | batch | **default** (path) | SavedModel XLA | SavedModel bf16 no XLA | TFLite | "
+        "ONNX Runtime | OpenVINO bf16 | default ÷ fastest | SavedModel ÷ fastest | "
+        "floor ms (bound) | default × floor |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         # 8x20: OpenVINO bf16 is faster but wrong, so ONNX Runtime (6.0) is the fastest that
-        # agrees; the floor is the bfloat16 FLOP floor 2.5 ms; 6.0 / 2.5 = 2.4
-        "| Net | 8×20 | **6.0** (ONNX Runtime) | 10.0 | fails | 6.0 | wrong (0.969) | 1.00 | "
-        "2.50 (bfloat16 FLOPs) | 2.4 |",
-        # 512x20: the dependency floor 400 ms exceeds the FLOP floors; 800 / 400 = 2.0
-        "| Net | 512×20 | **800.0** (OpenVINO bf16) | 1000.0 | fails | 900.0 | 800.0 | 1.00 | "
-        "400.00 (dependency) | 2.0 |",
+        # agrees; the fastest SavedModel is the bf16 one, 7.0 / 6.0 = 1.17; the floor is the
+        # bfloat16 FLOP floor 2.5 ms; 6.0 / 2.5 = 2.4
+        "| Net | 8×20 | **6.0** (ONNX Runtime) | 10.0 | 7.0 | fails | 6.0 | wrong (0.969) | "
+        "1.00 | 1.17 | 2.50 (bfloat16 FLOPs) | 2.4 |",
+        # 512x20: 880 / 800 = 1.10; the dependency floor 400 ms exceeds the FLOP floors;
+        # 800 / 400 = 2.0
+        "| Net | 512×20 | **800.0** (OpenVINO bf16) | 1000.0 | 880.0 | fails | 900.0 | 800.0 | "
+        "1.00 | 1.10 | 400.00 (dependency) | 2.0 |",
         "",
         "Command: `python -m re2_lab.cli.runtimes`.",
     ]
@@ -335,10 +340,10 @@ def test_a_runtimes_table_puts_the_default_first_beside_the_fastest_and_the_floo
     assert (
         lines[4] == "| Net | 8×20 | savedmodel (XLA) | — | 10.00 | 1.00 | — | — | — | reference |"
     )
-    assert lines[7] == (
+    assert lines[8] == (
         "| Net | 8×20 | openvino bf16 | ok | 5.00 | 0.50 | 2.0e-03 | 1.04 | 0.969 | **no** |"
     )
-    assert lines[8] == (
+    assert lines[9] == (
         "| Net | 512×20 | savedmodel (XLA) | — | 1000.00 | 1.00 | — | — | — | reference |"
     )
     assert lines[-3:] == [
@@ -356,23 +361,41 @@ def test_a_runtimes_standing_counts_the_shapes_where_the_default_is_fastest(tmp_
     assert doc_tables.generate("runtimes r.json standing", tmp_path).splitlines() == [
         "- The default is the fastest path that agrees, or within 5% of it, at 2 of 2 "
         "model-shapes.",
+        "- The fastest SavedModel runtime the variant's run timed is within 1.2× of the fastest "
+        "path at 2 of 2 model-shapes.",
         "- The default over its floor at 8×20: Net 2.4× (bfloat16 FLOPs, 2.50 ms).",
     ]
     record["rows"][0]["round_medians_ms"] = [10.0, 25.0]
-    record["rows"][2]["round_medians_ms"] = [6.0, 6.6]
+    record["rows"][3]["round_medians_ms"] = [6.0, 6.6]
     (tmp_path / "r.json").write_text(json.dumps(record))
-    assert doc_tables.generate("runtimes r.json standing", tmp_path).splitlines()[2] == (
+    assert doc_tables.generate("runtimes r.json standing", tmp_path).splitlines()[3] == (
         "- Between rounds, a path's median moved by up to 2.50× (Net, 8×20, savedmodel (XLA): "
         "10.00, 25.00 ms)."
     )
     # the default 10 % behind the fastest at 512x20: named, with both times
-    record["rows"][6]["median_ms"] = 720.0  # ONNX Runtime, agreeing: now the fastest
+    record["rows"][8]["median_ms"] = 720.0  # ONNX Runtime, agreeing: now the fastest
     (tmp_path / "r.json").write_text(json.dumps(record))
-    assert doc_tables.generate("runtimes r.json standing", tmp_path).splitlines()[0] == (
+    standing = doc_tables.generate("runtimes r.json standing", tmp_path).splitlines()
+    assert standing[:2] == [
         "- The default is the fastest path that agrees, or within 5% of it, at 1 of 2 "
         "model-shapes; not at Net at 512×20: default openvino bf16 800.00 ms, fastest "
-        "onnxruntime 720.00 ms (1.11×)."
-    )
+        "onnxruntime 720.00 ms (1.11×).",
+        # 880 / 720 = 1.22
+        "- The fastest SavedModel runtime the variant's run timed is within 1.2× of the fastest "
+        "path at 1 of 2 model-shapes; not at Net 512×20 1.22× (savedmodel bf16 (xla=False) "
+        "against onnxruntime).",
+    ]
+    # a variant measured before the bf16 SavedModel was a path: "—" in its cells, and its
+    # fastest SavedModel is the one it timed (1000 / 720 = 1.39)
+    record["rows"] = [r for r in record["rows"] if r["runtime"] != "savedmodel bf16 (xla=False)"]
+    record["rows"].append(dict(record["rows"][0], runtime="savedmodel bf16 (xla=False)"))
+    record["rows"] = [r for r in record["rows"] if r["runtime"] != "savedmodel bf16 (xla=False)"
+                      or r["batch"] == 8]  # fmt: skip
+    record["rows"][-1].update(median_ms=7.0)
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    table = doc_tables.generate("runtimes r.json table", tmp_path).splitlines()
+    assert table[5].startswith("| Net | 512×20 | **800.0** (OpenVINO bf16) | 1000.0 | — | fails |")
+    assert table[5].split(" | ")[9] == "1.39"
 
 
 def test_an_agreement_block_lists_each_runtime_of_each_run(tmp_path):
@@ -445,10 +468,12 @@ def test_a_bf16_parts_block_lists_each_precision_of_the_two_parts(tmp_path):
 def test_a_runtimes_order_and_choices_list_each_models_paths(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps(_runtimes_record()))
     assert doc_tables.generate("runtimes r.json order", tmp_path).splitlines() == [
-        "- Net, 8×20: **onnxruntime 6.00** < savedmodel (XLA) 10.00 ms (default: place 1 of 2); "
-        "wrong outputs: openvino bf16; not converted: tflite (failed: tf.StridedSlice).",
-        "- Net, 512×20: **openvino bf16 800.00** < onnxruntime 900.00 < savedmodel (XLA) "
-        "1000.00 ms (default: place 1 of 3); not converted: tflite (failed: tf.StridedSlice).",
+        "- Net, 8×20: **onnxruntime 6.00** < savedmodel bf16 (xla=False) 7.00 < savedmodel "
+        "(XLA) 10.00 ms (default: place 1 of 3); wrong outputs: openvino bf16; not converted: "
+        "tflite (failed: tf.StridedSlice).",
+        "- Net, 512×20: **openvino bf16 800.00** < savedmodel bf16 (xla=False) 880.00 < "
+        "onnxruntime 900.00 < savedmodel (XLA) 1000.00 ms (default: place 1 of 4); not "
+        "converted: tflite (failed: tf.StridedSlice).",
     ]
     assert doc_tables.generate("runtimes r.json choices", tmp_path) == (
         "- Net: per timed batch, the fastest that agrees: .... Labels the same as the "

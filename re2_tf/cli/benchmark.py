@@ -208,7 +208,7 @@ def _main(argv):
             target = export
             if backend in runtimes.CONVERTED:
                 target = runtimes.convert(export, backend)
-                if backend == "openvino":
+                if backend in ("openvino", "savedmodel_noxla"):
                     options["precision"] = precision
             elif backend == "tflite":
                 target = export / TFLITE_FILE

@@ -29,7 +29,10 @@ def masked_softmax(logits, mask, axis):
     """Softmax of ``logits`` along ``axis`` over the entries where ``mask`` is non-zero.
 
     Masked entries are filled with float32's minimum before the softmax (the release's
-    ``tf.float32.min``), then the weights are multiplied by the mask. The softmax is computed
+    ``tf.float32.min``), then the weights of masked entries are set to 0 (a select, where the
+    release multiplies by the mask: the same values, but a slice with no kept entry stays 0
+    even where the fill became ``-inf``, as under TensorFlow's oneDNN bfloat16 rewrite, whose
+    softmax of an all ``-inf`` slice is NaN). The softmax is computed
     in float32 for any logits dtype (16-bit logits of mixed precision are cast up) and the
     weights are returned in the logits' dtype.
 
@@ -57,7 +60,8 @@ def masked_softmax(logits, mask, axis):
             "ignore", message="You are using a softmax over axis", category=UserWarning
         )
         weights = ops.softmax(filled, axis=axis)
-    return ops.cast(weights * ops.cast(ops.greater(mask, 0), weights.dtype), dtype)
+    kept = ops.broadcast_to(ops.greater(mask, 0), ops.shape(weights))
+    return ops.cast(ops.where(kept, weights, ops.zeros_like(weights)), dtype)
 
 
 def two_way_attention(scores, a, b, a_mask, b_mask):

@@ -159,9 +159,11 @@ def _masked_max(x, mask):
 
 def _masked_softmax(scores, keep, axis):
     """``re2_tf.layers.masking.masked_softmax``: softmax over kept entries (``keep`` bool),
-    excluded entries 0, all-zero where nothing along ``axis`` is kept."""
+    excluded entries 0, all-zero where nothing along ``axis`` is kept (a select, so also
+    where the fill became ``-inf`` and the softmax NaN, as under TensorFlow's oneDNN bfloat16
+    rewrite)."""
     weights = tf.nn.softmax(tf.where(keep, scores, _lowest(scores.dtype)), axis=axis)
-    return weights * tf.cast(keep, weights.dtype)
+    return tf.where(keep, weights, tf.zeros_like(weights))
 
 
 def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):

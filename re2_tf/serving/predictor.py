@@ -238,11 +238,14 @@ class Predictor:
             (SavedModel or TFLite).
         tokenize: ``auto``, ``graph`` or ``python`` (see module docstring).
         batch_size: pairs per model call (>= 1).
-        backend: ``savedmodel``, ``tflite``, ``openvino`` or ``onnxruntime`` (module
-            docstring); ``None`` = what the export recorded (:func:`default_routes`).
-        precision: OpenVINO's inference precision (``f32``, ``bf16``); ``None`` = the
-            recorded choice's with ``backend=None``, else ``f32``. The other runtimes run the
-            export's own precision.
+        backend: ``savedmodel``, ``tflite``, ``openvino``, ``onnxruntime`` or
+            ``savedmodel_noxla`` (module docstring); ``None`` = what the export recorded
+            (:func:`default_routes`).
+        precision: ``f32`` or ``bf16``: OpenVINO's inference precision, or for
+            ``savedmodel_noxla`` TensorFlow's oneDNN bfloat16 rewrite
+            (:func:`re2_tf.serving.runtimes.load`); ``None`` = the recorded choice's with
+            ``backend=None``, else ``f32``. The other runtimes run the export's own precision
+            (``bf16`` for them is a ValueError).
 
     Attributes:
         routes: ``[{"batch", "backend", "precision"}]``: which runtime serves a call of how

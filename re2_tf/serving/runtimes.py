@@ -18,7 +18,13 @@ length]`` per text, or the model's other features) is converted from the SavedMo
 - ``onnxruntime``: ``tf2onnx.convert.from_function`` of the same function (ONNX opset
   :data:`OPSET`, ``serving_ids.onnx``; TensorFlow's ``Erfc``, which tf2onnx lacks, as
   ``1 - Erf``: :data:`ONNX_HANDLERS`), run by an ``onnxruntime.InferenceSession`` on the
-  CPU execution provider.
+  CPU execution provider;
+- ``savedmodel_noxla`` in ``bf16``: that ``--xla=false`` SavedModel run by TensorFlow with
+  oneDNN's bfloat16 graph rewrite (Grappler's ``auto_mixed_precision_onednn_bfloat16``,
+  :data:`TF_BF16_REWRITE`): float32 MatMuls, convolutions and their neighbours compute in
+  bfloat16, with casts at the edges; the weights stay float32. It is a process-wide
+  TensorFlow setting, so :func:`load`'s runtime turns it on for each of its calls only and
+  restores it after (a call from another thread meanwhile would be rewritten too).
 
 Both are optional (``pip install -e '.[openvino]'``, ``pip install -e '.[onnx]'``; without
 them :class:`MissingPackageError` says which). The converted files are kept in
@@ -60,6 +66,7 @@ __all__ = [
     "CONVERTED",
     "ConversionError",
     "HANDED",
+    "TF_BF16_REWRITE",
     "MissingOpError",
     "MissingPackageError",
     "ONNX_HANDLERS",
@@ -98,6 +105,9 @@ CONVERTED = {
 OPENVINO_PARTS = (".bf16_part.xml", ".f32_part.xml")
 #: Name prefix of the tensors the first part hands to the float32 part.
 HANDED = "float32_part_input_"
+#: TensorFlow's Grappler option that rewrites a graph's float32 ops to bfloat16 for oneDNN
+#: (``tf.config.optimizer.set_experimental_options``): ``savedmodel_noxla`` in ``bf16``.
+TF_BF16_REWRITE = "auto_mixed_precision_onednn_bfloat16"
 #: ONNX opset tf2onnx writes.
 OPSET = 17
 SIGNATURE = "serving_ids"
@@ -610,17 +620,27 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
         threads: intra-op threads (0 = the runtime's default).
         precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``; ``bf16`` with
             the IR's :data:`OPENVINO_PARTS` beside it: the first part in bf16, the
-            ``float32_layers`` part in f32); the others run the export's own precision.
+            ``float32_layers`` part in f32); for ``savedmodel_noxla``, ``bf16`` runs it under
+            TensorFlow's oneDNN bfloat16 rewrite (:data:`TF_BF16_REWRITE`); the others run the
+            export's own precision.
         cache_dir: see :func:`convert`.
 
     Raises:
-        ValueError: an unknown backend, or an export of the other format.
+        ValueError: an unknown backend or precision, ``bf16`` for a backend other than
+            ``openvino`` and ``savedmodel_noxla``, or an export of the other format.
         ConversionError, MissingPackageError: see :func:`convert`.
     """
 
     export_dir = Path(export_dir)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if precision not in ("f32", "bf16"):
+        raise ValueError(f"precision must be f32 or bf16, got {precision!r}")
+    if precision == "bf16" and backend not in ("openvino", "savedmodel_noxla"):
+        raise ValueError(
+            f"--backend={backend} runs the export's own precision: bf16 is served by openvino "
+            "or savedmodel_noxla (or export with --precision=bf16)"
+        )
     if backend == "tflite":
         if not (export_dir / TFLITE_FILE).exists():
             raise ValueError(f"{export_dir} has no {TFLITE_FILE}: export with --format=tflite")
@@ -656,7 +676,18 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
                 for k, v in fn(**{k: tf.constant(v) for k, v in features.items()}).items()
             }
 
-        return Runtime(backend, export_dir, call)
+        if precision != "bf16":
+            return Runtime(backend, export_dir, call)
+
+        def rewritten(features):
+            before = tf.config.optimizer.get_experimental_options().get(TF_BF16_REWRITE, False)
+            tf.config.optimizer.set_experimental_options({TF_BF16_REWRITE: True})
+            try:
+                return call(features)
+            finally:
+                tf.config.optimizer.set_experimental_options({TF_BF16_REWRITE: before})
+
+        return Runtime(backend, export_dir, rewritten, precision="bf16")
     path = convert(export_dir, backend, cache_dir)
     if backend == "onnxruntime":
         ort = require("onnxruntime")

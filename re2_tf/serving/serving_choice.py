@@ -10,15 +10,18 @@ The rule (ours):
   OpenVINO in float32 and, where its CPU plugin reports bfloat16 units, in bfloat16
   (``openvino`` extra); and, for an XLA export (the default), TensorFlow without XLA
   (``savedmodel_noxla``: XLA's CPU code for the model function is not TensorFlow's own
-  kernels, and which is faster depends on the model and the batch). The others are made
+  kernels, and which is faster depends on the model and the batch), and where the CPU has
+  bfloat16 units (:func:`re2_tf.machine.cpu_units`) the same without XLA under TensorFlow's
+  oneDNN bfloat16 rewrite (``savedmodel_noxla`` ``bf16``:
+  :data:`re2_tf.serving.runtimes.TF_BF16_REWRITE`). The others are made
   from an ``--xla=false`` SavedModel of the same weights (converted, or for
   ``savedmodel_noxla`` copied: :func:`re2_tf.serving.runtimes.convert`) and kept in
   ``<export>/runtimes/``. TensorFlow without XLA is a candidate only beside another runtime
   (with TensorFlow alone nothing is measured, below).
 - **Agreement**: a candidate is eligible only if its most probable label equals the
   SavedModel's on at least :data:`MIN_AGREEMENT` of the held-out pairs (both fed the same
-  Python tokenisation); its max |Δp| is recorded. A conversion or a run that fails makes the
-  candidate ineligible, with the error recorded.
+  Python tokenisation) and every output is finite; its max |Δp| is recorded. A conversion
+  or a run that fails makes the candidate ineligible, with the error recorded.
 - **Speed**: each candidate is timed in a fresh process (:func:`re2_tf.benchmarking.time_table5`:
   the Table 5 protocol, :func:`~re2_tf.benchmarking.table5_inputs` at each of :data:`SHAPES`,
   fed to ``serving_ids``, so tokenisation is outside every candidate's time alike), in
@@ -50,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from re2_tf import benchmarking
-from re2_tf.machine import machine
+from re2_tf.machine import cpu_units, machine
 from re2_tf.serving import runtimes
 from re2_tf.serving.files import EXPORT_CONFIG_FILE
 from re2_tf.serving.predictor import Predictor, export_featurizers, installed
@@ -163,7 +166,8 @@ def choose_serving(
             converted from (default: ``export_dir`` itself, which then must be one).
         candidates: ``[(backend, precision)]`` (default :func:`installed_candidates`, and
             ``("savedmodel_noxla", "f32")`` second where ``export_dir`` is an XLA export and
-            ``convertible`` is given); the SavedModel is always the first.
+            ``convertible`` is given, followed by ``("savedmodel_noxla", "bf16")`` where the
+            CPU also has bfloat16 units); the SavedModel is always the first.
         shapes: ``(batch, words per text)`` shapes timed.
         threads: intra-op threads of the timing processes (0: each runtime's default).
         rounds: timing rounds; a candidate's median at a shape is the least of its rounds'
@@ -186,7 +190,9 @@ def choose_serving(
         return dict(unmeasured, reason=NOTHING_TO_MEASURE)
     config = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text())
     if candidates is None and config.get("xla") and convertible is not None:
-        found.insert(0, ("savedmodel_noxla", "f32"))
+        found[:0] = [("savedmodel_noxla", "f32")] + (
+            [("savedmodel_noxla", "bf16")] if cpu_units()["bfloat16"] else []
+        )
     found = [("savedmodel", "f32"), *found]
     pairs = list(pairs or [])
     if not pairs:
@@ -253,6 +259,13 @@ def choose_serving(
             if row is rows[0]:
                 raise
             row["error"] = runtimes.failure(error)
+            row.pop("median_ms", None)
+            continue
+        finite = np.isfinite(probabilities).all(axis=-1)
+        if not finite.all():  # NaN or inf: never served, whatever its labels' argmax says
+            if row is rows[0]:
+                raise RuntimeError(f"the SavedModel's outputs are not finite on {export_dir}")
+            row["error"] = f"non-finite outputs on {int((~finite).sum())} of {len(finite)} pairs"
             row.pop("median_ms", None)
             continue
         if reference is None:

@@ -30,7 +30,10 @@ Request keys:
     precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``; absent: OpenVINO's
             default). Unless ``f32``, an IR with its two parts beside it
             (``re2_tf.serving.runtimes.OPENVINO_PARTS``) runs as they are served: the first
-            part at that precision, the float32 part in f32.
+            part at that precision, the float32 part in f32. For a SavedModel, ``bf16`` turns
+            on TensorFlow's oneDNN bfloat16 rewrite
+            (``re2_tf.serving.runtimes.TF_BF16_REWRITE``) before it is loaded; otherwise it
+            runs as exported.
     onnxruntime_config: optional ``{key: value}`` session config entries for ONNX Runtime
             (``SessionOptions.add_session_config_entry``, e.g.
             ``{"session.intra_op.allow_spinning": "0"}``).
@@ -207,6 +210,10 @@ def main(request):
             tf.config.threading.set_intra_op_parallelism_threads(intra)
         if inter:
             tf.config.threading.set_inter_op_parallelism_threads(inter)
+        if request.get("precision") == "bf16":  # re2_tf.serving.runtimes.TF_BF16_REWRITE
+            tf.config.optimizer.set_experimental_options(
+                {"auto_mixed_precision_onednn_bfloat16": True}
+            )
         try:
             loaded = tf.saved_model.load(path)
         except Exception as error:  # BERT's WordPiece exports use TF Text ops: register them
@@ -218,6 +225,8 @@ def main(request):
             loaded = tf.saved_model.load(path)
         fn = loaded.signatures[request["signature"]]
         interpreter_name = "tf.saved_model.load"
+        if request.get("precision") == "bf16":
+            interpreter_name += " (oneDNN bfloat16 rewrite)"
 
         def call(inputs):
             out = fn(**{k: tf.constant(v) for k, v in inputs.items()})
