@@ -1065,6 +1065,7 @@ def test_the_runtimes_record_is_its_serving_choices_and_its_floors():
     names = {
         ("savedmodel", "f32"): "savedmodel (XLA)",
         ("savedmodel_noxla", "f32"): "savedmodel (xla=False)",
+        ("savedmodel_noxla", "bf16"): "savedmodel bf16 (xla=False)",
         ("onnxruntime", "f32"): "onnxruntime",
         ("openvino", "f32"): "openvino f32",
         ("openvino", "bf16"): "openvino bf16",
@@ -1201,10 +1202,26 @@ def test_the_openvino_bf16_bert_matchlstm_reading_is_its_records():
     assert run["run"] == parts["run"] and (ROOT / run["run"] / "results.json").exists()
     (ov,) = [c for c in run["candidates"] if (c["backend"], c["precision"]) == ("openvino", "bf16")]
     assert ov["label_agreement"] >= serving_choice.MIN_AGREEMENT
-    # TensorFlow without XLA was measured for that run only
-    others = [r for r in agreement["runs"] if r is not run]
-    assert all(c["backend"] != "savedmodel_noxla" for r in others for c in r["candidates"])
-    assert "(`savedmodel_noxla`) has rows for the BERT+MatchLSTM run only" in flat
+    # TensorFlow without XLA was measured for the quick start's RE2, DRCN, FITN and
+    # BERT+MatchLSTM runs only, under the bfloat16 rewrite for the first three
+    measured = {
+        r["model"]: {c["precision"] for c in r["candidates"] if c["backend"] == "savedmodel_noxla"}
+        for r in agreement["runs"]
+        if any(c["backend"] == "savedmodel_noxla" for c in r["candidates"])
+    }
+    assert measured == {
+        "re2": {"f32", "bf16"},
+        "drcn": {"f32", "bf16"},
+        "fitn": {"f32", "bf16"},
+        "bert_matchlstm": {"f32"},
+    }
+    assert all(
+        c["label_agreement"] >= serving_choice.MIN_AGREEMENT
+        for r in agreement["runs"]
+        for c in r["candidates"]
+        if "label_agreement" in c
+    )
+    assert "has rows for the quick start's RE2, DRCN, FITN and BERT+MatchLSTM runs only" in flat
     runtimes = json.loads((ROOT / "docs/runs/runtimes/runtimes.json").read_text())
     (entry,) = [m for m in runtimes["models"] if m["model"] == "BERT+MatchLSTM"]
     assert entry["default"] == {"8x20": "openvino bf16", "512x20": "openvino bf16"}
@@ -1306,29 +1323,38 @@ def _earlier_record(commit, path):
 
 def test_only_the_redone_variants_had_tensorflow_without_xla_as_a_candidate():
     """docs/performance.md: the variants measured again have TensorFlow without XLA among their
-    serving choice's candidates; the others do not, and at no shape is its column faster than
-    their default there."""
+    serving choice's candidates (those measured again for the bfloat16 rewrite also have it
+    under the rewrite, and its column); the others have neither, and at no shape is their
+    "SavedModel no XLA" column faster than their default."""
     flat = " ".join((ROOT / "docs/performance.md").read_text().split())
     record = json.loads((RUNS / "runtimes/runtimes.json").read_text())
-    # measured again once the serving choice measured TensorFlow without XLA (BERT+MatchLSTM
-    # once more since, when OpenVINO bf16 kept its MatchLSTM in float32)
+    rewrite = (
+        "TensorFlow's oneDNN bfloat16 rewrite of the SavedModel is a path and a "
+        "serving-choice candidate"
+    )
     reasons = {
         "the serving choice measures TensorFlow without XLA too",
         "OpenVINO bf16 keeps the MatchLSTM in float32",
+        rewrite,
     }
     redone = {r["model"] for r in record["redone"] if r.get("reason") in reasons}
-    assert redone == {"Bi-Match-SRNN", "BERT+MatchLSTM"}
+    with_rewrite = {r["model"] for r in record["redone"] if r.get("reason") == rewrite}
+    assert {"Bi-Match-SRNN", "BERT+MatchLSTM"} <= redone and with_rewrite
     for entry in record["models"]:
-        backends = {c["backend"] for c in entry["serving_choice"]["candidates"]}
-        assert ("savedmodel_noxla" in backends) == (entry["model"] in redone), entry["model"]
-        if entry["model"] in redone:
+        candidates = {(c["backend"], c["precision"]) for c in entry["serving_choice"]["candidates"]}
+        name = entry["model"]
+        assert (("savedmodel_noxla", "f32") in candidates) == (name in redone), name
+        assert (("savedmodel_noxla", "bf16") in candidates) == (name in with_rewrite), name
+        timed = {r["runtime"] for r in record["rows"] if r["model"] == name}
+        assert ("savedmodel bf16 (xla=False)" in timed) == (name in with_rewrite), name
+        if name in redone:
             continue
         for key, default in entry["default"].items():
             batch = int(key.split("x")[0])
             medians = {
                 r["runtime"]: r.get("median_ms")
                 for r in record["rows"]
-                if (r["model"], r["batch"]) == (entry["model"], batch)
+                if (r["model"], r["batch"]) == (name, batch)
             }
-            assert medians["savedmodel (xla=False)"] >= medians[default], (entry["model"], key)
+            assert medians["savedmodel (xla=False)"] >= medians[default], (name, key)
     assert 'at no shape of theirs is the "SavedModel no XLA" column faster' in flat

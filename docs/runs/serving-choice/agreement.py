@@ -6,7 +6,8 @@ For each run (trained runs of ``docs/runs/compare/`` and ``docs/runs/drcn-ablati
 does (XLA SavedModel), convert an ``xla=False`` export of the same weights for ONNX Runtime and
 OpenVINO into the export's ``runtimes/`` as the serving choice does, and score up to 1,000 of
 the run's dev pairs (``serving_choice``'s number) with the SavedModel and with every candidate
-(TensorFlow without XLA, ``savedmodel_noxla``, then
+(TensorFlow without XLA, ``savedmodel_noxla``, in f32 and, where the CPU has bfloat16 units,
+under TensorFlow's oneDNN bfloat16 rewrite, then
 ``re2_tf.serving.serving_choice.installed_candidates``), all fed the same Python tokenisation.
 Records each candidate's share of labels equal to the SavedModel's and its max |dp|. Nothing is
 timed. Writes ``agreement.json`` beside this file, adding runs not in it yet; ``--redo=<record
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from re2_tf import runs
-from re2_tf.machine import machine
+from re2_tf.machine import cpu_units, machine
 from re2_tf.serving import runtimes, serving_choice
 from re2_tf.serving.predictor import Predictor
 from re2_tf.serving.run_export import export_run
@@ -49,7 +50,10 @@ def measure(run_dir, record_dir, tmp):
     reference = Predictor(export, tokenize="python", backend="savedmodel")
     want = reference.probabilities(texts1, texts2)
     rows = []
-    candidates = [("savedmodel_noxla", "f32"), *serving_choice.installed_candidates()[1:]]
+    tensorflow = [("savedmodel_noxla", "f32")]
+    if cpu_units()["bfloat16"]:
+        tensorflow.append(("savedmodel_noxla", "bf16"))
+    candidates = [*tensorflow, *serving_choice.installed_candidates()[1:]]
     for backend, precision in candidates:
         row = {"backend": backend, "precision": precision}
         try:
@@ -59,6 +63,7 @@ def measure(run_dir, record_dir, tmp):
         except (runtimes.ConversionError, RuntimeError, ValueError) as error:
             row["error"] = runtimes.failure(error)
         else:
+            row["finite"] = bool(np.isfinite(got).all())
             row["label_agreement"] = float((got.argmax(-1) == want.argmax(-1)).mean())
             row["max_abs_dp"] = float(np.abs(got - want).max())
         print(record_dir, row, flush=True)
