@@ -563,3 +563,7 @@ def test_an_empty_text_under_the_bfloat16_rewrite_gives_finite_probabilities(tmp
     got = runtimes.load(path, "savedmodel_noxla", precision="bf16")(batch)["probabilities"]
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, want, atol=2e-2)
+    from re2_tf.serving.predictor import Predictor
+
+    with pytest.raises(ValueError, match="served by openvino or savedmodel_noxla"):
+        Predictor(path, backend="savedmodel", precision="bf16")

@@ -245,7 +245,8 @@ class Predictor:
             ``savedmodel_noxla`` TensorFlow's oneDNN bfloat16 rewrite
             (:func:`re2_tf.serving.runtimes.load`); ``None`` = the recorded choice's with
             ``backend=None``, else ``f32``. The other runtimes run the export's own precision
-            (``bf16`` for them is a ValueError).
+            (asking them for ``bf16`` is a ValueError; with ``backend=None`` it applies to the
+            routes these two serve).
 
     Attributes:
         routes: ``[{"batch", "backend", "precision"}]``: which runtime serves a call of how
@@ -285,6 +286,11 @@ class Predictor:
             if precision:
                 routes = [dict(r, precision=precision) for r in routes]
         else:
+            if precision not in (None, "f32") and backend not in ("openvino", "savedmodel_noxla"):
+                raise ValueError(
+                    f"--backend={backend} runs the export's own precision: {precision} is "
+                    "served by openvino or savedmodel_noxla"
+                )
             routes = [{"batch": 1, "backend": backend, "precision": precision or "f32"}]
         self.routes = routes
         self.backend, self.precision = routes[0]["backend"], routes[0]["precision"]
