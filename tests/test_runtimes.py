@@ -350,12 +350,12 @@ def test_a_tflite_export_of_match_srnn_is_refused_not_served_wrong(tmp_path):
 
 
 @pytest.mark.slow
-def test_openvino_bf16_crashes_on_bert_matchlstm_when_the_length_changes(tmp_path):
-    # OpenVINO 2026.4's CPU plugin in bfloat16 kills the process (SIGSEGV) on the converted
-    # BERT+MatchLSTM benchmark model when a batch of 8 x 51 word pieces follows two of
-    # 8 x 50; float32 runs the same calls, and that batch alone runs (docs/performance.md,
-    # "OpenVINO bfloat16 on BERT+MatchLSTM"). Served with the MatchLSTM in f32 (the IR's
-    # two parts), the same calls run. This test fails when a release fixes the plugin.
+def test_openvino_bf16_runs_bert_matchlstm_when_the_length_changes(tmp_path):
+    # OpenVINO 2026.4's CPU plugin in bfloat16 killed the process (SIGSEGV) on the converted
+    # BERT+MatchLSTM benchmark model when a batch of 8 x 51 word pieces followed 8 x 50, while
+    # the MatchLSTM's masked softmax multiplied its weights by the mask; since it zeroes them
+    # with a select (re2_tf.layers.masking.masked_softmax), the same calls run, whole or in
+    # the IR's two parts (docs/performance.md, "OpenVINO bfloat16 on BERT+MatchLSTM").
     pytest.importorskip("openvino")
     pytest.importorskip("keras_hub")
     if not runtimes.cpu_has_bf16():
@@ -381,13 +381,11 @@ def test_openvino_bf16_crashes_on_bert_matchlstm_when_the_length_changes(tmp_pat
     # As served (runtimes.OPENVINO_PARTS beside the IR): the MatchLSTM in f32, no crash.
     assert all(xml.with_name("serving_ids" + s).exists() for s in runtimes.OPENVINO_PARTS)
     assert len(run(crashing, "bf16")["times_s"]) == 2
-    # The whole network under the bf16 hint: the plugin's fault.
+    # The whole network under the bf16 hint, and in f32.
     for suffix in runtimes.OPENVINO_PARTS:
         xml.with_name("serving_ids" + suffix).unlink()
     assert len(run(crashing, "f32")["times_s"]) == 2
-    assert len(run([batches[2]] * 4, "bf16")["times_s"]) == 2
-    with pytest.raises(RuntimeError, match=r"killed by SIGSEGV"):
-        run(crashing, "bf16")
+    assert len(run(crashing, "bf16")["times_s"]) == 2
 
 
 def test_a_failure_names_a_file_not_the_directory_it_had():
