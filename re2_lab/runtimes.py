@@ -558,10 +558,18 @@ def standing(record, tolerance=0.05):
     is the fastest path that agrees (or within ``tolerance`` of it), and each other one with
     its default, the fastest and the ratio; then each model's default over its floor at the
     first shape, with the floor's bound."""
-    near, far = 0, []
+    near, far, close, slow = 0, [], 0, []
     for entry in record["models"]:
         for batch, length in record["shapes"]:
             found = shape_summary(record, entry, batch, length)
+            ratio = found["savedmodel_over_fastest"]
+            if ratio is not None and ratio <= SAVEDMODEL_TARGET:
+                close += 1
+            else:
+                slow.append(
+                    f"{entry['model']} {batch}×{length} {_number(ratio, '.2f')}× "
+                    f"({found['savedmodel']} against {found['fastest']})"
+                )
             if found["over_fastest"] is not None and found["over_fastest"] <= 1 + tolerance:
                 near += 1
                 continue
@@ -577,18 +585,6 @@ def standing(record, tolerance=0.05):
         f"- The default is the fastest path that agrees, or within {tolerance:.0%} of it, at "
         f"{near} of {total} model-shapes" + (f"; not at {'; '.join(far)}." if far else ".")
     ]
-    close, slow = 0, []
-    for entry in record["models"]:
-        for batch, length in record["shapes"]:
-            found = shape_summary(record, entry, batch, length)
-            ratio = found["savedmodel_over_fastest"]
-            if ratio is not None and ratio <= SAVEDMODEL_TARGET:
-                close += 1
-                continue
-            slow.append(
-                f"{entry['model']} {batch}×{length} {_number(ratio, '.2f')}× "
-                f"({found['savedmodel']} against {found['fastest']})"
-            )
     lines.append(
         f"- The fastest SavedModel runtime the variant's run timed is within "
         f"{SAVEDMODEL_TARGET}× of the fastest path at {close} of {total} model-shapes"

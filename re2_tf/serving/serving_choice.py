@@ -67,6 +67,7 @@ __all__ = [
     "installed_candidates",
     "pick",
     "record_choice",
+    "tensorflow_candidates",
 ]
 
 #: ``--serving`` values: measure among the installed runtimes, or the SavedModel unmeasured.
@@ -99,6 +100,16 @@ def installed_candidates():
         found.append(("openvino", "f32"))
         if runtimes.cpu_has_bf16():
             found.append(("openvino", "bf16"))
+    return found
+
+
+def tensorflow_candidates():
+    """``[(backend, precision)]`` of TensorFlow without XLA the rule adds for an XLA export:
+    ``("savedmodel_noxla", "f32")``, then ``("savedmodel_noxla", "bf16")`` (TensorFlow's oneDNN
+    bfloat16 rewrite) where the CPU has bfloat16 units (:func:`re2_tf.machine.cpu_units`)."""
+    found = [("savedmodel_noxla", "f32")]
+    if cpu_units()["bfloat16"]:
+        found.append(("savedmodel_noxla", "bf16"))
     return found
 
 
@@ -190,9 +201,7 @@ def choose_serving(
         return dict(unmeasured, reason=NOTHING_TO_MEASURE)
     config = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text())
     if candidates is None and config.get("xla") and convertible is not None:
-        found[:0] = [("savedmodel_noxla", "f32")] + (
-            [("savedmodel_noxla", "bf16")] if cpu_units()["bfloat16"] else []
-        )
+        found[:0] = tensorflow_candidates()
     found = [("savedmodel", "f32"), *found]
     pairs = list(pairs or [])
     if not pairs:

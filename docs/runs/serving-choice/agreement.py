@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from re2_tf import runs
-from re2_tf.machine import cpu_units, machine
+from re2_tf.machine import machine
 from re2_tf.serving import runtimes, serving_choice
 from re2_tf.serving.predictor import Predictor
 from re2_tf.serving.run_export import export_run
@@ -50,10 +50,10 @@ def measure(run_dir, record_dir, tmp):
     reference = Predictor(export, tokenize="python", backend="savedmodel")
     want = reference.probabilities(texts1, texts2)
     rows = []
-    tensorflow = [("savedmodel_noxla", "f32")]
-    if cpu_units()["bfloat16"]:
-        tensorflow.append(("savedmodel_noxla", "bf16"))
-    candidates = [*tensorflow, *serving_choice.installed_candidates()[1:]]
+    candidates = [
+        *serving_choice.tensorflow_candidates(),
+        *serving_choice.installed_candidates()[1:],
+    ]
     for backend, precision in candidates:
         row = {"backend": backend, "precision": precision}
         try:
