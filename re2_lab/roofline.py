@@ -638,10 +638,13 @@ MATMUL_KINDS = frozenset(
 )
 
 
-def profile_export(path, signature, input_spec, *, calls=20, warmup=10, threads=2, seed=0):
+def profile_export(
+    path, signature, input_spec, *, calls=20, warmup=10, threads=2, seed=0, precision="f32"
+):
     """Profile ``calls`` calls of an exported SavedModel in a fresh process
     (``re2_lab/profile_worker.py``, ``tf.profiler.experimental``), after ``warmup`` calls,
-    with ``threads`` intra-op threads and 1 inter-op thread.
+    with ``threads`` intra-op threads and 1 inter-op thread; ``precision="bf16"`` under
+    TensorFlow's oneDNN bfloat16 rewrite (:data:`re2_tf.serving.runtimes.TF_BF16_REWRITE`).
 
     Returns:
         dict: ``calls``, ``wall_ms`` (mean per call under the profiler), ``ops`` (``{op:
@@ -668,6 +671,7 @@ def profile_export(path, signature, input_spec, *, calls=20, warmup=10, threads=
             inter_op_threads=1,
             seed=seed,
             logdir=logdir,
+            precision=precision,
         )
         return benchmarking.run_worker(worker, request)
 
@@ -973,10 +977,10 @@ def alternate_paths(paths, featurizers, shapes, rounds, workdir, *, threads=2, o
     that a slow spell of a shared CPU hits all alike (the A/B records under
     ``docs/runs/roofline/``).
 
-    Per round, per shape ``(batch, length, timed batches)``: the first 4 batches of
+    Per shape ``(batch, length, timed batches)``: the first 4 batches of
     :func:`re2_tf.benchmarking.table5_inputs` (every text exactly ``length`` long) as
-    ``serving_ids`` inputs, then every path timed on them in turn
-    (:func:`re2_tf.benchmarking.time_table5`).
+    ``serving_ids`` inputs; every path timed on them in turn, round by round
+    (:func:`re2_tf.benchmarking.time_in_turn`, :func:`re2_tf.benchmarking.time_table5`).
 
     Args:
         paths: ``{name: (export or converted model path, OpenVINO precision or None)}``.
@@ -997,29 +1001,31 @@ def alternate_paths(paths, featurizers, shapes, rounds, workdir, *, threads=2, o
     from re2_tf.serving import runtimes
 
     workdir = Path(workdir)
-    medians = {f"{name}@{shape[0]}": [] for name in paths for shape in shapes}
-    probabilities = {}
-    for round_ in range(rounds):
-        for batch, length, count in shapes:
-            inputs_file = workdir / f"inputs_{batch}.npz"
-            input_spec = benchmarking.write_batches(
-                benchmarking.table5_inputs(
-                    featurizers, batch, length, length_spread=0
-                ).id_batches(),
-                inputs_file,
-            )
-            for name, (path, precision) in paths.items():
-                options = {"inputs_file": str(inputs_file)}
-                if precision:
-                    options["precision"] = precision
-                keep = outputs and round_ == 0
-                if keep:
-                    options["outputs_file"] = str(workdir / "outputs.npz")
-                timed = benchmarking.time_table5(
-                    path, runtimes.SIGNATURE, input_spec, threads=threads, batches=count,
-                    options=options,
-                )  # fmt: skip
-                medians[f"{name}@{batch}"].append(timed["median_ms"])
-                if keep:
-                    probabilities[(name, batch)] = np.load(workdir / "outputs.npz")["probabilities"]
+    by_batch = {shape[0]: shape for shape in shapes}
+    specs, probabilities = {}, {}
+    for batch, length, _ in shapes:
+        inputs_file = workdir / f"inputs_{batch}.npz"
+        specs[batch] = benchmarking.write_batches(
+            benchmarking.table5_inputs(featurizers, batch, length, length_spread=0).id_batches(),
+            inputs_file,
+        )
+
+    def time_one(name, batch, round_):
+        path, precision = paths[name]
+        options = {"inputs_file": str(workdir / f"inputs_{batch}.npz")}
+        if precision:
+            options["precision"] = precision
+        keep = outputs and round_ == 0
+        if keep:
+            options["outputs_file"] = str(workdir / "outputs.npz")
+        timed = benchmarking.time_table5(
+            path, runtimes.SIGNATURE, specs[batch], threads=threads, batches=by_batch[batch][2],
+            options=options,
+        )  # fmt: skip
+        if keep:
+            probabilities[(name, batch)] = np.load(workdir / "outputs.npz")["probabilities"]
+        return timed["median_ms"]
+
+    timings, _ = benchmarking.time_in_turn(paths, by_batch, rounds, time_one, required=paths)
+    medians = {f"{name}@{batch}": ms for (name, batch), ms in timings.items()}
     return (medians, probabilities) if outputs else medians

@@ -162,52 +162,63 @@ def _model_rows(
         model["xla_export_openvino"] = "ok"
     except runtimes.ConversionError as error:
         model["xla_export_openvino"] = runtimes.failure(error)
-    rows = []
+    # per shape, the Table 5 inputs every runtime is timed on, their first 4 batches as
+    # serving_ids, fixed: every runtime times (and is compared on) the same ones
+    found, inputs, references = {}, {}, {}
     for batch, length in shapes:
-        # the Table 5 inputs every runtime is timed on at this shape, its first 4 batches as
-        # serving_ids, fixed: every runtime times (and is compared on) the same ones
-        inputs = benchmarking.table5_inputs(featurizers, batch, length)
         inputs_file = tmp / f"inputs_{batch}x{length}.npz"
-        input_spec = benchmarking.write_batches(inputs.id_batches(), inputs_file)
-        count = benchmarking.timed_batches(batch, batches)
-        shape_rows = []
-        for runtime, precision, path, status, seconds in targets:
+        input_spec = benchmarking.write_batches(
+            benchmarking.table5_inputs(featurizers, batch, length).id_batches(), inputs_file
+        )
+        inputs[(batch, length)] = (
+            inputs_file,
+            input_spec,
+            benchmarking.timed_batches(batch, batches),
+        )
+        for runtime, precision, _path, status, seconds in targets:
             row = {"model": variant, "runtime": runtime, "precision": precision}
             row.update(batch=batch, length=length, conversion=status, convert_s=seconds)
-            row.update(batches=count, round_medians_ms=[])
-            shape_rows.append((row, path))
-        reference = None
-        for round_ in range(rounds):  # the paths in turn, each round in fresh processes
-            for row, path in shape_rows:
-                if path is None or (round_ and "median_ms" not in row):
-                    continue
-                outputs = tmp / f"out_{batch}_{row['runtime']}.npz"
-                try:
-                    timed = benchmarking.time_export(
-                        path, runtimes.SIGNATURE, input_spec, batches=count,
-                        warmup=min(10, count), intra_op_threads=threads, inter_op_threads=1,
-                        throughput_batch=0,
-                        options={"inputs_file": str(inputs_file), "precision": row["precision"],
-                                 **({} if round_ else {"outputs_file": str(outputs)})},
-                    )  # fmt: skip
-                except RuntimeError as error:  # the runtime refused the converted model
-                    row["conversion"] = runtimes.failure(error)
-                    continue
-                row["round_medians_ms"].append(timed["median_ms"])
-                row["median_ms"] = min(row["round_medians_ms"])
-                row["loadavg"] = row.get("loadavg", []) + [os.getloadavg()[0]]
-                row["peak_hwm_mib"] = max(row.get("peak_hwm_mib") or 0, timed["peak_hwm_mib"] or 0)
-                if round_ == 0:
-                    row.update({k: timed[k] for k in ("p99_ms", "first_call_s", "interpreter")})
-                    row["inputs_sha256"] = timed["inputs_sha256"]
-                    probabilities = np.load(outputs)["probabilities"]
-                    if reference is None:
-                        reference = probabilities
-                    row.update(runtimes.agreement(reference, probabilities))
-                    row["agrees"] = runtimes.agrees(row, row["precision"])
-                log(f"{variant} {batch}x{length} round {round_ + 1}: {row['runtime']}: "
-                    f"{timed['median_ms']:.2f}")  # fmt: skip
-        rows += [row for row, _ in shape_rows]
+            row.update(batches=inputs[(batch, length)][2], round_medians_ms=[])
+            found[(runtime, (batch, length))] = row
+    paths = {runtime: path for runtime, _, path, _, _ in targets}
+
+    def time_one(runtime, shape, round_):
+        row, (inputs_file, input_spec, count) = found[(runtime, shape)], inputs[shape]
+        outputs = tmp / f"out_{shape[0]}_{runtime}.npz"
+        try:
+            timed = benchmarking.time_export(
+                paths[runtime], runtimes.SIGNATURE, input_spec, batches=count,
+                warmup=min(10, count), intra_op_threads=threads, inter_op_threads=1,
+                throughput_batch=0,
+                options={"inputs_file": str(inputs_file), "precision": row["precision"],
+                         **({} if round_ else {"outputs_file": str(outputs)})},
+            )  # fmt: skip
+        except RuntimeError as error:  # the runtime refused the converted model
+            row["conversion"] = runtimes.failure(error)
+            raise
+        row["round_medians_ms"].append(timed["median_ms"])
+        row["median_ms"] = min(row["round_medians_ms"])
+        row["loadavg"] = row.get("loadavg", []) + [os.getloadavg()[0]]
+        row["peak_hwm_mib"] = max(row.get("peak_hwm_mib") or 0, timed["peak_hwm_mib"] or 0)
+        if round_ == 0:
+            row.update({k: timed[k] for k in ("p99_ms", "first_call_s", "interpreter")})
+            row["inputs_sha256"] = timed["inputs_sha256"]
+            probabilities = np.load(outputs)["probabilities"]
+            reference = references.setdefault(shape, probabilities)
+            row.update(runtimes.agreement(reference, probabilities))
+            row["agrees"] = runtimes.agrees(row, row["precision"])
+        log(f"{variant} {shape[0]}x{shape[1]} round {round_ + 1}: {runtime}: "
+            f"{timed['median_ms']:.2f}")  # fmt: skip
+
+    # the paths in turn, each round in fresh processes; a path that failed at a shape is not
+    # timed there again
+    benchmarking.time_in_turn(
+        [runtime for runtime, path in paths.items() if path is not None],
+        list(inputs),
+        rounds,
+        time_one,
+    )
+    rows = [found[(runtime, shape)] for shape in inputs for runtime in paths]
     return rows, model
 
 

@@ -76,6 +76,7 @@ __all__ = [
     "text_spec",
     "timed_batches",
     "time_export",
+    "time_in_turn",
     "time_table5",
     "write_batches",
 ]
@@ -211,6 +212,54 @@ def time_table5(path, signature, input_spec, *, threads, batches=100, throughput
         throughput_batch=throughput_batch,
         **kw,
     )
+
+
+def time_in_turn(paths, shapes, rounds, time_one, *, required=()):
+    """Time every path at every shape ``rounds`` times, the paths in turn: round by round,
+    shape by shape, each path once, so that a slow spell of a shared CPU falls on every path
+    alike rather than on whichever one it met (each ``time_one`` call is expected to time in a
+    fresh process, as :func:`time_table5` does). The one alternation the serving choice
+    (:func:`re2_tf.serving.serving_choice.choose_serving`) and the lab's A/B and runtimes
+    records share.
+
+    Args:
+        paths: the paths' keys (any hashable), in the order they are timed within a shape.
+        shapes: the shapes' keys, in order.
+        rounds: how many times each path is timed at each shape, at least 1.
+        time_one: ``time_one(path, shape, round_)`` -> that call's timing (any value). A
+            ``RuntimeError`` from it marks ``(path, shape)`` failed: not timed again.
+        required: paths whose ``RuntimeError`` is raised, not recorded (a reference path
+            without which the other timings mean nothing).
+
+    Returns:
+        ``(timings, failures)``: ``{(path, shape): [timing per round it ran]}`` for every pair
+        and ``{(path, shape): RuntimeError}`` for the pairs that failed (their timings stop
+        at the round before).
+
+    Raises:
+        ValueError: if ``rounds`` is below 1 or a path or shape repeats.
+        RuntimeError: a ``required`` path's failure.
+    """
+    paths, shapes = list(paths), list(shapes)
+    if int(rounds) < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
+    for name, keys in (("path", paths), ("shape", shapes)):
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"a {name} is listed twice: {keys}")
+    timings = {(path, shape): [] for path in paths for shape in shapes}
+    failures = {}
+    for round_ in range(int(rounds)):
+        for shape in shapes:
+            for path in paths:
+                if (path, shape) in failures:
+                    continue
+                try:
+                    timings[(path, shape)].append(time_one(path, shape, round_))
+                except RuntimeError as error:
+                    if path in required:
+                        raise
+                    failures[(path, shape)] = error
+    return timings, failures
 
 
 def features_spec(featurizers, batch, length):

@@ -262,6 +262,40 @@ def test_timed_batches_is_the_full_count_up_to_64_pairs_and_a_twentieth_above():
     assert benchmark.timed_batches(512, 30) == 5
 
 
+def test_time_in_turn_alternates_paths_within_each_round_and_shape_and_drops_a_failed_pair():
+    # worked by hand: 2 rounds x 2 shapes x 3 paths, "b" failing at shape 8 in round 0 (not
+    # called there again; still timed at 512), "c" failing at 512 in round 1 (its round-0
+    # timing kept)
+    calls = []
+
+    def time_one(path, shape, round_):
+        calls.append((round_, shape, path))
+        if (path, shape, round_) in {("b", 8, 0), ("c", 512, 1)}:
+            raise RuntimeError(f"{path} crashed")
+        return f"{path}{shape}r{round_}"
+
+    timings, failures = benchmark.time_in_turn("abc", [8, 512], 2, time_one)
+    assert calls == [
+        (0, 8, "a"), (0, 8, "b"), (0, 8, "c"), (0, 512, "a"), (0, 512, "b"), (0, 512, "c"),
+        (1, 8, "a"), (1, 8, "c"), (1, 512, "a"), (1, 512, "b"), (1, 512, "c"),
+    ]  # fmt: skip
+    assert timings == {
+        ("a", 8): ["a8r0", "a8r1"], ("b", 8): [], ("c", 8): ["c8r0", "c8r1"],
+        ("a", 512): ["a512r0", "a512r1"], ("b", 512): ["b512r0", "b512r1"],
+        ("c", 512): ["c512r0"],
+    }  # fmt: skip
+    assert {key: str(error) for key, error in failures.items()} == {
+        ("b", 8): "b crashed",
+        ("c", 512): "c crashed",
+    }
+    with pytest.raises(RuntimeError, match="b crashed"):  # a required path's failure is raised
+        benchmark.time_in_turn("abc", [8, 512], 2, time_one, required=("b",))
+    with pytest.raises(ValueError, match="at least 1"):
+        benchmark.time_in_turn("ab", [8], 0, time_one)
+    with pytest.raises(ValueError, match="listed twice"):
+        benchmark.time_in_turn("aa", [8], 1, time_one)
+
+
 def test_cli_times_an_export_through_what_it_serves_by_default(tmp_path):
     # An export whose recorded serving choice routes 8-pair calls to ONNX Runtime: re2-bench
     # with no --backend times that route (as re2-predict serves it), on the export's own ids;

@@ -230,26 +230,32 @@ def choose_serving(
                     path, row["error"] = None, runtimes.failure(error)
             rows.append(row)
             paths.append(path)
-        for _ in range(rounds):  # the candidates in turn, a fresh process each
-            for row, path in zip(rows, paths):
-                if "error" in row:
-                    continue
-                for key, (batch, request) in requests.items():
-                    options = dict(request["options"], precision=row["precision"])
-                    try:
-                        timed = benchmarking.time_table5(
-                            path,
-                            threads=threads,
-                            batches=benchmarking.timed_batches(batch, BATCHES),
-                            **dict(request, options=options),
-                        )
-                    except RuntimeError as error:
-                        if row is rows[0]:
-                            raise
-                        row["error"] = runtimes.failure(error)
-                        break
-                    row["rounds_ms"].setdefault(key, []).append(round(timed["median_ms"], 3))
-                    row["median_ms"][key] = min(row["rounds_ms"][key])
+
+        def time_one(index, key, _round):
+            batch, request = requests[key]
+            options = dict(request["options"], precision=rows[index]["precision"])
+            timed = benchmarking.time_table5(
+                paths[index],
+                threads=threads,
+                batches=benchmarking.timed_batches(batch, BATCHES),
+                **dict(request, options=options),
+            )
+            return round(timed["median_ms"], 3)
+
+        # the candidates in turn, a fresh process each; the SavedModel's failure is raised
+        timings, failures = benchmarking.time_in_turn(
+            [i for i, row in enumerate(rows) if "error" not in row],
+            requests,
+            rounds,
+            time_one,
+            required=(0,),
+        )
+        for (index, key), medians in timings.items():
+            if medians:
+                rows[index]["rounds_ms"][key] = medians
+                rows[index]["median_ms"][key] = min(medians)
+        for (index, _), error in failures.items():
+            rows[index].setdefault("error", runtimes.failure(error))
         for row in rows:
             if "error" in row:
                 row.pop("median_ms")
