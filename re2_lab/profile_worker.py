@@ -8,7 +8,9 @@ and NumPy, never ``re2_tf``. It warms the signature up, runs ``calls`` calls und
 
 Request keys: ``path``, ``signature``, ``inputs``, ``seed``, ``intra_op_threads``,
 ``inter_op_threads`` as in ``timing_worker.py``; ``calls`` (profiled calls), ``warmup``
-(calls before the profiler starts), ``logdir`` (where the trace is written).
+(calls before the profiler starts), ``logdir`` (where the trace is written); ``precision``
+``bf16`` turns on TensorFlow's oneDNN bfloat16 rewrite for the process, as in
+``timing_worker.py`` (``re2_tf.serving.runtimes.TF_BF16_REWRITE``).
 
 Output keys:
     calls: profiled calls.
@@ -113,6 +115,8 @@ def main(request):
         tf.config.threading.set_intra_op_parallelism_threads(intra)
     if inter:
         tf.config.threading.set_inter_op_parallelism_threads(inter)
+    if request.get("precision") == "bf16":  # re2_tf.serving.runtimes.TF_BF16_REWRITE
+        tf.config.optimizer.set_experimental_options({"auto_mixed_precision_onednn_bfloat16": True})
     try:
         loaded = tf.saved_model.load(request["path"])
     except Exception as error:  # BERT's WordPiece exports use TF Text ops: register them
