@@ -1288,7 +1288,7 @@ def test_the_phases_reading_of_bi_match_srnn_is_its_record():
     assert whole == 1 and "one process slowed whole" in flat
     steal_s = sum(r["steal_ticks"] for r in record["processes"]) / record["clock_ticks_per_s"]
     assert steal_s < 1 and "under a second of steal time" in flat
-    # measured again, ONNX Runtime is the default and the fastest path at 512 x 20
+    # measured again, ONNX Runtime is the default at 512 x 20, within 1 % of the fastest
     runtimes = json.loads((RUNS / "runtimes/runtimes.json").read_text())
     (entry,) = [m for m in runtimes["models"] if m["model"] == "Bi-Match-SRNN"]
     medians = {
@@ -1296,7 +1296,9 @@ def test_the_phases_reading_of_bi_match_srnn_is_its_record():
         for r in runtimes["rows"]
         if (r["model"], r["batch"]) == ("Bi-Match-SRNN", 512) and r.get("median_ms")
     }
-    assert entry["default"]["512x20"] == "onnxruntime" == min(medians, key=medians.get)
+    assert entry["default"]["512x20"] == "onnxruntime"
+    assert medians["onnxruntime"] <= 1.01 * min(medians.values())
+    assert "ONNX Runtime is the default, within 1 % of the fastest path" in flat
     # the record's earlier version, where it missed: both ONNX Runtime rounds slower than both
     # of the xla=False SavedModel's
     earlier = _earlier_record("ada4852", "docs/runs/runtimes/runtimes.json")
@@ -1321,40 +1323,43 @@ def _earlier_record(commit, path):
     return json.loads(shown.stdout)
 
 
-def test_only_the_redone_variants_had_tensorflow_without_xla_as_a_candidate():
-    """docs/performance.md: the variants measured again have TensorFlow without XLA among their
-    serving choice's candidates (those measured again for the bfloat16 rewrite also have it
-    under the rewrite, and its column); the others have neither, and at no shape is their
-    "SavedModel no XLA" column faster than their default."""
+def test_every_variant_was_measured_again_with_the_bfloat16_rewrite_as_a_candidate():
+    """docs/performance.md: every variant was measured again once TensorFlow's oneDNN bfloat16
+    rewrite of the SavedModel was a path and a serving-choice candidate, so each serving
+    choice has TensorFlow without XLA among its candidates in float32 and under the rewrite,
+    and each variant has its column; the prose names the defaults it became."""
     flat = " ".join((ROOT / "docs/performance.md").read_text().split())
     record = json.loads((RUNS / "runtimes/runtimes.json").read_text())
     rewrite = (
         "TensorFlow's oneDNN bfloat16 rewrite of the SavedModel is a path and a "
         "serving-choice candidate"
     )
-    reasons = {
-        "the serving choice measures TensorFlow without XLA too",
-        "OpenVINO bf16 keeps the MatchLSTM in float32",
-        rewrite,
-    }
-    redone = {r["model"] for r in record["redone"] if r.get("reason") in reasons}
     with_rewrite = {r["model"] for r in record["redone"] if r.get("reason") == rewrite}
-    assert {"Bi-Match-SRNN", "BERT+MatchLSTM"} <= redone and with_rewrite
+    assert with_rewrite == {entry["model"] for entry in record["models"]}
+    became = set()
     for entry in record["models"]:
         candidates = {(c["backend"], c["precision"]) for c in entry["serving_choice"]["candidates"]}
-        name = entry["model"]
-        assert (("savedmodel_noxla", "f32") in candidates) == (name in redone), name
-        assert (("savedmodel_noxla", "bf16") in candidates) == (name in with_rewrite), name
-        timed = {r["runtime"] for r in record["rows"] if r["model"] == name}
-        assert ("savedmodel bf16 (xla=False)" in timed) == (name in with_rewrite), name
-        if name in redone:
-            continue
-        for key, default in entry["default"].items():
-            batch = int(key.split("x")[0])
-            medians = {
-                r["runtime"]: r.get("median_ms")
-                for r in record["rows"]
-                if (r["model"], r["batch"]) == (name, batch)
-            }
-            assert medians["savedmodel (xla=False)"] >= medians[default], (name, key)
-    assert 'at no shape of theirs is the "SavedModel no XLA" column faster' in flat
+        assert {("savedmodel_noxla", "f32"), ("savedmodel_noxla", "bf16")} <= candidates
+        timed = {r["runtime"] for r in record["rows"] if r["model"] == entry["model"]}
+        assert "savedmodel bf16 (xla=False)" in timed, entry["model"]
+        became |= {
+            f"{entry['model']} at {key.replace('x', ' × ')}"
+            for key, default in entry["default"].items()
+            if default == "savedmodel bf16 (xla=False)"
+        }
+    assert became, "the rewrite is no variant's default"
+    for named in became:
+        assert named in flat, named
+    assert "Every variant was measured again (`--redo`, in place)" in flat
+    rounds = {
+        r["runtime"]: r["round_medians_ms"]
+        for r in record["rows"]
+        if (r["model"], r["batch"]) == ("Bi-Match-SRNN", 512)
+    }
+    rewrite_ms, onnx_ms = min(rounds["savedmodel bf16 (xla=False)"]), min(rounds["onnxruntime"])
+    assert (
+        f"the rewrite ({rewrite_ms:.1f} ms) and ONNX Runtime ({onnx_ms:.1f} ms, the default)"
+        in (flat)
+    )
+    assert abs(rewrite_ms / onnx_ms - 1) < 0.01 and rounds["onnxruntime"].index(onnx_ms) == 1
+    assert f"in the first, ONNX Runtime took {rounds['onnxruntime'][0]:.1f} ms" in flat
