@@ -1363,3 +1363,36 @@ def test_every_variant_was_measured_again_with_the_bfloat16_rewrite_as_a_candida
     )
     assert abs(rewrite_ms / onnx_ms - 1) < 0.01 and rounds["onnxruntime"].index(onnx_ms) == 1
     assert f"in the first, ONNX Runtime took {rounds['onnxruntime'][0]:.1f} ms" in flat
+
+
+def test_the_bfloat16_rewrite_profile_sentence_is_its_record():
+    """docs/performance.md, where TensorFlow's bfloat16 rewrite gains and loses: the products'
+    ms per call in float32 and under the rewrite, the Cast kernels' ms, DRCN's casts level
+    between the shapes, and each variant's medians, read from rewrite_profile.json."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    record = json.loads((RUNS / "roofline/rewrite_profile.json").read_text())
+    products = {"_MklMatMul", "_MklNativeFusedMatMul", "_MklBatchMatMulV2", "_MklNativeConv2D"}
+
+    def product_ms(profile):
+        return sum(ms for kind, ms in profile["kinds_ms"].items() if kind in products)
+
+    shares, moved, casts, medians = [], [], [], []
+    for variant in ("RE2 1 block", "DRCN", "FITN"):
+        profiles, timed = record["profiles"][variant], record["medians_ms"][variant]
+        shares.append(product_ms(profiles["bf16 rewrite@512"]) / product_ms(profiles["f32@512"]))
+        f32, bf16 = product_ms(profiles["f32@8"]), product_ms(profiles["bf16 rewrite@8"])
+        moved.append(f"{f32:.2f} → {bf16:.2f}")
+        casts.append(f"{profiles['bf16 rewrite@8']['kinds_ms']['Cast']:.2f}")
+        medians.append((min(timed["bf16 rewrite@8"]), min(timed["f32@8"])))
+    assert f"take {min(shares):.2f} to {max(shares):.2f} of their float32 time" in flat
+    assert f"(RE2 1 block {moved[0]} ms per call, DRCN {moved[1]}, FITN {moved[2]})" in flat
+    assert f"cost {casts[0]}, {casts[1]} and {casts[2]} ms per call" in flat
+    drcn = record["profiles"]["DRCN"]
+    at_512 = drcn["bf16 rewrite@512"]["kinds_ms"]["Cast"]
+    assert f"at 512 × 20 ({at_512:.2f} ms) as at 8 × 20" in flat
+    assert abs(at_512 / drcn["bf16 rewrite@8"]["kinds_ms"]["Cast"] - 1) < 0.1
+    (re2, re2_f32), (drcn_bf16, drcn_f32), (fitn_bf16, fitn_f32) = medians
+    assert re2 < re2_f32 and drcn_bf16 > drcn_f32 and fitn_bf16 > fitn_f32
+    assert f"RE2 1 block only ({re2:.2f} against {re2_f32:.2f} ms here)" in flat
+    assert f"slower for DRCN ({drcn_bf16:.2f} against {drcn_f32:.2f}) and FITN" in flat
+    assert f"FITN ({fitn_bf16:.2f} against {fitn_f32:.2f})" in flat
