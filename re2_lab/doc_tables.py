@@ -333,20 +333,23 @@ def _agreement(record):
 
 def _bf16_parts(record):
     """``docs/runs/serving-choice/bf16_parts.py``'s record: per precision of BERT+MatchLSTM's
-    two OpenVINO parts (or of the whole IR), the share of dev labels equal to the SavedModel's
-    and the max |Δp|, then the run, the machine and the command."""
+    two OpenVINO parts (or of the whole IR), the share of dev labels equal to the SavedModel's,
+    the max |Δp| over the pairs with finite probabilities and the count of the others, then
+    the run, the machine and the command."""
     from re2_lab.throughput import describe_machine
 
     lines = [
         "| OpenVINO IR | BERT encoder | MatchLSTM and what follows | labels as the SavedModel's "
-        "| max abs Δp |",
-        "|---|---|---|---:|---:|",
+        "| compile | max abs Δp (finite pairs) | pairs not finite |",
+        "|---|---|---|---:|---:|---:|---:|",
     ]
     for row in record["rows"]:
         ir = "two parts" if row["parts"] == 2 else "whole"
+        # records before the count and the repeated compiles were kept: "—", not measured
+        non_finite = row.get("non_finite_pairs", "—")
         lines.append(
             f"| {ir} | {row['encoder']} | {row['match_lstm']} | {row['label_agreement']:.4f} | "
-            f"{row['max_abs_dp']:.1e} |"
+            f"{row.get('compile', '—')} | {row['max_abs_dp']:.1e} | {non_finite} |"
         )
     footer = (
         f"`{record['run']}`, {record['pairs']:,} dev pairs in batches of {record['batch']}. "

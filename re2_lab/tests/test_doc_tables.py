@@ -436,6 +436,7 @@ def test_an_agreement_block_lists_each_runtime_of_each_run(tmp_path):
 
 
 def test_a_bf16_parts_block_lists_each_precision_of_the_two_parts(tmp_path):
+    # the first row is a record's from before the non-finite count and compiles were kept: "—"
     record = {
         "command": "python bf16_parts.py",
         "cpu": "Some CPU",
@@ -449,16 +450,16 @@ def test_a_bf16_parts_block_lists_each_precision_of_the_two_parts(tmp_path):
             {"parts": 2, "encoder": "bf16", "match_lstm": "f32", "label_agreement": 0.997,
              "max_abs_dp": 0.00208},
             {"parts": 1, "encoder": "bf16", "match_lstm": "bf16", "label_agreement": 0.786,
-             "max_abs_dp": 0.29},
+             "max_abs_dp": 0.29, "non_finite_pairs": 3, "compile": 2},
         ],
     }  # fmt: skip
     (tmp_path / "p.json").write_text(json.dumps(record))
     assert doc_tables.generate("bf16_parts p.json", tmp_path).splitlines() == [
         "| OpenVINO IR | BERT encoder | MatchLSTM and what follows | labels as the SavedModel's "
-        "| max abs Δp |",
-        "|---|---|---|---:|---:|",
-        "| two parts | bf16 | f32 | 0.9970 | 2.1e-03 |",
-        "| whole | bf16 | bf16 | 0.7860 | 2.9e-01 |",
+        "| compile | max abs Δp (finite pairs) | pairs not finite |",
+        "|---|---|---|---:|---:|---:|---:|",
+        "| two parts | bf16 | f32 | 0.9970 | — | 2.1e-03 | — |",
+        "| whole | bf16 | bf16 | 0.7860 | 2 | 2.9e-01 | 3 |",
         "",
         "`docs/runs/q`, 1,000 dev pairs in batches of 64. 2 cores of Some CPU (avx512_bf16), "
         "2026-01-02. Command: `python bf16_parts.py`.",
