@@ -36,6 +36,8 @@ from re2_tf.benchmarking import pair_batch, single_position_words
 from re2_tf.machine import cpu_units  # noqa: F401  (re-exported)
 
 __all__ = [
+    "ab_inputs",
+    "ab_record",
     "alternate_paths",
     "dependency_floor",
     "function_flops",
@@ -972,15 +974,49 @@ def report(
     }
 
 
+def ab_inputs(featurizers, batch, length, workdir):
+    """Write the inputs every path of an A/B record is timed and profiled on at one shape, the
+    first 4 batches of :func:`re2_tf.benchmarking.table5_inputs` with every text exactly
+    ``length`` long, as ``serving_ids`` inputs to ``<workdir>/inputs_<batch>.npz``; returns
+    their input spec (:func:`re2_tf.benchmarking.write_batches`)."""
+    from re2_tf import benchmarking
+
+    return benchmarking.write_batches(
+        benchmarking.table5_inputs(featurizers, batch, length, length_spread=0).id_batches(),
+        Path(workdir) / f"inputs_{batch}.npz",
+    )
+
+
+def ab_record(script, args, rounds, threads=2, **fields):
+    """The head of an A/B record of ``docs/runs/roofline/`` (the scripts that time paths with
+    :func:`alternate_paths`): the command that made it (``script`` with its ``--key=value``
+    ``args``), the machine, the UTC date, the runtimes' versions, ``rounds`` and ``threads``,
+    then ``fields``."""
+    import time
+
+    from re2_lab import throughput
+    from re2_tf.serving import runtimes
+
+    return {
+        "command": f"python {script} "
+        + " ".join(f'--{k}="{v}"' if " " in v else f"--{k}={v}" for k, v in args.items()),
+        **throughput.machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "versions": runtimes.versions(),
+        "rounds": rounds,
+        "threads": threads,
+        **fields,
+    }
+
+
 def alternate_paths(paths, featurizers, shapes, rounds, workdir, *, threads=2, outputs=False):
     """Time several serving paths of one network alternately, each call in a fresh process, so
     that a slow spell of a shared CPU hits all alike (the A/B records under
     ``docs/runs/roofline/``).
 
-    Per shape ``(batch, length, timed batches)``: the first 4 batches of
-    :func:`re2_tf.benchmarking.table5_inputs` (every text exactly ``length`` long) as
-    ``serving_ids`` inputs; every path timed on them in turn, round by round
-    (:func:`re2_tf.benchmarking.time_in_turn`, :func:`re2_tf.benchmarking.time_table5`).
+    Per shape ``(batch, length, timed batches)``: the inputs of :func:`ab_inputs`; every path
+    timed on them in turn, round by round (:func:`re2_tf.benchmarking.time_in_turn`,
+    :func:`re2_tf.benchmarking.time_table5`).
 
     Args:
         paths: ``{name: (export or converted model path, OpenVINO precision or None)}``.
@@ -1004,11 +1040,7 @@ def alternate_paths(paths, featurizers, shapes, rounds, workdir, *, threads=2, o
     by_batch = {shape[0]: shape for shape in shapes}
     specs, probabilities = {}, {}
     for batch, length, _ in shapes:
-        inputs_file = workdir / f"inputs_{batch}.npz"
-        specs[batch] = benchmarking.write_batches(
-            benchmarking.table5_inputs(featurizers, batch, length, length_spread=0).id_batches(),
-            inputs_file,
-        )
+        specs[batch] = ab_inputs(featurizers, batch, length, workdir)
 
     def time_one(name, batch, round_):
         path, precision = paths[name]

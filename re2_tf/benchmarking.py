@@ -218,9 +218,8 @@ def time_in_turn(paths, shapes, rounds, time_one, *, required=()):
     """Time every path at every shape ``rounds`` times, the paths in turn: round by round,
     shape by shape, each path once, so that a slow spell of a shared CPU falls on every path
     alike rather than on whichever one it met (each ``time_one`` call is expected to time in a
-    fresh process, as :func:`time_table5` does). The one alternation the serving choice
-    (:func:`re2_tf.serving.serving_choice.choose_serving`) and the lab's A/B and runtimes
-    records share.
+    fresh process, as :func:`time_table5` does). The serving choice
+    (:func:`re2_tf.serving.serving_choice.choose_serving`) times its candidates with it.
 
     Args:
         paths: the paths' keys (any hashable), in the order they are timed within a shape.

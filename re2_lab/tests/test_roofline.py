@@ -366,3 +366,33 @@ def test_profiling_an_xla_savedmodel_names_its_matmul_by_opcode(tmp_path):
     assert traced["calls"] == 5 and traced["wall_ms"] > 0
     dots = [n for n, kind in traced["kinds"].items() if kind in ("dot", "fusion with dot")]
     assert len(dots) == 1 and traced["ops"][dots[0]] > 0
+
+
+def test_an_ab_record_names_its_command_and_machine_and_its_inputs_are_table5s(tmp_path):
+    record = roofline.ab_record(
+        "docs/runs/x.py", {"rounds": "3", "variants": "RE2 1 block"}, 3, variants={}
+    )
+    assert record["command"] == 'python docs/runs/x.py --rounds=3 --variants="RE2 1 block"'
+    assert (record["rounds"], record["threads"], record["variants"]) == (3, 2, {})
+    assert {"cpu", "date", "versions"} <= set(record)
+    # the inputs: the first 4 batches of table5_inputs with no length spread, as serving_ids
+    from re2_tf import benchmarking
+
+    featurizers = benchmarking.synthetic_featurizers(
+        _re2_spec(), dict(_re2_spec().benchmark["RE2 1 block"]["hparams"]), 100
+    )
+    spec = roofline.ab_inputs(featurizers, 8, 20, tmp_path)
+    saved = np.load(tmp_path / "inputs_8.npz")
+    want = benchmarking.table5_inputs(featurizers, 8, 20, length_spread=0).id_batches()
+    assert len(want) == 4 and set(spec) == set(want[0])
+    assert all(spec[name]["shape"][:2] == [8, 20] for name in want[0])
+    assert sorted(saved.files) == sorted(f"{i}/{k}" for i, b in enumerate(want) for k in b)
+    for i, batch in enumerate(want):
+        for name, array in batch.items():
+            np.testing.assert_array_equal(saved[f"{i}/{name}"], array)
+
+
+def _re2_spec():
+    from re2_tf.models import get_spec
+
+    return get_spec("re2")

@@ -19,13 +19,11 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
-from re2_lab import throughput
-from re2_lab.roofline import alternate_paths, profile_export
+from re2_lab.roofline import ab_inputs, ab_record, alternate_paths, profile_export
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes
@@ -46,18 +44,9 @@ def main():
     if not runtimes.cpu_has_bf16():
         raise SystemExit("this CPU has no bfloat16 units: nothing to compare")
     spec = get_spec("re2")
-    record = {
-        "command": "python docs/runs/roofline/bf16_ab.py "
-        + " ".join(f'--{k}="{v}"' if " " in v else f"--{k}={v}" for k, v in ARGS.items()),
-        **throughput.machine(),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "versions": runtimes.versions(),
-        "rounds": ROUNDS,
-        "threads": 2,
-        "variants": {},
-        "agreement": {},
-        "profiles": {},
-    }
+    record = ab_record(
+        "docs/runs/roofline/bf16_ab.py", ARGS, ROUNDS, variants={}, agreement={}, profiles={}
+    )
     chosen = ARGS["variants"].split(",") if "variants" in ARGS else ["RE2 3 blocks"]
     for variant in chosen:
         hparams = spec.benchmark[variant]["hparams"]
@@ -80,12 +69,7 @@ def main():
             )
             profiles = {}
             for batch, length, _ in SHAPES:
-                input_spec = benchmarking.write_batches(
-                    benchmarking.table5_inputs(
-                        featurizers, batch, length, length_spread=0
-                    ).id_batches(),
-                    tmp / f"inputs_{batch}.npz",
-                )
+                input_spec = ab_inputs(featurizers, batch, length, tmp)
                 for name, (path, precision) in paths.items():
                     if precision is not None:
                         continue  # OpenVINO: no tf.profiler trace

@@ -18,11 +18,9 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from re2_lab import throughput
-from re2_lab.roofline import alternate_paths
+from re2_lab.roofline import ab_record, alternate_paths
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes
@@ -35,16 +33,7 @@ SHAPES = ((8, 20, 100), (512, 20, 5))  # batch, length, timed batches
 def main():
     spec = get_spec("re2")
     precisions = ("f32", "bf16") if runtimes.cpu_has_bf16() else ("f32",)
-    record = {
-        "command": "python docs/runs/roofline/folded_ab.py "
-        + " ".join(f'--{k}="{v}"' if " " in v else f"--{k}={v}" for k, v in ARGS.items()),
-        **throughput.machine(),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "versions": runtimes.versions(),
-        "rounds": ROUNDS,
-        "threads": 2,
-        "variants": {},
-    }
+    record = ab_record("docs/runs/roofline/folded_ab.py", ARGS, ROUNDS, variants={})
     chosen = ARGS["variants"].split(",") if "variants" in ARGS else list(spec.benchmark)
     for variant in chosen:
         hparams = spec.benchmark[variant]["hparams"]

@@ -17,11 +17,9 @@ import collections
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from re2_lab import throughput
-from re2_lab.roofline import alternate_paths, profile_export
+from re2_lab.roofline import ab_inputs, ab_record, alternate_paths, profile_export
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes
@@ -39,17 +37,9 @@ def main():
     if not runtimes.cpu_has_bf16():
         raise SystemExit("this CPU has no bfloat16 units: the rewrite does not run")
     chosen = ARGS["variants"].split(",") if "variants" in ARGS else list(VARIANTS)
-    record = {
-        "command": "python docs/runs/roofline/rewrite_profile.py "
-        + " ".join(f'--{k}="{v}"' if " " in v else f"--{k}={v}" for k, v in ARGS.items()),
-        **throughput.machine(),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "versions": runtimes.versions(),
-        "rounds": ROUNDS,
-        "threads": 2,
-        "medians_ms": {},
-        "profiles": {},
-    }
+    record = ab_record(
+        "docs/runs/roofline/rewrite_profile.py", ARGS, ROUNDS, medians_ms={}, profiles={}
+    )
     for variant in chosen:
         spec = get_spec(VARIANTS[variant])
         hparams = spec.benchmark[variant]["hparams"]
@@ -62,12 +52,7 @@ def main():
             medians = alternate_paths(paths, featurizers, SHAPES, ROUNDS, tmp)
             profiles = {}
             for batch, length, _ in SHAPES:
-                input_spec = benchmarking.write_batches(
-                    benchmarking.table5_inputs(
-                        featurizers, batch, length, length_spread=0
-                    ).id_batches(),
-                    tmp / f"inputs_{batch}.npz",
-                )
+                input_spec = ab_inputs(featurizers, batch, length, tmp)
                 for name, precision in PATHS.items():
                     traced = profile_export(
                         path, runtimes.SIGNATURE, input_spec,
