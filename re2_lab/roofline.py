@@ -43,6 +43,7 @@ __all__ = [
     "function_flops",
     "function_hlo",
     "hlo_flops",
+    "kind_times",
     "loop_step_seconds",
     "model_flops",
     "parse_hlo",
@@ -678,6 +679,18 @@ def profile_export(
         return benchmarking.run_worker(worker, request)
 
 
+def kind_times(traced):
+    """``({kind: ms per call}, {kind: distinct ops})`` of a profile (:func:`profile_export`'s
+    result), largest time first: each op's exclusive ms summed by its kind (an XLA opcode or a
+    TensorFlow kernel type; an op the trace gives no kind takes the type after its last ``:``)."""
+    kinds, counts = {}, {}
+    for name, ms in traced["ops"].items():
+        kind = traced["kinds"].get(name, name.rsplit(":", 1)[-1])
+        kinds[kind] = kinds.get(kind, 0.0) + ms
+        counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(kinds.items(), key=lambda item: -item[1])), counts
+
+
 def profile_summary(traced, flops, peak, top=4):
     """Where a profiled call's time goes (:func:`profile_export`'s result).
 
@@ -695,10 +708,7 @@ def profile_summary(traced, flops, peak, top=4):
         first), ``largest`` (``[[op, ms], ...]``: the ``top`` largest ops outside the
         products).
     """
-    kinds = {}
-    for name, ms in traced["ops"].items():
-        kind = traced["kinds"][name]
-        kinds[kind] = kinds.get(kind, 0.0) + ms
+    kinds, _ = kind_times(traced)
     matmul = sum(ms for kind, ms in kinds.items() if kind in MATMUL_KINDS)
     others = sorted(
         (
@@ -713,7 +723,7 @@ def profile_summary(traced, flops, peak, top=4):
         op_ms=sum(traced["ops"].values()),
         matmul_ms=matmul,
         matmul_percent_of_peak=(100 * flops / (matmul / 1e3) / peak if matmul and peak else None),
-        kinds=dict(sorted(kinds.items(), key=lambda item: -item[1])),
+        kinds=kinds,
         largest=[[n, ms] for n, ms in others[:top]],
     )
 

@@ -396,3 +396,14 @@ def _re2_spec():
     from re2_tf.models import get_spec
 
     return get_spec("re2")
+
+
+def test_kind_times_sum_ops_by_kind_and_name_an_unkinded_op_by_its_type():
+    # by hand: two MatMul kernels 1.0 + 2.0, a Cast the trace gives no kind -> "Cast" 0.5
+    traced = {
+        "ops": {"a/mm:_MklMatMul": 1.0, "b/mm:_MklMatMul": 2.0, "c/cast:Cast": 0.5},
+        "kinds": {"a/mm:_MklMatMul": "_MklMatMul", "b/mm:_MklMatMul": "_MklMatMul"},
+    }
+    kinds, counts = roofline.kind_times(traced)
+    assert list(kinds.items()) == [("_MklMatMul", 3.0), ("Cast", 0.5)]
+    assert counts == {"_MklMatMul": 2, "Cast": 1}

@@ -14,7 +14,6 @@ easily), and each SavedModel is profiled once per shape with ``tf.profiler``
     python docs/runs/roofline/bf16_ab.py [--rounds=3] [--variants="RE2 3 blocks"]
 """
 
-import collections
 import json
 import statistics
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from re2_lab.roofline import ab_inputs, ab_record, alternate_paths, profile_export
+from re2_lab.roofline import ab_inputs, ab_record, alternate_paths, kind_times, profile_export
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes
@@ -77,13 +76,11 @@ def main():
                         path, runtimes.SIGNATURE, input_spec,
                         calls=20 if batch == 8 else 3, warmup=3,
                     )  # fmt: skip
-                    kinds = collections.Counter()
-                    for op, ms in traced["ops"].items():
-                        kinds[traced["kinds"].get(op, op.rsplit(":", 1)[-1])] += ms
+                    kinds, _ = kind_times(traced)
                     profiles[f"{name}@{batch}"] = {
                         "wall_ms": traced["wall_ms"],
                         "op_ms": sum(traced["ops"].values()),
-                        "kinds": dict(kinds.most_common(8)),
+                        "kinds": dict(list(kinds.items())[:8]),
                     }
             reference = "fp32 XLA (default)"
             record["agreement"][variant] = {

@@ -13,13 +13,12 @@ Writes ``rewrite_profile.json`` beside this file.
     python docs/runs/roofline/rewrite_profile.py [--rounds=2] [--variants="RE2 1 block,DRCN"]
 """
 
-import collections
 import json
 import sys
 import tempfile
 from pathlib import Path
 
-from re2_lab.roofline import ab_inputs, ab_record, alternate_paths, profile_export
+from re2_lab.roofline import ab_inputs, ab_record, alternate_paths, kind_times, profile_export
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes
@@ -58,17 +57,13 @@ def main():
                         path, runtimes.SIGNATURE, input_spec,
                         calls=20 if batch == 8 else 3, warmup=3, precision=precision,
                     )  # fmt: skip
-                    kinds, counts = collections.Counter(), collections.Counter()
-                    for op, ms in traced["ops"].items():
-                        kind = traced["kinds"].get(op, op.rsplit(":", 1)[-1])
-                        kinds[kind] += ms
-                        counts[kind] += 1
+                    kinds, counts = kind_times(traced)
                     profiles[f"{name}@{batch}"] = {
                         "wall_ms": traced["wall_ms"],
                         "op_ms": sum(traced["ops"].values()),
                         "kernels": sum(counts.values()),  # distinct kernels run per call
-                        "kinds_ms": dict(kinds.most_common()),
-                        "kinds_count": dict(counts),
+                        "kinds_ms": kinds,
+                        "kinds_count": counts,
                     }
         record["medians_ms"][variant] = medians
         record["profiles"][variant] = profiles
