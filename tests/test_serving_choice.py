@@ -54,6 +54,26 @@ def test_the_savedmodel_is_kept_on_ties_and_when_nothing_else_is_faster():
         serving_choice.pick([{"backend": "savedmodel", "precision": "f32"}, same], "8x20")
 
 
+def test_a_close_call_is_the_eligible_candidates_within_the_margin_of_the_best():
+    saved = _candidate("savedmodel", "f32", 20.0, 1000.0)
+    onnx = _candidate("onnxruntime", "f32", 4.6, 1300.0)
+    bf16 = _candidate("openvino", "bf16", 4.64, 600.0)
+    f32 = _candidate("openvino", "f32", 5.52, 721.0)  # 5.52 = 4.6 * 1.2: in; 721 > 720: out
+    wrong = _candidate("openvino", "bf16", 4.0, 590.0, agreement=0.98)  # faster, disagrees
+    failed = {"backend": "onnxruntime", "precision": "f32", "error": "failed: Loop"}
+    rows = [saved, onnx, bf16, f32, wrong, failed]
+    # 8x20: the least eligible is 4.6 (the disagreeing 4.0 is not the yardstick)
+    assert serving_choice.close_candidates(rows, "8x20", close=0.2) == [1, 2, 3]
+    assert serving_choice.close_candidates(rows, "8x20", close=0.1) == [1, 2]
+    # 512x20: only OpenVINO bf16 within 20 % of 600: not a close call
+    assert serving_choice.close_candidates(rows, "512x20", close=0.2) == []
+    assert serving_choice.close_candidates(rows, "512x20", close=0.21) == [2, 3]
+    # the SavedModel takes part like any other candidate
+    assert serving_choice.close_candidates([saved, f32], "512x20", close=0.4) == [0, 1]
+    with pytest.raises(ValueError, match="not timed at 8x20"):
+        serving_choice.close_candidates([failed, onnx], "8x20")
+
+
 def test_a_call_takes_the_route_of_the_nearest_timed_batch_on_a_log_scale():
     routes = [{"batch": 8, "backend": "a"}, {"batch": 512, "backend": "b"}]
     # the geometric midpoint of 8 and 512 is 64: the smaller route takes the tie
@@ -144,6 +164,16 @@ def test_a_measured_choice_is_the_rules_and_serves_the_savedmodels_labels(tiny_e
     rows = choice["candidates"]
     assert [(r["backend"], r["precision"]) for r in rows] == candidates
     assert all(set(r["median_ms"]) == {"4x6", "64x6"} for r in rows)
+    assert (choice["rounds"], choice["close"]) == (serving_choice.ROUNDS, serving_choice.CLOSE)
+    for key in ("4x6", "64x6"):  # the close call by hand: who got the extra rounds
+        first = {i: min(r["rounds_ms"][key][: serving_choice.ROUNDS]) for i, r in enumerate(rows)}
+        eligible = [i for i in first if i == 0 or rows[i]["label_agreement"] >= 0.99]
+        best = min(first[i] for i in eligible)
+        close = [i for i in eligible if first[i] <= best * (1 + serving_choice.CLOSE)]
+        extra = serving_choice.CLOSE_ROUNDS if len(close) > 1 else 0
+        for i, row in enumerate(rows):
+            assert len(row["rounds_ms"][key]) == serving_choice.ROUNDS + extra * (i in close)
+            assert row["median_ms"][key] == min(row["rounds_ms"][key])
     assert rows[0]["label_agreement"] == 1.0 and rows[0]["max_abs_dp"] == 0.0
     assert rows[1]["max_abs_dp"] < 1e-5  # OpenVINO f32: the same function
     # the rule by hand: per shape, the least median among those agreeing on >= 99 %

@@ -25,8 +25,12 @@ The rule (ours):
 - **Speed**: each candidate is timed in a fresh process (:func:`re2_tf.benchmarking.time_table5`:
   the Table 5 protocol, :func:`~re2_tf.benchmarking.table5_inputs` at each of :data:`SHAPES`,
   fed to ``serving_ids``, so tokenisation is outside every candidate's time alike), in
-  :data:`ROUNDS` rounds of the candidates in turn, keeping each one's least median. At each
-  timed shape the fastest eligible candidate is chosen (:func:`pick`; ties keep the
+  :data:`ROUNDS` rounds of the candidates in turn, keeping each one's least median. A close
+  call is timed again: at a shape where more than one eligible candidate is within
+  :data:`CLOSE` of the least eligible median (:func:`close_candidates`), those candidates get
+  :data:`CLOSE_ROUNDS` more rounds in turn (a process the machine slows is slower, never
+  faster, so more rounds of the contenders make a slowed one's least median honest). At each
+  timed shape the fastest eligible candidate is then chosen (:func:`pick`; ties keep the
   SavedModel), so one export may serve small batches through one runtime and large ones
   through another: a call of ``n`` pairs takes the route of the timed batch nearest ``n`` on
   a log scale (:func:`~re2_tf.serving.predictor.route`; with the default shapes, up to 64
@@ -60,10 +64,13 @@ from re2_tf.serving.predictor import Predictor, export_featurizers, installed
 
 __all__ = [
     "CHOICES",
+    "CLOSE",
+    "CLOSE_ROUNDS",
     "MIN_AGREEMENT",
     "ROUNDS",
     "SHAPES",
     "choose_serving",
+    "close_candidates",
     "installed_candidates",
     "pick",
     "record_choice",
@@ -79,6 +86,11 @@ ROUNDS = 2
 #: Timed batches per round at a small shape (:func:`re2_tf.benchmarking.timed_batches` gives
 #: the count at a larger one): fewer than Table 5's 100, as every candidate is timed per round.
 BATCHES = 30
+#: A close call (our threshold): eligible candidates whose least median at a shape is within
+#: this share above the least eligible one's are timed again there.
+CLOSE = 0.2
+#: More rounds of a shape's close candidates, in turn (none where only one is close).
+CLOSE_ROUNDS = 2
 #: Least share of held-out labels a candidate must share with the SavedModel (our threshold).
 MIN_AGREEMENT = 0.99
 #: The reason recorded when no other runtime is installed.
@@ -117,6 +129,12 @@ def _shape_key(batch, length):
     return f"{batch}x{length}"
 
 
+def _eligible(candidate, reference, shape, min_agreement):
+    if shape not in (candidate.get("median_ms") or {}):
+        return False
+    return candidate is reference or (candidate.get("label_agreement") or 0.0) >= min_agreement
+
+
 def pick(candidates, shape, min_agreement=MIN_AGREEMENT):
     """The rule's choice among measured candidates at one timed shape.
 
@@ -137,13 +155,28 @@ def pick(candidates, shape, min_agreement=MIN_AGREEMENT):
     reference = candidates[0]
     if shape not in (reference.get("median_ms") or {}):
         raise ValueError(f"the reference candidate (the SavedModel) was not timed at {shape}")
+    return min(
+        (c for c in candidates if _eligible(c, reference, shape, min_agreement)),
+        key=lambda c: c["median_ms"][shape],
+    )
 
-    def eligible(c):
-        if shape not in (c.get("median_ms") or {}):
-            return False
-        return c is reference or (c.get("label_agreement") or 0.0) >= min_agreement
 
-    return min((c for c in candidates if eligible(c)), key=lambda c: c["median_ms"][shape])
+def close_candidates(candidates, shape, min_agreement=MIN_AGREEMENT, close=CLOSE):
+    """Indices of the eligible candidates (as :func:`pick`'s) whose median at ``shape`` is at
+    most ``(1 + close)`` times the least eligible one's, in order; ``[]`` where fewer than two
+    are (the call is not close).
+
+    Raises:
+        ValueError: the reference was not timed at ``shape`` (as :func:`pick`).
+    """
+    best = pick(candidates, shape, min_agreement)["median_ms"][shape]
+    found = [
+        i
+        for i, c in enumerate(candidates)
+        if _eligible(c, candidates[0], shape, min_agreement)
+        and c["median_ms"][shape] <= best * (1 + close)
+    ]
+    return found if len(found) > 1 else []
 
 
 def record_choice(export_dir, choice):
@@ -163,6 +196,8 @@ def choose_serving(
     shapes=SHAPES,
     threads=0,
     rounds=ROUNDS,
+    close=CLOSE,
+    close_rounds=CLOSE_ROUNDS,
     min_agreement=MIN_AGREEMENT,
     log=logging.info,
 ):
@@ -183,6 +218,9 @@ def choose_serving(
         threads: intra-op threads of the timing processes (0: each runtime's default).
         rounds: timing rounds; a candidate's median at a shape is the least of its rounds'
             (a process the machine slows is slower, never faster).
+        close, close_rounds: a shape's close candidates (:func:`close_candidates` with
+            ``close``) are timed ``close_rounds`` more rounds, after the agreement check (0:
+            never).
         min_agreement: least label agreement with the SavedModel.
         log: ``(message) -> None`` told each candidate's result.
 
@@ -190,9 +228,13 @@ def choose_serving(
         the JSON-serialisable ``serving_choice``: ``backend``, ``precision`` (at the first
         shape), ``reason``, ``measured``; where measured also ``routes`` (per shape:
         ``batch``, ``backend``, ``precision``; :func:`~re2_tf.serving.predictor.route`),
-        ``candidates`` (each with ``median_ms`` per ``"<batch>x<length>"``,
-        ``label_agreement``, ``max_abs_dp`` or ``error``), ``pairs``, ``shapes``,
-        ``threads``, ``min_agreement`` and the CPU (:func:`re2_tf.machine.machine`).
+        ``candidates`` (each with ``median_ms`` per ``"<batch>x<length>"``, ``rounds_ms``
+        (every round's median, the close rounds' last), ``label_agreement``, ``max_abs_dp``
+        or ``error``), ``pairs``, ``shapes``, ``threads``, ``rounds``, ``close``,
+        ``close_rounds``, ``min_agreement`` and the CPU (:func:`re2_tf.machine.machine`).
+
+    Raises:
+        RuntimeError: the SavedModel itself fails to run or gives non-finite outputs.
     """
     export_dir = Path(export_dir)
     found = [c for c in (candidates or installed_candidates()) if c != ("savedmodel", "f32")]
@@ -207,9 +249,8 @@ def choose_serving(
     if not pairs:
         return dict(unmeasured, reason="no held-out pairs to check other runtimes against")
     featurizers = export_featurizers(export_dir, config)
-    texts1, texts2 = [a for a, _ in pairs], [b for _, b in pairs]
     convertible = Path(convertible or export_dir)
-    rows, reference = [], None  # reference: the SavedModel's probabilities on the pairs
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         requests = {}
         for batch, length in shapes:
@@ -218,7 +259,8 @@ def choose_serving(
                 batch,
                 inputs.request(ids=True, inputs_file=Path(tmp) / f"{batch}x{length}.npz"),
             )
-        # every timing process first, then the outputs, scored in this process
+        # every timing process first, then the outputs, scored in this process, then the
+        # close calls' timing processes
         paths = []
         for backend, precision in found:
             row = {"backend": backend, "precision": precision, "median_ms": {}, "rounds_ms": {}}
@@ -242,27 +284,69 @@ def choose_serving(
             )
             return round(timed["median_ms"], 3)
 
-        # the candidates in turn, a fresh process each; the SavedModel's failure is raised
-        timings, failures = benchmarking.time_in_turn(
-            [i for i, row in enumerate(rows) if "error" not in row],
-            requests,
-            rounds,
-            time_one,
-            required=(0,),
-        )
-        for (index, key), medians in timings.items():
-            if medians:
-                rows[index]["rounds_ms"][key] = medians
-                rows[index]["median_ms"][key] = min(medians)
-        for (index, _), error in failures.items():
-            rows[index].setdefault("error", runtimes.failure(error))
+        def time_rounds(indices, keys, count):
+            # the candidates in turn, a fresh process each; the SavedModel's failure is raised
+            timings, failures = benchmarking.time_in_turn(
+                indices, keys, count, time_one, required=(0,)
+            )
+            for (index, key), medians in timings.items():
+                if medians:
+                    row = rows[index]
+                    row["rounds_ms"][key] = row["rounds_ms"].get(key, []) + medians
+                    row["median_ms"][key] = min(row["rounds_ms"][key])
+            for (index, _), error in failures.items():
+                rows[index].setdefault("error", runtimes.failure(error))
+                rows[index].pop("median_ms", None)
+
+        time_rounds([i for i, row in enumerate(rows) if "error" not in row], requests, rounds)
+        _score(export_dir, rows, pairs)
+        for key in requests if close_rounds else ():
+            contenders = close_candidates(rows, key, min_agreement, close)
+            if contenders:
+                time_rounds(contenders, [key], close_rounds)
         for row in rows:
-            if "error" in row:
-                row.pop("median_ms")
             log(f"serving=auto: {row['backend']} {row['precision']}: "
                 f"{row.get('median_ms', row.get('error'))}")  # fmt: skip
+    routes, parts = [], []
+    saved_ms = rows[0]["median_ms"]
+    for batch, length in shapes:
+        key = _shape_key(batch, length)
+        chosen = pick(rows, key, min_agreement)
+        routes.append(
+            {"batch": batch, "backend": chosen["backend"], "precision": chosen["precision"]}
+        )
+        parts.append(
+            f"{key} {chosen['backend']} {chosen['precision']} "
+            f"({chosen['median_ms'][key] / saved_ms[key]:.2f}x the SavedModel's time)"
+        )
+    first = routes[0]
+    return {
+        "backend": first["backend"],
+        "precision": first["precision"],
+        "routes": routes,
+        "reason": "per timed batch, the fastest that agrees: " + ", ".join(parts),
+        "measured": True,
+        "candidates": rows,
+        "pairs": len(pairs),
+        "shapes": [list(s) for s in shapes],
+        "threads": threads,
+        "rounds": rounds,
+        "close": close,
+        "close_rounds": close_rounds,
+        "min_agreement": min_agreement,
+        **machine(),
+    }
+
+
+def _score(export_dir, rows, pairs):
+    """Score every timed candidate of ``rows`` on ``pairs`` in this process: its
+    ``label_agreement`` and ``max_abs_dp`` against the SavedModel's (``rows[0]``), or its
+    ``error`` (and no ``median_ms``) where it fails or gives a non-finite output."""
+    texts1, texts2 = [a for a, _ in pairs], [b for _, b in pairs]
+    reference = None  # the SavedModel's probabilities on the pairs
     for row in rows:
         if "error" in row:
+            row.pop("median_ms", None)
             continue
         try:
             served = Predictor(
@@ -289,29 +373,3 @@ def choose_serving(
             float((reference.argmax(-1) == probabilities.argmax(-1)).mean()), 4
         )
         row["max_abs_dp"] = float(np.abs(reference - probabilities).max())
-    routes, parts = [], []
-    saved_ms = rows[0]["median_ms"]
-    for batch, length in shapes:
-        key = _shape_key(batch, length)
-        chosen = pick(rows, key, min_agreement)
-        routes.append(
-            {"batch": batch, "backend": chosen["backend"], "precision": chosen["precision"]}
-        )
-        parts.append(
-            f"{key} {chosen['backend']} {chosen['precision']} "
-            f"({chosen['median_ms'][key] / saved_ms[key]:.2f}x the SavedModel's time)"
-        )
-    first = routes[0]
-    return {
-        "backend": first["backend"],
-        "precision": first["precision"],
-        "routes": routes,
-        "reason": "per timed batch, the fastest that agrees: " + ", ".join(parts),
-        "measured": True,
-        "candidates": rows,
-        "pairs": len(pairs),
-        "shapes": [list(s) for s in shapes],
-        "threads": threads,
-        "min_agreement": min_agreement,
-        **machine(),
-    }
