@@ -45,6 +45,10 @@ __all__ = [
 
 #: Shapes timed (batch, words per text): Table 5's and a batch of 512.
 SHAPES = ((8, 20), (512, 20))
+#: A close call, as the serving choice's (:data:`re2_tf.serving.serving_choice.CLOSE`): the
+#: agreeing paths within this share of a shape's fastest get :data:`CLOSE_ROUNDS` more rounds.
+CLOSE = serving_choice.CLOSE
+CLOSE_ROUNDS = serving_choice.CLOSE_ROUNDS
 #: serving_choice's (backend, precision) -> this report's runtime name.
 CHOICE_NAMES = {
     ("savedmodel", "f32"): "savedmodel (XLA)",
@@ -218,8 +222,33 @@ def _model_rows(
         rounds,
         time_one,
     )
+    # a close call timed again, as the serving choice times its own
+    model.update(close=CLOSE, close_rounds=CLOSE_ROUNDS)
+    for shape in inputs:
+        close = close_paths([found[(runtime, shape)] for runtime in paths], CLOSE)
+        if close:
+            benchmarking.time_in_turn(
+                close, [shape], CLOSE_ROUNDS, lambda r, s, i: time_one(r, s, rounds + i)
+            )
     rows = [found[(runtime, shape)] for shape in inputs for runtime in paths]
     return rows, model
+
+
+def close_paths(rows, close=CLOSE):
+    """The runtimes of one shape's ``rows`` that agree with the reference (``agrees``; the
+    first row is the reference) and whose ``median_ms`` is at most ``(1 + close)`` times the
+    least such; ``[]`` where fewer than two are (not a close call), as
+    :func:`re2_tf.serving.serving_choice.close_candidates` reads the choice's candidates."""
+    timed = [
+        r
+        for i, r in enumerate(rows)
+        if r.get("median_ms") is not None and (i == 0 or r.get("agrees"))
+    ]
+    if not timed:
+        return []
+    best = min(r["median_ms"] for r in timed)
+    found = [r["runtime"] for r in timed if r["median_ms"] <= best * (1 + close)]
+    return found if len(found) > 1 else []
 
 
 def report(
@@ -250,7 +279,8 @@ def report(
     rounds of a fresh process per path in turn (:func:`re2_tf.benchmarking.time_export`:
     :func:`re2_tf.benchmarking.timed_batches` of ``batches`` timed batches, after up to 10
     untimed; each process's median ms), and a path's figure is the least of its
-    rounds' medians (a process slowed by the machine is slower, never faster), on the
+    rounds' medians (a process slowed by the machine is slower, never faster; at a shape, the
+    paths in a close call, :func:`close_paths`, get :data:`CLOSE_ROUNDS` more rounds), on the
     same 4 batches of ``serving_ids`` inputs per shape (the first 4 of
     :func:`re2_tf.benchmarking.table5_inputs`), and each path's probabilities are compared with
     the XLA SavedModel's (:func:`~re2_tf.serving.runtimes.agreement`). The floors per shape
@@ -382,6 +412,7 @@ def _header(record):
         f"process per path, in turn; {record['batches']} batches at batch ≤ 64 and "
         f"{benchmarking.timed_batches(512, record['batches'])} above); 1-minute load average "
         f"{load} (at the start and after each model)"
+        + _close_text(record)
         + "".join(
             f"; {r['model']} measured again on {r['date']} (`--redo`"
             + (f": {r['reason']}" if r.get("reason") else "")
@@ -389,6 +420,18 @@ def _header(record):
             for r in record.get("redone", [])
         )
         + f". Versions: {versions_text}."
+    )
+
+
+def _close_text(record):
+    timed = [m for m in record["models"] if m.get("close_rounds")]
+    if not timed:
+        return ""
+    first = timed[0]
+    return (
+        f"; a close call timed again for {', '.join(m['model'] for m in timed)}: at a shape, "
+        f"the agreeing paths within {first['close']:.0%} of the fastest, "
+        f"{first['close_rounds']} more rounds in turn"
     )
 
 

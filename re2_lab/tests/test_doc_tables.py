@@ -614,6 +614,39 @@ def test_a_variant_measured_again_takes_its_own_place_in_the_runtimes_record():
     )
 
 
+def test_a_close_call_in_the_runtimes_record_is_the_agreeing_paths_near_the_fastest():
+    from re2_lab import runtimes
+
+    def row(runtime, ms, agrees=True):
+        return {"runtime": runtime, "median_ms": ms, "agrees": agrees}
+
+    rows = [
+        row("savedmodel (XLA)", 7.7, agrees=None),  # the reference: agrees by definition
+        row("onnxruntime", 4.6),
+        row("openvino bf16", 4.7),
+        row("openvino f32", 5.52),  # 4.6 * 1.2: in
+        row("tflite", 4.0, agrees=False),  # faster, but disagrees: not the yardstick
+        {"runtime": "savedmodel (xla=False)", "conversion": "failed", "median_ms": None},
+    ]
+    assert runtimes.close_paths(rows, 0.2) == ["onnxruntime", "openvino bf16", "openvino f32"]
+    assert runtimes.close_paths(rows, 0.05) == ["onnxruntime", "openvino bf16"]
+    assert runtimes.close_paths(rows, 0.01) == []  # only the fastest: not a close call
+    assert runtimes.close_paths(rows[:1] + rows[3:], 0.5) == ["savedmodel (XLA)", "openvino f32"]
+    assert runtimes.close_paths(rows[5:], 0.2) == []
+    record = {
+        "cpu": "AMD EPYC", "cpu_features": [], "cpu_count": 2, "date": "2026-11-28",
+        "threads": 2, "shapes": [[8, 20]], "batches": 100, "rounds": 2, "versions": {},
+        "loadavg": [1.0, 1.5, 1.6],
+        "models": [{"model": "A"}, {"model": "B", "close": 0.2, "close_rounds": 2}],
+    }  # fmt: skip
+    assert (
+        "(at the start and after each model); a close call timed again for B: at a shape, the "
+        "agreeing paths within 20% of the fastest, 2 more rounds in turn. Versions"
+    ) in runtimes._header(record)
+    del record["models"][1]["close_rounds"]
+    assert "close call" not in runtimes._header(record)
+
+
 def test_a_profiles_block_gives_the_products_speed_and_the_other_nodes(tmp_path):
     # by hand: 1e9 FLOPs in 4 ms of products = 250 GFLOP/s; 4 ms over the least floor 2.5 ms
     # = 1.60; the Loop (a container) and the products are not among the other nodes
