@@ -1061,6 +1061,7 @@ def test_the_runtimes_record_is_its_serving_choices_and_its_floors():
     medians; RE2's FLOPs are tests/test_roofline.py's hand count at 8 and 512 pairs, and each
     FLOP floor is the FLOPs over the record's measured peak."""
     from test_roofline import _re2_table5_by_hand
+    from test_serving_choice import check_close_rounds
 
     names = {
         ("savedmodel", "f32"): "savedmodel (XLA)",
@@ -1096,17 +1097,7 @@ def test_the_runtimes_record_is_its_serving_choices_and_its_floors():
         choice = entry["serving_choice"]
         if choice.get("close_rounds"):  # the choice's close calls, recomputed from its rounds
             for key in choice["candidates"][0]["median_ms"]:
-                first = {
-                    i: min(c["rounds_ms"][key][: choice["rounds"]])
-                    for i, c in enumerate(candidates)
-                    if "median_ms" in c
-                }
-                agreeing = [i for i in first if i == 0 or candidates[i]["label_agreement"] >= 0.99]
-                best = min(first[i] for i in agreeing)
-                close = [i for i in agreeing if first[i] <= best * (1 + choice["close"])]
-                for i in first:
-                    extra = choice["close_rounds"] if len(close) > 1 and i in close else 0
-                    assert len(candidates[i]["rounds_ms"][key]) == choice["rounds"] + extra
+                check_close_rounds(choice, key)
     close_rounds = {m["model"]: m for m in record["models"] if m.get("close_rounds")}
     by_shape = {}
     for row in record["rows"]:
