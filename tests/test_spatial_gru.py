@@ -134,6 +134,23 @@ def test_appending_padding_leaves_the_corner_unchanged(go_backwards):
     assert np.all(np.isfinite(grid_inf))
 
 
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_the_corner_alone_is_right_when_every_pair_is_shorter_than_the_padding(go_backwards):
+    # The corner-only scan stops on the last pair's corner diagonal, max_b (m_b + n_b) - 2.
+    # Here every pair leaves padding in both texts (widths 7 x 8), and the longest first
+    # text (5) and the longest second text (6) are in different pairs, so that diagonal
+    # (5 + 4 - 2 = 7) is before both max m + max n - 2 = 9 and the padded grid's last (13):
+    # a scan that stopped one diagonal early would leave pair 2's corner at 0.
+    lengths1, lengths2 = np.array([5, 2, 5, 1]), np.array([3, 6, 4, 1])
+    layer = built_layer(seed=13, go_backwards=go_backwards)
+    s, m1, m2 = batch(seed=13, lengths1=lengths1, lengths2=lengths2, width1=7, width2=8)
+    want, _ = ref.spatial_gru(params(layer), s, lengths1, lengths2, go_backwards)
+    assert np.linalg.norm(want, axis=1).min() > 1e-3
+    xla = tf.function(lambda *a: layer(*a), jit_compile=True)
+    for run in (layer, xla):
+        np.testing.assert_allclose(run(s, m1, m2), want, atol=1e-5, rtol=0)
+
+
 def test_empty_texts_give_finite_zeros():
     layer = built_layer(seed=7)
     backward = built_layer(seed=7, go_backwards=True)

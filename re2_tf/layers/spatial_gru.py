@@ -110,7 +110,9 @@ class SpatialGRU(keras.layers.Layer):
     **Wavefront.** Cell ``(i, j)`` depends only on cells of the two previous anti-diagonals
     ``i + j - 1`` and ``i + j - 2``, so the scan runs ``m + n - 1`` sequential steps (``m``,
     ``n`` the padded widths) in one ``tf.while_loop``, each computing a whole anti-diagonal
-    of the whole batch with two matmuls. Layout (0-based ``i``, ``j``; ``k = i + j``):
+    of the whole batch with two matmuls; with only the corners asked for, it stops after
+    the anti-diagonal ``max_b (m_b + n_b) - 2`` that holds the last pair's corner (a run-time
+    trip count: trailing padding costs no steps). Layout (0-based ``i``, ``j``; ``k = i + j``):
 
     - before the loop, the parts that depend on ``s_ij`` only (``s_ij`` times the input rows
       of the gate kernels and ``W``, plus the biases) are computed for all cells in one
@@ -400,8 +402,14 @@ class SpatialGRU(keras.layers.Layer):
                 s.dtype, size=steps + 1, element_shape=tf.TensorShape([None, width])
             )
             grid = grid.write(steps, tf.zeros([batch * (m + 1), width], s.dtype))
+        # With only the corners out, the scan stops on the last anti-diagonal that holds a
+        # pair's corner, (m_b - 1) + (n_b - 1): a run-time trip count, so the padding an
+        # export adds to reach a length bucket costs no sequential steps.
+        used = steps
+        if not collect:
+            used = tf.minimum(tf.maximum(tf.reduce_max(lengths1 + lengths2), 1) - 1, steps)
         _, _, _, corner, grid = tf.while_loop(
-            lambda k, *_: k < steps,
+            lambda k, *_: k < used,
             body,
             (tf.constant(0, "int32"), empty, empty, empty[1:], grid),
             maximum_iterations=steps,
