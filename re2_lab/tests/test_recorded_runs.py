@@ -1329,7 +1329,8 @@ def test_the_phases_reading_of_bi_match_srnn_is_its_record():
     assert whole == 1 and "one process slowed whole" in flat
     steal_s = sum(r["steal_ticks"] for r in record["processes"]) / record["clock_ticks_per_s"]
     assert steal_s < 1 and "under a second of steal time" in flat
-    # measured again, ONNX Runtime is the default at 512 x 20, within 1 % of the fastest
+    # measured again, TensorFlow's bfloat16 rewrite is the default at 512 x 20 and the
+    # fastest, ONNX Runtime within 3 % of it
     runtimes = json.loads((RUNS / "runtimes/runtimes.json").read_text())
     (entry,) = [m for m in runtimes["models"] if m["model"] == "Bi-Match-SRNN"]
     medians = {
@@ -1337,9 +1338,13 @@ def test_the_phases_reading_of_bi_match_srnn_is_its_record():
         for r in runtimes["rows"]
         if (r["model"], r["batch"]) == ("Bi-Match-SRNN", 512) and r.get("median_ms")
     }
-    assert entry["default"]["512x20"] == "onnxruntime"
-    assert medians["onnxruntime"] <= 1.01 * min(medians.values())
-    assert "ONNX Runtime is the default, within 1 % of the fastest path" in flat
+    assert entry["default"]["512x20"] == "savedmodel bf16 (xla=False)"
+    assert medians["savedmodel bf16 (xla=False)"] == min(medians.values())
+    assert medians["onnxruntime"] <= 1.03 * min(medians.values())
+    assert (
+        "TensorFlow's bfloat16 rewrite is the default and the fastest path, ONNX Runtime within "
+        "3 % of it" in flat
+    )
     # the record's earlier version, where it missed: both ONNX Runtime rounds slower than both
     # of the xla=False SavedModel's
     earlier = _earlier_record("ada4852", "docs/runs/runtimes/runtimes.json")
@@ -1399,11 +1404,11 @@ def test_every_variant_was_measured_again_with_the_bfloat16_rewrite_as_a_candida
     }
     rewrite_ms, onnx_ms = min(rounds["savedmodel bf16 (xla=False)"]), min(rounds["onnxruntime"])
     assert (
-        f"the rewrite ({rewrite_ms:.1f} ms) and ONNX Runtime ({onnx_ms:.1f} ms, the default)"
-        in (flat)
+        f"the rewrite ({rewrite_ms:.1f} ms, the default) and ONNX Runtime ({onnx_ms:.1f} ms) "
+        "are within 3 % of each other, each the least of four rounds (a close call)" in flat
     )
-    assert abs(rewrite_ms / onnx_ms - 1) < 0.01 and rounds["onnxruntime"].index(onnx_ms) == 1
-    assert f"in the first, ONNX Runtime took {rounds['onnxruntime'][0]:.1f} ms" in flat
+    assert rewrite_ms < onnx_ms < 1.03 * rewrite_ms
+    assert len(rounds["savedmodel bf16 (xla=False)"]) == len(rounds["onnxruntime"]) == 4
 
 
 def test_the_bfloat16_rewrite_profile_sentence_is_its_record():
