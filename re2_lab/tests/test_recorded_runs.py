@@ -1442,3 +1442,42 @@ def test_the_bfloat16_rewrite_profile_sentence_is_its_record():
     assert f"RE2 1 block only ({re2:.2f} against {re2_f32:.2f} ms here)" in flat
     assert f"slower for DRCN ({drcn_bf16:.2f} against {drcn_f32:.2f}) and FITN" in flat
     assert f"FITN ({fitn_bf16:.2f} against {fitn_f32:.2f})" in flat
+
+
+def test_the_openvino_fitn_crash_reading_is_its_record():
+    """docs/performance.md, OpenVINO bfloat16 on FITN: read from ov_shape_crash.json -- in
+    bf16, with 2 threads and 1, a batch of 8 with one text grown (either text, also when the
+    next call goes back) returns and the next call dies by SIGSEGV; both texts grown, text1
+    shrunk and batch 1 run; every FITN sequence runs in f32, and DRCN and RE2 1 block run every
+    sequence in bf16. The record's FITN row at 8 x 20 is that crash, and FITN's default is
+    not OpenVINO bf16."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    record = json.loads((RUNS / "runtimes/ov_shape_crash.json").read_text())
+    runs = {}
+    for r in record["runs"]:
+        runs.setdefault((r["variant"], r["precision"], r["threads"], r["sequence"]), []).append(r)
+    crashing = {"text1 grows", "text2 grows", "text1 grows, then back"}
+    for (variant, precision, _, sequence), processes in runs.items():
+        assert len(processes) == record["repeats"] == 3
+        for run in processes:
+            if (variant, precision) == ("FITN", "bf16") and sequence in crashing:
+                assert run["returncode"] == -11 and run["returned"] == 2, run  # SIGSEGV, call 3
+            else:
+                assert run["returncode"] == 0 and run["returned"] == run["calls"], run
+    assert "each sequence in 3 fresh processes" in flat
+    assert "in 3 of 3 processes of each such sequence" in flat
+    assert {t for v, p, t, _ in runs if (v, p) == ("FITN", "bf16")} == {1, 2}
+    assert {v for v, p, _, _ in runs if p == "bf16"} == {"FITN", "DRCN", "RE2 1 block"}
+    grown = record["sequences"]["text1 grows"]
+    assert grown[:2] == [[8, 20, 20], [8, 21, 20]] and "8 × 21 × 20 after 8 × 20 × 20" in flat
+    assert "OpenVINO bfloat16 on FITN: the process dies when one text grows" in flat
+    runtimes = json.loads((RUNS / "runtimes/runtimes.json").read_text())
+    (row,) = [
+        r
+        for r in runtimes["rows"]
+        if (r["model"], r["batch"], r["runtime"]) == ("FITN", 8, "openvino bf16")
+    ]
+    assert "SIGSEGV" in row["conversion"]
+    (entry,) = [m for m in runtimes["models"] if m["model"] == "FITN"]
+    assert "openvino bf16" not in entry["default"].values()
+    assert "it is not FITN's default in this record" in flat
