@@ -172,6 +172,26 @@ def test_timing_worker_draws_fresh_lengths_per_row_shared_by_side():
     assert exact["text1"].shape == (8, 20) and (exact["text1"] > 0).all()
 
 
+def test_shape_changes_grow_each_side_alone_past_every_drawn_length():
+    import numpy as np
+
+    worker = _worker()
+    spec = {
+        "text1": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 50, "side": "text1"},
+        "text1_chars": {"dtype": "int32", "shape": [8, 20, 3], "low": 2, "high": 9},
+        "text2": {"dtype": "int32", "shape": [8, 20], "low": 2, "high": 50, "side": "text2"},
+    }
+    spec["text1_chars"]["side"] = "text1"
+    batches = worker.shape_change_inputs(spec, 8, np.random.default_rng(0), spread=5)
+    # L = 20 + 5 + 1 = 26, longer than any text drawn at 20 +- 5; text1 grows alone to 27
+    # (twice), back, then text2 alone.
+    want = [(26, 26), (27, 26), (27, 26), (26, 26), (26, 27), (26, 27), (26, 26)]
+    assert [(b["text1"].shape[1], b["text2"].shape[1]) for b in batches] == want
+    for b, (len1, _) in zip(batches, want):
+        assert b["text1"].shape[0] == 8 and b["text1_chars"].shape == (8, len1, 3)
+        assert all((x > 0).all() for x in b.values())  # no padding: every row that long
+
+
 def _worker():
     import importlib.util
 

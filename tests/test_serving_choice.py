@@ -183,6 +183,7 @@ def test_a_measured_choice_is_the_rules_and_serves_the_savedmodels_labels(tiny_e
     assert [(r["backend"], r["precision"]) for r in rows] == candidates
     assert all(set(r["median_ms"]) == {"4x6", "64x6"} for r in rows)
     assert (choice["rounds"], choice["close"]) == (serving_choice.ROUNDS, serving_choice.CLOSE)
+    assert choice["shape_changes"] is True  # word ids: the worker draws (and grows) them
     for key in ("4x6", "64x6"):
         check_close_rounds(choice, key)
         for row in rows:

@@ -22,6 +22,13 @@ The rule (ours):
   SavedModel's on at least :data:`MIN_AGREEMENT` of the held-out pairs (both fed the same
   Python tokenisation) and every output is finite; its max |Δp| is recorded. A conversion
   or a run that fails makes the candidate ineligible, with the error recorded.
+- **Survival**: in its first round at each shape, after its first call, each candidate's
+  process is called on texts that change length one side at a time, each growing alone past
+  every length drawn (the timing worker's ``shape_changes``, untimed); a candidate whose
+  process dies there is ineligible like any that fails to run (OpenVINO's bfloat16 FITN dies
+  so: ``docs/performance.md``). Not for a packed-pair model, whose ids the worker cannot draw
+  (its candidates cycle 4 fixed batches of different lengths); the choice's
+  ``shape_changes`` says which.
 - **Speed**: each candidate is timed in a fresh process (:func:`re2_tf.benchmarking.time_table5`:
   the Table 5 protocol, :func:`~re2_tf.benchmarking.table5_inputs` at each of :data:`SHAPES`,
   fed to ``serving_ids``, so tokenisation is outside every candidate's time alike), in
@@ -231,7 +238,9 @@ def choose_serving(
         ``candidates`` (each with ``median_ms`` per ``"<batch>x<length>"``, ``rounds_ms``
         (every round's median, the close rounds' last), ``label_agreement``, ``max_abs_dp``
         or ``error``), ``pairs``, ``shapes``, ``threads``, ``rounds``, ``close``,
-        ``close_rounds``, ``min_agreement`` and the CPU (:func:`re2_tf.machine.machine`).
+        ``close_rounds``, ``shape_changes`` (whether every candidate's first round called it
+        on changing shapes first: the module docstring's survival), ``min_agreement`` and the
+        CPU (:func:`re2_tf.machine.machine`).
 
     Raises:
         RuntimeError: the SavedModel itself fails to run or gives non-finite outputs.
@@ -259,6 +268,8 @@ def choose_serving(
                 batch,
                 inputs.request(ids=True, inputs_file=Path(tmp) / f"{batch}x{length}.npz"),
             )
+        # the worker draws the inputs, so it can change their shapes (not a packed pair's)
+        shape_changes = all("inputs_file" not in r["options"] for _, r in requests.values())
         # every timing process first, then the outputs, scored in this process, then the
         # close calls' timing processes
         paths = []
@@ -276,6 +287,9 @@ def choose_serving(
         def time_one(index, key, _round):
             batch, request = requests[key]
             options = dict(request["options"], precision=rows[index]["precision"])
+            if _round == 0 and shape_changes:
+                # every candidate first survives its texts changing length, as in serving
+                options["shape_changes"] = True
             timed = benchmarking.time_table5(
                 paths[index],
                 threads=threads,
@@ -333,6 +347,7 @@ def choose_serving(
         "rounds": rounds,
         "close": close,
         "close_rounds": close_rounds,
+        "shape_changes": shape_changes,
         "min_agreement": min_agreement,
         **machine(),
     }

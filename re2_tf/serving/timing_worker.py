@@ -25,6 +25,11 @@ Request keys:
     seed: input RNG seed.
     inputs_file: optional ``.npz`` of the 4 batches (keys ``<i>/<input name>``), used
             instead of drawing them (``inputs`` then only gives the batch size).
+    shape_changes: if true, after the first call and before the warm-up, untimed, the
+            model is called on :func:`shape_change_inputs` (texts that change length one
+            side at a time, as serving brings): a runtime that dies on such a change dies
+            here, not later in a server (OpenVINO's bfloat16 FITN: ``docs/performance.md``,
+            the failures section). Needs ``inputs`` that can be drawn (not a packed pair).
     outputs_file: optional ``.npz`` written after timing: ``probabilities`` of 4 batches (the
             first call's and 3 more, drawn before timing; or ``inputs_file``'s).
     precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``; absent: OpenVINO's
@@ -97,8 +102,9 @@ def inputs_digest(batches):
     return digest.hexdigest()
 
 
-def make_inputs(spec, batch, rng, spread=0):
-    """One batch of fresh inputs (the module docstring's ``inputs`` and ``length_spread``)."""
+def make_inputs(spec, batch, rng, spread=0, exact=None):
+    """One batch of fresh inputs (the module docstring's ``inputs`` and ``length_spread``);
+    ``exact``: ``{side: length}``, every row of that side exactly that long."""
     # lazy: a fresh timing process imports only what its runtime needs
     import numpy as np
 
@@ -108,7 +114,10 @@ def make_inputs(spec, batch, rng, spread=0):
         length = shape[1] if len(shape) > 1 else 20
         side = s.get("side", name)
         if side not in lengths:
-            lengths[side] = rng.integers(max(length - spread, 1), length + spread + 1, batch)
+            if exact and side in exact:
+                lengths[side] = np.full(batch, int(exact[side]))
+            else:
+                lengths[side] = rng.integers(max(length - spread, 1), length + spread + 1, batch)
         rows = lengths[side]
         if s["dtype"] == "string":
             words = np.asarray(s["words"], dtype=object)
@@ -120,6 +129,25 @@ def make_inputs(spec, batch, rng, spread=0):
             if len(shape) > 1:
                 x[np.arange(shape[1])[None, :] >= rows[:, None]] = 0  # padding after each row
             out[name] = x
+    return out
+
+
+def shape_change_inputs(spec, batch, rng, spread=0):
+    """The batches ``shape_changes`` calls, in order: every text of every side ``L = length +
+    spread + 1`` long (no padding; ``length`` the spec's, so longer than any batch drawn with
+    that ``spread``); then for each side in turn (``side``, default the input's name, in
+    ``spec``'s order), that side's texts ``L + 1`` long twice, the others ``L``, and every side
+    ``L`` again. So each side in turn grows alone past every length seen before, and the call
+    after it follows that change. ``1 + 3 * sides`` batches of ``batch`` rows."""
+    base = {}
+    for name, s in spec.items():
+        length = s["shape"][1] if len(s["shape"]) > 1 else 20
+        base.setdefault(s.get("side", name), length + spread + 1)
+    out = [make_inputs(spec, batch, rng, exact=base)]
+    for side, length in base.items():
+        grown = dict(base, **{side: length + 1})
+        out += [make_inputs(spec, batch, rng, exact=grown) for _ in range(2)]
+        out.append(make_inputs(spec, batch, rng, exact=base))
     return out
 
 
@@ -253,6 +281,11 @@ def main(request):
     start = time.perf_counter()
     call(batches[0])
     first = time.perf_counter() - start
+    if request.get("shape_changes"):
+        if request.get("inputs_file"):
+            raise ValueError("shape_changes needs inputs drawn by the worker, not inputs_file")
+        for inputs in shape_change_inputs(spec, batch, rng, spread):
+            call(inputs)
     for i in range(request.get("warmup", 10)):
         call(next_inputs(i))
     times = []
