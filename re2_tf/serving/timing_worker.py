@@ -284,7 +284,9 @@ def main(request):
     if request.get("shape_changes"):
         if request.get("inputs_file"):
             raise ValueError("shape_changes needs inputs drawn by the worker, not inputs_file")
-        for inputs in shape_change_inputs(spec, batch, rng, spread):
+        # its own generator: the warm-up and timed batches are the same draws either way
+        probe_rng = np.random.default_rng([request.get("seed", 0), 1])
+        for inputs in shape_change_inputs(spec, batch, probe_rng, spread):
             call(inputs)
     for i in range(request.get("warmup", 10)):
         call(next_inputs(i))
