@@ -349,6 +349,19 @@ def test_a_tflite_export_of_match_srnn_is_refused_not_served_wrong(tmp_path):
     assert not (tmp_path / "tflite").exists()
 
 
+def _openvino_bf16_benchmark(model, variant, tmp_path):
+    """``(IR path, featurizers)`` of ``variant``'s benchmark model (random weights) exported
+    ``--xla=false`` and converted to OpenVINO; skips without OpenVINO or bfloat16 units."""
+    pytest.importorskip("openvino")
+    if not runtimes.cpu_has_bf16():
+        pytest.skip("OpenVINO reports no bfloat16 units on this CPU")
+    spec = get_spec(model)
+    path, _, featurizers = benchmarking.export_benchmark_model(
+        spec, spec.benchmark[variant]["hparams"], tmp_path / "export", xla=False
+    )
+    return runtimes.convert(path, "openvino"), featurizers
+
+
 @pytest.mark.slow
 def test_openvino_bf16_runs_bert_matchlstm_when_the_length_changes(tmp_path):
     # OpenVINO 2026.4's CPU plugin in bfloat16 killed the process (SIGSEGV) on the converted
@@ -356,15 +369,8 @@ def test_openvino_bf16_runs_bert_matchlstm_when_the_length_changes(tmp_path):
     # the MatchLSTM's masked softmax multiplied its weights by the mask; since it zeroes them
     # with a select (re2_tf.layers.masking.masked_softmax), the same calls run, whole or in
     # the IR's two parts (docs/performance.md, "OpenVINO bfloat16 on BERT+MatchLSTM").
-    pytest.importorskip("openvino")
     pytest.importorskip("keras_hub")
-    if not runtimes.cpu_has_bf16():
-        pytest.skip("OpenVINO reports no bfloat16 units on this CPU")
-    spec = get_spec("bert_matchlstm")
-    path, _, featurizers = benchmarking.export_benchmark_model(
-        spec, spec.benchmark["BERT+MatchLSTM"]["hparams"], tmp_path / "export", xla=False
-    )
-    xml = runtimes.convert(path, "openvino")
+    xml, featurizers = _openvino_bf16_benchmark("bert_matchlstm", "BERT+MatchLSTM", tmp_path)
     batches = benchmarking.table5_inputs(featurizers, 8, 20).id_batches()
     assert [b["token_ids"].shape for b in batches[:3]] == [(8, 50), (8, 50), (8, 51)]
 
@@ -395,14 +401,7 @@ def test_openvino_bf16_fitn_dies_in_the_shape_changes_probe_not_in_serving(tmp_p
     # (docs/performance.md, "OpenVINO bfloat16 on FITN"). The Table 5 draws (lengths 20 +- 5
     # per row, padding after) run; the timing worker's shape_changes, which the serving
     # choice asks of every candidate in its first round, die; float32 runs them.
-    pytest.importorskip("openvino")
-    if not runtimes.cpu_has_bf16():
-        pytest.skip("OpenVINO reports no bfloat16 units on this CPU")
-    spec = get_spec("fitn")
-    path, _, featurizers = benchmarking.export_benchmark_model(
-        spec, spec.benchmark["FITN"]["hparams"], tmp_path / "export", xla=False
-    )
-    xml = runtimes.convert(path, "openvino")
+    xml, featurizers = _openvino_bf16_benchmark("fitn", "FITN", tmp_path)
     request = benchmarking.table5_inputs(featurizers, 8, 20).request(ids=True)
 
     def run(precision, shape_changes):
