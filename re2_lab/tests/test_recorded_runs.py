@@ -1481,3 +1481,50 @@ def test_the_openvino_fitn_crash_reading_is_its_record():
     (entry,) = [m for m in runtimes["models"] if m["model"] == "FITN"]
     assert "openvino bf16" not in entry["default"].values()
     assert "it is not FITN's default in this record" in flat
+
+
+def test_the_reduced_fitn_crash_reading_is_its_record():
+    """docs/performance.md, how small a FITN still dies: read from ov_fitn_reduced.json -- the
+    reduced network dies in bf16 when text1 grows (SIGSEGV on the call after, 3 of 3) and runs
+    every sequence in f32 and when text2 grows; each single change named runs every sequence,
+    except Inter-Att, which dies as the reduced network does; the benchmark network dies
+    when either text grows; the IR counts are the record's."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    record = json.loads((RUNS / "runtimes/ov_fitn_reduced.json").read_text())
+    assert record["repeats"] == 3 and record["threads"] == 2
+    outcome = {}
+    for r in record["runs"]:
+        died = r["returncode"] == -11 and r["returned"] == r["calls"] - 1
+        assert died or (r["returncode"] == 0 and r["returned"] == r["calls"]), r
+        outcome.setdefault((r["config"], r["precision"], r["sequence"]), []).append(died)
+    assert all(len(v) == 3 and len(set(v)) == 1 for v in outcome.values())  # 3 of 3 alike
+    dies = {k: v[0] for k, v in outcome.items()}
+    sequences = ("same shape", "text1 grows", "text2 grows", "both grow")
+
+    def died_on(config, precision="bf16"):
+        return {s for s in sequences if dies[(config, precision, s)]}
+
+    assert died_on("benchmark FITN") == {"text1 grows", "text2 grows"}
+    assert died_on("reduced") == {"text1 grows"} and died_on("reduced", "f32") == set()
+    assert died_on("reduced, attention inter") == {"text1 grows"}
+    for config in ("memory_size 48", "2 rounds", "attention dot", "connection dense"):
+        assert died_on(f"reduced, {config}") == set(), config
+    configs = {c["name"]: c for c in record["configs"]}
+    reduced = configs["reduced"]
+    assert reduced["hparams"] == {
+        "char_cnn": False, "embedding_dim": 8, "hidden_size": 4, "memory_size": 64,
+        "fc_units": 8,
+    }  # fmt: skip
+    assert configs["reduced, memory_size 48"]["hparams"]["memory_size"] == 48
+    embedding = record["vocab_size"] * reduced["hparams"]["embedding_dim"]
+    assert configs["reduced, 2 rounds"]["hparams"]["rounds"] == 2
+    assert "FITN with no character CNN, 8-wide embeddings, 4 LSTM units, `memory_size` 64" in flat
+    assert "and 8 hidden units in the classifier" in flat
+    assert (
+        f"an IR of {reduced['operations']} operations, {reduced['by_type']['Loop']} of them "
+        f"`Loop`, and {reduced['weights']:,} weights, {embedding:,} of them the embedding"
+    ) in flat
+    assert "in 3 of 3 processes; in float32 it runs every sequence" in flat
+    assert "Growing text2 alone, which kills the benchmark network, runs at this size" in flat
+    assert "`memory_size` 48, 2 rounds instead of 3, Dot-Att, or the dense connection" in flat
+    assert "Inter-Att (no memory carried between rounds) still dies when text1 grows" in flat
