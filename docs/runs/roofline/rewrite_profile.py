@@ -8,9 +8,11 @@ at batch 8 x 20 and 512 x 20 on the same batches, then each profiled once per sh
 (``Cast`` is what the rewrite adds; ``_MklMatMul``/``_MklFusedMatMul``/``BatchMatMulV2``
 are the products), and how many distinct kernels (graph nodes) run in a call.
 
-Writes ``rewrite_profile.json`` beside this file.
+Writes ``rewrite_profile.json`` beside this file (``--json_out``: another name there).
 
     python docs/runs/roofline/rewrite_profile.py [--rounds=2] [--variants="RE2 1 block,DRCN"]
+    python docs/runs/roofline/rewrite_profile.py --variants="BERT (h_0)" \
+        --json_out=rewrite_profile_bert.json
 """
 
 import json
@@ -28,6 +30,7 @@ ROUNDS = int(ARGS.get("rounds", 2))
 SHAPES = ((8, 20, 100), (512, 20, 5))  # batch, length, timed batches
 #: variant -> model name
 VARIANTS = {"RE2 1 block": "re2", "RE2 3 blocks": "re2", "DRCN": "drcn", "FITN": "fitn"}
+VARIANTS["BERT (h_0)"] = "bert_matchlstm"
 #: path name -> timing worker precision
 PATHS = {"f32": "f32", "bf16 rewrite": "bf16"}
 
@@ -73,7 +76,7 @@ def main():
         for key, p in profiles.items():
             top = ", ".join(f"{k} {v:.2f}" for k, v in list(p["kinds_ms"].items())[:6])
             print(f"  {key}: wall {p['wall_ms']:.2f} ms, kernels {p['kernels']}: {top}")
-    out = Path(__file__).with_name("rewrite_profile.json")
+    out = Path(__file__).with_name(ARGS.get("json_out", "rewrite_profile.json"))
     out.write_text(json.dumps(record, indent=1) + "\n")
 
 
