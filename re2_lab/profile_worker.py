@@ -30,6 +30,7 @@ Output keys:
 import glob
 import importlib.util
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -39,7 +40,7 @@ from pathlib import Path
 _RE2_TF = importlib.util.find_spec("re2_tf").submodule_search_locations[0]  # not imported
 sys.path.insert(0, str(Path(_RE2_TF) / "serving"))
 
-from timing_worker import make_inputs  # noqa: E402
+from timing_worker import TF_BF16_REWRITE_LISTS, make_inputs  # noqa: E402
 
 
 def hlo_kinds(space):
@@ -116,6 +117,7 @@ def main(request):
     if inter:
         tf.config.threading.set_inter_op_parallelism_threads(inter)
     if request.get("precision") == "bf16":  # re2_tf.serving.runtimes.TF_BF16_REWRITE
+        os.environ.update(TF_BF16_REWRITE_LISTS)
         tf.config.optimizer.set_experimental_options({"auto_mixed_precision_onednn_bfloat16": True})
     try:
         loaded = tf.saved_model.load(request["path"])

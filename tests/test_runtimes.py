@@ -2,6 +2,7 @@
 checked against the TensorFlow SavedModel's own outputs on the same inputs (every weight
 random), the converters' failures named by op, and re2-predict --backend on raw text."""
 
+import importlib.util
 import json
 import math
 import os
@@ -573,6 +574,56 @@ def test_savedmodel_noxla_in_bf16_runs_tensorflows_bfloat16_rewrite_for_its_call
         pytest.skip("no bfloat16 units: TensorFlow leaves the graph in float32")
     np.testing.assert_allclose(got, rounded, rtol=2**-7, atol=1e-6)  # one bfloat16 step
     assert np.abs(got - f32).max() > 1e-3  # it did compute in bfloat16
+
+
+def test_gelus_erfc_stays_float32_under_the_bfloat16_rewrite(tmp_path, monkeypatch):
+    """BERT's GELU (exact form: ``Erfc``) after a product: under the rewrite the product runs
+    in bfloat16, and with TF_BF16_REWRITE_LISTS its Erfc runs in float32 on the product's
+    bfloat16 values (reference: NumPy's products of bfloat16-rounded x and W, rounded to
+    bfloat16, then math.erfc in float64); without the list edits the Erfc runs in bfloat16
+    too (every output a bfloat16 value). The environment is restored after each call, an
+    edit the user already made kept beside ours."""
+    import ml_dtypes
+
+    from re2_tf.machine import cpu_units
+
+    if not cpu_units()["bfloat16"]:
+        pytest.skip("no bfloat16 units: TensorFlow leaves the graph in float32")
+    rng = np.random.default_rng(0)
+    w = tf.Variable(rng.normal(0, 0.2, size=(64, 32)).astype(np.float32))
+    _save_function(tmp_path, lambda x: {"probabilities": tf.math.erfc(tf.matmul(x, w))}, w)
+    x = rng.normal(size=(16, 64)).astype(np.float32)
+
+    def bf16(a):
+        return a.astype(ml_dtypes.bfloat16).astype(np.float32)
+
+    product = bf16(bf16(x).astype(np.float64) @ bf16(w.numpy()).astype(np.float64))
+    reference = np.vectorize(math.erfc)(product.astype(np.float64))
+    deny = "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_ADD"
+    monkeypatch.setenv(deny, "Atan2")  # the user's own edit (an op on no list)
+    got = runtimes.load(tmp_path, "savedmodel_noxla", precision="bf16")({"x": x})["probabilities"]
+    assert os.environ[deny] == "Atan2"
+    with runtimes.tf_bf16_rewrite():
+        assert os.environ[deny] == "Atan2,Erfc"
+    assert "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_INFERLIST_REMOVE" not in os.environ
+    # float32 Erfc: within float32 rounding of the reference (a product summed in another
+    # order can round to the neighbouring bfloat16 value: a few elements may differ more)
+    close = np.isclose(got, reference, rtol=1e-5, atol=1e-7)
+    assert close.mean() > 0.95, close.mean()
+    assert (got != bf16(got)).mean() > 0.5  # most outputs are no bfloat16 values
+    monkeypatch.setattr(runtimes, "TF_BF16_REWRITE_LISTS", {})
+    without = runtimes.load(tmp_path, "savedmodel_noxla", precision="bf16")
+    plain = without({"x": x})["probabilities"]
+    np.testing.assert_array_equal(plain, bf16(plain))  # Erfc in bfloat16
+    assert np.isclose(plain, reference, rtol=1e-5, atol=1e-7).mean() < 0.5
+
+
+def test_the_timing_worker_edits_the_rewrites_lists_as_the_library_does():
+    loader = importlib.util.spec_from_file_location("timing_worker", benchmarking.WORKER)
+    worker = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(worker)
+    assert worker.TF_BF16_REWRITE_LISTS == runtimes.TF_BF16_REWRITE_LISTS
+    assert set(runtimes.TF_BF16_REWRITE_LISTS.values()) == {"Erfc"}
 
 
 def test_an_empty_text_under_the_bfloat16_rewrite_gives_finite_probabilities(tmp_path):

@@ -22,9 +22,12 @@ length]`` per text, or the model's other features) is converted from the SavedMo
 - ``savedmodel_noxla`` in ``bf16``: that ``--xla=false`` SavedModel run by TensorFlow with
   oneDNN's bfloat16 graph rewrite (Grappler's ``auto_mixed_precision_onednn_bfloat16``,
   :data:`TF_BF16_REWRITE`): float32 MatMuls, convolutions and their neighbours compute in
-  bfloat16, with casts at the edges; the weights stay float32. It is a process-wide
-  TensorFlow setting, so :func:`load`'s runtime turns it on for each of its calls only and
-  restores it after (a call from another thread meanwhile would be rewritten too).
+  bfloat16, with casts at the edges; the weights stay float32. GELU's ``Erfc`` stays
+  float32 (:data:`TF_BF16_REWRITE_LISTS`: TensorFlow's bfloat16 ``Erfc`` is slower than its
+  float32 one; the profile is in ``docs/performance.md``). It is a process-wide TensorFlow
+  setting, so :func:`load`'s runtime turns it on for each of its calls only
+  (:func:`tf_bf16_rewrite`) and restores it after (a call from another thread meanwhile
+  would be rewritten too).
 
 Both are optional (``pip install -e '.[openvino]'``, ``pip install -e '.[onnx]'``; without
 them :class:`MissingPackageError` says which). The converted files are kept in
@@ -45,6 +48,7 @@ needs them), :func:`agreement` / :func:`agrees` (how far two runtimes' outputs a
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import json
 import logging
@@ -67,6 +71,7 @@ __all__ = [
     "ConversionError",
     "HANDED",
     "TF_BF16_REWRITE",
+    "TF_BF16_REWRITE_LISTS",
     "MissingOpError",
     "MissingPackageError",
     "ONNX_HANDLERS",
@@ -108,6 +113,14 @@ HANDED = "float32_part_input_"
 #: TensorFlow's Grappler option that rewrites a graph's float32 ops to bfloat16 for oneDNN
 #: (``tf.config.optimizer.set_experimental_options``): ``savedmodel_noxla`` in ``bf16``.
 TF_BF16_REWRITE = "auto_mixed_precision_onednn_bfloat16"
+#: Edits to the rewrite's op lists, as TensorFlow reads them from the environment when the
+#: rewrite optimises a graph: ``Erfc`` (GELU's exact form, BERT's) leaves the infer list for
+#: the deny list, so it runs in float32 between bfloat16 products. ``serving/timing_worker.py``
+#: holds the same edits (it imports no ``re2_tf``).
+TF_BF16_REWRITE_LISTS = {
+    "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_INFERLIST_REMOVE": "Erfc",
+    "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_ADD": "Erfc",
+}
 #: ONNX opset tf2onnx writes.
 OPSET = 17
 SIGNATURE = "serving_ids"
@@ -541,6 +554,36 @@ def convert(export_dir, backend, cache_dir=None):
     return path
 
 
+@contextlib.contextmanager
+def tf_bf16_rewrite():
+    """While open, TensorFlow's oneDNN bfloat16 rewrite (:data:`TF_BF16_REWRITE`) is on, with
+    its op lists edited (:data:`TF_BF16_REWRITE_LISTS`, each added to a list the environment
+    already names); both are restored on exit. A graph TensorFlow optimises meanwhile (a
+    ``tf.function``'s or a SavedModel signature's first call) keeps the rewrite.
+
+    Raises:
+        ImportError: TensorFlow is not installed.
+    """
+    # lazy: OpenVINO, ONNX Runtime and LiteRT serve without TensorFlow
+    import tensorflow as tf
+
+    before_option = tf.config.optimizer.get_experimental_options().get(TF_BF16_REWRITE, False)
+    before_env = {name: os.environ.get(name) for name in TF_BF16_REWRITE_LISTS}
+    for name, ops in TF_BF16_REWRITE_LISTS.items():
+        listed = [op for op in (before_env[name] or "").split(",") if op]
+        os.environ[name] = ",".join(listed + [op for op in ops.split(",") if op not in listed])
+    tf.config.optimizer.set_experimental_options({TF_BF16_REWRITE: True})
+    try:
+        yield
+    finally:
+        tf.config.optimizer.set_experimental_options({TF_BF16_REWRITE: before_option})
+        for name, value in before_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def cpu_has_bf16():
     """Whether OpenVINO's CPU plugin reports bfloat16 support (``BF16`` among the device's
     ``OPTIMIZATION_CAPABILITIES``; ``avx512_bf16`` or AMX), where its default precision is
@@ -680,12 +723,8 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
             return Runtime(backend, export_dir, call)
 
         def rewritten(features):
-            before = tf.config.optimizer.get_experimental_options().get(TF_BF16_REWRITE, False)
-            tf.config.optimizer.set_experimental_options({TF_BF16_REWRITE: True})
-            try:
+            with tf_bf16_rewrite():
                 return call(features)
-            finally:
-                tf.config.optimizer.set_experimental_options({TF_BF16_REWRITE: before})
 
         return Runtime(backend, export_dir, rewritten, precision="bf16")
     path = convert(export_dir, backend, cache_dir)

@@ -37,8 +37,9 @@ Request keys:
             (``re2_tf.serving.runtimes.OPENVINO_PARTS``) runs as they are served: the first
             part at that precision, the float32 part in f32. For a SavedModel, ``bf16`` turns
             on TensorFlow's oneDNN bfloat16 rewrite
-            (``re2_tf.serving.runtimes.TF_BF16_REWRITE``) before it is loaded; otherwise it
-            runs as exported.
+            (``re2_tf.serving.runtimes.TF_BF16_REWRITE``, with the op-list edits
+            :data:`TF_BF16_REWRITE_LISTS`) before it is loaded; otherwise it runs as
+            exported.
     onnxruntime_config: optional ``{key: value}`` session config entries for ONNX Runtime
             (``SessionOptions.add_session_config_entry``, e.g.
             ``{"session.intra_op.allow_spinning": "0"}``).
@@ -63,6 +64,13 @@ import json
 import os
 import sys
 import time
+
+#: re2_tf.serving.runtimes.TF_BF16_REWRITE_LISTS (this process imports no re2_tf): GELU's
+#: Erfc stays float32 under the bfloat16 rewrite
+TF_BF16_REWRITE_LISTS = {
+    "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_INFERLIST_REMOVE": "Erfc",
+    "TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_DENYLIST_ADD": "Erfc",
+}
 
 
 def process_memory_mib(status="/proc/self/status"):
@@ -239,6 +247,7 @@ def main(request):
         if inter:
             tf.config.threading.set_inter_op_parallelism_threads(inter)
         if request.get("precision") == "bf16":  # re2_tf.serving.runtimes.TF_BF16_REWRITE
+            os.environ.update(TF_BF16_REWRITE_LISTS)
             tf.config.optimizer.set_experimental_options(
                 {"auto_mixed_precision_onednn_bfloat16": True}
             )
