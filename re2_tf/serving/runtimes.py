@@ -87,6 +87,7 @@ __all__ = [
     "require",
     "run_openvino",
     "split_openvino",
+    "tf_bf16_rewrite",
     "unsupported_ops",
     "versions",
 ]
