@@ -31,8 +31,7 @@ REPEATS = int(ARGS.get("repeats", 3))
 CRASH_SCRIPT = HERE / "ov_shape_crash.py"
 SEQUENCES = ("same shape", "text1 grows", "text2 grows", "both grow")
 #: the smallest FITN found to crash: no character CNN, every width cut down, 3 rounds
-REDUCED = {"char_cnn": False, "embedding_dim": 8, "hidden_size": 4, "memory_size": 64}
-REDUCED["fc_units"] = 8
+REDUCED = dict(char_cnn=False, embedding_dim=8, hidden_size=4, memory_size=64, fc_units=8)
 #: (configuration name, hyper-parameters over FITN_DEFAULTS, precision)
 CONFIGS = (
     ("benchmark FITN", {}, "bf16"),
