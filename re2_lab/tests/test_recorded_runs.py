@@ -1544,8 +1544,12 @@ def test_the_reduced_fitn_crash_reading_is_its_record():
     assert configs["reduced, memory_size 48"]["hparams"]["memory_size"] == 48
     embedding = record["vocab_size"] * reduced["hparams"]["embedding_dim"]
     assert configs["reduced, 2 rounds"]["hparams"]["rounds"] == 2
-    assert "FITN with no character CNN, 8-wide embeddings, 4 LSTM units, `memory_size` 64" in flat
-    assert "and 8 hidden units in the classifier" in flat
+    hp = reduced["hparams"]
+    assert (
+        f"FITN with no character CNN, {hp['embedding_dim']}-wide embeddings, "
+        f"{hp['hidden_size']} LSTM units, `memory_size` {hp['memory_size']}"
+    ) in flat
+    assert f"and {hp['fc_units']} hidden units in the classifier" in flat
     assert (
         f"an IR of {reduced['operations']} operations, {reduced['by_type']['Loop']} of them "
         f"`Loop`, and {reduced['weights']:,} weights, {embedding:,} of them the embedding"
