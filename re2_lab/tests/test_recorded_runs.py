@@ -1493,19 +1493,59 @@ def test_the_bert_profile_with_erfc_in_float32_is_its_record():
     for f32, rewrite in e.values():
         assert abs(rewrite - f32) < 0.1 * f32
     casts = [ms(f"bf16 rewrite@{b}", "Cast") for b in (8, 512)]
+    earlier = json.loads((RUNS / "roofline/rewrite_profile_bert.json").read_text())
+    earlier = earlier["profiles"]["BERT (h_0)"]
+    before = [earlier[f"bf16 rewrite@{b}"]["kinds_ms"].get("Cast", 0.0) for b in (8, 512)]
+    assert casts[0] > before[0] and casts[1] > before[1]
     best = {k: min(v) for k, v in timed.items()}
     for b in (8, 512):
         assert best[f"bf16 rewrite@{b}"] < best[f"f32@{b}"]
     assert (
         f"`Erfc` under the rewrite took {e[8][1]:.2f} ms per call at 8 × 20 and "
         f"{e[512][1]:.2f} at 512 × 20 ({e[8][0]:.2f} and {e[512][0]:.2f} in float32 "
-        f"in that run); the casts took {casts[0]:.2f} and {casts[1]:.2f} ms"
+        f"in that run); the casts took {casts[0]:.2f} and {casts[1]:.2f} ms "
+        f"({before[0]:.2f} and {before[1]:.2f} before the edits"
     ) in flat
     assert (
         f"the medians were {best['bf16 rewrite@8']:.2f} against {best['f32@8']:.2f} ms in "
         f"float32 at 8 × 20 and {best['bf16 rewrite@512']:.2f} against "
         f"{best['f32@512']:.2f} at 512 × 20"
     ) in flat
+
+
+def test_the_bert_feed_forward_fusion_reading_is_its_record():
+    """docs/performance.md, what TensorFlow fuses into BERT's feed-forward product, read from
+    gelu_fusion.json: Keras's Dense runs an unfused _MklMatMul on both paths; the 2-D form
+    runs one fused kernel in float32 and keeps GELU's Erfc apart under the rewrite; the
+    median of the rounds' medians per form, path and shape, the two forms' float32
+    difference and the rewrite's gain at 512 x 20."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    record = json.loads((RUNS / "roofline/gelu_fusion.json").read_text())
+    kernels = record["kernels"]
+    keras_form, rows = "keras Dense", "2-D MatMul + BiasAdd"
+    for path in ("f32", "bf16 rewrite"):
+        for batch in (8, 512):
+            unfused = kernels[f"{keras_form} | {path} @{batch}"]
+            assert "_MklMatMul" in unfused and "Erfc" in unfused
+            fused = kernels[f"{rows} | {path} @{batch}"]
+            assert "BiasAdd" not in fused and "_MklNativeFusedMatMul" in fused
+            assert (fused == ["_MklNativeFusedMatMul"]) == (path == "f32")
+            assert path == "f32" or "Erfc" in fused
+    ms = {k: statistics.median(v) for k, v in record["medians_ms"].items()}
+
+    def pair(path, batch):
+        return ms[f"{rows} | {path} @{batch}"], ms[f"{keras_form} | {path} @{batch}"]
+
+    (f512, k512), (f8, k8) = pair("f32", 512), pair("f32", 8)
+    assert f"({f512:.2f} against {k512:.2f} ms at 512 × 20, {f8:.2f} against {k8:.2f} at 8" in flat
+    (b512, kb512), (b8, kb8) = pair("bf16 rewrite", 512), pair("bf16 rewrite", 8)
+    assert f"({b512:.2f} against {kb512:.2f} ms at 512 × 20, {b8:.2f} against {kb8:.2f} at" in flat
+    assert f8 < min(b8, kb8) and b512 < f512
+    assert f"the rewrite gains {round(100 * (1 - b512 / f512))} % over that" in flat
+    diff = max(record["max_abs_diff"][f"f32 @{b}"] for b in (8, 512))
+    assert f"differ by at most {diff:.1e} in float32" in flat
+    assert f"{record['hidden']} → {record['intermediate']} with exact" in flat
+    assert f"{record['rounds']} rounds, the median of the rounds' medians" in flat
 
 
 def test_the_openvino_fitn_crash_reading_is_its_record():
