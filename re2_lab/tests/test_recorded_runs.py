@@ -175,6 +175,11 @@ def test_readme_sample_run_is_its_record():
     assert f"(~{round(minutes + seconds / 60)} min on 2 cores after install)" in first
 
 
+def _kinds_ms(profile, kinds):
+    """Thread-ms per call a profile record (``rewrite_profile*.json``) spent in ``kinds``."""
+    return sum(ms for kind, ms in profile["kinds_ms"].items() if kind in kinds)
+
+
 def _minutes(seconds):
     """``332.75`` -> ``"5 min 32 s"`` (whole seconds, as pytest's ``0:05:32``)."""
     return f"{int(seconds) // 60} min {int(seconds) % 60} s"
@@ -1419,14 +1424,17 @@ def test_the_bfloat16_rewrite_profile_sentence_is_its_record():
     record = json.loads((RUNS / "roofline/rewrite_profile.json").read_text())
     products = {"_MklMatMul", "_MklNativeFusedMatMul", "_MklBatchMatMulV2", "_MklNativeConv2D"}
 
-    def product_ms(profile):
-        return sum(ms for kind, ms in profile["kinds_ms"].items() if kind in products)
-
     shares, moved, casts, medians = [], [], [], []
     for variant in ("RE2 1 block", "DRCN", "FITN"):
         profiles, timed = record["profiles"][variant], record["medians_ms"][variant]
-        shares.append(product_ms(profiles["bf16 rewrite@512"]) / product_ms(profiles["f32@512"]))
-        f32, bf16 = product_ms(profiles["f32@8"]), product_ms(profiles["bf16 rewrite@8"])
+        shares.append(
+            _kinds_ms(profiles["bf16 rewrite@512"], products)
+            / _kinds_ms(profiles["f32@512"], products)
+        )
+        f32, bf16 = (
+            _kinds_ms(profiles["f32@8"], products),
+            _kinds_ms(profiles["bf16 rewrite@8"], products),
+        )
         moved.append(f"{f32:.2f} → {bf16:.2f}")
         casts.append(f"{profiles['bf16 rewrite@8']['kinds_ms']['Cast']:.2f}")
         medians.append((min(timed["bf16 rewrite@8"]), min(timed["f32@8"])))
@@ -1456,7 +1464,7 @@ def test_the_bert_bfloat16_rewrite_profile_sentence_is_its_record():
     products = {"_MklMatMul", "_MklEinsum", "_MklBatchMatMulV2", "_MklNativeFusedMatMul"}
 
     def ms(key, kinds):
-        return sum(v for k, v in profiles[key]["kinds_ms"].items() if k in kinds)
+        return _kinds_ms(profiles[key], kinds)
 
     p8, p512 = ((ms(f"f32@{b}", products), ms(f"bf16 rewrite@{b}", products)) for b in (8, 512))
     e8, e512 = ((ms(f"f32@{b}", {"Erfc"}), ms(f"bf16 rewrite@{b}", {"Erfc"})) for b in (8, 512))
@@ -1487,7 +1495,7 @@ def test_the_bert_profile_with_erfc_in_float32_is_its_record():
     profiles, timed = record["profiles"]["BERT (h_0)"], record["medians_ms"]["BERT (h_0)"]
 
     def ms(key, kind):
-        return profiles[key]["kinds_ms"].get(kind, 0.0)
+        return _kinds_ms(profiles[key], {kind})
 
     e = {b: (ms(f"f32@{b}", "Erfc"), ms(f"bf16 rewrite@{b}", "Erfc")) for b in (8, 512)}
     for f32, rewrite in e.values():
@@ -1495,7 +1503,7 @@ def test_the_bert_profile_with_erfc_in_float32_is_its_record():
     casts = [ms(f"bf16 rewrite@{b}", "Cast") for b in (8, 512)]
     earlier = json.loads((RUNS / "roofline/rewrite_profile_bert.json").read_text())
     earlier = earlier["profiles"]["BERT (h_0)"]
-    before = [earlier[f"bf16 rewrite@{b}"]["kinds_ms"].get("Cast", 0.0) for b in (8, 512)]
+    before = [_kinds_ms(earlier[f"bf16 rewrite@{b}"], {"Cast"}) for b in (8, 512)]
     assert casts[0] > before[0] and casts[1] > before[1]
     best = {k: min(v) for k, v in timed.items()}
     for b in (8, 512):
