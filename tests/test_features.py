@@ -279,6 +279,7 @@ def test_graph_modules_survive_saved_model(tmp_path):
 
 
 # ------------------------------------------------------------------------------ real data
+@pytest.mark.slow  # every pair of every real dev file, each featuriser
 def test_python_and_graph_agree_on_real_dev_files(shared_data, tmp_path):
     for name, pairs in real_dev_pairs(shared_data).items():
         tokens = [t for pair in pairs for text in pair for t in text.split()]

@@ -187,6 +187,7 @@ def test_a_few_updates_lower_each_task_loss_on_a_fixed_batch(loss):
     assert history[-1]["loss_task"] < 0.5 * history[0]["loss_task"]
 
 
+@pytest.mark.slow  # the component benchmark, traced three ways
 def test_component_benchmark_prints_every_row_with_consistent_speed_ups():
     # The benchmark's own check (both scans agree, outputs and gradients) runs inside it.
     from re2_tf.models.match_srnn import benchmark_spatial_gru_scans

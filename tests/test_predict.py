@@ -24,6 +24,15 @@ from re2_tf.serving.export import export_model
 from re2_tf.serving.predictor import InputError, Predictor, read_pairs
 
 LABELS = ["entailment", "neutral", "contradiction"]
+#: The command in a fresh process costs a TensorFlow start-up per call. The default suite runs
+#: it on files, stdin, a malformed line, invalid UTF-8 in a file and a SavedModel served
+#: without Keras; the slow tier on the other cases, JSON lines' details and the flags' errors
+#: (``read_pairs`` and ``Predictor`` are checked in-process on every case below). Read by
+#: tests/conftest.py; the single-case tests carry the mark themselves.
+TIERS = {
+    "test_cli_invalid_utf8_is_an_error_naming_file_and_line": ({"file": None}, "slow"),
+    "test_cli_serves_a_savedmodel_without_keras": ({"whitespace": None}, "slow"),
+}
 WORDS = "a man woman dog is sleeping running in the park two people".split()
 
 
@@ -250,6 +259,7 @@ def test_cli_every_line_yields_one_output_line(setup, tmp_path):
     assert f"{tsv}: 5 pairs predicted, 1 truncated to max_length=16 tokens" in proc.stderr
 
 
+@pytest.mark.slow  # a fresh process per case (TIERS)
 def test_cli_jsonl_bom_and_colliding_fields(setup):
     _, _, exports, _ = setup
     jsonl = '\ufeff{"text1": "a man", "text2": "a dog", "label": "neutral", "probabilities": 1}\n'
@@ -278,6 +288,7 @@ def test_cli_invalid_utf8_is_an_error_naming_file_and_line(setup, tmp_path, wher
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # a fresh process per case (TIERS)
 def test_cli_blank_line_is_an_error_naming_file_and_line(setup, tmp_path):
     _, _, exports, _ = setup
     tsv = tmp_path / "gap.tsv"
@@ -287,6 +298,7 @@ def test_cli_blank_line_is_an_error_naming_file_and_line(setup, tmp_path):
     assert f"error: {tsv}:2: blank line" in proc.stderr
 
 
+@pytest.mark.slow  # a fresh process per case (TIERS)
 def test_cli_bad_flags_and_output_are_clear_errors(setup, tmp_path):
     _, _, exports, _ = setup
     for bad in ("0", "-1"):
