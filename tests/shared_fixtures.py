@@ -64,14 +64,23 @@ def _fixture_definitions(item):
 def _tier_by_parameter(item):
     """Mark one parametrisation of a test with its tier (``slow``, ``long``; none = the
     default suite), from its module's ``TIERS = {test name: ({parameter id: tier or None},
-    tier of the other ids)}``: a heavy per-model check runs on RE2 in one tier and on the
-    other models in a later one."""
-    tiers = getattr(item.module, "TIERS", {})
+    tier of the other ids)}``, or, for a test not named there, from ``FIXTURE_TIERS =
+    {fixture name: ({fixture parameter: tier or None}, tier of the other parameters)}`` for
+    the parametrised fixture it uses: a heavy per-model check runs on RE2 in one tier and on
+    the other models in a later one."""
     callspec = getattr(item, "callspec", None)
-    if item.originalname not in tiers or callspec is None:
+    if callspec is None:
         return
-    chosen, others = tiers[item.originalname]
-    tier = chosen.get(callspec.id, others)
+    tiers = getattr(item.module, "TIERS", {})
+    by_fixture = getattr(item.module, "FIXTURE_TIERS", {})
+    fixture = next((name for name in by_fixture if name in callspec.params), None)
+    if item.originalname in tiers:
+        (chosen, others), key = tiers[item.originalname], callspec.id
+    elif fixture is not None:
+        (chosen, others), key = by_fixture[fixture], callspec.params[fixture]
+    else:
+        return
+    tier = chosen.get(key, others)
     if tier is not None:
         item.add_marker(getattr(pytest.mark, tier))
 

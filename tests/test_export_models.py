@@ -55,28 +55,14 @@ VARIANTS = {
     "match_srnn_ranking": ("match_srnn", dict(TINY["match_srnn"], loss="pairwise_hinge")),
 }
 ENTRIES = {**{name: (name, hparams) for name, hparams in TINY.items()}, **VARIANTS}
-#: Every check runs on RE2 in the default suite and on the other entries in the slow tier
-#: (each entry costs an export); the heaviest (a fresh process per export variant) run in a
-#: later tier still (tests/conftest.py reads this): {test: ({entry: tier}, others)}.
+#: Every check of an export runs on RE2 in the default suite and on the other entries in the
+#: slow tier (each entry costs an export; tests/conftest.py reads this).
+FIXTURE_TIERS = {"exported": ({"re2": None}, "slow")}
+#: The heaviest checks (a fresh process per export variant), in tiers of their own:
+#: {test: ({entry: tier}, others)}.
 TIERS = {
     "test_both_loaders_serve_every_variant_as_keras_without_re2_tf": ({}, "slow"),
     "test_saved_model_cli_run_serves_both_signatures_of_every_variant": ({"re2": "slow"}, "long"),
-    **{
-        test: ({"re2": None}, "slow")
-        for test in (
-            "test_texts_without_tokens_are_empty_texts_as_in_training",
-            "test_long_texts_are_truncated_to_max_length_and_counted",
-            "test_empty_batch_and_mismatched_batches",
-            "test_every_feature_input_is_checked_by_name",
-            "test_bert_serving_ids_names_its_own_inputs_in_a_batch_mismatch",
-            "test_a_one_score_model_also_serves_its_raw_score",
-            "test_bf16_copy_computes_in_bfloat16_with_the_same_weights",
-            "test_bf16_export_serves_the_bfloat16_copy",
-            "test_attributes_and_config_state_the_real_limits",
-            "test_serving_ids_cuts_every_input_to_its_limit_and_counts_the_cut",
-            "test_both_tokenisation_paths_count_the_same_truncation",
-        )
-    },
 }
 
 TRAIN_TEXT = [
