@@ -110,26 +110,36 @@ class SpatialGRU(keras.layers.Layer):
     **Wavefront.** Cell ``(i, j)`` depends only on cells of the two previous anti-diagonals
     ``i + j - 1`` and ``i + j - 2``, so the scan runs ``m + n - 1`` sequential steps (``m``,
     ``n`` the padded widths) in one ``tf.while_loop``, each computing a whole anti-diagonal
-    of the whole batch with two matmuls; with only the corners asked for, it stops after
+    of the whole batch with three matmuls; with only the corners asked for, it stops after
     the anti-diagonal ``max_b (m_b + n_b) - 2`` that holds the last pair's corner (a run-time
     trip count: trailing padding costs no steps). Layout (0-based ``i``, ``j``; ``k = i + j``):
 
-    - before the loop, the parts that depend on ``s_ij`` only (``s_ij`` times the input rows
-      of the gate kernels and ``W``, plus the biases) are computed for all cells in one
-      matmul, then *skewed*: anti-diagonal ``k`` becomes a slab indexed by ``i`` (cell
-      ``(i, k - i)``), giving ``[m + n - 1, batch * (m + 1), 7H + H]`` (``4H + H`` without
-      reset gates) together with a true-cell mask and a corner mask;
-    - diagonal ``k`` of states is kept flat as ``D_k`` ``[1 + batch * (m + 1), H]``: a
-      leading zero, then for each pair a boundary row (``h_(0,*)``, always 0) followed by
-      rows ``i = 0 .. m - 1``. In that layout the cell above ``(i, k - i)`` is the previous
-      entry of ``D_(k-1)``, the cell to its left the same entry of ``D_(k-1)``, and its
-      diagonal neighbour the previous entry of ``D_(k-2)``: ``top = D_(k-1)[:-1]``,
-      ``left = D_(k-1)[1:]``, ``diagonal = D_(k-2)[:-1]``, no gather;
+    - before the loop, ``s`` with a true-cell mask and a corner mask appended (``c + 2``
+      channels) is *skewed*: anti-diagonal ``k`` becomes a slab indexed by ``i`` (cell
+      ``(i, k - i)``), with a boundary row prepended to every pair, giving ``[m + n - 1,
+      batch * (m + 1), c + 2]``;
+    - states are *unit-major*: diagonal ``k`` is kept flat as ``D_k``
+      ``[H, 1 + batch * (m + 1)]``: a leading zero column, then for each pair a boundary
+      column (``h_(0,*)``, always 0) followed by columns ``i = 0 .. m - 1``. In that layout
+      the cell above ``(i, k - i)`` is the previous column of ``D_(k-1)``, the cell to its
+      left the same column of ``D_(k-1)``, and its diagonal neighbour the previous column
+      of ``D_(k-2)``: ``top = D_(k-1)[:, :-1]``, ``left = D_(k-1)[:, 1:]``,
+      ``diagonal = D_(k-2)[:, :-1]``, no gather. Every elementwise op of a step then runs
+      along the ``batch * (m + 1)`` rows, the axis a compiler vectorises, not along the
+      ``H`` units;
+    - each step's slab enters through one product with the input rows of the gate kernels
+      and ``W`` (transposed, with two identity rows that pass the masks through exactly),
+      plus the biases; the step's slab is read one step ahead and carried, so that no
+      elementwise op of the step indexes the stacked slabs (under XLA that indexing, fused
+      into each op, keeps it from vectorising);
     - entries outside each pair's true cells (boundary rows, cells with ``j < 0`` or
       ``j >= n_b``, rows ``i >= m_b``) are multiplied by 0, which gives the zero boundary
       and keeps padding finite. The loop carries ``D_(k-1)``, ``D_(k-2)`` and a corner
       accumulator; the grid is collected (``tf.TensorArray``) only when asked for and
       un-skewed after the loop.
+
+    The layout was chosen from XLA profiles and A/B timings (``docs/performance.md``,
+    Match-SRNN).
 
     Each step covers ``batch * (m + 1)`` rows of which only the cells on the diagonal are
     real, so the wavefront does up to about twice the arithmetic of a cell-by-cell scan
@@ -319,64 +329,77 @@ class SpatialGRU(keras.layers.Layer):
         (hidden_gate_kernel, input_gate_kernel, gate_bias, recurrent_kernel, input_kernel, bias) = (
             self._wavefront_weights(s.dtype)
         )
-        batch, m, n = _dim(s, 0), _dim(s, 1), _dim(s, 2)
+        batch, m, n, channels = _dim(s, 0), _dim(s, 1), _dim(s, 2), int(s.shape[-1])
         hidden = self.units
         gates_width = int(gate_bias.shape[0])
         steps = m + n - 1
-        # Everything that depends on s_ij only, for all cells at once: the input parts of
-        # the gate logits and of the candidate (biases included); then, per cell, 1 on the
-        # pair's true cells and 1 on its corner (m_b, n_b) only.
-        inputs = ops.matmul(s, ops.concatenate([input_gate_kernel, input_kernel], 1))
-        inputs = inputs + ops.concatenate([gate_bias, bias], 0)
+        # Per cell: s_ij, then 1 on the pair's true cells and 1 on its corner (m_b, n_b) only.
         true = _true_cells(s, lengths1, lengths2)
         corner_cell = (tf.range(m)[None, :, None] == lengths1[:, None, None] - 1) & (
             tf.range(n)[None, None, :] == lengths2[:, None, None] - 1
         )
         packed = tf.concat(
-            [inputs, tf.cast(true, s.dtype)[..., None], tf.cast(corner_cell, s.dtype)[..., None]],
+            [s, tf.cast(true, s.dtype)[..., None], tf.cast(corner_cell, s.dtype)[..., None]],
             axis=-1,
         )
         # Skew (column k = anti-diagonal k, indexed by i), prepend a boundary row to every
-        # pair, and flatten: step k reads a [batch * (m + 1), .] slab.
+        # pair, and flatten: step k reads a [batch * (m + 1), c + 2] slab.
         packed = tf.pad(_skew(packed), [[0, 0], [1, 0], [0, 0], [0, 0]])
         packed = tf.reshape(
-            tf.transpose(packed, [2, 0, 1, 3]), [steps, batch * (m + 1), gates_width + hidden + 2]
+            tf.transpose(packed, [2, 0, 1, 3]), [steps, batch * (m + 1), channels + 2]
         )
         # Read per step from a TensorArray, not sliced from the captured tensor: a slice's
         # gradient is a dense tensor of all the steps, summed over the steps. One
-        # spare step at the end, never read, so that the array is not empty when m or n is
-        # 0 (XLA compiles the loop body even when it never runs).
+        # spare step at the end, read by the last step but never used, so that the array is
+        # not empty when m or n is 0 (XLA compiles the loop body even when it never runs).
         steps = tf.maximum(steps, 0) if isinstance(steps, tf.Tensor) else max(steps, 0)
         packed = tf.pad(packed[:steps], [[0, 1], [0, 0], [0, 0]])
         packed = tf.TensorArray(s.dtype, size=steps + 1, element_shape=packed.shape[1:]).unstack(
             packed
         )
+        # Everything that depends on s_ij only comes from one product per step, unit-major:
+        # [input rows of the gate kernels | W]^T (biases added after), and two identity rows
+        # that carry the true-cell and corner masks through exactly (1 * 1 + 0 * s = 1).
+        input_kernel = tf.concat([input_gate_kernel, input_kernel], axis=1)  # [c, G + H]
+        input_kernel = tf.concat(
+            [
+                tf.pad(tf.transpose(input_kernel), [[0, 0], [0, 2]]),
+                tf.pad(tf.eye(2, dtype=s.dtype), [[0, 0], [channels, 0]]),
+            ],
+            axis=0,
+        )  # [G + H + 2, c + 2]
+        input_bias = tf.pad(tf.concat([gate_bias, bias], 0), [[0, 2]])[:, None]
+        # The other kernels transposed once, for products on unit-major states.
+        hidden_gate_kernel = tf.transpose(hidden_gate_kernel)  # [G, 3H]
+        recurrent_kernel = tf.transpose(recurrent_kernel)  # [H, 3H]
 
-        # Diagonal k is kept flat as [1 + batch * (m + 1), H]: a leading zero, then per pair
-        # its boundary row h_(0,*) (always 0) and rows i = 0 .. m - 1 holding cell
-        # (i, k - i), 0 outside the pair's true cells. In that layout the state above a cell
-        # is the previous entry of diagonal k - 1, the one to its left the same entry.
-        def body(k, previous, before, corner, grid):
-            top, left, diagonal = previous[:-1], previous[1:], before[:-1]
-            q = tf.concat([top, left, diagonal], axis=1)
-            step = packed.read(k)
+        # Diagonal k is kept unit-major and flat as [H, 1 + batch * (m + 1)]: a leading
+        # zero column, then per pair its boundary column h_(0,*) (always 0) and columns
+        # i = 0 .. m - 1 holding cell (i, k - i), 0 outside the pair's true cells. In that
+        # layout the state above a cell is the previous column of diagonal k - 1, the one to
+        # its left the same column.
+        def body(k, step, previous, before, corner, grid):
+            top, left, diagonal = previous[:, :-1], previous[:, 1:], before[:, :-1]
+            q = tf.concat([top, left, diagonal], axis=0)  # [3H, rows]
+            # The slab is row-major [rows, c + 2]; the product reads it transposed.
+            step = tf.matmul(input_kernel, step, transpose_b=True) + input_bias
             input_gates, input_candidate, true, corner_cell = tf.split(
-                step, [gates_width, hidden, 1, 1], axis=1
+                step, [gates_width, hidden, 1, 1], axis=0
             )
-            gates = tf.matmul(q, hidden_gate_kernel) + input_gates
+            gates = tf.matmul(hidden_gate_kernel, q) + input_gates
             # One split (one op) into the reset gates and the four update gates.
             if self.reset_gates:
-                reset, z_i, z_l, z_t, z_d = tf.split(gates, [3 * hidden] + [hidden] * 4, 1)
+                reset, z_i, z_l, z_t, z_d = tf.split(gates, [3 * hidden] + [hidden] * 4, 0)
                 neighbours = tf.sigmoid(reset) * q
             else:
-                z_i, z_l, z_t, z_d = tf.split(gates, 4, 1)
+                z_i, z_l, z_t, z_d = tf.split(gates, 4, 0)
                 neighbours = q
             # SoftmaxByRow across the four gates of each unit, folded into the mixture:
             # h = sum_p e_p x_p / sum_p e_p with e_p = exp(z_p - max_p z_p). (Elementwise
-            # ops: a softmax over a last axis of size 4 is much slower.)
+            # ops: a softmax over an axis of size 4 is much slower.)
             top_logit = tf.maximum(tf.maximum(z_i, z_l), tf.maximum(z_t, z_d))
             e_i, e_l, e_t, e_d = (tf.exp(z_p - top_logit) for z_p in (z_i, z_l, z_t, z_d))
-            candidate = tf.tanh(tf.matmul(neighbours, recurrent_kernel) + input_candidate)
+            candidate = tf.tanh(tf.matmul(recurrent_kernel, neighbours) + input_candidate)
             h = (e_i * candidate + e_l * left + e_t * top + e_d * diagonal) / (
                 e_i + e_l + e_t + e_d
             )
@@ -387,11 +410,15 @@ class SpatialGRU(keras.layers.Layer):
                 if return_gates:
                     total = e_i + e_l + e_t + e_d
                     written += [e_p / total * true for e_p in (e_i, e_l, e_t, e_d)]
-                grid = grid.write(k, tf.concat(written, axis=1))
-            return k + 1, tf.concat([zero, h], axis=0), previous, corner, grid
+                grid = grid.write(k, tf.concat(written, axis=0))
+            # The next step's slab is read here and carried, rather than read where it is
+            # used: XLA would fuse that dynamic slice into every elementwise op of the
+            # step, and the per-element index load it brings keeps them from vectorising.
+            following = packed.read(k + 1)
+            return k + 1, following, tf.concat([zero, h], axis=1), previous, corner, grid
 
-        zero = tf.zeros([1, hidden], s.dtype)
-        empty = tf.zeros([1 + batch * (m + 1), hidden], s.dtype)
+        zero = tf.zeros([hidden, 1], s.dtype)
+        empty = tf.zeros([hidden, 1 + batch * (m + 1)], s.dtype)
         grid = tf.zeros([], s.dtype)
         collect = return_grid or return_gates
         # Collected per cell: h (return_grid), then the four gates (return_gates).
@@ -399,26 +426,27 @@ class SpatialGRU(keras.layers.Layer):
         if collect:
             # One spare slot, written now, so that the stack is defined with no steps.
             grid = tf.TensorArray(
-                s.dtype, size=steps + 1, element_shape=tf.TensorShape([None, width])
+                s.dtype, size=steps + 1, element_shape=tf.TensorShape([width, None])
             )
-            grid = grid.write(steps, tf.zeros([batch * (m + 1), width], s.dtype))
+            grid = grid.write(steps, tf.zeros([width, batch * (m + 1)], s.dtype))
         # With only the corners out, the scan stops on the last anti-diagonal that holds a
         # pair's corner, (m_b - 1) + (n_b - 1): a run-time trip count, so the padding an
         # export adds to reach a length bucket costs no sequential steps.
         used = steps
         if not collect:
             used = tf.minimum(tf.maximum(tf.reduce_max(lengths1 + lengths2), 1) - 1, steps)
-        _, _, _, corner, grid = tf.while_loop(
+        _, _, _, _, corner, grid = tf.while_loop(
             lambda k, *_: k < used,
             body,
-            (tf.constant(0, "int32"), empty, empty, empty[1:], grid),
+            (tf.constant(0, "int32"), packed.read(0), empty, empty, empty[:, 1:], grid),
             maximum_iterations=steps,
         )
-        corner = tf.reduce_sum(tf.reshape(corner, [batch, m + 1, hidden]), axis=1)
+        corner = tf.reduce_sum(tf.reshape(corner, [hidden, batch, m + 1]), axis=2)
+        corner = tf.transpose(corner)  # [batch, H]
         if not collect:
             return corner
-        grid = tf.reshape(grid.stack()[:steps], [steps, batch, m + 1, width])[:, :, 1:]
-        grid = _unskew(tf.transpose(grid, [1, 2, 0, 3]), n)  # [batch, m, n, width]
+        grid = tf.reshape(grid.stack()[:steps], [steps, width, batch, m + 1])[..., 1:]
+        grid = _unskew(tf.transpose(grid, [2, 3, 0, 1]), n)  # [batch, m, n, width]
         if self.go_backwards:
             grid = _reverse_prefixes(_reverse_prefixes(grid, lengths1, 1), lengths2, 2)
         out = (corner,)
