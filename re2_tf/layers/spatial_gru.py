@@ -364,7 +364,7 @@ class SpatialGRU(keras.layers.Layer):
         input_kernel = tf.concat(
             [
                 tf.pad(tf.transpose(input_kernel), [[0, 0], [0, 2]]),
-                tf.pad(tf.eye(2, dtype=s.dtype), [[0, 0], [channels, 0]]),
+                tf.pad(tf.constant([[1, 0], [0, 1]], s.dtype), [[0, 0], [channels, 0]]),
             ],
             axis=0,
         )  # [G + H + 2, c + 2]
