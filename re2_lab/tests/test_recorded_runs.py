@@ -1644,3 +1644,52 @@ def test_the_reduced_fitn_crash_reading_is_its_record():
     assert "Growing text2 alone, which kills the benchmark network, runs at this size" in flat
     assert "`memory_size` 48, 2 rounds instead of 3, Dot-Att, or the dense connection" in flat
     assert "Inter-Att (no memory carried between rounds) still dies when text1 grows" in flat
+
+
+def test_spatial_gru_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/spatial_gru_ab.json: the default
+    export's time after the change over its time before, and over ONNX Runtime's after, paired
+    round by round (median and range); the gate mixture's fusion in the profiles; every path
+    agrees with the old default on every pair."""
+    record = json.loads((RUNS / "roofline" / "spatial_gru_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+
+    def paired(variant, a, b, batch):
+        times = record["variants"][variant]
+        ratios = [x / y for x, y in zip(times[f"{a}@{batch}"], times[f"{b}@{batch}"])]
+        assert len(ratios) == record["rounds"] == 3
+        return statistics.median(ratios), min(ratios), max(ratios)
+
+    m8 = paired("Match-SRNN", "after XLA", "before XLA", 8)
+    m512 = paired("Match-SRNN", "after XLA", "before XLA", 512)
+    b8 = paired("Bi-Match-SRNN", "after XLA", "before XLA", 8)
+    b512 = paired("Bi-Match-SRNN", "after XLA", "before XLA", 512)
+    assert (
+        f"took {m8[0]:.2f} of its earlier time for Match-SRNN at 8 × 20 ({m8[1]:.2f} to "
+        f"{m8[2]:.2f} over the 3 rounds) and {m512[0]:.2f} at 512 × 20 ({m512[1]:.2f} to "
+        f"{m512[2]:.2f}); for Bi-Match-SRNN, {b8[0]:.2f} ({b8[1]:.2f} to {b8[2]:.2f}) and "
+        f"{b512[0]:.2f} ({b512[1]:.2f} to {b512[2]:.2f})"
+    ) in text
+    o = paired("Match-SRNN", "after XLA", "after onnxruntime", 8)
+    bo = paired("Bi-Match-SRNN", "after XLA", "after onnxruntime", 8)
+    assert o[2] < 1 and bo[2] < 1
+    assert (
+        f"took {o[0]:.2f} of ONNX Runtime's time for Match-SRNN at 8 × 20 ({o[1]:.2f} to "
+        f"{o[2]:.2f}) and {bo[0]:.2f} for Bi-Match-SRNN ({bo[1]:.2f} to {bo[2]:.2f})"
+    ) in text
+    for variant in record["variants"]:
+        times = {k: statistics.median(v) for k, v in record["variants"][variant].items()}
+        for batch in (8, 512):
+            assert times[f"after onnxruntime@{batch}"] < times[f"before onnxruntime@{batch}"]
+    profiles = record["profiles"]["Match-SRNN"]
+    before, after = profiles["before XLA@8"], profiles["after XLA@8"]
+    assert max(before["ops"], key=before["ops"].get) == "add_divide_fusion"
+    assert (
+        f"{before['ops']['add_divide_fusion']:.2f} of {before['op_ms']:.2f} thread-ms per call "
+        f"at 8 × 20 in the record below (its `ops`), {after['ops']['add_divide_fusion']:.2f} "
+        "after the change"
+    ) in text
+    rows = [row for a in record["agreement"].values() for row in a.values()]
+    assert all(row["argmax_agreement"] == 1.0 for row in rows)
+    worst = max(row["max_abs_dp"] for row in rows)
+    assert f"max |Δp| at most {worst:.0e}" in text
