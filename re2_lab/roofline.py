@@ -36,7 +36,9 @@ from re2_tf.benchmarking import pair_batch, single_position_words
 from re2_tf.machine import cpu_units  # noqa: F401  (re-exported)
 
 __all__ = [
+    "ab_agreement",
     "ab_inputs",
+    "ab_profiles",
     "ab_record",
     "alternate_paths",
     "dependency_floor",
@@ -1071,3 +1073,50 @@ def alternate_paths(paths, featurizers, shapes, rounds, workdir, *, threads=2, o
     timings, _ = benchmarking.time_in_turn(paths, by_batch, rounds, time_one, required=paths)
     medians = {f"{name}@{batch}": ms for (name, batch), ms in timings.items()}
     return (medians, probabilities) if outputs else medians
+
+
+def ab_agreement(outputs, reference):
+    """Each path's probabilities against the ``reference`` path's at the same batch, from
+    :func:`alternate_paths` with ``outputs=True``: ``{"<name>@<batch>": {"max_abs_dp": max
+    |dp|, "argmax_agreement": share of pairs with the same argmax}}``."""
+    import numpy as np
+
+    return {
+        f"{name}@{batch}": {
+            "max_abs_dp": float(np.abs(p - outputs[(reference, batch)]).max()),
+            "argmax_agreement": float(
+                (p.argmax(-1) == outputs[(reference, batch)].argmax(-1)).mean()
+            ),
+        }
+        for (name, batch), p in outputs.items()
+    }
+
+
+def ab_profiles(paths, featurizers, shapes, workdir, *, top=8):
+    """Profile every SavedModel among an A/B's ``paths`` (the ones that are directories;
+    converted models have no ``tf.profiler`` trace) once per shape on :func:`ab_inputs`'s
+    batches, with :func:`profile_export` (20 calls at batch <= 64, 3 above; 3 untimed).
+
+    Returns:
+        ``{"<name>@<batch>": {"wall_ms", "op_ms", "kinds", "ops"}}``: ms per call under the
+        profiler, thread-ms in ops, and the ``top`` largest op kinds and ops (thread-ms).
+    """
+    from re2_tf.serving import runtimes
+
+    profiles = {}
+    for batch, length, _ in shapes:
+        input_spec = ab_inputs(featurizers, batch, length, workdir)
+        for name, (path, _) in paths.items():
+            if not Path(path).is_dir():
+                continue
+            traced = profile_export(
+                path, runtimes.SIGNATURE, input_spec, calls=20 if batch <= 64 else 3, warmup=3
+            )
+            kinds, _ = kind_times(traced)
+            profiles[f"{name}@{batch}"] = {
+                "wall_ms": traced["wall_ms"],
+                "op_ms": sum(traced["ops"].values()),
+                "kinds": dict(list(kinds.items())[:top]),
+                "ops": dict(sorted(traced["ops"].items(), key=lambda kv: -kv[1])[:top]),
+            }
+    return profiles

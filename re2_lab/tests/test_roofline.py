@@ -407,3 +407,20 @@ def test_kind_times_sum_ops_by_kind_and_name_an_unkinded_op_by_its_type():
     kinds, counts = roofline.kind_times(traced)
     assert list(kinds.items()) == [("_MklMatMul", 3.0), ("Cast", 0.5)]
     assert counts == {"_MklMatMul": 2, "Cast": 1}
+
+
+def test_ab_agreement_compares_each_path_with_the_reference_at_its_batch():
+    """Hand-worked: at batch 2, path b differs from a by at most 0.2 and flips the second
+    pair's argmax; at batch 1 it equals a."""
+    import numpy as np
+
+    from re2_lab.roofline import ab_agreement
+
+    a2 = np.array([[0.2, 0.8], [0.6, 0.4]], "float32")
+    b2 = np.array([[0.3, 0.7], [0.4, 0.6]], "float32")
+    a1 = np.array([[0.9, 0.1]], "float32")
+    got = ab_agreement({("a", 2): a2, ("b", 2): b2, ("a", 1): a1, ("b", 1): a1.copy()}, "a")
+    assert got["a@2"] == {"max_abs_dp": 0.0, "argmax_agreement": 1.0}
+    assert got["b@2"]["max_abs_dp"] == pytest.approx(0.2)
+    assert got["b@2"]["argmax_agreement"] == 0.5
+    assert got["b@1"] == {"max_abs_dp": 0.0, "argmax_agreement": 1.0}

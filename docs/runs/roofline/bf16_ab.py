@@ -20,9 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
-from re2_lab.roofline import ab_inputs, ab_record, alternate_paths, kind_times, profile_export
+from re2_lab.roofline import ab_agreement, ab_profiles, ab_record, alternate_paths
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes
@@ -66,32 +64,8 @@ def main():
             medians, outputs = alternate_paths(
                 paths, featurizers, SHAPES, ROUNDS, tmp, outputs=True
             )
-            profiles = {}
-            for batch, length, _ in SHAPES:
-                input_spec = ab_inputs(featurizers, batch, length, tmp)
-                for name, (path, precision) in paths.items():
-                    if precision is not None:
-                        continue  # OpenVINO: no tf.profiler trace
-                    traced = profile_export(
-                        path, runtimes.SIGNATURE, input_spec,
-                        calls=20 if batch == 8 else 3, warmup=3,
-                    )  # fmt: skip
-                    kinds, _ = kind_times(traced)
-                    profiles[f"{name}@{batch}"] = {
-                        "wall_ms": traced["wall_ms"],
-                        "op_ms": sum(traced["ops"].values()),
-                        "kinds": dict(list(kinds.items())[:8]),
-                    }
-            reference = "fp32 XLA (default)"
-            record["agreement"][variant] = {
-                f"{name}@{batch}": {
-                    "max_abs_dp": float(np.abs(p - outputs[(reference, batch)]).max()),
-                    "argmax_agreement": float(
-                        (p.argmax(-1) == outputs[(reference, batch)].argmax(-1)).mean()
-                    ),
-                }
-                for (name, batch), p in outputs.items()
-            }
+            profiles = ab_profiles(paths, featurizers, SHAPES, tmp)
+            record["agreement"][variant] = ab_agreement(outputs, "fp32 XLA (default)")
         record["variants"][variant] = medians
         record["profiles"][variant] = profiles
         print(f"| {variant} | " + " | ".join(

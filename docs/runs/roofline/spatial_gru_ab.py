@@ -24,12 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
-from re2_lab.roofline import ab_inputs, ab_record, alternate_paths, kind_times, profile_export
+from re2_lab.roofline import ab_agreement, ab_profiles, ab_record, alternate_paths
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
-from re2_tf.serving import runtimes
 
 REPO = Path(__file__).resolve().parents[3]
 ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
@@ -100,34 +97,9 @@ def main():
                 medians, outputs = alternate_paths(
                     paths, featurizers, SHAPES, ROUNDS, work, outputs=True
                 )
-                profiles = {}
-                for batch, length, _ in SHAPES:
-                    input_spec = ab_inputs(featurizers, batch, length, work)
-                    for name, (path, _) in paths.items():
-                        if "onnxruntime" in name:
-                            continue  # no tf.profiler trace
-                        traced = profile_export(
-                            path, runtimes.SIGNATURE, input_spec,
-                            calls=20 if batch == 8 else 3, warmup=3,
-                        )  # fmt: skip
-                        kinds, _ = kind_times(traced)
-                        profiles[f"{name}@{batch}"] = {
-                            "wall_ms": traced["wall_ms"],
-                            "op_ms": sum(traced["ops"].values()),
-                            "kinds": dict(list(kinds.items())[:8]),
-                            "ops": dict(sorted(traced["ops"].items(), key=lambda kv: -kv[1])[:8]),
-                        }
-                record["agreement"][variant] = {
-                    f"{name}@{batch}": {
-                        "max_abs_dp": float(np.abs(p - outputs[(REFERENCE, batch)]).max()),
-                        "argmax_agreement": float(
-                            (p.argmax(-1) == outputs[(REFERENCE, batch)].argmax(-1)).mean()
-                        ),
-                    }
-                    for (name, batch), p in outputs.items()
-                }
+                record["agreement"][variant] = ab_agreement(outputs, REFERENCE)
                 record["variants"][variant] = medians
-                record["profiles"][variant] = profiles
+                record["profiles"][variant] = ab_profiles(paths, featurizers, SHAPES, work)
                 print(f"| {variant} | " + " | ".join(
                     f"{key} {statistics.median(v):.2f} ms" for key, v in medians.items()
                 ) + " |", flush=True)  # fmt: skip
