@@ -143,9 +143,9 @@ class SpatialGRU(keras.layers.Layer):
 
     Each step covers ``batch * (m + 1)`` rows of which only the cells on the diagonal are
     real, so the wavefront does up to about twice the arithmetic of a cell-by-cell scan
-    (``(m + n - 1) (m + 1)`` rows vs ``m n`` cells); it wins where the cost per sequential
-    step dominates (graph mode, small batches), not where the arithmetic does (large
-    batches under XLA on CPU).
+    (``(m + n - 1) (m + 1)`` rows vs ``m n`` cells) in ``m + n - 1`` steps instead of
+    ``m n``: it is built for where the cost per sequential step dominates (measured in
+    ``docs/match_srnn.md``).
 
     **Masks and corners.** Each text's length is its number of tokens; padding must come
     after the tokens (anywhere after them: any number of padding positions). A cell is a
