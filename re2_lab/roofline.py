@@ -286,6 +286,19 @@ class HloModule:
             return [(n, 1) for n in names if n in self.computations]
         return []
 
+    def _dots(self, computation):
+        """The ``dot`` instructions a computation runs itself or through the computations it
+        calls (a ``call``, as XLA wraps a loop body whose arguments change layout; not the
+        bodies of nested loops, which :meth:`critical_path` costs on their own)."""
+        dots = []
+        for inst in self.live(computation):
+            if inst.op == "dot":
+                dots.append(inst)
+            elif inst.op in ("call", "fusion"):
+                for name, _ in self._called(inst, computation):
+                    dots += self._dots(name)
+        return dots
+
     def flops(self, computation=None):
         """``{"dot", "convolution", "total"}`` FLOPs of a computation (default: the entry),
         called computations included, a loop body counted once per iteration."""
@@ -304,7 +317,8 @@ class HloModule:
     def critical_path(self, step_seconds, computation=None):
         """Seconds of the longest chain of loop iterations that must run one after another in
         a computation (default: the entry): an iteration of a ``while`` costs
-        ``step_seconds((m, k, n))`` of its body's smallest ``dot`` (0 for a body without one)
+        ``step_seconds((m, k, n))`` of its body's smallest ``dot`` (:meth:`_dots`: calls
+        followed; 0 for a body without one)
         plus the critical path of loops nested in it; instructions outside loops cost
         nothing; independent loops (a BiLSTM's two directions, two texts' encoders) overlap."""
         finish = {}
@@ -314,7 +328,7 @@ class HloModule:
             cost = 0.0
             for name, times in self._called(inst, computation):
                 if inst.op == "while":
-                    dots = [i for i in self.live(name) if i.op == "dot"]
+                    dots = self._dots(name)
                     smallest = min(dots, key=self.dot_flops, default=None)
                     step = step_seconds(self.dot_shape(smallest)) if smallest else 0.0
                     cost += times * (step + self.critical_path(step_seconds, name))

@@ -102,6 +102,27 @@ def test_a_loop_body_counts_once_per_iteration_and_its_steps_chain():
     assert shapes == [(4, 6, 6)]
 
 
+def test_a_loop_body_xla_wraps_in_a_call_still_costs_its_steps():
+    """A loop-invariant transposed kernel makes XLA wrap the body in a ``call`` (the loop
+    carries it in another layout); the body's product is still found: ten iterations."""
+    import tensorflow as tf
+
+    w = tf.constant(np.arange(36, dtype="float32").reshape(6, 6))
+
+    def fn(x):  # i = 3 .. 12
+        wt = tf.transpose(w * x[0, 0])
+        body = lambda i, h: (i + 1, tf.matmul(wt, h))  # noqa: E731
+        return tf.while_loop(lambda i, h: i < 13, body, (3, tf.transpose(x)))[1]
+
+    hlo = roofline.function_hlo(fn, np.ones((4, 6), "float32"))
+    module = roofline.parse_hlo(hlo)
+    assert any(i.op == "call" for c in module.computations.values() for i in c)
+    assert roofline.hlo_flops(hlo)["dot"] == 10 * 2 * 6 * 6 * 4
+    shapes = []
+    assert roofline.dependency_floor(hlo, lambda s: shapes.append(s) or 0.5) == 10 * 0.5
+    assert shapes == [(6, 6, 4)]
+
+
 def test_an_lstm_by_hand_and_its_directions_overlap_while_stacked_layers_chain():
     # Keras' LSTM: every step multiplies x_t [b, d] by W [d, 4h] and h [b, h] by U [h, 4h].
     # (Its TensorFlow backend also computes a first step before the loop, only to learn the
