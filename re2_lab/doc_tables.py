@@ -55,7 +55,12 @@ Kinds (paths relative to the repository root):
   ``before``/``after`` lists of measurements) as pairs/s and profile time per side, or
   ``docs/runs/roofline/folded_ab.py``'s (``variants``: per variant, ``{"<path>@<batch>":
   [median ms per round]}``) as ms per path and batch; each the median over the rounds with
-  the rounds' range, then the CPU and the command.
+  the rounds' range, then the CPU and the command;
+- ``products <record.json>``: ``docs/runs/roofline/product_kernels.py``'s record, each matrix
+  product of a network timed alone in each runtime: per batch and product (``batch x m x k
+  x n``), each runtime's median ms over the rounds and the GFLOP/s that gives, then all the
+  products' sum per round (median and range); then, where the record has them, the whole
+  network's paths, agreement and profiles as an ``ab`` record's; the CPU and the command.
 
 ``python -m re2_lab.cli.summarize --update_docs README.md docs/*.md`` rewrites every block from
 the records, and
@@ -65,6 +70,7 @@ records give today (so a table cannot go stale after a new record).
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from pathlib import Path
@@ -152,6 +158,8 @@ def generate(spec, root=REPO):
     if kind == "ab" and len(args) == 1:
         record = _read(root / args[0])
         return _training_ab(record) if "models" in record else _paths_ab(record)
+    if kind == "products" and len(args) == 1:
+        return _products(_read(root / args[0]))
     if kind == "agreement" and len(args) == 1:
         return _agreement(_read(root / args[0]))
     if kind == "bf16_parts" and len(args) == 1:
@@ -172,7 +180,7 @@ def generate(spec, root=REPO):
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
         "'runtimes <json> [table|order|choices|standing]', 'agreement <json>', "
         "'bf16_parts <json>', "
-        "'profiles <json>', 'phases <json>', 'ab <json>', "
+        "'profiles <json>', 'phases <json>', 'ab <json>', 'products <json>', "
         "'growth <jsonl>' or 'tests <ci log>'"
     )
 
@@ -436,6 +444,16 @@ def _phases(record):
 def _paths_ab(record):
     from re2_lab.throughput import describe_machine
 
+    return (
+        "\n".join(_paths_lines(record))
+        + f"\n\n{record['rounds']} rounds, {record['threads']} threads, on "
+        f"{describe_machine(record)}: `{record['command']}`"
+    )
+
+
+def _paths_lines(record):
+    """A paths A/B's table (ms per path and batch, median of the rounds and their range), then
+    its agreement and profiles where it has them."""
     lines = []
     for variant, medians in record["variants"].items():
         paths = list(dict.fromkeys(key.rsplit("@", 1)[0] for key in medians))
@@ -453,7 +471,44 @@ def _paths_ab(record):
                 for b in batches
             ]
             lines.append(f"| {variant} | {path} | " + " | ".join(cells) + " |")
-    lines += _agreement_and_profiles(record)
+    return lines + _agreement_and_profiles(record)
+
+
+def _products(record):
+    from re2_lab.throughput import describe_machine
+
+    runtimes = list(next(iter(record["batches"].values()))["products"][0]["ms"])
+    lines = [
+        "| batch | product (batch × m × k × n) | GFLOP | "
+        + " | ".join(f"{name} ms (GFLOP/s)" for name in runtimes)
+        + " |",
+        "|---|---|---:|" + "---:|" * len(runtimes),
+    ]
+    for batch, entry in record["batches"].items():
+        sums = {name: [0.0] * record["rounds"] for name in runtimes}
+        for product in entry["products"]:
+            b, m, k, n = product["shape"]
+            gflop = 2 * b * m * k * n / 1e9
+            cells = []
+            for name in runtimes:
+                times = product["ms"][name]
+                for i, ms in enumerate(times):
+                    sums[name][i] += ms
+                ms = statistics.median(times)
+                cells.append(f"{ms:.3f} ({gflop / ms * 1e3:.0f})" if ms > 0 else f"{ms:.3f} (—)")
+            lines.append(
+                f"| {batch} × 20 | {b} × {m} × {k} × {n} | {gflop:.4f} | "
+                + " | ".join(cells)
+                + " |"
+            )
+        lines.append(
+            f"| {batch} × 20 | all {len(entry['products'])}, summed per round | "
+            f"{sum(2 * math.prod(p['shape']) for p in entry['products']) / 1e9:.4f} | "
+            + " | ".join(_spread(sums[name], ".2f") for name in runtimes)
+            + " |"
+        )
+    if record.get("variants"):
+        lines += ["", *_paths_lines(record)]
     return (
         "\n".join(lines) + f"\n\n{record['rounds']} rounds, {record['threads']} threads, on "
         f"{describe_machine(record)}: `{record['command']}`"

@@ -178,6 +178,15 @@ class HloModule:
         outputs = _product(_dims(re.match(r"\w+\[([\d,]*)\]", instruction.type).group(1)))
         return outputs // n, k, n
 
+    def dot_batched_shape(self, instruction):
+        """``(batch, m, k, n)`` of a ``dot``: :meth:`dot_shape` with the batch taken out of
+        ``m``, ``batch`` the product of the left operand's ``lhs_batch_dims`` (1 without)."""
+        m, k, n = self.dot_shape(instruction)
+        found = re.search(r"lhs_batch_dims=\{([\d,]*)\}", instruction.text)
+        lhs = _dims(_OPERAND.findall(instruction.text)[0][1])
+        batch = _product(lhs[i] for i in _dims(found.group(1))) if found else 1
+        return batch, m // batch, k, n
+
     def _value(self, computation, name):
         """The integer a scalar instruction of ``computation`` holds (:meth:`_integers`), or
         ``None``."""

@@ -533,6 +533,53 @@ def test_an_ab_block_gives_medians_and_ranges_of_the_rounds(tmp_path):
     assert lines[-1] == "3 rounds, 2 threads, on 2 cores of X (avx2), 2026-01-02: `c2`"
 
 
+def test_a_product_kernels_record_reads_as_ms_gflops_and_summed_rounds(tmp_path):
+    # 1 x 1000 x 500 x 200 is 2 * 1000 * 500 * 200 FLOP = 0.2 GFLOP: at a median of 2 ms,
+    # 100 GFLOP/s; the batched 4 x 100 x 100 x 100 is 0.008 GFLOP: at 0.08 ms, 100 GFLOP/s
+    record = {
+        "command": "c3",
+        "cpu": "X",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "date": "2026-01-02 10:00 UTC",
+        "rounds": 3,
+        "threads": 2,
+        "xla_settings": {"xla": "", "xla f": "--f"},
+        "batches": {
+            "8": {
+                "products": [
+                    {
+                        "shape": [1, 1000, 500, 200],
+                        "ms": {"xla": [1.0, 2.0, 4.0], "xla f": [4.0] * 3, "ort": [2.0] * 3},
+                    },
+                    {
+                        "shape": [4, 100, 100, 100],
+                        "ms": {"xla": [0.04, 0.08, 0.16], "xla f": [0.08] * 3, "ort": [0.0] * 3},
+                    },
+                ]
+            }
+        },
+    }
+    (tmp_path / "k.json").write_text(json.dumps(record))
+    lines = doc_tables.generate("products k.json", tmp_path).splitlines()
+    assert lines[0] == (
+        "| batch | product (batch × m × k × n) | GFLOP | xla ms (GFLOP/s) | "
+        "xla f ms (GFLOP/s) | ort ms (GFLOP/s) |"
+    )
+    assert lines[2] == (
+        "| 8 × 20 | 1 × 1000 × 500 × 200 | 0.2000 | 2.000 (100) | 4.000 (50) | 2.000 (100) |"
+    )
+    assert lines[3] == (
+        "| 8 × 20 | 4 × 100 × 100 × 100 | 0.0080 | 0.080 (100) | 0.080 (100) | 0.000 (—) |"
+    )
+    # each round's sum: xla 1.04, 2.08, 4.16; xla f 4.08; ort 2.00
+    assert lines[4] == (
+        "| 8 × 20 | all 2, summed per round | 0.2080 | 2.08 (1.04-4.16) | 4.08 (4.08-4.08) | "
+        "2.00 (2.00-2.00) |"
+    )
+    assert lines[-1] == "3 rounds, 2 threads, on 2 cores of X (avx2), 2026-01-02: `c3`"
+
+
 def test_a_bench_record_of_getrusage_memory_is_noted_as_such(tmp_path):
     # rows with getrusage's peak_rss_mib (before the worker read its own VmHWM): old header and
     # a note under the table; rows with the worker's own figures: their header, no note

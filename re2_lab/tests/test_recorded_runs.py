@@ -1693,3 +1693,58 @@ def test_spatial_gru_ab_reading_is_its_record():
     assert all(row["argmax_agreement"] == 1.0 for row in rows)
     worst = max(row["max_abs_dp"] for row in rows)
     assert f"max |Δp| at most {worst:.0e}" in text
+
+
+def test_product_kernels_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/product_kernels.json: per runtime,
+    the median over the rounds of the products' summed time; the whole network's medians; the
+    default export's profile at 8 x 20. And what the reading concludes from them: the products
+    alone are within 5 % of ONNX Runtime's while the whole call is not, no XLA option is
+    faster than XLA's own kernels, and at 512 x 20 the whole default export is the fastest."""
+    record = json.loads((RUNS / "roofline" / "product_kernels.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["rounds"] == 3 and record["variant"] == "RE2 1 block"
+
+    def summed(batch):
+        products = record["batches"][str(batch)]["products"]
+        return {
+            name: statistics.median(
+                sum(p["ms"][name][i] for p in products) for i in range(record["rounds"])
+            )
+            for name in products[0]["ms"]
+        }
+
+    s8, s512 = summed(8), summed(512)
+    whole = {k: statistics.median(v) for k, v in record["variants"]["RE2 1 block"].items()}
+    profile = record["profiles"]["RE2 1 block"]["savedmodel (XLA)@8"]
+    assert (
+        f"at 8 × 20 the ten products summed take {s8['xla']:.2f} ms in XLA, "
+        f"{s8['onnxruntime']:.2f} in ONNX Runtime and {s8['openvino f32']:.2f} in OpenVINO f32, "
+        f"while the whole call takes {whole['savedmodel (XLA)@8']:.2f} ms in the default export, "
+        f"{whole['onnxruntime@8']:.2f} in ONNX Runtime and {whole['openvino f32@8']:.2f} in "
+        "OpenVINO f32"
+    ) in text
+    assert len(record["batches"]["8"]["products"]) == 10
+    assert s8["xla"] <= 1.05 * s8["onnxruntime"]
+    assert whole["savedmodel (XLA)@8"] > 1.2 * whole["onnxruntime@8"]
+    assert (
+        f"XNNPACK {s8['xla xnn dot']:.2f}, oneDNN {s8['xla onednn']:.2f} (and "
+        f"{s8['xla onednn dot']:.2f} with its dot fusion), YNNPACK {s8['xla ynn dot']:.2f}; "
+        f"TensorFlow's oneDNN kernels without XLA take {s8['tensorflow']:.2f}"
+    ) in text
+    assert all(s8[name] >= s8["xla"] for name in record["xla_settings"])
+    assert (
+        f"({profile['wall_ms']:.2f} ms per call under the profiler), the ops take "
+        f"{profile['op_ms']:.2f} thread-ms, of which the products take "
+        f"{profile['kinds']['dot']:.2f} (more than the {s8['xla']:.2f} they take alone)"
+    ) in text
+    assert profile["kinds"]["dot"] > s8["xla"]
+    assert (
+        f"({whole['savedmodel (XLA)@512']:.2f} ms against {whole['onnxruntime@512']:.2f} for "
+        f"ONNX Runtime and {whole['openvino f32@512']:.2f} for OpenVINO f32), although its "
+        f"products alone sum to {s512['xla']:.2f} ms against {s512['onnxruntime']:.2f} and "
+        f"{s512['openvino f32']:.2f}"
+    ) in text
+    assert whole["savedmodel (XLA)@512"] == min(v for k, v in whole.items() if k.endswith("@512"))
+    rows = record["agreement"]["RE2 1 block"].values()
+    assert all(row["argmax_agreement"] == 1.0 for row in rows)

@@ -32,6 +32,20 @@ def test_a_batched_matmul_and_a_conv1d_by_hand():
     assert roofline.function_flops(lambda t: conv(t), x)["convolution"] == 2 * 2 * 10 * 6 * 3 * 12
 
 
+def test_a_dot_s_batched_shape_takes_its_batch_out_of_m():
+    import tensorflow as tf
+
+    a, b = np.ones((4, 9, 5), "float32"), np.ones((4, 5, 8), "float32")
+    w = np.ones((5, 7), "float32")
+    module = roofline.parse_hlo(
+        roofline.function_hlo(lambda p, q: (tf.matmul(p, q), tf.matmul(p, w)), a, b)
+    )
+    dots = [i for i in module.live(module.entry) if i.op == "dot"]
+    # [4, 9, 5] x [4, 5, 8]: 4 products of 9 x 5 by 5 x 8; [4, 9, 5] x [5, 7]: one of
+    # 36 x 5 by 5 x 7 (no batch dimension on the kernel)
+    assert sorted(module.dot_batched_shape(d) for d in dots) == [(1, 36, 5, 7), (4, 9, 5, 8)]
+
+
 def test_malformed_hlo_is_named():
     line = "  %dot.1 = f32[2,2]{1,0} dot(f32[2,3]{1,0} %a, f32[3,2]{1,0} %b)"
     with pytest.raises(ValueError, match="dot without lhs_contracting_dims"):
