@@ -24,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from re2_lab.revisions import checkout
 from re2_lab.roofline import ab_agreement, ab_profiles, ab_record, alternate_paths
 from re2_tf import benchmarking
 from re2_tf.models import get_spec
@@ -51,15 +52,16 @@ print(runtimes.convert(out / "noxla", "onnxruntime", out / "onnxruntime"))
 """
 
 
-def export(checkout, out, variant):
-    """``{path name suffix: (path, None)}`` of ``checkout``'s exports of ``variant``."""
+def export(source, out, variant):
+    """``{path name suffix: (path, None)}`` of the exports of ``variant`` by the checkout
+    ``source``."""
     proc = subprocess.run(
         [sys.executable, "-c", EXPORT, str(out), variant],
-        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(checkout)),
-        cwd=checkout, timeout=3600,
+        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(source)),
+        cwd=source, timeout=3600,
     )  # fmt: skip
     if proc.returncode:
-        raise RuntimeError(f"{checkout} {variant}: {proc.stderr[-3000:]}")
+        raise RuntimeError(f"{source} {variant}: {proc.stderr[-3000:]}")
     converted = proc.stdout.strip().splitlines()[-1]
     return {"XLA": (out / "xla", None), "xla=False": (out / "noxla", None),
             "onnxruntime": (Path(converted), None)}  # fmt: skip
@@ -82,17 +84,14 @@ def main():
     chosen = ARGS.get("variants", "Match-SRNN,Bi-Match-SRNN").split(",")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        old = tmp / "before_checkout"
-        subprocess.run(["git", "worktree", "add", "--detach", str(old), before], cwd=REPO,
-                       check=True, capture_output=True)  # fmt: skip
-        try:
+        with checkout(before, tmp / "before_checkout", REPO) as old:
             for variant in chosen:
                 hparams = dict(spec.defaults(), **spec.benchmark[variant]["hparams"])
                 featurizers = benchmarking.synthetic_featurizers(spec, hparams, 30000)
                 work = tmp / variant.replace(" ", "_")
                 paths = {}
-                for side, checkout in (("before", old), ("after", REPO)):
-                    for name, path in export(checkout, work / side, variant).items():
+                for side, source in (("before", old), ("after", REPO)):
+                    for name, path in export(source, work / side, variant).items():
                         paths[f"{side} {name}"] = path
                 medians, outputs = alternate_paths(
                     paths, featurizers, SHAPES, ROUNDS, work, outputs=True
@@ -103,8 +102,6 @@ def main():
                 print(f"| {variant} | " + " | ".join(
                     f"{key} {statistics.median(v):.2f} ms" for key, v in medians.items()
                 ) + " |", flush=True)  # fmt: skip
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=REPO)
     out = Path(__file__).with_name("spatial_gru_ab.json")
     out.write_text(json.dumps(record, indent=1) + "\n")
 

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from re2_lab.revisions import checkout
+
 REPO = Path(__file__).resolve().parents[3]
 ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--"))
 ROUNDS = int(ARGS.get("rounds", 3))
@@ -73,16 +75,16 @@ print("RESULT " + json.dumps({"seconds_per_update": clock.seconds, "kinds": kind
 """
 
 
-def measure(checkout, model):
-    env = dict(os.environ, PYTHONPATH=str(checkout))
+def measure(source, model):
+    env = dict(os.environ, PYTHONPATH=str(source))
     proc = subprocess.run(
-        [sys.executable, "-c", WORKER, str(checkout), model, ARGS["data_dir"],
+        [sys.executable, "-c", WORKER, str(source), model, ARGS["data_dir"],
          str(WARMUP), str(TIMED), str(PROFILED)],
-        capture_output=True, text=True, env=env, cwd=checkout, timeout=3600,
+        capture_output=True, text=True, env=env, cwd=source, timeout=3600,
     )  # fmt: skip
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
-        raise RuntimeError(f"{checkout} {model}: {proc.stderr[-3000:]}")
+        raise RuntimeError(f"{source} {model}: {proc.stderr[-3000:]}")
     return json.loads(lines[-1][len("RESULT ") :])
 
 
@@ -105,24 +107,18 @@ def main():
         "batch_size": 128, "threads": 2, "rounds": ROUNDS,
         "models": {},
     }  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp:
-        old = Path(tmp) / "before"
-        subprocess.run(["git", "worktree", "add", "--detach", str(old), before], cwd=REPO,
-                       check=True, capture_output=True)  # fmt: skip
-        try:
-            for model in MODELS:
-                runs = {"before": [], "after": []}
-                for _ in range(ROUNDS):
-                    for side, checkout in (("before", old), ("after", REPO)):
-                        runs[side].append(measure(checkout, model))
-                record["models"][model] = runs
-                row = {s: statistics.median(r["seconds_per_update"] for r in v)
-                       for s, v in runs.items()}  # fmt: skip
-                print(f"| {model} | before {128 / row['before']:.1f} pairs/s | after "
-                      f"{128 / row['after']:.1f} pairs/s | x{row['before'] / row['after']:.2f} |",
-                      flush=True)  # fmt: skip
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(old)], cwd=REPO)
+    with tempfile.TemporaryDirectory() as tmp, checkout(before, Path(tmp) / "before", REPO) as old:
+        for model in MODELS:
+            runs = {"before": [], "after": []}
+            for _ in range(ROUNDS):
+                for side, source in (("before", old), ("after", REPO)):
+                    runs[side].append(measure(source, model))
+            record["models"][model] = runs
+            row = {s: statistics.median(r["seconds_per_update"] for r in v)
+                   for s, v in runs.items()}  # fmt: skip
+            print(f"| {model} | before {128 / row['before']:.1f} pairs/s | after "
+                  f"{128 / row['after']:.1f} pairs/s | x{row['before'] / row['after']:.2f} |",
+                  flush=True)  # fmt: skip
     out = Path(__file__).with_name("bilstm_ab.json")
     out.write_text(json.dumps(record, indent=1) + "\n")
 
