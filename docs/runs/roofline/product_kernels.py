@@ -54,8 +54,9 @@ REPEATS = {8: (8, 30), 512: (1, 5)}
 
 
 def products(variant, batch):
-    """``[(batch, m, k, n)]`` of every ``dot`` in RE2's folded forward pass at ``batch`` x
-    :data:`LENGTH` (random weights; shapes only)."""
+    """``([(batch, m, k, n)], flops)``: every ``dot`` of RE2's folded forward pass at
+    ``batch`` x :data:`LENGTH` (random weights; shapes only) and the pass's FLOPs
+    (``re2_lab.roofline.HloModule.flops``: ``dot``, ``convolution``, ``total``)."""
     import numpy as np
     import tensorflow as tf
 
