@@ -260,14 +260,6 @@ def main():
     networks(record)
     for key, times in record["variants"][VARIANT].items():
         print(f"{VARIANT} {key}: {statistics.median(times):.2f} ms", flush=True)
-    for batch, entry in record["batches"].items():
-        sums = {
-            name: sum(statistics.median(p["ms"][name]) for p in entry["products"])
-            for name in runtimes
-        }
-        print(f"{batch} x {LENGTH}, all products: " + ", ".join(
-            f"{name} {ms:.2f} ms" for name, ms in sums.items()
-        ))  # fmt: skip
     out = Path(__file__).with_name("product_kernels.json")
     out.write_text(json.dumps(record, indent=1) + "\n")
 
