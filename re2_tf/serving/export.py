@@ -207,6 +207,27 @@ def _probabilities(outputs, output):
     return tf.nn.softmax(outputs, axis=-1)
 
 
+def _model_function(backend, output, features):
+    """What the export compiles (``jit_compile`` when ``xla``): the model's outputs, their
+    probabilities and the most probable label's id, so that the softmax and the argmax run
+    inside the compiled function with the network rather than as TensorFlow kernels after it
+    (each such kernel costs a dispatch per call; ``docs/performance.md``, "Where the
+    default's time goes").
+
+    Args:
+        backend, output, features: as :func:`_model_outputs`.
+
+    Returns:
+        ``{"outputs": float32 [batch] or [batch, classes] (:func:`_model_outputs`),
+        "probabilities": float32 [batch, classes] (:func:`_probabilities`),
+        "label_id": int32 [batch] (argmax of the probabilities; the first on ties)}``.
+    """
+    outputs = _model_outputs(backend, output, features)
+    probabilities = _probabilities(outputs, output)
+    label_id = tf.argmax(probabilities, -1, output_type=tf.int32)
+    return {"outputs": outputs, "probabilities": probabilities, "label_id": label_id}
+
+
 def _bucket(buckets, n):
     """The smallest length bucket >= ``n``; ``n`` itself past the largest (a packed pair
     of two texts can be longer than ``max_length``, the limit per text).
@@ -287,12 +308,12 @@ def _predict(module, features, truncated):
     """
     batch = tf.shape(features[module._specs[0].name])[0]
     buckets = module._buckets if module._xla else None
-    outputs = module._core(_padded(features, module._specs, buckets))[:batch]
-    probabilities = _probabilities(outputs, module._output)
-    labels = tf.gather(tf.constant(module._label_list), tf.argmax(probabilities, -1))
-    result = {"probabilities": probabilities, "label": labels, "truncated": truncated}
+    core = module._core(_padded(features, module._specs, buckets))
+    labels = tf.gather(tf.constant(module._label_list), core["label_id"][:batch])
+    result = {"probabilities": core["probabilities"][:batch], "label": labels}
+    result["truncated"] = truncated
     if module._output == "score":
-        result["score"] = outputs
+        result["score"] = core["outputs"][:batch]
     return result
 
 
@@ -634,7 +655,7 @@ class ServingModule(tf.Module):
         self._max_length = int(max_length)
         self._buckets = _buckets_for(int(max_length), length_buckets)
         self._core = tf.function(
-            functools.partial(_model_outputs, backend, output),
+            functools.partial(_model_function, backend, output),
             jit_compile=self._xla,
             reduce_retracing=True,
         )
