@@ -1,14 +1,38 @@
 """Another revision of this repository beside the current checkout, for the lab's A/B records
 that build one side at a git revision (``docs/runs/roofline/spatial_gru_ab.py``,
-``docs/runs/training-profile/bilstm_ab.py``)."""
+``docs/runs/roofline/compiled_outputs_ab.py``, ``docs/runs/training-profile/bilstm_ab.py``).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import statistics
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
-__all__ = ["checkout"]
+__all__ = ["checkout", "export_ab"]
+
+#: The shapes of :func:`export_ab`: ``(batch, length, timed batches)``.
+AB_SHAPES = ((8, 20, 100), (512, 20, 5))
+
+#: Run in the checkout being measured (its own ``re2_tf``): export a benchmark variant, XLA
+#: and not, and convert the latter for ONNX Runtime (as the serving choice converts).
+EXPORT = r"""
+import sys
+from pathlib import Path
+from re2_tf import benchmarking
+from re2_tf.models import get_spec
+from re2_tf.serving import runtimes
+out, model, variant = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+spec = get_spec(model)
+hparams = spec.benchmark[variant]["hparams"]
+benchmarking.export_benchmark_model(spec, hparams, out / "xla")
+benchmarking.export_benchmark_model(spec, hparams, out / "noxla", xla=False)
+print(runtimes.convert(out / "noxla", "onnxruntime", out / "onnxruntime"))
+"""
 
 
 @contextlib.contextmanager
@@ -43,3 +67,79 @@ def checkout(revision, where, repo):
         subprocess.run(
             ["git", "worktree", "remove", "--force", str(where)], cwd=repo, capture_output=True
         )
+
+
+def _exports(source, out, model, variant):
+    """``{path name suffix: (path, None)}`` of the exports of ``model``'s benchmark
+    ``variant`` made by the checkout ``source`` (:data:`EXPORT`)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", EXPORT, str(out), model, variant],
+        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(source)),
+        cwd=source, timeout=3600,
+    )  # fmt: skip
+    if proc.returncode:
+        raise RuntimeError(f"{source} {variant}: {proc.stderr[-3000:]}")
+    converted = proc.stdout.strip().splitlines()[-1]
+    return {"XLA": (out / "xla", None), "xla=False": (out / "noxla", None),
+            "onnxruntime": (Path(converted), None)}  # fmt: skip
+
+
+def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES):
+    """A change to the library timed against the revision ``before`` it: each benchmark
+    variant (random weights) exported by ``before`` (checked out with :func:`checkout`) and
+    by the checkout ``repo``, each as the default export (XLA), ``--xla=false`` and ONNX
+    Runtime converted from the latter; timed alternately in fresh processes on the same
+    batches (:func:`re2_lab.roofline.alternate_paths`, 2 intra-op threads, median of each
+    process's batches); every path's probabilities against the "before" default export's
+    (:func:`re2_lab.roofline.ab_agreement`); each SavedModel profiled once per shape
+    (:func:`re2_lab.roofline.ab_profiles`).
+
+    Args:
+        script: the record's script, relative to the repository; args: its ``--key=value``
+            arguments (the record's command).
+        variants: ``[(model name, benchmark variant)]``, e.g. ``[("re2", "RE2 1 block")]``.
+        before: a git revision; rounds: timing rounds.
+        repo: the repository's directory (the "after" side is its working tree).
+        shapes: ``[(batch, length, timed batches)]``.
+
+    Returns:
+        The record (:func:`re2_lab.roofline.ab_record`): ``before``/``after`` commits,
+        ``variants`` (``{variant: {"before XLA": [ms per round], ...}}``), ``agreement``
+        and ``profiles`` per variant.
+    """
+    from re2_lab.roofline import ab_agreement, ab_profiles, ab_record, alternate_paths
+    from re2_tf import benchmarking
+    from re2_tf.models import get_spec
+
+    def git(*command):
+        return subprocess.check_output(["git", *command], cwd=repo, text=True).strip()
+
+    record = ab_record(
+        script, args, rounds,
+        before=git("rev-parse", before),
+        after=git("rev-parse", "HEAD")
+        + (" + working tree" if git("status", "--porcelain", "re2_tf") else ""),
+        variants={}, agreement={}, profiles={},
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        with checkout(before, tmp / "before_checkout", repo) as old:
+            for model, variant in variants:
+                spec = get_spec(model)
+                hparams = dict(spec.defaults(), **spec.benchmark[variant]["hparams"])
+                featurizers = benchmarking.synthetic_featurizers(spec, hparams, 30000)
+                work = tmp / variant.replace(" ", "_")
+                paths = {}
+                for side, source in (("before", old), ("after", Path(repo))):
+                    for name, path in _exports(source, work / side, model, variant).items():
+                        paths[f"{side} {name}"] = path
+                medians, outputs = alternate_paths(
+                    paths, featurizers, shapes, rounds, work, outputs=True
+                )
+                record["agreement"][variant] = ab_agreement(outputs, "before XLA")
+                record["variants"][variant] = medians
+                record["profiles"][variant] = ab_profiles(paths, featurizers, shapes, work)
+                print(f"| {variant} | " + " | ".join(
+                    f"{key} {statistics.median(v):.2f} ms" for key, v in medians.items()
+                ) + " |", flush=True)  # fmt: skip
+    return record
