@@ -542,6 +542,49 @@ def _agreement_and_profiles(record):
                 f"| {variant} | {key.replace('@', ' @ ')} | {row['max_abs_dp']:.1e} | "
                 f"{row['argmax_agreement']:.4f} | " + " | ".join(cells) + " |"
             )
+    return lines + _call_phases(record)
+
+
+#: The phases of a profiled call (``re2_lab/profile_worker.py``) in :func:`_call_phases`'s
+#: columns: (heading, phase).
+PHASE_COLUMNS = (
+    ("Python", "python"),
+    ("eager dispatch", "eager"),
+    ("TensorFlow before XLA", "before_xla"),
+    ("TensorFlow after XLA", "after_xla"),
+    ("of those two, in kernels", "tf_kernels"),
+    ("XLA in thunks", "xla_ops"),
+    ("XLA in no thunk", "xla_between_ops"),
+)
+
+
+def _call_phases(record):
+    """Where a profiled call's time went, per variant, path and batch of an A/B record whose
+    profiles have ``phases`` (:func:`re2_lab.roofline.ab_profiles`): the profiled call's ms
+    and each phase's median ms over the profiled calls (:data:`PHASE_COLUMNS`)."""
+    rows = [
+        (variant, key, profile)
+        for variant, profiles in record.get("profiles", {}).items()
+        for key, profile in profiles.items()
+        if profile.get("phases")
+    ]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "| variant | path @ batch | profiled ms per call | "
+        + " | ".join(heading for heading, _ in PHASE_COLUMNS)
+        + " |",
+        "|---|---|---:|" + "---:|" * len(PHASE_COLUMNS),
+    ]
+    for variant, key, profile in rows:
+        phases = profile["phases"]
+        cells = [f"{phases[phase]:.2f}" for _, phase in PHASE_COLUMNS]
+        lines.append(
+            f"| {variant} | {key.replace('@', ' @ ')} | {profile['wall_ms']:.2f} | "
+            + " | ".join(cells)
+            + " |"
+        )
     return lines
 
 

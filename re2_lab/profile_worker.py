@@ -21,6 +21,9 @@ Output keys:
         named by their HLO instruction, and TensorFlow's kernels outside XLA (events
         ``name:Type`` off the Python thread), named ``name:Type``; the executors' and Python's
         own events are not ops.
+    phases: one ``{phase: ms}`` per profiled call, where its wall time went
+        (:func:`call_phases`, plus ``python``: the call's wall time in this process, measured
+        with ``time.perf_counter``, minus its ``execute`` span).
     kinds: ``{op name: kind}``: an XLA instruction's opcode from the optimised HLO module the
         trace carries (``dot``, ``convolution``, ``concatenate``, ...; a fusion is ``fusion``,
         or ``fusion with dot`` / ``fusion with convolution`` when its fused computation holds
@@ -106,6 +109,114 @@ def exclusive_op_times(space):
     return totals
 
 
+#: The TensorFlow runtime's span of one call of a function from Python (on the Python
+#: thread), and the XLA CPU executable's span of one run (``call_phases``).
+EXECUTE_EVENT = "TFE_Py_Execute"  # a prefix: TFE_Py_ExecuteCancelable too
+RUN_EVENT = "KernelAndDeviceFunc::Run"
+XLA_EVENT = "CpuExecutable::ExecuteAsyncOnStream"
+
+
+def _union_ps(intervals):
+    """Total length of the union of ``[(start, end)]``."""
+    total, reach = 0, None
+    for start, end in sorted(intervals):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+def call_phases(space):
+    """Where each call's time went in an XSpace: one ``{phase: ms}`` per call of a function
+    from Python (each outermost :data:`EXECUTE_EVENT` span on the Python thread, in time
+    order; a span holding no :data:`RUN_EVENT` is skipped):
+
+    - ``execute``: the call's span in TensorFlow's C API (from Python handing over the
+      inputs to the outputs coming back);
+    - ``eager``: ``execute`` minus ``run``, TensorFlow's eager dispatch around the run
+      (placing inputs, finding the kernel);
+    - ``run``: the function's run (:data:`RUN_EVENT`);
+    - ``before_xla`` / ``after_xla``: from the run's start to the first XLA executable
+      (:data:`XLA_EVENT`) starting in it, and from the last one's end to the run's end:
+      TensorFlow's executor and kernels around XLA (``before_xla`` is the whole run and
+      ``after_xla`` 0 when no XLA executable ran);
+    - ``xla``: the XLA executables' spans; ``xla_ops``: the time at least one thread was
+      inside one of their thunks (the union of the intervals of events with an ``hlo_op``
+      stat); ``xla_between_ops``: ``xla - xla_ops``, the executables' time in no thunk
+      (scheduling, waiting for threads);
+    - ``tf_kernels``: the time at least one thread was inside a TensorFlow kernel (events
+      ``name:Type`` off the Python thread, as ``ops`` counts them) in ``before_xla`` and
+      ``after_xla``.
+
+    Args:
+        space: the parsed ``XSpace`` of a ``tf.profiler`` trace.
+
+    Returns:
+        ``[{phase: float ms}]``, one per call.
+    """
+    executes, runs, executables, xla_ops, kernels = [], [], [], [], []
+    for plane in space.planes:
+        names = {key: meta.name for key, meta in plane.event_metadata.items()}
+        stats = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        for line in plane.lines:
+            for event in line.events:
+                name = names.get(event.metadata_id, "")
+                start = line.timestamp_ns * 1000 + event.offset_ps
+                span = (start, start + event.duration_ps)
+                if any(stats.get(s.metadata_id) == "hlo_op" for s in event.stats):
+                    xla_ops.append(span)
+                elif line.name == "python":
+                    if name.startswith(EXECUTE_EVENT):
+                        executes.append(span)
+                    elif name == RUN_EVENT:
+                        runs.append(span)
+                elif name == XLA_EVENT:
+                    executables.append(span)
+                elif ":" in name and " " not in name and "::" not in name:
+                    kernels.append(span)
+    executes.sort()
+    executes = [
+        e
+        for i, e in enumerate(executes)
+        if not any(o[0] <= e[0] and e[1] <= o[1] for o in executes[:i])
+    ]  # outermost: one per call
+    out = []
+    for call_start, call_end in executes:
+        inner = [r for r in runs if call_start <= r[0] and r[1] <= call_end]
+        if not inner:
+            continue
+        start, end = min(r[0] for r in inner), max(r[1] for r in inner)
+        inside = [x for x in executables if start <= x[0] < end]
+        first = min((x[0] for x in inside), default=end)
+        last = max((x[1] for x in inside), default=end)
+        ops = [(max(a, start), min(b, end)) for a, b in xla_ops if a < end and b > start]
+        tf = [
+            (max(a, lo), min(b, hi))
+            for lo, hi in ((start, first), (last, end))
+            for a, b in kernels
+            if a < hi and b > lo
+        ]
+        xla = sum(b - a for a, b in inside)
+        busy = _union_ps(ops)
+        out.append(
+            {
+                "execute": (call_end - call_start) / 1e9,
+                "eager": (call_end - call_start - (end - start)) / 1e9,
+                "run": (end - start) / 1e9,
+                "before_xla": (first - start) / 1e9,
+                "xla": xla / 1e9,
+                "xla_ops": busy / 1e9,
+                "xla_between_ops": (xla - busy) / 1e9,
+                "after_xla": (end - last) / 1e9 if inside else 0.0,
+                "tf_kernels": _union_ps(tf) / 1e9,
+            }
+        )
+    return out
+
+
 def main(request):
     import numpy as np
     import tensorflow as tf
@@ -135,10 +246,11 @@ def main(request):
         function(**feed)
     calls = int(request.get("calls", 20))
     tf.profiler.experimental.start(request["logdir"])
-    start = time.perf_counter()
+    walls = []
     for _ in range(calls):
+        start = time.perf_counter()
         function(**feed)
-    wall = time.perf_counter() - start
+        walls.append(time.perf_counter() - start)
     tf.profiler.experimental.stop()
     files = glob.glob(f"{request['logdir']}/**/*.xplane.pb", recursive=True)
     if not files:
@@ -148,7 +260,17 @@ def main(request):
     ops = {k: v / 1e9 / calls for k, v in exclusive_op_times(space).items()}
     known = hlo_kinds(space)
     kinds = {k: known.get(k, k.rsplit(":", 1)[-1]) for k in ops}
-    print(json.dumps({"calls": calls, "wall_ms": 1e3 * wall / calls, "ops": ops, "kinds": kinds}))
+    phases = call_phases(space)
+    if len(phases) != calls:
+        raise RuntimeError(f"the trace has {len(phases)} calls from Python, not {calls}")
+    for phase, wall in zip(phases, walls):
+        phase["python"] = 1e3 * wall - phase["execute"]
+    print(
+        json.dumps(
+            {"calls": calls, "wall_ms": 1e3 * sum(walls) / calls, "ops": ops, "kinds": kinds}
+            | {"phases": phases}
+        )
+    )
 
 
 if __name__ == "__main__":

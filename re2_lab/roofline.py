@@ -677,7 +677,9 @@ def profile_export(
     Returns:
         dict: ``calls``, ``wall_ms`` (mean per call under the profiler), ``ops`` (``{op:
         exclusive ms per call, summed over threads}``: XLA thunks by HLO instruction name,
-        TensorFlow kernels as ``name:Type``), ``kinds`` (``{op: opcode or kernel type}``).
+        TensorFlow kernels as ``name:Type``), ``kinds`` (``{op: opcode or kernel type}``),
+        ``phases`` (one ``{phase: ms}`` per call: where its time went, from Python to XLA's
+        thunks; ``re2_lab/profile_worker.py``).
 
     Raises:
         RuntimeError: the worker failed (its stderr's tail).
@@ -1121,9 +1123,13 @@ def ab_profiles(paths, featurizers, shapes, workdir, *, top=8):
     batches, with :func:`profile_export` (20 calls at batch <= 64, 3 above; 3 untimed).
 
     Returns:
-        ``{"<name>@<batch>": {"wall_ms", "op_ms", "kinds", "ops"}}``: ms per call under the
-        profiler, thread-ms in ops, and the ``top`` largest op kinds and ops (thread-ms).
+        ``{"<name>@<batch>": {"wall_ms", "op_ms", "kinds", "ops", "phases"}}``: ms per call
+        under the profiler, thread-ms in ops, the ``top`` largest op kinds and ops
+        (thread-ms), and ``{phase: median ms over the profiled calls}`` of where a call's
+        time went (``re2_lab/profile_worker.py``'s ``phases``).
     """
+    import statistics
+
     from re2_tf.serving import runtimes
 
     profiles = {}
@@ -1141,5 +1147,9 @@ def ab_profiles(paths, featurizers, shapes, workdir, *, top=8):
                 "op_ms": sum(traced["ops"].values()),
                 "kinds": dict(list(kinds.items())[:top]),
                 "ops": dict(sorted(traced["ops"].items(), key=lambda kv: -kv[1])[:top]),
+                "phases": {
+                    phase: statistics.median(call[phase] for call in traced["phases"])
+                    for phase in traced["phases"][0]
+                },
             }
     return profiles

@@ -533,6 +533,41 @@ def test_an_ab_block_gives_medians_and_ranges_of_the_rounds(tmp_path):
     assert lines[-1] == "3 rounds, 2 threads, on 2 cores of X (avx2), 2026-01-02: `c2`"
 
 
+def test_an_ab_block_with_call_phases_gives_each_profiled_paths_phases(tmp_path):
+    phases = {"python": 0.5, "eager": 0.125, "before_xla": 0.25, "after_xla": 0.0625}
+    phases |= {"tf_kernels": 0.1, "xla_ops": 3.0, "xla_between_ops": 1.0}
+    record = {
+        "command": "c4",
+        "cpu": "X",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "date": "2026-01-02 03:04",
+        "rounds": 1,
+        "threads": 2,
+        "variants": {"V": {"a@8": [5.0], "b@8": [6.0]}},
+        "agreement": {"V": {"a@8": {"max_abs_dp": 0.0, "argmax_agreement": 1.0}}},
+        "profiles": {
+            "V": {"a@8": {"wall_ms": 5.0, "op_ms": 3.0, "kinds": {"dot": 2.0}, "phases": phases}}
+        },
+    }
+    (tmp_path / "c.json").write_text(json.dumps(record))
+    lines = doc_tables.generate("ab c.json", tmp_path).splitlines()
+    start = lines.index(
+        "| variant | path @ batch | profiled ms per call | Python | eager dispatch "
+        "| TensorFlow before XLA | TensorFlow after XLA | of those two, in kernels "
+        "| XLA in thunks | XLA in no thunk |"
+    )
+    assert lines[start + 2 :] == [
+        "| V | a @ 8 | 5.00 | 0.50 | 0.12 | 0.25 | 0.06 | 0.10 | 3.00 | 1.00 |",
+        "",
+        "1 rounds, 2 threads, on 2 cores of X (avx2), 2026-01-02: `c4`",
+    ]
+    # a record whose profiles have no phases has no such table
+    del record["profiles"]["V"]["a@8"]["phases"]
+    (tmp_path / "c.json").write_text(json.dumps(record))
+    assert "| Python |" not in doc_tables.generate("ab c.json", tmp_path)
+
+
 def test_a_product_kernels_record_reads_as_ms_gflops_and_summed_rounds(tmp_path):
     # 1 x 1000 x 500 x 200 is 2 * 1000 * 500 * 200 FLOP = 0.2 GFLOP: at a median of 2 ms,
     # 100 GFLOP/s; the batched 4 x 100 x 100 x 100 is 0.008 GFLOP: at 0.08 ms, 100 GFLOP/s

@@ -356,6 +356,56 @@ def test_profiled_op_times_are_exclusive_and_skip_framework_events():
     assert totals == {"while.3": 20, "dot.9": 27, "fusion.1": 10, "model/Softmax:_MklSoftmax": 4}
 
 
+def test_a_profiled_call_splits_into_python_s_dispatch_tensorflow_s_kernels_and_xla_s_thunks():
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(name="/host:CPU")
+    plane.stat_metadata[1].id, plane.stat_metadata[1].name = 1, "hlo_op"
+    for key, name in {2: "dot.1", 3: "fusion.2", 4: "convolution.3"}.items():
+        plane.stat_metadata[key].id, plane.stat_metadata[key].name = key, name
+    names = {10: "TFE_Py_ExecuteCancelable", 11: "TFE_Py_Execute", 12: "KernelAndDeviceFunc::Run"}
+    names.update({13: "CpuExecutable::ExecuteAsyncOnStream", 14: "ThunkExecutor::Execute"})
+    names.update({15: "f/Pad:Pad", 16: "f/s:StridedSlice", 17: "f/Softmax:_MklSoftmax"})
+    names.update({18: "g/Add:AddV2", 19: "dot", 20: "fusion", 21: "convolution"})
+    for key, name in names.items():
+        plane.event_metadata[key].id, plane.event_metadata[key].name = key, name
+    us = 1_000_000  # picoseconds
+
+    def add(line, metadata, start, end, hlo=None):
+        event = line.events.add(
+            metadata_id=metadata, offset_ps=start * us, duration_ps=(end - start) * us
+        )
+        if hlo:
+            event.stats.add(metadata_id=1, ref_value=hlo)
+
+    python = plane.lines.add(name="python")
+    add(python, 10, 0, 1000)  # call 1: an XLA executable between TensorFlow kernels
+    add(python, 12, 100, 950)
+    add(python, 11, 2000, 2600)  # call 2: TensorFlow kernels only
+    add(python, 12, 2050, 2550)
+    compute = plane.lines.add(name="tf_Compute/1")
+    add(compute, 15, 150, 200)  # two kernels overlapping by 30 us: 70 us of kernels
+    add(compute, 16, 180, 220)
+    add(compute, 13, 300, 800)
+    add(compute, 17, 850, 900)
+    add(compute, 18, 2100, 2200)
+    worker = plane.lines.add(name="tf_numa_-1_Eigen/2")
+    add(worker, 14, 310, 790)  # the thunk executor's own event: not a thunk, not a kernel
+    add(worker, 19, 320, 500, hlo=2)  # thunks overlapping by 50 us: 280 us, then 50
+    add(worker, 20, 450, 600, hlo=3)
+    add(worker, 21, 700, 750, hlo=4)
+    first, second = _profile_worker().call_phases(space)
+    assert first == pytest.approx(
+        {"execute": 1.0, "eager": 0.15, "run": 0.85, "before_xla": 0.2, "xla": 0.5}
+        | {"xla_ops": 0.33, "xla_between_ops": 0.17, "after_xla": 0.15, "tf_kernels": 0.12}
+    )
+    assert second == pytest.approx(
+        {"execute": 0.6, "eager": 0.1, "run": 0.5, "before_xla": 0.5, "xla": 0.0}
+        | {"xla_ops": 0.0, "xla_between_ops": 0.0, "after_xla": 0.0, "tf_kernels": 0.1}
+    )
+
+
 def test_a_profile_summary_splits_matrix_products_from_the_rest():
     traced = {
         "wall_ms": 3.0,
@@ -401,6 +451,12 @@ def test_profiling_an_xla_savedmodel_names_its_matmul_by_opcode(tmp_path):
     assert traced["calls"] == 5 and traced["wall_ms"] > 0
     dots = [n for n, kind in traced["kinds"].items() if kind in ("dot", "fusion with dot")]
     assert len(dots) == 1 and traced["ops"][dots[0]] > 0
+    # every call's phases: one XLA executable inside the run, which is inside the call
+    assert len(traced["phases"]) == 5
+    for call in traced["phases"]:
+        assert call["python"] >= 0 and call["eager"] >= 0 and call["xla_between_ops"] >= 0
+        assert call["before_xla"] + call["xla"] + call["after_xla"] == pytest.approx(call["run"])
+        assert 0 < call["xla_ops"] <= call["xla"] < call["run"] < call["execute"]
 
 
 def test_an_ab_record_names_its_command_and_machine_and_its_inputs_are_table5s(tmp_path):
