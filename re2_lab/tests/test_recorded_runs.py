@@ -1695,6 +1695,115 @@ def test_spatial_gru_ab_reading_is_its_record():
     assert f"max |Δp| at most {worst:.0e}" in text
 
 
+def test_compiled_outputs_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/compiled_outputs_ab.json: the
+    softmax kernel in the default export's profile before the change and not after, the
+    default export's time after the change over its time before paired round by round
+    (median and range), ONNX Runtime's spread, and every path's agreement."""
+    record = json.loads((RUNS / "roofline" / "compiled_outputs_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["rounds"] == 3 and record["before"].startswith("b209caf")
+
+    def paired(variant, path, batch):
+        times = record["variants"][variant]
+        ratios = [
+            a / b for a, b in zip(times[f"after {path}@{batch}"], times[f"before {path}@{batch}"])
+        ]
+        return statistics.median(ratios), min(ratios), max(ratios)
+
+    profiles = record["profiles"]
+    for variant in ("RE2 1 block", "Match-SRNN"):
+        for batch in (8, 512):
+            assert "_MklSoftmax" in profiles[variant][f"before XLA@{batch}"]["kinds"]
+            assert "_MklSoftmax" not in profiles[variant][f"after XLA@{batch}"]["kinds"]
+    softmax = [
+        profiles[v]["before XLA@8"]["kinds"]["_MklSoftmax"] for v in ("RE2 1 block", "Match-SRNN")
+    ]
+    assert (
+        f"it took {softmax[0]:.2f} thread-ms per call in RE2 1 block's at 8 × 20 and "
+        f"{softmax[1]:.2f} in Match-SRNN's"
+    ) in text
+    r8, r512 = paired("RE2 1 block", "XLA", 8), paired("RE2 1 block", "XLA", 512)
+    m8, m512 = paired("Match-SRNN", "XLA", 8), paired("Match-SRNN", "XLA", 512)
+    assert (
+        f"took {r8[0]:.2f} of its earlier time for RE2 1 block at 8 × 20 ({r8[1]:.2f} to "
+        f"{r8[2]:.2f} over the rounds) and {r512[0]:.2f} at 512 × 20 ({r512[1]:.2f} to "
+        f"{r512[2]:.2f}); for Match-SRNN, {m8[0]:.2f} ({m8[1]:.2f} to {m8[2]:.2f}) and "
+        f"{m512[0]:.2f} ({m512[1]:.2f} to {m512[2]:.2f})"
+    ) in text
+    # "no difference detected": every variant and shape has rounds on both sides of 1
+    assert all(low < 1 < high for _, low, high in (r8, r512, m8, m512))
+    ort = paired("RE2 1 block", "onnxruntime", 8)
+    assert f"moved as much between rounds ({ort[1]:.2f} to {ort[2]:.2f})" in text
+    assert ort[2] - ort[1] >= r8[2] - r8[1]
+    rows = [row for a in record["agreement"].values() for row in a.values()]
+    assert all(row["argmax_agreement"] == 1.0 for row in rows)
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in rows):.0e}" in text
+
+
+def test_call_timeline_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/call_timeline.json: each path's
+    median over the rounds, the default export's phases against the empty signature's, and
+    what the reading concludes: at 8 x 20 the default export's thunks alone take less than
+    ONNX Runtime's whole call while the default export does not, and the empty signature is a
+    small part of the gap."""
+    record = json.loads((RUNS / "roofline" / "call_timeline.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["rounds"] == 3
+
+    def ms(variant, path):
+        return statistics.median(record["variants"][variant][path])
+
+    def outside(phases):
+        keys = ("python", "eager", "before_xla", "after_xla", "xla_between_ops")
+        return sum(phases[k] for k in keys)
+
+    re2, srnn = "RE2 1 block", "Match-SRNN"
+    default, ort, empty = (
+        ms(re2, "savedmodel (XLA)@8"),
+        ms(re2, "onnxruntime@8"),
+        ms(re2, "empty signature@8"),
+    )
+    profile = record["profiles"][re2]["savedmodel (XLA)@8"]
+    p, e = profile["phases"], record["profiles"][re2]["empty signature@8"]["phases"]
+    assert (
+        f"At 8 × 20 RE2 1 block's default export took {default:.2f} ms against {ort:.2f} for "
+        f"ONNX Runtime, and the empty signature {empty:.2f}. In the default export's profiled "
+        f"calls ({profile['wall_ms']:.2f} ms each), XLA's thunks took {p['xla_ops']:.2f} ms, "
+        f"less than ONNX Runtime's whole call, and {outside(p):.2f} ms went outside them"
+    ) in text
+    assert p["xla_ops"] < ort < default and empty < (default - ort) / 5
+    assert (
+        f"{p['python']:.2f} in Python and {p['eager']:.2f} in eager dispatch (against "
+        f"{e['python']:.2f} and {e['eager']:.2f} for the empty signature)"
+    ) in text
+    assert (
+        f"{p['before_xla']:.2f} in TensorFlow before XLA and {p['after_xla']:.2f} after it, of "
+        f"which {p['tf_kernels']:.2f} in kernels"
+    ) in text
+    assert f"{p['xla_between_ops']:.2f} inside the executable in no thunk's event" in text
+    big = record["profiles"][re2]["savedmodel (XLA)@512"]
+    assert (
+        f"level with ONNX Runtime ({ms(re2, 'savedmodel (XLA)@512'):.2f} against "
+        f"{ms(re2, 'onnxruntime@512'):.2f} ms), and its time in no thunk's event is "
+        f"{big['phases']['xla_between_ops']:.2f} of {big['wall_ms']:.2f} profiled ms"
+    ) in text
+    assert abs(ms(re2, "savedmodel (XLA)@512") / ms(re2, "onnxruntime@512") - 1) < 0.05
+    m = record["profiles"][srnn]["savedmodel (XLA)@8"]["phases"]
+    assert (
+        f"Match-SRNN's default took {ms(srnn, 'savedmodel (XLA)@8'):.2f} ms at 8 × 20 against "
+        f"{ms(srnn, 'onnxruntime@8'):.2f} for ONNX Runtime, with {m['xla_ops']:.2f} ms in "
+        f"thunks and {outside(m):.2f} outside them; at 512 × 20 it is the faster path "
+        f"({ms(srnn, 'savedmodel (XLA)@512'):.2f} against {ms(srnn, 'onnxruntime@512'):.2f})"
+    ) in text
+    assert ms(srnn, "savedmodel (XLA)@512") < ms(srnn, "onnxruntime@512")
+    rows = [row for a in record["agreement"].values() for row in a.values()]
+    assert all(row["argmax_agreement"] == 1.0 for row in rows)
+    assert not any(
+        key.startswith("empty signature") for a in record["agreement"].values() for key in a
+    )
+
+
 def test_product_kernels_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/product_kernels.json: per runtime,
     the median over the rounds of the products' summed time; the whole network's medians; the

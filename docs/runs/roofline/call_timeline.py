@@ -1,0 +1,116 @@
+"""Where one call of the default export spends its time, from Python to XLA's thunks, beside
+ONNX Runtime on the same network (issue 51, item 1: the time of the default export outside
+its operations at the Table 5 shape).
+
+For each variant (the benchmark network, random weights) the script exports the default
+SavedModel (XLA) and the ``--xla=false`` one, and converts the latter for ONNX Runtime, as
+the serving choice converts. It also saves ``empty signature``: a SavedModel whose
+``serving_ids`` takes the same inputs and returns outputs of the same names and dtypes,
+computed from nothing but the inputs' shapes. That one is what any TensorFlow signature
+costs to call from Python.
+
+- **Timing.** The paths are timed alternately in fresh processes at batch 8 x 20 and
+  512 x 20 on the same batches (``re2_lab.roofline.alternate_paths``, 2 intra-op threads).
+- **Agreement.** Their probabilities are compared with the default export's; the empty
+  signature's outputs mean nothing and are left out.
+- **Profiles.** Every SavedModel is profiled once per shape (``re2_lab.roofline.ab_profiles``).
+  Each profiled call's wall time is split into phases (``re2_lab/profile_worker.py``,
+  ``call_phases``): Python, TensorFlow's eager dispatch, TensorFlow's executor and kernels
+  before and after the XLA executable, and the executable's time in its thunks and between
+  them.
+
+Writes ``call_timeline.json`` beside this file.
+
+    python docs/runs/roofline/call_timeline.py [--rounds=3] \
+        [--variants="re2:RE2 1 block,match_srnn:Match-SRNN"]
+"""
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from re2_lab.revisions import AB_SHAPES
+from re2_lab.roofline import ab_agreement, ab_profiles, ab_record, alternate_paths
+from re2_tf import benchmarking
+from re2_tf.models import get_spec
+from re2_tf.serving import runtimes
+
+ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+ROUNDS = int(ARGS.get("rounds", 3))
+REFERENCE = "savedmodel (XLA)"
+EMPTY = "empty signature"
+
+
+def empty_signature(export, out):
+    """Save to ``out`` a SavedModel whose ``serving_ids`` has ``export``'s inputs and
+    returns outputs of the same names, dtypes and batch from the inputs' shapes alone
+    (zeros; the first label name); returns ``out``."""
+    import tensorflow as tf
+
+    function = tf.saved_model.load(str(export)).signatures[runtimes.SIGNATURE]
+    specs = function.structured_input_signature[1]
+    returned = function.structured_outputs
+
+    class Empty(tf.Module):
+        @tf.function(input_signature=[specs])
+        def serve(self, features):
+            batch = tf.shape(next(iter(features.values())))[:1]
+            outputs = {}
+            for name, spec in returned.items():
+                inner = tf.constant([d or 1 for d in spec.shape[1:]], tf.int32)
+                shape = tf.concat([batch, inner], 0)
+                if spec.dtype == tf.string:
+                    outputs[name] = tf.fill(shape, "label")
+                else:
+                    outputs[name] = tf.zeros(shape, spec.dtype)
+            return outputs
+
+    module = Empty()
+    concrete = module.serve.get_concrete_function()
+
+    @tf.function(input_signature=list(specs.values()))
+    def serving_ids(*inputs):
+        return concrete(dict(zip(specs, inputs)))
+
+    tf.saved_model.save(module, str(out), signatures={runtimes.SIGNATURE: serving_ids})
+    return out
+
+
+def main():
+    chosen = [
+        tuple(item.split(":", 1))
+        for item in ARGS.get("variants", "re2:RE2 1 block,match_srnn:Match-SRNN").split(",")
+    ]
+    record = ab_record(
+        "docs/runs/roofline/call_timeline.py", ARGS, ROUNDS,
+        variants={}, agreement={}, profiles={},
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, variant in chosen:
+            spec = get_spec(model)
+            hparams = dict(spec.defaults(), **spec.benchmark[variant]["hparams"])
+            work = Path(tmp) / variant.replace(" ", "_")
+            xla, _, featurizers = benchmarking.export_benchmark_model(spec, hparams, work / "xla")
+            plain, _, _ = benchmarking.export_benchmark_model(
+                spec, hparams, work / "noxla", xla=False
+            )
+            paths = {
+                REFERENCE: (xla, None),
+                "savedmodel (xla=False)": (plain, None),
+                "onnxruntime": (runtimes.convert(plain, "onnxruntime", work / "ort"), None),
+                EMPTY: (empty_signature(xla, work / "empty"), None),
+            }
+            medians, outputs = alternate_paths(
+                paths, featurizers, AB_SHAPES, ROUNDS, work, outputs=True
+            )
+            outputs = {key: p for key, p in outputs.items() if key[0] != EMPTY}
+            record["variants"][variant] = medians
+            record["agreement"][variant] = ab_agreement(outputs, REFERENCE)
+            record["profiles"][variant] = ab_profiles(paths, featurizers, AB_SHAPES, work)
+            out = Path(__file__).with_name("call_timeline.json")
+            out.write_text(json.dumps(record, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
