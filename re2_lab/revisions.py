@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["checkout", "export_ab"]
+__all__ = ["checkout", "export_ab", "export_ab_main"]
 
 #: The shapes of :func:`export_ab`: ``(batch, length, timed batches)``.
 AB_SHAPES = ((8, 20, 100), (512, 20, 5))
@@ -143,3 +143,34 @@ def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES)
                     f"{key} {statistics.median(v):.2f} ms" for key, v in medians.items()
                 ) + " |", flush=True)  # fmt: skip
     return record
+
+
+def export_ab_main(script, variants):
+    """A ``docs/runs/`` A/B script's main: :func:`export_ab` of ``variants`` with the
+    script's ``--before=<revision>``, ``--rounds=N`` (3 by default) and
+    ``--variants=<name>,...`` (those of ``variants`` to measure; all by default) arguments,
+    the record written beside ``script`` as ``<its stem>.json``.
+
+    Args:
+        script: the script's ``__file__``, inside the repository's ``docs/runs/``.
+        variants: ``[(model name, benchmark variant)]``.
+
+    Raises:
+        ValueError: ``--variants`` names a variant that is not in ``variants``.
+    """
+    import json
+
+    script = Path(script).resolve()
+    repo = script.parents[3]
+    args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+    if "variants" in args:
+        known = dict((v, (m, v)) for m, v in variants)
+        unknown = [v for v in args["variants"].split(",") if v not in known]
+        if unknown:
+            raise ValueError(f"--variants: {unknown} not among {list(known)}")
+        variants = [known[v] for v in args["variants"].split(",")]
+    record = export_ab(
+        str(script.relative_to(repo)), args, variants,
+        before=args["before"], rounds=int(args.get("rounds", 3)), repo=repo,
+    )  # fmt: skip
+    script.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")

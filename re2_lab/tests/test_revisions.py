@@ -37,3 +37,13 @@ def test_a_revision_is_checked_out_beside_and_removed_after_even_on_error(tmp_pa
     with pytest.raises(subprocess.CalledProcessError):
         with checkout("no-such-revision", tmp_path / "none", repo):
             pass
+
+
+def test_an_export_ab_script_measures_only_the_variants_it_knows(tmp_path, monkeypatch):
+    from re2_lab.revisions import export_ab_main
+
+    script = tmp_path / "docs" / "runs" / "roofline" / "x_ab.py"
+    monkeypatch.setattr("sys.argv", ["x_ab.py", "--before=HEAD", "--variants=RE2 9 blocks"])
+    with pytest.raises(ValueError, match=r"\['RE2 9 blocks'\] not among \['RE2 1 block'\]"):
+        export_ab_main(script, [("re2", "RE2 1 block")])
+    assert not script.with_suffix(".json").exists()

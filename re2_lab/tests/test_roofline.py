@@ -325,18 +325,25 @@ def _profile_worker():
     return module
 
 
-def test_profiled_op_times_are_exclusive_and_skip_framework_events():
+def _plane(hlo_ops, events):
+    """``(XSpace, its one plane)`` whose stat metadata holds ``hlo_op`` (id 1) and
+    ``hlo_ops`` (``{id: instruction name}``), and whose event metadata holds ``events``
+    (``{id: event name}``)."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     space = xplane_pb2.XSpace()
     plane = space.planes.add(name="/host:CPU")
-    plane.stat_metadata[1].id, plane.stat_metadata[1].name = 1, "hlo_op"
-    for key, name in {2: "while.3", 3: "dot.9", 4: "fusion.1"}.items():
+    for key, name in {1: "hlo_op", **hlo_ops}.items():
         plane.stat_metadata[key].id, plane.stat_metadata[key].name = key, name
+    for key, name in events.items():
+        plane.event_metadata[key].id, plane.event_metadata[key].name = key, name
+    return space, plane
+
+
+def test_profiled_op_times_are_exclusive_and_skip_framework_events():
     names = {10: "while", 11: "dot", 12: "fusion", 13: "ThunkExecutor::Execute"}
     names.update({14: "model/Softmax:_MklSoftmax", 15: "signature_wrapper"})
-    for key, name in names.items():
-        plane.event_metadata[key].id, plane.event_metadata[key].name = key, name
+    space, plane = _plane({2: "while.3", 3: "dot.9", 4: "fusion.1"}, names)
 
     def add(line, metadata, start, duration, hlo=None):
         event = line.events.add(metadata_id=metadata, offset_ps=start, duration_ps=duration)
@@ -357,19 +364,11 @@ def test_profiled_op_times_are_exclusive_and_skip_framework_events():
 
 
 def test_a_profiled_call_splits_into_python_s_dispatch_tensorflow_s_kernels_and_xla_s_thunks():
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
-    space = xplane_pb2.XSpace()
-    plane = space.planes.add(name="/host:CPU")
-    plane.stat_metadata[1].id, plane.stat_metadata[1].name = 1, "hlo_op"
-    for key, name in {2: "dot.1", 3: "fusion.2", 4: "convolution.3"}.items():
-        plane.stat_metadata[key].id, plane.stat_metadata[key].name = key, name
     names = {10: "TFE_Py_ExecuteCancelable", 11: "TFE_Py_Execute", 12: "KernelAndDeviceFunc::Run"}
     names.update({13: "CpuExecutable::ExecuteAsyncOnStream", 14: "ThunkExecutor::Execute"})
     names.update({15: "f/Pad:Pad", 16: "f/s:StridedSlice", 17: "f/Softmax:_MklSoftmax"})
     names.update({18: "g/Add:AddV2", 19: "dot", 20: "fusion", 21: "convolution"})
-    for key, name in names.items():
-        plane.event_metadata[key].id, plane.event_metadata[key].name = key, name
+    space, plane = _plane({2: "dot.1", 3: "fusion.2", 4: "convolution.3"}, names)
     us = 1_000_000  # picoseconds
 
     def add(line, metadata, start, end, hlo=None):

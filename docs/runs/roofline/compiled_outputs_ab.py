@@ -15,25 +15,9 @@ default export's and a ``tf.profiler`` profile of each SavedModel per shape
     python docs/runs/roofline/compiled_outputs_ab.py --before=<git revision> [--rounds=3]
 """
 
-import json
-import sys
-from pathlib import Path
+from re2_lab.revisions import export_ab_main
 
-from re2_lab.revisions import export_ab
-
-REPO = Path(__file__).resolve().parents[3]
-ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
 VARIANTS = [("re2", "RE2 1 block"), ("match_srnn", "Match-SRNN")]
 
-
-def main():
-    record = export_ab(
-        "docs/runs/roofline/compiled_outputs_ab.py", ARGS, VARIANTS,
-        before=ARGS["before"], rounds=int(ARGS.get("rounds", 3)), repo=REPO,
-    )  # fmt: skip
-    out = Path(__file__).with_name("compiled_outputs_ab.json")
-    out.write_text(json.dumps(record, indent=1) + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    export_ab_main(__file__, VARIANTS)

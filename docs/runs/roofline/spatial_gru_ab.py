@@ -16,25 +16,9 @@ Writes ``spatial_gru_ab.json`` beside this file.
         [--variants="Match-SRNN,Bi-Match-SRNN"]
 """
 
-import json
-import sys
-from pathlib import Path
+from re2_lab.revisions import export_ab_main
 
-from re2_lab.revisions import export_ab
-
-REPO = Path(__file__).resolve().parents[3]
-ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
-
-
-def main():
-    chosen = ARGS.get("variants", "Match-SRNN,Bi-Match-SRNN").split(",")
-    record = export_ab(
-        "docs/runs/roofline/spatial_gru_ab.py", ARGS, [("match_srnn", v) for v in chosen],
-        before=ARGS["before"], rounds=int(ARGS.get("rounds", 3)), repo=REPO,
-    )  # fmt: skip
-    out = Path(__file__).with_name("spatial_gru_ab.json")
-    out.write_text(json.dumps(record, indent=1) + "\n")
-
+VARIANTS = [("match_srnn", "Match-SRNN"), ("match_srnn", "Bi-Match-SRNN")]
 
 if __name__ == "__main__":
-    main()
+    export_ab_main(__file__, VARIANTS)
