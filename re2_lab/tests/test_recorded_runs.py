@@ -1744,7 +1744,7 @@ def test_compiled_outputs_ab_reading_is_its_record():
 def test_call_timeline_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/call_timeline.json: each path's
     median over the rounds, the default export's phases against the empty signature's, and
-    what the reading concludes: at 8 x 20 the default export's thunks alone take less than
+    what the reading concludes: at 8 x 20 the default export's XLA executable takes less than
     ONNX Runtime's whole call while the default export does not, and the empty signature is a
     small part of the gap."""
     record = json.loads((RUNS / "roofline" / "call_timeline.json").read_text())
@@ -1789,6 +1789,13 @@ def test_call_timeline_reading_is_its_record():
         f"{big['phases']['xla_between_ops']:.2f} of {big['wall_ms']:.2f} profiled ms"
     ) in text
     assert abs(ms(re2, "savedmodel (XLA)@512") / ms(re2, "onnxruntime@512") - 1) < 0.05
+    around = p["python"] + p["eager"] + p["before_xla"] + p["after_xla"]
+    assert (
+        f"the XLA executable's whole span ({p['xla']:.2f} ms in RE2 1 block's profiled calls) "
+        f"is shorter than ONNX Runtime's whole call. Another {around:.2f} ms of each call is "
+        "TensorFlow's runtime around the executable"
+    ) in text
+    assert p["xla"] < ort and f"the empty signature takes {empty:.2f} ms" in text
     m = record["profiles"][srnn]["savedmodel (XLA)@8"]["phases"]
     assert (
         f"Match-SRNN's default took {ms(srnn, 'savedmodel (XLA)@8'):.2f} ms at 8 × 20 against "
