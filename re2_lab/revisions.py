@@ -6,6 +6,7 @@ that build one side at a git revision (``docs/runs/roofline/spatial_gru_ab.py``,
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import statistics
 import subprocess
@@ -107,6 +108,7 @@ def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES)
         ``variants`` (``{variant: {"before XLA": [ms per round], ...}}``), ``agreement``
         and ``profiles`` per variant.
     """
+    # lazy: TensorFlow (through these) only for an A/B, not for checkout()'s callers
     from re2_lab.roofline import ab_agreement, ab_profiles, ab_record, alternate_paths
     from re2_tf import benchmarking
     from re2_tf.models import get_spec
@@ -158,8 +160,6 @@ def export_ab_main(script, variants):
     Raises:
         ValueError: ``--variants`` names a variant that is not in ``variants``.
     """
-    import json
-
     script = Path(script).resolve()
     repo = script.parents[3]
     args = dict(a[2:].split("=", 1) for a in sys.argv[1:])

@@ -220,7 +220,7 @@ def _model_function(backend, output, features):
     Returns:
         ``{"outputs": float32 [batch] or [batch, classes] (:func:`_model_outputs`),
         "probabilities": float32 [batch, classes] (:func:`_probabilities`),
-        "label_id": int32 [batch] (argmax of the probabilities; the first on ties)}``.
+        "label_id": int32 [batch] (``tf.argmax`` of the probabilities)}``.
     """
     outputs = _model_outputs(backend, output, features)
     probabilities = _probabilities(outputs, output)

@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import tensorflow as tf
+
 from re2_lab.revisions import AB_SHAPES
 from re2_lab.roofline import ab_agreement, ab_profiles, ab_record, alternate_paths
 from re2_tf import benchmarking
@@ -45,9 +47,7 @@ EMPTY = "empty signature"
 def empty_signature(export, out):
     """Save to ``out`` a SavedModel whose ``serving_ids`` has ``export``'s inputs and
     returns outputs of the same names, dtypes and batch from the inputs' shapes alone
-    (zeros; the first label name); returns ``out``."""
-    import tensorflow as tf
-
+    (zeros, and the string ``"label"``); returns ``out``."""
     function = tf.saved_model.load(str(export)).signatures[runtimes.SIGNATURE]
     specs = function.structured_input_signature[1]
     returned = function.structured_outputs
