@@ -78,6 +78,13 @@ def hlo_kinds(space):
     return kinds
 
 
+def _is_kernel(line, name):
+    """Whether an event named ``name`` on the trace line ``line`` is a TensorFlow kernel
+    outside XLA: ``name:Type`` off the Python thread (the executors' and Python's own events
+    have spaces, ``::`` or no type)."""
+    return line != "python" and ":" in name and " " not in name and "::" not in name
+
+
 def exclusive_op_times(space):
     """``{op name: total exclusive picoseconds}`` over every line of every plane of an
     XSpace (see the module docstring)."""
@@ -92,7 +99,7 @@ def exclusive_op_times(space):
                 xla = [s for s in event.stats if stats.get(s.metadata_id) == "hlo_op"]
                 if xla:
                     name = stats.get(xla[0].ref_value, name)
-                elif line.name == "python" or ":" not in name or " " in name or "::" in name:
+                elif not _is_kernel(line.name, name):
                     continue
                 events.append((event.offset_ps, event.offset_ps + event.duration_ps, name))
             events.sort(key=lambda e: (e[0], -e[1]))
@@ -145,8 +152,9 @@ def call_phases(space):
       ``after_xla`` 0 when no XLA executable ran);
     - ``xla``: the XLA executables' spans; ``xla_ops``: the time at least one thread was
       inside one of their thunks (the union of the intervals of events with an ``hlo_op``
-      stat); ``xla_between_ops``: ``xla - xla_ops``, the executables' time in no thunk
-      (scheduling, waiting for threads);
+      stat); ``xla_between_ops``: ``xla - xla_ops``, the executables' time in no thunk's
+      event: scheduling and waiting, and work a thunk handed to Eigen's thread pool, which
+      goes on after the thunk's event ends (XLA's convolution thunk when multi-threaded);
     - ``tf_kernels``: the time at least one thread was inside a TensorFlow kernel (events
       ``name:Type`` off the Python thread, as ``ops`` counts them) in ``before_xla`` and
       ``after_xla``.
@@ -175,7 +183,7 @@ def call_phases(space):
                         runs.append(span)
                 elif name == XLA_EVENT:
                     executables.append(span)
-                elif ":" in name and " " not in name and "::" not in name:
+                elif _is_kernel(line.name, name):
                     kernels.append(span)
     executes.sort()
     executes = [
@@ -265,12 +273,9 @@ def main(request):
         raise RuntimeError(f"the trace has {len(phases)} calls from Python, not {calls}")
     for phase, wall in zip(phases, walls):
         phase["python"] = 1e3 * wall - phase["execute"]
-    print(
-        json.dumps(
-            {"calls": calls, "wall_ms": 1e3 * sum(walls) / calls, "ops": ops, "kinds": kinds}
-            | {"phases": phases}
-        )
-    )
+    wall_ms = 1e3 * sum(walls) / calls
+    out = {"calls": calls, "wall_ms": wall_ms, "ops": ops, "kinds": kinds, "phases": phases}
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

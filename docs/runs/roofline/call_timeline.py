@@ -16,8 +16,8 @@ costs to call from Python.
 - **Profiles.** Every SavedModel is profiled once per shape (``re2_lab.roofline.ab_profiles``).
   Each profiled call's wall time is split into phases (``re2_lab/profile_worker.py``,
   ``call_phases``): Python, TensorFlow's eager dispatch, TensorFlow's executor and kernels
-  before and after the XLA executable, and the executable's time in its thunks and between
-  them.
+  before and after the XLA executable, and the executable's time in its thunks and in no
+  thunk's event.
 
 Writes ``call_timeline.json`` beside this file.
 
