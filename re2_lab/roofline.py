@@ -28,7 +28,9 @@ prints it, and ``docs/performance.md``'s roofline table is generated from its re
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import re
 from pathlib import Path
 
@@ -42,6 +44,7 @@ __all__ = [
     "ab_record",
     "alternate_paths",
     "dependency_floor",
+    "environment",
     "function_flops",
     "function_hlo",
     "hlo_flops",
@@ -1046,7 +1049,26 @@ def ab_record(script, args, rounds, threads=2, **fields):
     }
 
 
-def alternate_paths(paths, featurizers, shapes, rounds, workdir, *, threads=2, outputs=False):
+@contextlib.contextmanager
+def environment(variables):
+    """Set the environment ``variables`` (``{name: value}``, or ``None`` for none) for the
+    block, so the worker processes started inside it inherit them (an A/B of ``XLA_FLAGS``);
+    the previous values come back afterwards, even on an error."""
+    before = {name: os.environ.get(name) for name in variables or {}}
+    os.environ.update(variables or {})
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def alternate_paths(
+    paths, featurizers, shapes, rounds, workdir, *, threads=2, outputs=False, environments=None
+):
     """Time several serving paths of one network alternately, each call in a fresh process, so
     that a slow spell of a shared CPU hits all alike (the A/B records under
     ``docs/runs/roofline/``).
@@ -1063,6 +1085,8 @@ def alternate_paths(paths, featurizers, shapes, rounds, workdir, *, threads=2, o
         workdir: where the inputs (and outputs) are written.
         threads: intra-op threads of each timing process.
         outputs: also return each path's probabilities on the first round's batches.
+        environments: ``{name: {variable: value}}``, environment variables a path's timing
+            processes get beside the ones they inherit (:func:`environment`).
 
     Returns:
         ``{"<name>@<batch>": [median ms per round]}``; with ``outputs``, also
@@ -1087,10 +1111,11 @@ def alternate_paths(paths, featurizers, shapes, rounds, workdir, *, threads=2, o
         keep = outputs and round_ == 0
         if keep:
             options["outputs_file"] = str(workdir / "outputs.npz")
-        timed = benchmarking.time_table5(
-            path, runtimes.SIGNATURE, specs[batch], threads=threads, batches=by_batch[batch][2],
-            options=options,
-        )  # fmt: skip
+        with environment((environments or {}).get(name)):
+            timed = benchmarking.time_table5(
+                path, runtimes.SIGNATURE, specs[batch], threads=threads,
+                batches=by_batch[batch][2], options=options,
+            )  # fmt: skip
         if keep:
             probabilities[(name, batch)] = np.load(workdir / "outputs.npz")["probabilities"]
         return timed["median_ms"]
@@ -1117,10 +1142,11 @@ def ab_agreement(outputs, reference):
     }
 
 
-def ab_profiles(paths, featurizers, shapes, workdir, *, top=8):
+def ab_profiles(paths, featurizers, shapes, workdir, *, top=8, environments=None):
     """Profile every SavedModel among an A/B's ``paths`` (the ones that are directories;
     converted models have no ``tf.profiler`` trace) once per shape on :func:`ab_inputs`'s
-    batches, with :func:`profile_export` (20 calls at batch <= 64, 3 above; 3 untimed).
+    batches, with :func:`profile_export` (20 calls at batch <= 64, 3 above; 3 untimed),
+    each in ``environments``' variables for its name, as :func:`alternate_paths`.
 
     Returns:
         ``{"<name>@<batch>": {"wall_ms", "op_ms", "kinds", "ops", "phases"}}``: ms per call
@@ -1138,9 +1164,10 @@ def ab_profiles(paths, featurizers, shapes, workdir, *, top=8):
         for name, (path, _) in paths.items():
             if not Path(path).is_dir():
                 continue
-            traced = profile_export(
-                path, runtimes.SIGNATURE, input_spec, calls=20 if batch <= 64 else 3, warmup=3
-            )
+            with environment((environments or {}).get(name)):
+                traced = profile_export(
+                    path, runtimes.SIGNATURE, input_spec, calls=20 if batch <= 64 else 3, warmup=3
+                )
             kinds, _ = kind_times(traced)
             profiles[f"{name}@{batch}"] = {
                 "wall_ms": traced["wall_ms"],

@@ -514,3 +514,27 @@ def test_ab_agreement_compares_each_path_with_the_reference_at_its_batch():
     assert got["b@2"]["max_abs_dp"] == pytest.approx(0.2)
     assert got["b@2"]["argmax_agreement"] == 0.5
     assert got["b@1"] == {"max_abs_dp": 0.0, "argmax_agreement": 1.0}
+
+
+def test_an_environment_reaches_the_processes_started_inside_it_and_is_undone(monkeypatch):
+    import json
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("RE2_LAB_KEPT", "outer")
+    monkeypatch.delenv("RE2_LAB_ADDED", raising=False)
+    names = ("RE2_LAB_KEPT", "RE2_LAB_ADDED")
+    script = f"import json, os; print(json.dumps([os.environ.get(k) for k in {names!r}]))"
+
+    def child():
+        return json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True,
+                                         text=True, check=True).stdout)  # fmt: skip
+
+    with roofline.environment({"RE2_LAB_KEPT": "inner", "RE2_LAB_ADDED": "1"}):
+        assert child() == ["inner", "1"]
+    assert child() == ["outer", None]
+    with pytest.raises(RuntimeError), roofline.environment({"RE2_LAB_ADDED": "2"}):
+        raise RuntimeError("a failed timing")
+    assert child() == ["outer", None]
+    with roofline.environment(None):
+        assert child() == ["outer", None]
