@@ -1811,6 +1811,55 @@ def test_call_timeline_reading_is_its_record():
     )
 
 
+def test_eigen_threads_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/eigen_threads_ab.json: the flag's
+    time over the default's, paired by round (median and range), per variant and shape; the
+    no-thunk phase of both paths at 8 x 20; and what the reading concludes: no gain detected
+    (every range at 8 x 20 holds 1), RE2 3 blocks and Match-SRNN slower in every round at
+    512 x 20 though Match-SRNN has no convolution, and the same probabilities."""
+    record = json.loads((RUNS / "roofline" / "eigen_threads_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    default, single = "savedmodel (XLA)", "savedmodel (XLA), Eigen on the calling thread"
+    assert record["rounds"] == 3
+    assert record["environment"] == {single: {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}}
+    assert "`--xla_cpu_multi_thread_eigen=false`" in text
+
+    def paired(variant, batch):
+        times = record["variants"][variant]
+        return [s / d for s, d in zip(times[f"{single}@{batch}"], times[f"{default}@{batch}"])]
+
+    cells = {}
+    for variant in ("RE2 1 block", "RE2 3 blocks", "Match-SRNN", "DRCN"):
+        row = []
+        for batch in (8, 512):
+            q = cells[variant, batch] = paired(variant, batch)
+            row.append(f"{statistics.median(q):.2f} ({min(q):.2f}–{max(q):.2f})")
+        assert f"| {variant} | {row[0]} | {row[1]} |" in text
+    assert "No gain detected at n = 3." in text
+    assert all(min(q) <= 1 <= max(q) for (_, batch), q in cells.items() if batch == 8)
+    assert "At 8 × 20 every range holds 1." in text
+    slower = sorted(v for (v, batch), q in cells.items() if batch == 512 and min(q) > 1)
+    assert slower == ["Match-SRNN", "RE2 3 blocks"]
+    assert "At 512 × 20 RE2 3 blocks and Match-SRNN were slower in every round" in text
+    srnn = record["profiles"]["Match-SRNN"]
+    assert all("convolution" not in p["kinds"] for p in srnn.values())
+    assert "convolution" in record["profiles"]["RE2 1 block"][f"{default}@8"]["kinds"]
+
+    def no_thunk(variant, path):
+        return record["profiles"][variant][f"{path}@8"]["phases"]["xla_between_ops"]
+
+    one, three = "RE2 1 block", "RE2 3 blocks"
+    assert (
+        f"({no_thunk(one, default):.2f} and {no_thunk(one, single):.2f} ms for RE2 1 block, "
+        f"{no_thunk(three, default):.2f} and {no_thunk(three, single):.2f} for RE2 3 blocks)"
+    ) in text
+    for variant in (one, three):
+        assert abs(no_thunk(variant, single) / no_thunk(variant, default) - 1) < 0.1
+    same = [a[f"{single}@{b}"] for a in record["agreement"].values() for b in (8, 512)]
+    assert all(r["max_abs_dp"] == 0 and r["argmax_agreement"] == 1.0 for r in same)
+    assert "Both paths give the same probabilities on every pair (max |Δp| 0)." in text
+
+
 def test_product_kernels_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/product_kernels.json: per runtime,
     the median over the rounds of the products' summed time; the whole network's medians; the
