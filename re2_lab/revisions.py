@@ -1,5 +1,7 @@
-"""Another revision of this repository beside the current checkout, for the lab's A/B records
-that build one side at a git revision (``docs/runs/roofline/spatial_gru_ab.py``,
+"""The lab's A/B records of serving paths (``docs/runs/roofline/``): paths of one network
+exported by this checkout (:func:`paths_ab`: ``call_timeline.py``, ``eigen_threads_ab.py``),
+and another revision of this repository beside the current checkout, for the records that
+build one side at a git revision (``docs/runs/roofline/spatial_gru_ab.py``,
 ``docs/runs/roofline/compiled_outputs_ab.py``, ``docs/runs/training-profile/bilstm_ab.py``).
 """
 
@@ -14,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["checkout", "export_ab", "export_ab_main"]
+__all__ = ["checkout", "export_ab", "export_ab_main", "paths_ab"]
 
 #: The shapes of :func:`export_ab`: ``(batch, length, timed batches)``.
 AB_SHAPES = ((8, 20, 100), (512, 20, 5))
@@ -144,6 +146,70 @@ def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES)
                 print(f"| {variant} | " + " | ".join(
                     f"{key} {statistics.median(v):.2f} ms" for key, v in medians.items()
                 ) + " |", flush=True)  # fmt: skip
+    return record
+
+
+def paths_ab(
+    script, args, variants, paths, *, rounds, out, reference, shapes=AB_SHAPES,
+    environments=None, unscored=(), **fields,
+):  # fmt: skip
+    """Serving paths of each benchmark variant (random weights), all exported by this
+    checkout: the default export (XLA) and ``--xla=false``, ONNX Runtime converted from the
+    latter, and what ``paths`` makes of them; timed alternately in fresh processes on the same
+    batches (:func:`re2_lab.roofline.alternate_paths`, 2 intra-op threads); every path's
+    probabilities against ``reference``'s (:func:`re2_lab.roofline.ab_agreement`); each
+    SavedModel profiled once per shape (:func:`re2_lab.roofline.ab_profiles`). The record is
+    written to ``out`` after each variant, so a killed run keeps the variants it finished.
+
+    Args:
+        script: the record's script, relative to the repository; args: its ``--key=value``
+            arguments (the record's command).
+        variants: ``[(model name, benchmark variant)]``, e.g. ``[("re2", "RE2 1 block")]``.
+        paths: ``paths(xla, plain, onnx, work) -> {name: (path, OpenVINO precision or None)}``,
+            from the default export's directory, the ``--xla=false`` one's, the ONNX model's
+            file and a scratch directory for more.
+        rounds: timing rounds; out: the record's JSON file; reference: the path the others
+            are compared with; shapes: ``[(batch, length, timed batches)]``.
+        environments: ``{name: {variable: value}}`` a path's processes get (timing and
+            profile).
+        unscored: names of paths left out of the agreement (outputs that mean nothing).
+        fields: more keys of the record, before ``variants``.
+
+    Returns:
+        The record (:func:`re2_lab.roofline.ab_record`), with ``variants`` (``{variant:
+        {"<name>@<batch>": [ms per round]}}``), ``agreement`` and ``profiles`` per variant.
+    """
+    # lazy: TensorFlow (through these) only for an A/B, not for checkout()'s callers
+    from re2_lab.roofline import ab_agreement, ab_profiles, ab_record, alternate_paths
+    from re2_tf import benchmarking
+    from re2_tf.models import get_spec
+    from re2_tf.serving import runtimes
+
+    record = ab_record(
+        script, args, rounds, **fields, variants={}, agreement={}, profiles={}
+    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, variant in variants:
+            spec = get_spec(model)
+            hparams = dict(spec.defaults(), **spec.benchmark[variant]["hparams"])
+            work = Path(tmp) / variant.replace(" ", "_")
+            xla, _, featurizers = benchmarking.export_benchmark_model(spec, hparams, work / "xla")
+            plain, _, _ = benchmarking.export_benchmark_model(
+                spec, hparams, work / "noxla", xla=False
+            )
+            onnx = runtimes.convert(plain, "onnxruntime", work / "ort")
+            named = paths(xla, plain, onnx, work)
+            medians, outputs = alternate_paths(
+                named, featurizers, shapes, rounds, work, outputs=True,
+                environments=environments,
+            )  # fmt: skip
+            outputs = {key: p for key, p in outputs.items() if key[0] not in unscored}
+            record["variants"][variant] = medians
+            record["agreement"][variant] = ab_agreement(outputs, reference)
+            record["profiles"][variant] = ab_profiles(
+                named, featurizers, shapes, work, environments=environments
+            )
+            Path(out).write_text(json.dumps(record, indent=1) + "\n")
     return record
 
 

@@ -1,4 +1,6 @@
+import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +49,35 @@ def test_an_export_ab_script_measures_only_the_variants_it_knows(tmp_path, monke
     with pytest.raises(ValueError, match=r"\['RE2 9 blocks'\] not among \['RE2 1 block'\]"):
         export_ab_main(script, [("re2", "RE2 1 block")])
     assert not script.with_suffix(".json").exists()
+
+
+@pytest.mark.slow
+def test_paths_ab_times_profiles_and_compares_each_path_in_its_environment(tmp_path):
+    """A real A/B on Match-SRNN at one small shape: the default export twice, once in
+    processes whose XLA_FLAGS name a flag XLA does not know, which must fail them (so the
+    environment reaches the workers), then twice plainly; identical paths agree exactly."""
+    from re2_lab.revisions import paths_ab
+
+    def paths(xla, plain, onnx, work):
+        assert Path(plain).is_dir() and Path(onnx).suffix == ".onnx"
+        return {"default": (xla, None), "again": (xla, None), "onnxruntime": (onnx, None)}
+
+    common = dict(rounds=1, reference="default", shapes=((2, 5, 2),))
+    out = tmp_path / "record.json"
+    with pytest.raises(RuntimeError, match="no_such_xla_flag"):
+        broken = {"again": {"XLA_FLAGS": "--no_such_xla_flag=1"}}
+        paths_ab("docs/runs/x.py", {}, [("match_srnn", "Match-SRNN")], paths, out=out,
+                 environments=broken, **common)  # fmt: skip
+    record = paths_ab(
+        "docs/runs/x.py", {"rounds": "1"}, [("match_srnn", "Match-SRNN")], paths, out=out,
+        unscored=("onnxruntime",), note="n", **common,
+    )  # fmt: skip
+    assert json.loads(out.read_text()) == record and record["note"] == "n"
+    assert list(record)[-4:] == ["note", "variants", "agreement", "profiles"]
+    times = record["variants"]["Match-SRNN"]
+    assert set(times) == {"default@2", "again@2", "onnxruntime@2"}
+    assert all(len(v) == 1 and v[0] > 0 for v in times.values())
+    agreement = record["agreement"]["Match-SRNN"]
+    assert set(agreement) == {"default@2", "again@2"}
+    assert agreement["again@2"] == {"max_abs_dp": 0.0, "argmax_agreement": 1.0}
+    assert set(record["profiles"]["Match-SRNN"]) == {"default@2", "again@2"}

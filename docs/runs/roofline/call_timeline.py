@@ -25,17 +25,12 @@ Writes ``call_timeline.json`` beside this file.
         [--variants="re2:RE2 1 block,match_srnn:Match-SRNN"]
 """
 
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 import tensorflow as tf
 
-from re2_lab.revisions import AB_SHAPES
-from re2_lab.roofline import ab_agreement, ab_profiles, ab_record, alternate_paths
-from re2_tf import benchmarking
-from re2_tf.models import get_spec
+from re2_lab.revisions import paths_ab
 from re2_tf.serving import runtimes
 
 ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
@@ -82,34 +77,17 @@ def main():
         tuple(item.split(":", 1))
         for item in ARGS.get("variants", "re2:RE2 1 block,match_srnn:Match-SRNN").split(",")
     ]
-    record = ab_record(
-        "docs/runs/roofline/call_timeline.py", ARGS, ROUNDS,
-        variants={}, agreement={}, profiles={},
+    paths_ab(
+        "docs/runs/roofline/call_timeline.py", ARGS, chosen,
+        lambda xla, plain, onnx, work: {
+            REFERENCE: (xla, None),
+            "savedmodel (xla=False)": (plain, None),
+            "onnxruntime": (onnx, None),
+            EMPTY: (empty_signature(xla, work / "empty"), None),
+        },
+        rounds=ROUNDS, out=Path(__file__).with_name("call_timeline.json"),
+        reference=REFERENCE, unscored=(EMPTY,),
     )  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp:
-        for model, variant in chosen:
-            spec = get_spec(model)
-            hparams = dict(spec.defaults(), **spec.benchmark[variant]["hparams"])
-            work = Path(tmp) / variant.replace(" ", "_")
-            xla, _, featurizers = benchmarking.export_benchmark_model(spec, hparams, work / "xla")
-            plain, _, _ = benchmarking.export_benchmark_model(
-                spec, hparams, work / "noxla", xla=False
-            )
-            paths = {
-                REFERENCE: (xla, None),
-                "savedmodel (xla=False)": (plain, None),
-                "onnxruntime": (runtimes.convert(plain, "onnxruntime", work / "ort"), None),
-                EMPTY: (empty_signature(xla, work / "empty"), None),
-            }
-            medians, outputs = alternate_paths(
-                paths, featurizers, AB_SHAPES, ROUNDS, work, outputs=True
-            )
-            outputs = {key: p for key, p in outputs.items() if key[0] != EMPTY}
-            record["variants"][variant] = medians
-            record["agreement"][variant] = ab_agreement(outputs, REFERENCE)
-            record["profiles"][variant] = ab_profiles(paths, featurizers, AB_SHAPES, work)
-            out = Path(__file__).with_name("call_timeline.json")
-            out.write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":
