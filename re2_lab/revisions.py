@@ -151,7 +151,7 @@ def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES)
 
 def paths_ab(
     script, args, variants, paths, *, rounds, out, reference, shapes=AB_SHAPES,
-    environments=None, unscored=(), **fields,
+    environments=None, requests=None, unscored=(), **fields,
 ):  # fmt: skip
     """Serving paths of each benchmark variant (random weights), all exported by this
     checkout: the default export (XLA) and ``--xla=false``, ONNX Runtime converted from the
@@ -172,6 +172,8 @@ def paths_ab(
             are compared with; shapes: ``[(batch, length, timed batches)]``.
         environments: ``{name: {variable: value}}`` a path's processes get (timing and
             profile).
+        requests: ``{name: {key: value}}`` more request keys of a path's timing processes
+            (:func:`re2_lab.roofline.alternate_paths`).
         unscored: names of paths left out of the agreement (outputs that mean nothing).
         fields: more keys of the record, before ``variants``.
 
@@ -201,7 +203,7 @@ def paths_ab(
             named = paths(xla, plain, onnx, work)
             medians, outputs = alternate_paths(
                 named, featurizers, shapes, rounds, work, outputs=True,
-                environments=environments,
+                environments=environments, requests=requests,
             )  # fmt: skip
             outputs = {key: p for key, p in outputs.items() if key[0] not in unscored}
             record["variants"][variant] = medians

@@ -1067,8 +1067,9 @@ def environment(variables):
 
 
 def alternate_paths(
-    paths, featurizers, shapes, rounds, workdir, *, threads=2, outputs=False, environments=None
-):
+    paths, featurizers, shapes, rounds, workdir, *, threads=2, outputs=False, environments=None,
+    requests=None,
+):  # fmt: skip
     """Time several serving paths of one network alternately, each call in a fresh process, so
     that a slow spell of a shared CPU hits all alike (the A/B records under
     ``docs/runs/roofline/``).
@@ -1087,6 +1088,8 @@ def alternate_paths(
         outputs: also return each path's probabilities on the first round's batches.
         environments: ``{name: {variable: value}}``, environment variables a path's timing
             processes get beside the ones they inherit (:func:`environment`).
+        requests: ``{name: {key: value}}``, more request keys of a path's timing processes
+            (``re2_tf/serving/timing_worker.py``: ``onnxruntime_config``, ...).
 
     Returns:
         ``{"<name>@<batch>": [median ms per round]}``; with ``outputs``, also
@@ -1106,6 +1109,7 @@ def alternate_paths(
     def time_one(name, batch, round_):
         path, precision = paths[name]
         options = {"inputs_file": str(workdir / f"inputs_{batch}.npz")}
+        options.update((requests or {}).get(name, {}))
         if precision:
             options["precision"] = precision
         keep = outputs and round_ == 0

@@ -52,10 +52,11 @@ def test_an_export_ab_script_measures_only_the_variants_it_knows(tmp_path, monke
 
 
 @pytest.mark.slow
-def test_paths_ab_times_profiles_and_compares_each_path_in_its_environment(tmp_path):
+def test_paths_ab_times_profiles_and_compares_each_path_with_its_environment_and_request(tmp_path):
     """A real A/B on Match-SRNN at one small shape: the default export twice, once in
-    processes whose XLA_FLAGS name a flag XLA does not know, which must fail them (so the
-    environment reaches the workers), then twice plainly; identical paths agree exactly."""
+    processes whose XLA_FLAGS name a flag XLA does not know, then with a request naming an
+    inputs file that does not exist, each of which must fail the workers (so environments
+    and requests reach them), then twice plainly; identical paths agree exactly."""
     from re2_lab.revisions import paths_ab
 
     def paths(xla, plain, onnx, work):
@@ -68,6 +69,10 @@ def test_paths_ab_times_profiles_and_compares_each_path_in_its_environment(tmp_p
         broken = {"again": {"XLA_FLAGS": "--no_such_xla_flag=1"}}
         paths_ab("docs/runs/x.py", {}, [("match_srnn", "Match-SRNN")], paths, out=out,
                  environments=broken, **common)  # fmt: skip
+    with pytest.raises(RuntimeError, match="no_such_inputs.npz"):
+        broken = {"again": {"inputs_file": str(tmp_path / "no_such_inputs.npz")}}
+        paths_ab("docs/runs/x.py", {}, [("match_srnn", "Match-SRNN")], paths, out=out,
+                 requests=broken, **common)  # fmt: skip
     record = paths_ab(
         "docs/runs/x.py", {"rounds": "1"}, [("match_srnn", "Match-SRNN")], paths, out=out,
         unscored=("onnxruntime",), note="n", **common,
