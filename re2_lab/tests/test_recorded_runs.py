@@ -1860,6 +1860,52 @@ def test_eigen_threads_ab_reading_is_its_record():
     assert "Both paths give the same probabilities on every pair (max |Δp| 0)." in text
 
 
+def test_spin_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/spin_ab.json: the three paired
+    ratios per variant and shape (median and range over the rounds), the medians it quotes,
+    and what it concludes: ONNX Runtime slower without spinning in all rounds but one, and at
+    8 x 20 most of RE2 1 block's ONNX Runtime lead over the default export is spinning."""
+    record = json.loads((RUNS / "roofline" / "spin_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    default, spin, asleep = "savedmodel (XLA)", "onnxruntime", "onnxruntime, no spinning"
+    assert record["rounds"] == 3
+    assert record["request"] == {
+        asleep: {"onnxruntime_config": {"session.intra_op.allow_spinning": "0"}}
+    }
+
+    def ratio(variant, batch, a, b):
+        times = record["variants"][variant]
+        q = [x / y for x, y in zip(times[f"{a}@{batch}"], times[f"{b}@{batch}"])]
+        return q, f"{statistics.median(q):.2f} ({min(q):.2f}–{max(q):.2f})"
+
+    slower = []
+    for variant in ("RE2 1 block", "Match-SRNN"):
+        for batch in (8, 512):
+            q, sleeping = ratio(variant, batch, asleep, spin)
+            slower += [x > 1 for x in q]
+            cells = [sleeping, ratio(variant, batch, default, spin)[1]]
+            cells.append(ratio(variant, batch, default, asleep)[1])
+            assert f"| {variant} @ {batch} | " + " | ".join(cells) + " |" in text
+    assert slower.count(False) == 1
+    assert "ONNX Runtime was slower without spinning in every round but one." in text
+
+    def ms(path):
+        return statistics.median(record["variants"]["RE2 1 block"][f"{path}@8"])
+
+    assert (
+        f"RE2 1 block's ONNX Runtime took {ms(asleep):.2f} ms without spinning against "
+        f"{ms(spin):.2f} with it, so most of its lead over the default export "
+        f"({ms(default):.2f} ms) is its threads spinning"
+    ) in text
+    assert ms(asleep) - ms(spin) > (ms(default) - ms(spin)) / 2
+    q, cell = ratio("RE2 1 block", 8, default, asleep)
+    assert f"the default export is {cell} of its time, against " in text
+    assert f"against {statistics.median(ratio('RE2 1 block', 8, default, spin)[0]):.2f}" in text
+    rows = [row for a in record["agreement"].values() for row in a.values()]
+    assert all(row["argmax_agreement"] == 1.0 for row in rows)
+    assert max(row["max_abs_dp"] for row in rows) <= 6e-08
+
+
 def test_product_kernels_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/product_kernels.json: per runtime,
     the median over the rounds of the products' summed time; the whole network's medians; the
