@@ -1,5 +1,6 @@
 """The lab's A/B records of serving paths (``docs/runs/roofline/``): paths of one network
-exported by this checkout (:func:`paths_ab`: ``call_timeline.py``, ``eigen_threads_ab.py``),
+exported by this checkout (:func:`paths_ab`: ``call_timeline.py``, ``eigen_threads_ab.py``,
+``spin_ab.py``),
 and another revision of this repository beside the current checkout, for the records that
 build one side at a git revision (``docs/runs/roofline/spatial_gru_ab.py``,
 ``docs/runs/roofline/compiled_outputs_ab.py``, ``docs/runs/training-profile/bilstm_ab.py``).
@@ -171,9 +172,9 @@ def paths_ab(
         rounds: timing rounds; out: the record's JSON file; reference: the path the others
             are compared with; shapes: ``[(batch, length, timed batches)]``.
         environments: ``{name: {variable: value}}`` a path's processes get (timing and
-            profile).
+            profile); recorded as ``environment``.
         requests: ``{name: {key: value}}`` more request keys of a path's timing processes
-            (:func:`re2_lab.roofline.alternate_paths`).
+            (:func:`re2_lab.roofline.alternate_paths`); recorded as ``request``.
         unscored: names of paths left out of the agreement (outputs that mean nothing).
         fields: more keys of the record, before ``variants``.
 
@@ -187,6 +188,10 @@ def paths_ab(
     from re2_tf.models import get_spec
     from re2_tf.serving import runtimes
 
+    if environments:
+        fields["environment"] = environments
+    if requests:
+        fields["request"] = requests
     record = ab_record(
         script, args, rounds, **fields, variants={}, agreement={}, profiles={}
     )  # fmt: skip

@@ -79,6 +79,7 @@ def test_paths_ab_times_profiles_and_compares_each_path_with_its_environment_and
     )  # fmt: skip
     assert json.loads(out.read_text()) == record and record["note"] == "n"
     assert list(record)[-4:] == ["note", "variants", "agreement", "profiles"]
+    assert "environment" not in record and "request" not in record
     times = record["variants"]["Match-SRNN"]
     assert set(times) == {"default@2", "again@2", "onnxruntime@2"}
     assert all(len(v) == 1 and v[0] > 0 for v in times.values())

@@ -43,7 +43,7 @@ def main():
             REFERENCE: (xla, None), SINGLE: (xla, None), "onnxruntime": (onnx, None)
         },
         rounds=ROUNDS, out=Path(__file__).with_name("eigen_threads_ab.json"),
-        reference=REFERENCE, environments={SINGLE: FLAGS}, environment={SINGLE: FLAGS},
+        reference=REFERENCE, environments={SINGLE: FLAGS},
     )  # fmt: skip
 
 

@@ -44,7 +44,7 @@ def main():
             REFERENCE: (xla, None), "onnxruntime": (onnx, None), SLEEPING: (onnx, None)
         },
         rounds=ROUNDS, out=Path(__file__).with_name("spin_ab.json"), reference=REFERENCE,
-        requests={SLEEPING: NO_SPINNING}, request={SLEEPING: NO_SPINNING},
+        requests={SLEEPING: NO_SPINNING},
     )  # fmt: skip
 
 
