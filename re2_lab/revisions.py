@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["checkout", "export_ab", "export_ab_main", "paths_ab"]
+__all__ = ["checkout", "export_ab", "export_ab_main", "paths_ab", "paths_ab_main"]
 
 #: The shapes of :func:`export_ab`: ``(batch, length, timed batches)``.
 AB_SHAPES = ((8, 20, 100), (512, 20, 5))
@@ -218,6 +218,25 @@ def paths_ab(
             )
             Path(out).write_text(json.dumps(record, indent=1) + "\n")
     return record
+
+
+def paths_ab_main(script, variants, paths, **options):
+    """A ``docs/runs/`` A/B script's main: :func:`paths_ab` with the script's ``--rounds=N``
+    (3 by default) and ``--variants=<model>:<variant>,...`` (``variants`` by default)
+    arguments, the record written beside ``script`` as ``<its stem>.json``.
+
+    Args:
+        script: the script's ``__file__``, inside the repository's ``docs/runs/``.
+        variants: the default ``--variants``, e.g. ``"re2:RE2 1 block,match_srnn:Match-SRNN"``.
+        paths, options: as :func:`paths_ab`'s (``reference``, ``environments``, ...).
+    """
+    script = Path(script).resolve()
+    args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+    chosen = [tuple(item.split(":", 1)) for item in args.get("variants", variants).split(",")]
+    return paths_ab(
+        str(script.relative_to(script.parents[3])), args, chosen, paths,
+        rounds=int(args.get("rounds", 3)), out=script.with_suffix(".json"), **options,
+    )  # fmt: skip
 
 
 def export_ab_main(script, variants):

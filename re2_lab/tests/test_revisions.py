@@ -87,3 +87,15 @@ def test_paths_ab_times_profiles_and_compares_each_path_with_its_environment_and
     assert set(agreement) == {"default@2", "again@2"}
     assert agreement["again@2"] == {"max_abs_dp": 0.0, "argmax_agreement": 1.0}
     assert set(record["profiles"]["Match-SRNN"]) == {"default@2", "again@2"}
+
+
+def test_a_paths_ab_script_reads_its_variants_and_writes_nothing_for_an_unknown_model(
+    tmp_path, monkeypatch
+):
+    from re2_lab.revisions import paths_ab_main
+
+    script = tmp_path / "docs" / "runs" / "roofline" / "x_ab.py"
+    monkeypatch.setattr("sys.argv", ["x_ab.py", "--rounds=2", "--variants=nosuch:Nothing"])
+    with pytest.raises(KeyError, match="unknown model 'nosuch'"):
+        paths_ab_main(script, "re2:RE2 1 block", lambda *a: {}, reference="default")
+    assert not script.with_suffix(".json").exists()

@@ -25,16 +25,11 @@ Writes ``call_timeline.json`` beside this file.
         [--variants="re2:RE2 1 block,match_srnn:Match-SRNN"]
 """
 
-import sys
-from pathlib import Path
-
 import tensorflow as tf
 
-from re2_lab.revisions import paths_ab
+from re2_lab.revisions import paths_ab_main
 from re2_tf.serving import runtimes
 
-ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
-ROUNDS = int(ARGS.get("rounds", 3))
 REFERENCE = "savedmodel (XLA)"
 EMPTY = "empty signature"
 
@@ -72,23 +67,17 @@ def empty_signature(export, out):
     return out
 
 
-def main():
-    chosen = [
-        tuple(item.split(":", 1))
-        for item in ARGS.get("variants", "re2:RE2 1 block,match_srnn:Match-SRNN").split(",")
-    ]
-    paths_ab(
-        "docs/runs/roofline/call_timeline.py", ARGS, chosen,
-        lambda xla, plain, onnx, work: {
-            REFERENCE: (xla, None),
-            "savedmodel (xla=False)": (plain, None),
-            "onnxruntime": (onnx, None),
-            EMPTY: (empty_signature(xla, work / "empty"), None),
-        },
-        rounds=ROUNDS, out=Path(__file__).with_name("call_timeline.json"),
-        reference=REFERENCE, unscored=(EMPTY,),
-    )  # fmt: skip
+def paths(xla, plain, onnx, work):
+    return {
+        REFERENCE: (xla, None),
+        "savedmodel (xla=False)": (plain, None),
+        "onnxruntime": (onnx, None),
+        EMPTY: (empty_signature(xla, work / "empty"), None),
+    }
 
 
 if __name__ == "__main__":
-    main()
+    paths_ab_main(
+        __file__, "re2:RE2 1 block,match_srnn:Match-SRNN", paths,
+        reference=REFERENCE, unscored=(EMPTY,),
+    )  # fmt: skip

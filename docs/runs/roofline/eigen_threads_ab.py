@@ -21,31 +21,20 @@ Writes ``eigen_threads_ab.json`` beside this file.
         [--variants="re2:RE2 1 block,re2:RE2 3 blocks,match_srnn:Match-SRNN,drcn:DRCN"]
 """
 
-import sys
-from pathlib import Path
+from re2_lab.revisions import paths_ab_main
 
-from re2_lab.revisions import paths_ab
-
-ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
-ROUNDS = int(ARGS.get("rounds", 3))
 REFERENCE = "savedmodel (XLA)"
 SINGLE = "savedmodel (XLA), Eigen on the calling thread"
 #: The environment of :data:`SINGLE`'s processes.
 FLAGS = {"XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
-VARIANTS = "re2:RE2 1 block,re2:RE2 3 blocks,match_srnn:Match-SRNN,drcn:DRCN"
 
 
-def main():
-    chosen = [tuple(item.split(":", 1)) for item in ARGS.get("variants", VARIANTS).split(",")]
-    paths_ab(
-        "docs/runs/roofline/eigen_threads_ab.py", ARGS, chosen,
-        lambda xla, plain, onnx, work: {
-            REFERENCE: (xla, None), SINGLE: (xla, None), "onnxruntime": (onnx, None)
-        },
-        rounds=ROUNDS, out=Path(__file__).with_name("eigen_threads_ab.json"),
-        reference=REFERENCE, environments={SINGLE: FLAGS},
-    )  # fmt: skip
+def paths(xla, plain, onnx, work):
+    return {REFERENCE: (xla, None), SINGLE: (xla, None), "onnxruntime": (onnx, None)}
 
 
 if __name__ == "__main__":
-    main()
+    paths_ab_main(
+        __file__, "re2:RE2 1 block,re2:RE2 3 blocks,match_srnn:Match-SRNN,drcn:DRCN", paths,
+        reference=REFERENCE, environments={SINGLE: FLAGS},
+    )  # fmt: skip

@@ -22,31 +22,20 @@ Writes ``spin_ab.json`` beside this file.
         [--variants="re2:RE2 1 block,match_srnn:Match-SRNN"]
 """
 
-import sys
-from pathlib import Path
+from re2_lab.revisions import paths_ab_main
 
-from re2_lab.revisions import paths_ab
-
-ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
-ROUNDS = int(ARGS.get("rounds", 3))
 REFERENCE = "savedmodel (XLA)"
 SLEEPING = "onnxruntime, no spinning"
 #: The timing request of :data:`SLEEPING`'s processes.
 NO_SPINNING = {"onnxruntime_config": {"session.intra_op.allow_spinning": "0"}}
-VARIANTS = "re2:RE2 1 block,match_srnn:Match-SRNN"
 
 
-def main():
-    chosen = [tuple(item.split(":", 1)) for item in ARGS.get("variants", VARIANTS).split(",")]
-    paths_ab(
-        "docs/runs/roofline/spin_ab.py", ARGS, chosen,
-        lambda xla, plain, onnx, work: {
-            REFERENCE: (xla, None), "onnxruntime": (onnx, None), SLEEPING: (onnx, None)
-        },
-        rounds=ROUNDS, out=Path(__file__).with_name("spin_ab.json"), reference=REFERENCE,
-        requests={SLEEPING: NO_SPINNING},
-    )  # fmt: skip
+def paths(xla, plain, onnx, work):
+    return {REFERENCE: (xla, None), "onnxruntime": (onnx, None), SLEEPING: (onnx, None)}
 
 
 if __name__ == "__main__":
-    main()
+    paths_ab_main(
+        __file__, "re2:RE2 1 block,match_srnn:Match-SRNN", paths,
+        reference=REFERENCE, requests={SLEEPING: NO_SPINNING},
+    )  # fmt: skip
