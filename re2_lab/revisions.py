@@ -88,6 +88,30 @@ def _exports(source, out, model, variant):
             "onnxruntime": (Path(converted), None)}  # fmt: skip
 
 
+def _measure(
+    record, variant, paths, featurizers, shapes, rounds, work, *, reference,
+    environments=None, requests=None, unscored=(),
+):  # fmt: skip
+    """One variant of an A/B into ``record``: its ``paths`` timed alternately
+    (:func:`re2_lab.roofline.alternate_paths`), their probabilities against ``reference``'s
+    (:func:`re2_lab.roofline.ab_agreement`, leaving out the ``unscored`` names), the
+    SavedModels profiled (:func:`re2_lab.roofline.ab_profiles`); ``environments`` and
+    ``requests`` as :func:`paths_ab`'s. Returns the medians (``record["variants"][variant]``)."""
+    from re2_lab.roofline import ab_agreement, ab_profiles, alternate_paths
+
+    medians, outputs = alternate_paths(
+        paths, featurizers, shapes, rounds, work, outputs=True,
+        environments=environments, requests=requests,
+    )  # fmt: skip
+    outputs = {key: p for key, p in outputs.items() if key[0] not in unscored}
+    record["variants"][variant] = medians
+    record["agreement"][variant] = ab_agreement(outputs, reference)
+    record["profiles"][variant] = ab_profiles(
+        paths, featurizers, shapes, work, environments=environments
+    )
+    return medians
+
+
 def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES):
     """A change to the library timed against the revision ``before`` it: each benchmark
     variant (random weights) exported by ``before`` (checked out with :func:`checkout`) and
@@ -112,7 +136,7 @@ def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES)
         and ``profiles`` per variant.
     """
     # lazy: TensorFlow (through these) only for an A/B, not for checkout()'s callers
-    from re2_lab.roofline import ab_agreement, ab_profiles, ab_record, alternate_paths
+    from re2_lab.roofline import ab_record
     from re2_tf import benchmarking
     from re2_tf.models import get_spec
 
@@ -138,12 +162,10 @@ def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES)
                 for side, source in (("before", old), ("after", Path(repo))):
                     for name, path in _exports(source, work / side, model, variant).items():
                         paths[f"{side} {name}"] = path
-                medians, outputs = alternate_paths(
-                    paths, featurizers, shapes, rounds, work, outputs=True
-                )
-                record["agreement"][variant] = ab_agreement(outputs, "before XLA")
-                record["variants"][variant] = medians
-                record["profiles"][variant] = ab_profiles(paths, featurizers, shapes, work)
+                medians = _measure(
+                    record, variant, paths, featurizers, shapes, rounds, work,
+                    reference="before XLA",
+                )  # fmt: skip
                 print(f"| {variant} | " + " | ".join(
                     f"{key} {statistics.median(v):.2f} ms" for key, v in medians.items()
                 ) + " |", flush=True)  # fmt: skip
@@ -183,7 +205,7 @@ def paths_ab(
         {"<name>@<batch>": [ms per round]}}``), ``agreement`` and ``profiles`` per variant.
     """
     # lazy: TensorFlow (through these) only for an A/B, not for checkout()'s callers
-    from re2_lab.roofline import ab_agreement, ab_profiles, ab_record, alternate_paths
+    from re2_lab.roofline import ab_record
     from re2_tf import benchmarking
     from re2_tf.models import get_spec
     from re2_tf.serving import runtimes
@@ -205,19 +227,21 @@ def paths_ab(
                 spec, hparams, work / "noxla", xla=False
             )
             onnx = runtimes.convert(plain, "onnxruntime", work / "ort")
-            named = paths(xla, plain, onnx, work)
-            medians, outputs = alternate_paths(
-                named, featurizers, shapes, rounds, work, outputs=True,
-                environments=environments, requests=requests,
+            _measure(
+                record, variant, paths(xla, plain, onnx, work), featurizers, shapes, rounds,
+                work, reference=reference, environments=environments, requests=requests,
+                unscored=unscored,
             )  # fmt: skip
-            outputs = {key: p for key, p in outputs.items() if key[0] not in unscored}
-            record["variants"][variant] = medians
-            record["agreement"][variant] = ab_agreement(outputs, reference)
-            record["profiles"][variant] = ab_profiles(
-                named, featurizers, shapes, work, environments=environments
-            )
             Path(out).write_text(json.dumps(record, indent=1) + "\n")
     return record
+
+
+def _script_arguments(script):
+    """``(script, repository, {key: value})`` of a ``docs/runs/<dir>/`` script run with
+    ``--key=value`` arguments: its resolved path, the repository three levels up, and
+    ``sys.argv``'s arguments."""
+    script = Path(script).resolve()
+    return script, script.parents[3], dict(a[2:].split("=", 1) for a in sys.argv[1:])
 
 
 def paths_ab_main(script, variants, paths, **options):
@@ -230,11 +254,10 @@ def paths_ab_main(script, variants, paths, **options):
         variants: the default ``--variants``, e.g. ``"re2:RE2 1 block,match_srnn:Match-SRNN"``.
         paths, options: as :func:`paths_ab`'s (``reference``, ``environments``, ...).
     """
-    script = Path(script).resolve()
-    args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+    script, repo, args = _script_arguments(script)
     chosen = [tuple(item.split(":", 1)) for item in args.get("variants", variants).split(",")]
     return paths_ab(
-        str(script.relative_to(script.parents[3])), args, chosen, paths,
+        str(script.relative_to(repo)), args, chosen, paths,
         rounds=int(args.get("rounds", 3)), out=script.with_suffix(".json"), **options,
     )  # fmt: skip
 
@@ -252,9 +275,7 @@ def export_ab_main(script, variants):
     Raises:
         ValueError: ``--variants`` names a variant that is not in ``variants``.
     """
-    script = Path(script).resolve()
-    repo = script.parents[3]
-    args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+    script, repo, args = _script_arguments(script)
     if "variants" in args:
         known = dict((v, (m, v)) for m, v in variants)
         unknown = [v for v in args["variants"].split(",") if v not in known]

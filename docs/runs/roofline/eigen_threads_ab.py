@@ -1,8 +1,8 @@
 """The default export with XLA's multi-threaded Eigen mode off
 (``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false``: its convolutions run on the calling
-thread) against the default and ONNX Runtime (issue 51, item 1: the executable's time in no
-thunk's event, ``call_timeline.json``, includes work XLA's convolution thunks hand to Eigen's
-threads).
+thread) against the default and ONNX Runtime (issue 51, item 1: whether the executable's
+time in no thunk's event, ``call_timeline.json``, is work XLA's convolution thunks hand to
+Eigen's threads).
 
 For each variant (the benchmark network, random weights) the script exports the default
 SavedModel (XLA) and the ``--xla=false`` one, and converts the latter for ONNX Runtime, as
