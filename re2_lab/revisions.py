@@ -3,7 +3,8 @@ exported by this checkout (:func:`paths_ab`: ``call_timeline.py``, ``eigen_threa
 ``spin_ab.py``),
 and another revision of this repository beside the current checkout, for the records that
 build one side at a git revision (``docs/runs/roofline/spatial_gru_ab.py``,
-``docs/runs/roofline/compiled_outputs_ab.py``, ``docs/runs/training-profile/bilstm_ab.py``).
+``docs/runs/roofline/compiled_outputs_ab.py``, ``docs/runs/roofline/conv_products_ab.py``,
+``docs/runs/training-profile/bilstm_ab.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ __all__ = ["checkout", "export_ab", "export_ab_main", "paths_ab", "paths_ab_main
 AB_SHAPES = ((8, 20, 100), (512, 20, 5))
 
 #: Run in the checkout being measured (its own ``re2_tf``): export a benchmark variant, XLA
-#: and not, and convert the latter for ONNX Runtime (as the serving choice converts).
+#: and not, and convert the latter for ONNX Runtime and, given a fourth argument
+#: ``openvino``, for OpenVINO too (as the serving choice converts); prints ``<backend>
+#: <path>`` of each converted file, one a line.
 EXPORT = r"""
 import sys
 from pathlib import Path
@@ -35,7 +38,8 @@ spec = get_spec(model)
 hparams = spec.benchmark[variant]["hparams"]
 benchmarking.export_benchmark_model(spec, hparams, out / "xla")
 benchmarking.export_benchmark_model(spec, hparams, out / "noxla", xla=False)
-print(runtimes.convert(out / "noxla", "onnxruntime", out / "onnxruntime"))
+for backend in ["onnxruntime"] + sys.argv[4:]:
+    print(backend, runtimes.convert(out / "noxla", backend, out / backend))
 """
 
 
@@ -73,19 +77,28 @@ def checkout(revision, where, repo):
         )
 
 
-def _exports(source, out, model, variant):
-    """``{path name suffix: (path, None)}`` of the exports of ``model``'s benchmark
-    ``variant`` made by the checkout ``source`` (:data:`EXPORT`)."""
+def _exports(source, out, model, variant, openvino=()):
+    """``{path name suffix: (path, OpenVINO precision or None)}`` of the exports of
+    ``model``'s benchmark ``variant`` made by the checkout ``source`` (:data:`EXPORT`), with
+    an ``openvino <precision>`` path per precision in ``openvino``."""
     proc = subprocess.run(
-        [sys.executable, "-c", EXPORT, str(out), model, variant],
+        [sys.executable, "-c", EXPORT, str(out), model, variant]
+        + (["openvino"] if openvino else []),
         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(source)),
         cwd=source, timeout=3600,
     )  # fmt: skip
     if proc.returncode:
         raise RuntimeError(f"{source} {variant}: {proc.stderr[-3000:]}")
-    converted = proc.stdout.strip().splitlines()[-1]
-    return {"XLA": (out / "xla", None), "xla=False": (out / "noxla", None),
-            "onnxruntime": (Path(converted), None)}  # fmt: skip
+    converted = dict(
+        line.split(" ", 1)
+        for line in proc.stdout.splitlines()
+        if line.startswith(("onnxruntime ", "openvino "))
+    )
+    paths = {"XLA": (out / "xla", None), "xla=False": (out / "noxla", None),
+             "onnxruntime": (Path(converted["onnxruntime"]), None)}  # fmt: skip
+    for precision in openvino:
+        paths[f"openvino {precision}"] = (Path(converted["openvino"]), precision)
+    return paths
 
 
 def _measure(
@@ -112,15 +125,18 @@ def _measure(
     return medians
 
 
-def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES):
+def export_ab(
+    script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES, openvino=False
+):  # fmt: skip
     """A change to the library timed against the revision ``before`` it: each benchmark
     variant (random weights) exported by ``before`` (checked out with :func:`checkout`) and
     by the checkout ``repo``, each as the default export (XLA), ``--xla=false`` and ONNX
-    Runtime converted from the latter; timed alternately in fresh processes on the same
-    batches (:func:`re2_lab.roofline.alternate_paths`, 2 intra-op threads, median of each
-    process's batches); every path's probabilities against the "before" default export's
-    (:func:`re2_lab.roofline.ab_agreement`); each SavedModel profiled once per shape
-    (:func:`re2_lab.roofline.ab_profiles`).
+    Runtime converted from the latter (and, with ``openvino``, OpenVINO converted from it
+    too, in float32 and, where the CPU has bfloat16 units, bfloat16); timed alternately in
+    fresh processes on the same batches (:func:`re2_lab.roofline.alternate_paths`, 2 intra-op
+    threads, median of each process's batches); every path's probabilities against the
+    "before" default export's (:func:`re2_lab.roofline.ab_agreement`); each SavedModel
+    profiled once per shape (:func:`re2_lab.roofline.ab_profiles`).
 
     Args:
         script: the record's script, relative to the repository; args: its ``--key=value``
@@ -129,6 +145,7 @@ def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES)
         before: a git revision; rounds: timing rounds.
         repo: the repository's directory (the "after" side is its working tree).
         shapes: ``[(batch, length, timed batches)]``.
+        openvino: add the OpenVINO paths.
 
     Returns:
         The record (:func:`re2_lab.roofline.ab_record`): ``before``/``after`` commits,
@@ -139,6 +156,9 @@ def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES)
     from re2_lab.roofline import ab_record
     from re2_tf import benchmarking
     from re2_tf.models import get_spec
+    from re2_tf.serving import runtimes
+
+    precisions = (("f32", "bf16") if runtimes.cpu_has_bf16() else ("f32",)) if openvino else ()
 
     def git(*command):
         return subprocess.check_output(["git", *command], cwd=repo, text=True).strip()
@@ -160,7 +180,8 @@ def export_ab(script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES)
                 work = tmp / variant.replace(" ", "_")
                 paths = {}
                 for side, source in (("before", old), ("after", Path(repo))):
-                    for name, path in _exports(source, work / side, model, variant).items():
+                    exports = _exports(source, work / side, model, variant, precisions)
+                    for name, path in exports.items():
                         paths[f"{side} {name}"] = path
                 medians = _measure(
                     record, variant, paths, featurizers, shapes, rounds, work,
@@ -262,7 +283,7 @@ def paths_ab_main(script, variants, paths, **options):
     )  # fmt: skip
 
 
-def export_ab_main(script, variants):
+def export_ab_main(script, variants, **options):
     """A ``docs/runs/`` A/B script's main: :func:`export_ab` of ``variants`` with the
     script's ``--before=<revision>``, ``--rounds=N`` (3 by default) and
     ``--variants=<name>,...`` (those of ``variants`` to measure; all by default) arguments,
@@ -271,6 +292,7 @@ def export_ab_main(script, variants):
     Args:
         script: the script's ``__file__``, inside the repository's ``docs/runs/``.
         variants: ``[(model name, benchmark variant)]``.
+        options: more keywords of :func:`export_ab` (``openvino``).
 
     Raises:
         ValueError: ``--variants`` names a variant that is not in ``variants``.
@@ -284,6 +306,6 @@ def export_ab_main(script, variants):
         variants = [known[v] for v in args["variants"].split(",")]
     record = export_ab(
         str(script.relative_to(repo)), args, variants,
-        before=args["before"], rounds=int(args.get("rounds", 3)), repo=repo,
+        before=args["before"], rounds=int(args.get("rounds", 3)), repo=repo, **options,
     )  # fmt: skip
     script.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")

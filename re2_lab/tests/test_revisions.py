@@ -52,6 +52,40 @@ def test_an_export_ab_script_measures_only_the_variants_it_knows(tmp_path, monke
 
 
 @pytest.mark.slow
+def test_an_export_ab_side_converts_for_openvino_when_asked(tmp_path):
+    """A side of export_ab made by this checkout: the ONNX and OpenVINO files it names are
+    the converted --xla=false export (ONNX Runtime's model and OpenVINO's IR, each giving the
+    SavedModel's probabilities on the same ids), and asking for no OpenVINO adds no
+    OpenVINO path."""
+    import numpy as np
+
+    pytest.importorskip("openvino")
+    pytest.importorskip("onnxruntime")
+    from re2_lab.revisions import _exports
+    from re2_tf.serving import runtimes
+
+    repo = Path(__file__).resolve().parents[2]
+    plain = _exports(repo, tmp_path / "a", "match_srnn", "Match-SRNN")
+    assert set(plain) == {"XLA", "xla=False", "onnxruntime"}
+    paths = _exports(repo, tmp_path / "b", "match_srnn", "Match-SRNN", ("f32",))
+    assert set(paths) == {"XLA", "xla=False", "onnxruntime", "openvino f32"}
+    (onnx, none), (xml, precision) = paths["onnxruntime"], paths["openvino f32"]
+    assert none is None and precision == "f32"
+    assert onnx.suffix == ".onnx" and xml.suffix == ".xml"
+    rng = np.random.default_rng(0)
+    ids = {
+        "text1": rng.integers(1, 100, (4, 9)).astype(np.int32),
+        "text2": rng.integers(1, 100, (4, 6)).astype(np.int32),
+    }
+    saved = runtimes.load(paths["xla=False"][0], "savedmodel")
+    expected = saved(ids)["probabilities"]
+    for backend, path in (("onnxruntime", onnx), ("openvino", xml)):
+        runtime = runtimes.load(paths["xla=False"][0], backend, cache_dir=path.parent)
+        assert runtime.path == path  # the file the side named, not a new conversion
+        np.testing.assert_allclose(runtime(ids)["probabilities"], expected, atol=1e-4)
+
+
+@pytest.mark.slow
 def test_paths_ab_times_profiles_and_compares_each_path_with_its_environment_and_request(tmp_path):
     """A real A/B on Match-SRNN at one small shape: the default export twice, once in
     processes whose XLA_FLAGS name a flag XLA does not know, then with a request naming an
