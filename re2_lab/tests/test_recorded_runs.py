@@ -1741,6 +1741,64 @@ def test_compiled_outputs_ab_reading_is_its_record():
     assert f"max |Δp| at most {max(row['max_abs_dp'] for row in rows):.0e}" in text
 
 
+def test_conv_products_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/conv_products_ab.json: every path's
+    time after the change over its time before, paired round by round (median and range), the
+    conclusions drawn from them (every converted path of RE2 3 blocks and OpenVINO on RE2 1
+    block faster in every round; both SavedModel paths slower in every round but the one
+    named), the profile figures quoted, and every path's agreement."""
+    record = json.loads((RUNS / "roofline" / "conv_products_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["rounds"] == 3 and record["before"].startswith("975394c")
+    assert record["after"].startswith("ed62537")
+    assert "(run at ed62537, which has the change)" in text
+
+    def paired(variant, path, batch):
+        times = record["variants"][variant]
+        after, before = times[f"after {path}@{batch}"], times[f"before {path}@{batch}"]
+        ratios = [a / b for a, b in zip(after, before)]
+        return statistics.median(ratios), min(ratios), max(ratios), ratios
+
+    def cell(r):
+        return f"{r[0]:.2f} ({r[1]:.2f} to {r[2]:.2f})"
+
+    converted = ("onnxruntime", "openvino f32", "openvino bf16")
+    for variant in ("RE2 1 block", "RE2 3 blocks"):
+        for path in ("XLA", "xla=False") + converted:
+            label = "XLA (the default export)" if path == "XLA" else path
+            row = f"| {variant} | {label} | {cell(paired(variant, path, 8))} | "
+            assert row + f"{cell(paired(variant, path, 512))} |" in text
+    for batch in (8, 512):
+        assert all(paired("RE2 3 blocks", p, batch)[2] < 1 for p in converted)
+        assert all(paired("RE2 1 block", p, batch)[2] < 1 for p in converted[1:])
+    faster = [
+        (variant, path, batch, r)
+        for variant in ("RE2 1 block", "RE2 3 blocks")
+        for path in ("XLA", "xla=False")
+        for batch in (8, 512)
+        for r in paired(variant, path, batch)[3]
+        if r <= 1
+    ]
+    assert [f[:3] for f in faster] == [("RE2 1 block", "XLA", 512)]
+    assert f"512 × 20 ({faster[0][3]:.2f})" in text
+    gains = [paired(v, "openvino bf16", 512)[0] for v in ("RE2 1 block", "RE2 3 blocks")]
+    assert f"gained most at 512 × 20 ({gains[0]:.2f} and {gains[1]:.2f})" in text
+    profiles = record["profiles"]["RE2 3 blocks"]
+    after, before = profiles["after XLA@8"]["kinds"], profiles["before XLA@8"]["kinds"]
+    assert (
+        f"`dot` {after['dot']:.2f} against {before['dot']:.2f} + {before['convolution']:.2f}"
+    ) in text
+    assert after["dot"] > before["dot"] + before["convolution"]
+    rows = [(k, row) for a in record["agreement"].values() for k, row in a.items()]
+    f32 = [row for k, row in rows if "bf16" not in k]
+    bf16 = [row for k, row in rows if "bf16" in k]
+    assert all(row["argmax_agreement"] == 1.0 for row in f32)
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in f32):.0e}" in text
+    assert min(row["argmax_agreement"] for row in bf16) >= 0.997
+    assert "OpenVINO bf16 gave them on at least 99.7 % of each shape's pairs" in text
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in bf16):.0e}; random" in text
+
+
 def test_call_timeline_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/call_timeline.json: each path's
     median over the rounds, the default export's phases against the empty signature's, and
