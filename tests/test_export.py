@@ -717,21 +717,3 @@ def test_precision_measure_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its
             round(float((chosen.argmax(-1) == p32.argmax(-1)).mean()), 4)
             == choice["label_agreement"]
         )
-
-
-@pytest.mark.parametrize("taps", [1, 2, 3, 4, 5])
-def test_conv_as_products_is_a_same_convolution(taps):
-    """The folded pass's convolution against a hand-written stride-1 SAME convolution:
-    y[t] = sum_j x[t + j - (K - 1) // 2] W[j] + nothing outside the sequence."""
-    rng = np.random.default_rng(taps)
-    x = rng.normal(size=(2, 7, 3)).astype(np.float32)
-    kernel = rng.normal(size=(taps, 3, 4)).astype(np.float32)
-    left = (taps - 1) // 2
-    expected = np.zeros((2, 7, 4), np.float32)
-    for t in range(7):
-        for j in range(taps):
-            source = t + j - left
-            if 0 <= source < 7:
-                expected[:, t] += x[:, source] @ kernel[j]
-    got = folded._conv_as_products(tf.constant(x), tf.constant(kernel)).numpy()
-    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)

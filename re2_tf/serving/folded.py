@@ -166,27 +166,6 @@ def _masked_softmax(scores, keep, axis):
     return tf.where(keep, weights, tf.zeros_like(weights))
 
 
-def _conv_as_products(x, kernel):
-    """A stride-1 ``SAME`` 1-D convolution (``tf.nn.conv1d(x, kernel, 1, "SAME")``) as a sum
-    of one matrix product per kernel tap: ``y[t] = sum_j x[t + j - left] kernel[j]``, with
-    ``x`` zero outside ``[0, T)`` and ``left = (K - 1) // 2`` (TensorFlow's ``SAME``).
-
-    Same FLOPs as the convolution; the graph holds matrix products on channels-last
-    tensors only.
-
-    Args:
-        x: ``[batch, T, C]``; kernel: ``[K, C, H]``, same dtype.
-
-    Returns:
-        ``[batch, T, H]``.
-    """
-    taps = kernel.shape[0]
-    left = (taps - 1) // 2
-    length = tf.shape(x)[1]
-    padded = tf.pad(x, [[0, 0], [left, taps - 1 - left], [0, 0]])
-    return tf.add_n([tf.matmul(padded[:, j : j + length], kernel[j]) for j in range(taps)])
-
-
 def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
     """RE2 logits from folded weights (inference; same equations as ``build_re2``).
 
@@ -224,7 +203,7 @@ def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
 
     def encoder(x, mask, i):  # ConvEncoder: x = act(conv(mask * x)) per layer, SAME padding
         for k in range(P["enc_layers"]):
-            x = _conv_as_products(x * mask, P[f"block{i}/conv{k}/kernel"])
+            x = tf.nn.conv1d(x * mask, P[f"block{i}/conv{k}/kernel"], stride=1, padding="SAME")
             x = activation(x + P[f"block{i}/conv{k}/bias"])
         return x
 
