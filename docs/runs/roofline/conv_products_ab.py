@@ -1,8 +1,9 @@
 """RE2's encoder convolutions computed as a sum of matrix products, one per kernel tap
 (``re2_tf.serving.folded._conv_as_products``, commit dc90e5c), against ``tf.nn.conv1d``
 before (issue 51, items 1 and 3: OpenVINO's layout transposes around the convolutions,
-``docs/performance.md``, "Where the default's time goes"). Run it in a checkout that has the
-change, with ``--before`` naming the commit before it (975394c).
+``docs/performance.md``, "Where the default's time goes"). The change was reverted after this
+record (82485fa); the record was made at ed62537, which has both the change and this script:
+check it out (``git worktree add <dir> ed62537``) and run the command there.
 
 A converter that runs convolutions channels-first wraps each ``Conv2D`` of a channels-last
 graph in transposes, and OpenVINO moves them through the concatenations and element-wise
