@@ -288,8 +288,9 @@ def report(
     (:func:`re2_lab.roofline.peaks`): the FLOP floor per precision and the dependency floor.
 
     Args:
-        resume: a record this command wrote before with the same settings; its variants are
-            kept and not measured again (a killed run continues).
+        resume: a record this command wrote before with the same settings on the same CPU
+            (:func:`re2_tf.machine.machine` and ``bf16_units``); its variants are kept and not
+            measured again (a killed run continues).
         redo: variants of ``resume`` measured again, each replacing its own entry, rows and
             load average in place (:func:`replace_variant`; for a variant whose timing another
             process disturbed).
@@ -307,7 +308,8 @@ def report(
 
     Raises:
         KeyError: an unknown model. MissingPackageError: OpenVINO, ONNX Runtime or tf2onnx
-        is not installed. ValueError: ``resume`` was made with other settings.
+        is not installed. ValueError: ``resume`` was made with other settings or on another
+        CPU (nothing is measured).
     """
     import tensorflow as tf
 
@@ -322,9 +324,15 @@ def report(
     }
     if resume:
         record = resume
-        changed = {k: (record.get(k), v) for k, v in settings.items() if record.get(k) != v}
+        here = {**machine(), "bf16_units": runtimes.cpu_has_bf16()}
+        changed = {
+            k: (record.get(k), v) for k, v in {**settings, **here}.items() if record.get(k) != v
+        }
         if changed:
-            raise ValueError(f"the record to resume was made with other settings: {changed}")
+            raise ValueError(
+                "the record to resume was made with other settings or on another CPU (its "
+                f"rows are compared with this run's, so one record is one CPU): {changed}"
+            )
     else:
         try:
             tf.config.threading.set_intra_op_parallelism_threads(threads)

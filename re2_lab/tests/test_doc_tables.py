@@ -775,3 +775,35 @@ def test_a_phases_block_counts_slowed_processes_and_batches(tmp_path):
     assert "| B | 2 | 200 / 205 / 210 | 0 | 0 of 6 | 0.00 |" in text
     assert "Net, 512×20, 3 timed batches per process, 3 cycles" in text
     assert "Command: `python docs/runs/runtimes/phases.py --cycles=3`." in text
+
+
+def test_a_runtimes_record_resumes_only_on_the_cpu_it_was_made_on(tmp_path):
+    """A killed runtimes run continues only where its rows can be compared: a record made on
+    another CPU (or with bfloat16 units where this one has none) is refused before anything
+    is measured, naming what differs."""
+    pytest.importorskip("openvino")
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tf2onnx")
+    from re2_lab import runtimes
+    from re2_tf.machine import machine
+    from re2_tf.serving.runtimes import cpu_has_bf16
+
+    here = {**machine(), "bf16_units": cpu_has_bf16()}
+    settings = {"threads": 2, "shapes": [[8, 20]], "batches": 100, "rounds": 2}
+    elsewhere = [
+        {"cpu": here["cpu"] + " (another)"},
+        {"cpu_features": [f for f in here["cpu_features"] if f != "avx2"] + ["made_up"]},
+        {"bf16_units": not here["bf16_units"]},
+    ]
+    for change in elsewhere:
+        record = {**here, **settings, **change, "models": [], "rows": []}
+        log = []
+        with pytest.raises(ValueError, match="another CPU") as error:
+            runtimes.report(
+                ["match_srnn"], shapes=[(8, 20)], resume=record, log=log.append,
+                save=log.append,
+            )  # fmt: skip
+        assert list(change)[0] in str(error.value) and log == []
+    with pytest.raises(ValueError, match="other settings"):
+        runtimes.report(["match_srnn"], shapes=[(8, 20)], batches=50,
+                        resume={**here, **settings, "models": [], "rows": []})  # fmt: skip
