@@ -130,7 +130,8 @@ def _keras_probs(model, ids1, ids2):
     ],
 )
 @pytest.mark.parametrize("joint", [True, False])
-def test_folded_forward_matches_keras_logits(options, joint):
+@pytest.mark.parametrize("convolution", ["conv1d", "products"])
+def test_folded_forward_matches_keras_logits(options, joint, convolution):
     model = _tiny_model(50, seed=1, **options)
     rng = np.random.default_rng(0)
     ids1 = rng.integers(1, 50, (3, 7)).astype(np.int32)
@@ -139,9 +140,20 @@ def test_folded_forward_matches_keras_logits(options, joint):
     ids2[1, 1:] = 0
     expected = model({"text1": ids1, "text2": ids2}, training=False).numpy()
     got = folded.re2_forward(
-        folded.fold_re2(model), tf.constant(ids1), tf.constant(ids2), joint=joint
+        folded.fold_re2(model),
+        tf.constant(ids1),
+        tf.constant(ids2),
+        joint=joint,
+        convolution=convolution,
     ).numpy()
     np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
+
+
+def test_an_unknown_convolution_form_is_refused():
+    params = folded.fold_re2(_tiny_model(50, seed=1))
+    ids = tf.constant([[3, 4]], tf.int32)
+    with pytest.raises(ValueError, match="convolution must be one of"):
+        folded.re2_forward(params, ids, ids, convolution="fft")
 
 
 # ------------------------------------------------------------------- SavedModel contract
@@ -184,7 +196,8 @@ def test_assets_and_attributes(run_and_export, loaded):
     assert int(loaded.vocab_size.numpy()) == len(vocab)
     assert int(loaded.num_classes.numpy()) == 3
     assert [s.decode() for s in loaded.label_names.numpy()] == LABELS
-    assert set(loaded.signatures) == {"serving_default", "serving_ids"}
+    # serving_ids_portable: the --xla=false export's (test_an_xla_false_re2_export_...)
+    assert set(loaded.signatures) - {"serving_ids_portable"} == {"serving_default", "serving_ids"}
     spec = loaded.signatures["serving_default"].structured_input_signature[1]
     assert spec["text1"].dtype == tf.string and spec["text1"].shape.as_list() == [None]
 
@@ -717,3 +730,68 @@ def test_precision_measure_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its
             round(float((chosen.argmax(-1) == p32.argmax(-1)).mean()), 4)
             == choice["label_agreement"]
         )
+
+
+@pytest.mark.parametrize("taps", [1, 2, 3, 4, 5])
+def test_conv_as_products_is_a_same_convolution(taps):
+    """The folded pass's convolution against a hand-written stride-1 SAME convolution:
+    y[t] = sum_j x[t + j - (K - 1) // 2] W[j] + nothing outside the sequence."""
+    rng = np.random.default_rng(taps)
+    x = rng.normal(size=(2, 7, 3)).astype(np.float32)
+    kernel = rng.normal(size=(taps, 3, 4)).astype(np.float32)
+    left = (taps - 1) // 2
+    expected = np.zeros((2, 7, 4), np.float32)
+    for t in range(7):
+        for j in range(taps):
+            source = t + j - left
+            if 0 <= source < 7:
+                expected[:, t] += x[:, source] @ kernel[j]
+    got = folded._conv_as_products(tf.constant(x), tf.constant(kernel)).numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
+
+
+def test_an_xla_false_re2_export_keeps_a_portable_signature_for_converters(
+    run_and_export, tmp_path
+):
+    """RE2's --xla=false export carries serving_ids_portable (the encoder's convolutions as
+    matrix products, what OpenVINO and ONNX Runtime convert): the Keras model's
+    probabilities, the same checks as serving_ids, no convolution op in its graph while
+    serving_ids keeps one; the XLA export, which does not convert, has none."""
+    run_dir, export_dir, model, vocab = run_and_export
+    plain = export_run(
+        run_dir, tmp_path / "plain", max_length=64, length_buckets=[8, 16, 32], xla=False,
+        serving=SAVEDMODEL,
+    )  # fmt: skip
+    loaded_plain = tf.saved_model.load(str(plain))
+    assert set(loaded_plain.signatures) == {
+        "serving_default",
+        "serving_ids",
+        "serving_ids_portable",
+    }
+    config = json.loads((plain / "assets" / "export_config.json").read_text())
+    assert (
+        config["signatures"]["serving_ids_portable"]["inputs"]
+        == (config["signatures"]["serving_ids"]["inputs"])
+    )
+    assert "serving_ids_portable" not in tf.saved_model.load(str(export_dir)).signatures
+    assert (
+        "serving_ids_portable"
+        not in json.loads((export_dir / "assets" / "export_config.json").read_text())["signatures"]
+    )
+    rows = _sample_lines("dev")[:24]
+    ids1, ids2 = _ids([r[0] for r in rows], vocab), _ids([r[1] for r in rows], vocab)
+    portable = loaded_plain.signatures["serving_ids_portable"]
+    got = portable(text1=tf.constant(ids1), text2=tf.constant(ids2))
+    np.testing.assert_allclose(
+        got["probabilities"].numpy(), _keras_probs(model, ids1, ids2), atol=1e-5
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError, match="text1 and text2 must have"):
+        portable(text1=tf.constant(ids1), text2=tf.constant(ids2[:3]))
+
+    def op_types(function):
+        graph = function.graph.as_graph_def()
+        nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
+        return {n.op for n in nodes}
+
+    assert "Conv2D" in op_types(loaded_plain.signatures["serving_ids"])
+    assert not {"Conv2D", "Conv1D"} & op_types(portable)

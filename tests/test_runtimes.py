@@ -125,6 +125,29 @@ def test_converted_runtime_gives_the_savedmodels_probabilities(tiny, backend):
     assert runtime.path.stat().st_mtime_ns == mtime
 
 
+@pytest.mark.parametrize("backend", ["onnxruntime", "openvino"])
+def test_re2_converts_from_its_portable_signature(tiny, backend):
+    """RE2's converted file comes from serving_ids_portable (its convolutions as matrix
+    products): no convolution node where the SavedModel's serving_ids holds Conv2D."""
+    name, path, _ = tiny
+    if name != "re2":
+        pytest.skip("only RE2's backend has a portable form")
+    runtime = runtimes.load(path, backend, threads=1)
+    if backend == "openvino":
+        import openvino as ov
+
+        ops = {op.get_type_name() for op in ov.Core().read_model(runtime.path).get_ops()}
+        assert "MatMul" in ops and not {"Convolution", "GroupConvolution"} & ops
+    else:
+        import onnx
+
+        graph = onnx.load(runtime.path).graph
+        ops = {n.op_type for n in graph.node}
+        assert "MatMul" in ops and "Conv" not in ops
+    graph = tf.saved_model.load(str(path)).signatures["serving_ids"].graph.as_graph_def()
+    assert "Conv2D" in {n.op for f in graph.library.function for n in f.node_def}
+
+
 @pytest.mark.slow  # default-suite time: the slow tier runs it
 def test_the_xla_export_fails_on_lowerbound(tmp_path):
     pytest.importorskip("openvino")

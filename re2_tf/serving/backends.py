@@ -162,12 +162,23 @@ class FoldedRE2Backend(tf.Module):
             if k not in self._structure
         }
 
-    def __call__(self, features):
+    def __call__(self, features, convolution="conv1d"):
         params = dict(self._structure)
         params.update({k.replace(".", "/"): v for k, v in self.weights.items()})
         return folded_lib.re2_forward(
-            params, features["text1"], features["text2"], dtype=self._dtype, joint=self._joint
+            params,
+            features["text1"],
+            features["text2"],
+            dtype=self._dtype,
+            joint=self._joint,
+            convolution=convolution,
         )
+
+    def portable(self, features):
+        """The same logits with the encoder's convolutions as matrix products
+        (``convolution="products"``): what the converters of other runtimes read
+        (:mod:`re2_tf.serving.export`'s ``serving_ids_portable``)."""
+        return self(features, convolution="products")
 
 
 BACKENDS = {"keras": KerasBackend, "re2_folded": FoldedRE2Backend}

@@ -32,6 +32,12 @@ Signatures (batch dimension first, TF Serving conventions):
     All-padding rows and zero-length inputs are empty texts (as above); columns beyond
     ``max_length`` (packed pairs: beyond ``max_pair_length``) are dropped, and ``truncated``
     counts the non-padding ids among them.
+``serving_ids_portable`` (an ``--xla=false`` export whose backend has a form of its own for
+    other runtimes' converters: RE2's folded pass, its encoder's convolutions as one matrix
+    product per kernel tap, :func:`re2_tf.serving.folded.re2_forward`)
+    the same inputs, outputs, checks and function as ``serving_ids``, in the form
+    :func:`re2_tf.serving.runtimes.convert` reads for OpenVINO and ONNX Runtime; TensorFlow
+    serves ``serving_ids``. Why: ``docs/performance.md``, "RE2's convolutions as products".
 
 An empty batch gives ``probabilities [0, num_classes]``, ``label [0]``, ``truncated [0]``.
 
@@ -93,8 +99,12 @@ from re2_tf._compat import all_sublayers
 from re2_tf.data import text as text_lib
 from re2_tf.data.features import TRUNCATED_KEY
 from re2_tf.layers import PairSegmentSplit
-from re2_tf.serving.backends import make_backend
-from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE  # noqa: F401  (re-exported)
+from re2_tf.serving.backends import BACKENDS, make_backend
+from re2_tf.serving.files import (  # noqa: F401  (re-exported)
+    EXPORT_CONFIG_FILE,
+    PORTABLE_SIGNATURE,
+    TFLITE_FILE,
+)
 
 __all__ = [
     "ServingModule",
@@ -293,7 +303,7 @@ def _padded(features, specs, buckets):
     return padded
 
 
-def _predict(module, features, truncated):
+def _predict(module, features, truncated, core=None):
     """Bucket-pad every feature, run the model; probabilities, label names, truncation.
 
     Args:
@@ -301,6 +311,7 @@ def _predict(module, features, truncated):
         features: ``{name: tensor [batch, length, *inner]}`` (the model's features, at most
             ``max_length`` positions per text).
         truncated: int32 ``[batch]`` tokens cut per pair.
+        core: the model function to run (default: ``module._core``).
 
     Returns:
         ``{"probabilities": float32 [batch, num_classes], "label": string [batch],
@@ -308,7 +319,7 @@ def _predict(module, features, truncated):
     """
     batch = tf.shape(features[module._specs[0].name])[0]
     buckets = module._buckets if module._xla else None
-    core = module._core(_padded(features, module._specs, buckets))
+    core = (core or module._core)(_padded(features, module._specs, buckets))
     labels = tf.gather(tf.constant(module._label_list), core["label_id"][:batch])
     result = {"probabilities": core["probabilities"][:batch], "label": labels}
     result["truncated"] = truncated
@@ -536,9 +547,10 @@ def _truncated_ids(features, specs, limits):
     return features, truncated
 
 
-def _features_signature(module):
+def _features_signature(module, core=None):
     """``serving_ids``: a concrete function over ``module``'s feature inputs
-    (:meth:`ServingModule.feature_signature`).
+    (:meth:`ServingModule.feature_signature`); with ``core`` (``module._portable_core``),
+    ``serving_ids_portable``, the same checks around that model function.
 
     Check shapes and ids, truncate and count, predict (:func:`_predict`).
     """
@@ -558,17 +570,18 @@ def _features_signature(module):
         )
         features = _checked_ids(features, specs, module._vocab_sizes)
         features, truncated = _truncated_ids(features, specs, module._limits)
-        return _predict(module, features, truncated)
+        return _predict(module, features, truncated, core)
 
     return tf.function(_serve_features).get_concrete_function(**module.feature_signature())
 
 
 class ServingModule(tf.Module):
-    """The exported object: backend weights, in-graph featurisers, metadata, two signatures.
+    """The exported object: backend weights, in-graph featurisers, metadata, the signatures.
 
     The state lives here; the signatures are built by :func:`_text_signature`
     (``serve_text``, ``serving_default``) and :func:`_features_signature`
-    (``serve_features``, ``serving_ids``).
+    (``serve_features``, ``serving_ids``; ``serve_portable``, ``serving_ids_portable``, or
+    None where the export has none).
 
     Args:
         backend: a serving backend (:mod:`re2_tf.serving.backends`) of the trained model:
@@ -661,6 +674,13 @@ class ServingModule(tf.Module):
         )
         self.serve_features = _features_signature(self)
         self.serve_text = _text_signature(self)
+        # What other runtimes' converters read (an xla=False export only: the XLA one does
+        # not convert), where the backend has a form of its own for them.
+        portable = None if self._xla else getattr(backend, "portable", None)
+        self._portable_core = portable and tf.function(
+            functools.partial(_model_function, portable, output), reduce_retracing=True
+        )
+        self.serve_portable = portable and _features_signature(self, self._portable_core)
 
     def feature_signature(self):
         """``{input name: tf.TensorSpec [None, None, *inner]}`` of the model's features."""
@@ -805,6 +825,10 @@ def export_model(
         },
         **(extra_config or {}),
     }
+    if fmt == "savedmodel" and not xla and hasattr(BACKENDS.get(backend), "portable"):
+        config["signatures"][PORTABLE_SIGNATURE] = dict(
+            config["signatures"]["serving_ids"], form="for other runtimes' converters"
+        )
     with (
         tempfile.TemporaryDirectory() as tmp,
         _shape_only_widths(model, xla and fmt == "savedmodel"),
@@ -837,6 +861,8 @@ def export_model(
                 "serving_default": module.serve_text,
                 "serving_ids": module.serve_features,
             }
+            if module.serve_portable:
+                signatures[PORTABLE_SIGNATURE] = module.serve_portable
             tf.saved_model.save(module, str(export_dir), signatures=signatures)
             if module._xla:
                 logging.info(

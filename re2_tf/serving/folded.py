@@ -35,6 +35,9 @@ import tensorflow as tf
 
 __all__ = ["fold_re2", "re2_forward", "is_re2"]
 
+#: How :func:`re2_forward` computes the encoder's convolutions.
+CONVOLUTIONS = ("conv1d", "products")
+
 #: Config keys of the folded parameters (everything else in the dict is an array).
 _STRUCTURE_KEYS = (
     "blocks",
@@ -166,7 +169,30 @@ def _masked_softmax(scores, keep, axis):
     return tf.where(keep, weights, tf.zeros_like(weights))
 
 
-def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
+def _conv_as_products(x, kernel):
+    """A stride-1 ``SAME`` 1-D convolution (``tf.nn.conv1d(x, kernel, 1, "SAME")``) as a sum
+    of one matrix product per kernel tap: ``y[t] = sum_j x[t + j - left] kernel[j]``, with
+    ``x`` zero outside ``[0, T)`` and ``left = (K - 1) // 2`` (TensorFlow's ``SAME``).
+
+    Same FLOPs as the convolution; the graph holds matrix products on channels-last
+    tensors only, which the converters of other runtimes keep as they are (a ``Conv2D`` is
+    run channels-first there, wrapped in layout transposes; ``docs/performance.md``, "RE2's
+    convolutions as products").
+
+    Args:
+        x: ``[batch, T, C]``; kernel: ``[K, C, H]``, same dtype.
+
+    Returns:
+        ``[batch, T, H]``.
+    """
+    taps = kernel.shape[0]
+    left = (taps - 1) // 2
+    length = tf.shape(x)[1]
+    padded = tf.pad(x, [[0, 0], [left, taps - 1 - left], [0, 0]])
+    return tf.add_n([tf.matmul(padded[:, j : j + length], kernel[j]) for j in range(taps)])
+
+
+def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True, convolution="conv1d"):
     """RE2 logits from folded weights (inference; same equations as ``build_re2``).
 
     Args:
@@ -184,13 +210,26 @@ def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
             (the encoder masks its input), so no convolution window spans both texts and the
             result is the same; only alignment and pooling split the sequence again. Half
             the ops, same FLOPs (see :func:`_joint_blocks`).
+        convolution: how the encoder's convolutions are computed: ``"conv1d"``
+            (``tf.nn.conv1d``, what TensorFlow serves) or ``"products"`` (one matrix product
+            per kernel tap, :func:`_conv_as_products`: the same function, in the form the
+            other runtimes' converters read, the export's ``serving_ids_portable``).
 
     Returns:
         float32 logits ``[batch, num_classes]``.
 
+    Raises:
+        ValueError: an unknown ``convolution``.
+
     Reference: RE2 paper §2 / Eq. 1-7; equations of ``re2_tf.layers`` (cited per step).
     """
     P = params
+    if convolution not in CONVOLUTIONS:
+        raise ValueError(f"convolution must be one of {CONVOLUTIONS}, got {convolution!r}")
+    conv = {
+        "conv1d": lambda x, kernel: tf.nn.conv1d(x, kernel, stride=1, padding="SAME"),
+        "products": _conv_as_products,
+    }[convolution]
 
     def mask_of(ids):  # PaddingMask: 1.0 on tokens, 0.0 on padding, [batch, len, 1]
         return tf.expand_dims(tf.cast(tf.not_equal(ids, 0), dtype), -1)
@@ -203,7 +242,7 @@ def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True):
 
     def encoder(x, mask, i):  # ConvEncoder: x = act(conv(mask * x)) per layer, SAME padding
         for k in range(P["enc_layers"]):
-            x = tf.nn.conv1d(x * mask, P[f"block{i}/conv{k}/kernel"], stride=1, padding="SAME")
+            x = conv(x * mask, P[f"block{i}/conv{k}/kernel"])
             x = activation(x + P[f"block{i}/conv{k}/bias"])
         return x
 

@@ -2,7 +2,9 @@ r"""Other CPU runtimes for an export's id-level signature: OpenVINO and ONNX Run
 TensorFlow (the SavedModel) and LiteRT (the TFLite export).
 
 An export's ``serving_ids`` signature (:mod:`re2_tf.serving.export`; int32 ids ``[batch,
-length]`` per text, or the model's other features) is converted from the SavedModel:
+length]`` per text, or the model's other features) is converted from the SavedModel, in the
+form the export keeps for converters where it has one (``serving_ids_portable``: RE2's
+convolutions as matrix products):
 
 - ``openvino``: ``openvino.convert_model`` of the loaded ``serving_ids`` function, saved as
   OpenVINO IR (``serving_ids.xml`` + ``.bin``, weights kept in float32) and compiled for the
@@ -61,7 +63,7 @@ from pathlib import Path
 
 import numpy as np
 
-from re2_tf.serving.files import TFLITE_FILE
+from re2_tf.serving.files import PORTABLE_SIGNATURE, TFLITE_FILE
 
 __all__ = [
     "failure",
@@ -283,10 +285,14 @@ def load_saved_model(path):
     ) from error
 
 
-def _signature(export_dir):
+def _signature(export_dir, converting=False):
     """``(loaded SavedModel, its serving_ids function)``; keep the first alive while the
-    function is used (it reads the model's variables)."""
+    function is used (it reads the model's variables). ``converting``: the export's
+    ``serving_ids_portable`` where it has one (:mod:`re2_tf.serving.export`: the same
+    function in the form a converter reads), else ``serving_ids``."""
     loaded = load_saved_model(export_dir)
+    if converting and PORTABLE_SIGNATURE in loaded.signatures:
+        return loaded, loaded.signatures[PORTABLE_SIGNATURE]
     return loaded, loaded.signatures[SIGNATURE]
 
 
@@ -337,7 +343,7 @@ def _to_onnx(export_dir, path, opset=OPSET):
     import tensorflow as tf  # lazy: OpenVINO, ONNX Runtime and LiteRT serve without it
 
     tf2onnx, onnx = require("tf2onnx"), require("onnx")
-    loaded, fn = _signature(export_dir)
+    loaded, fn = _signature(export_dir, converting=True)
     inputs = fn.structured_input_signature[1]
     names = sorted(inputs)
     specs = [tf.TensorSpec(inputs[n].shape, inputs[n].dtype, name=n) for n in names]
@@ -399,7 +405,7 @@ def _copy_passed_states(model, ov):
 
 def _to_openvino(export_dir, path, layers=()):
     ov = require("openvino")
-    loaded, fn = _signature(export_dir)
+    loaded, fn = _signature(export_dir, converting=True)
     try:
         model = ov.convert_model(fn)
     except Exception as error:  # OpenVINO's OpConversionFailure and others
