@@ -1799,6 +1799,61 @@ def test_conv_products_ab_reading_is_its_record():
     assert f"max |Δp| at most {max(row['max_abs_dp'] for row in bf16):.0e}; random" in text
 
 
+def test_portable_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/portable_ab.json: every path's
+    time after the converters read serving_ids_portable over its time before, paired round
+    by round (median and range), and the conclusions drawn: OpenVINO faster in every round,
+    ONNX Runtime on RE2 3 blocks too and both ways on RE2 1 block, the SavedModel paths'
+    medians and the one range that does not hold 1, and the agreement."""
+    record = json.loads((RUNS / "roofline" / "portable_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["rounds"] == 3 and record["before"].startswith("307ef26")
+    assert record["after"].startswith("9720b22")
+
+    def paired(variant, path, batch):
+        times = record["variants"][variant]
+        after, before = times[f"after {path}@{batch}"], times[f"before {path}@{batch}"]
+        ratios = [a / b for a, b in zip(after, before)]
+        return statistics.median(ratios), min(ratios), max(ratios)
+
+    def cell(r):
+        return f"{r[0]:.2f} ({r[1]:.2f} to {r[2]:.2f})"
+
+    variants, shapes = ("RE2 1 block", "RE2 3 blocks"), (8, 512)
+    for variant in variants:
+        for path in ("XLA", "xla=False", "onnxruntime", "openvino f32", "openvino bf16"):
+            label = "XLA (the default export)" if path == "XLA" else path
+            row = f"| {variant} | {label} | {cell(paired(variant, path, 8))} | "
+            assert row + f"{cell(paired(variant, path, 512))} |" in text
+    for variant in variants:
+        for batch in shapes:
+            assert all(paired(variant, p, batch)[2] < 1 for p in ("openvino f32", "openvino bf16"))
+    assert all(paired("RE2 3 blocks", "onnxruntime", b)[2] < 1 for b in shapes)
+    assert all(
+        paired("RE2 1 block", "onnxruntime", b)[1] < 1 < paired("RE2 1 block", "onnxruntime", b)[2]
+        for b in shapes
+    )
+    bf16 = [paired(v, "openvino bf16", 512)[0] for v in variants]
+    assert f"bf16 most at 512 × 20 ({bf16[0]:.2f} and {bf16[1]:.2f})" in text
+    saved = {
+        (v, p, b): paired(v, p, b) for v in variants for p in ("XLA", "xla=False") for b in shapes
+    }
+    medians = [r[0] for r in saved.values()]
+    assert f"have medians from {min(medians):.2f} to {max(medians):.2f}" in text
+    apart = [key for key, r in saved.items() if not r[1] <= 1 <= r[2]]
+    assert apart == [("RE2 1 block", "xla=False", 8)]
+    low, high = saved[apart[0]][1:3]
+    assert (
+        f"at 8 × 20 ({low:.2f} to {high:.2f}): a {1 - saved[apart[0]][0]:.0%} shift"
+        in text.replace(" % shift", "% shift")
+    )
+    rows = [(k, row) for a in record["agreement"].values() for k, row in a.items()]
+    f32 = [row for k, row in rows if "bf16" not in k]
+    assert all(row["argmax_agreement"] == 1.0 for row in f32)
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in f32):.0e}), OpenVINO bf16" in text
+    assert min(row["argmax_agreement"] for k, row in rows if "bf16" in k) >= 0.997
+
+
 def test_call_timeline_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/call_timeline.json: each path's
     median over the rounds, the default export's phases against the empty signature's, and
