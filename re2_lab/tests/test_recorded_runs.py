@@ -1854,6 +1854,70 @@ def test_portable_ab_reading_is_its_record():
     assert min(row["argmax_agreement"] for k, row in rows if "bf16" in k) >= 0.997
 
 
+def test_the_amx_runtimes_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/runtimes/runtimes-amx.json beside
+    runtimes.json: RE2's default is OpenVINO bf16 at both shapes; its SavedModel further from
+    the fastest than on the AMD EPYC; TensorFlow's bfloat16 rewrite disagreeing at every
+    variant and shape here and agreeing there; DRCN's OpenVINO bf16 dying in the serving
+    choice's probe while the record's own timing ran."""
+    amx = json.loads((RUNS / "runtimes" / "runtimes-amx.json").read_text())
+    amd = json.loads((RUNS / "runtimes" / "runtimes.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert "amx_bf16" in amx["cpu_features"] and "amx_bf16" not in amd["cpu_features"]
+    assert "AMD EPYC" in amd["cpu"] and "On a CPU with AMX." in text
+    re2 = [m for m in amx["models"] if m["model"].startswith("RE2")]
+    assert re2 and all(set(m["default"].values()) == {"openvino bf16"} for m in re2)
+
+    def saved_over_fastest(record, model, batch):
+        rows = [r for r in record["rows"] if r["model"] == model and r["batch"] == batch]
+        good = [r["median_ms"] for r in rows if r.get("agrees") and r.get("median_ms")]
+        saved = [
+            r["median_ms"]
+            for r in rows
+            if r["runtime"].startswith("savedmodel") and r.get("agrees") and r.get("median_ms")
+        ]
+        return min(saved) / min(good)
+
+    for m in re2:
+        for batch in (8, 512):
+            assert saved_over_fastest(amx, m["model"], batch) > saved_over_fastest(
+                amd, m["model"], batch
+            )
+
+    def rewrite(record):
+        return [r for r in record["rows"] if r["runtime"] == "savedmodel bf16 (xla=False)"]
+
+    assert len(rewrite(amx)) == 2 * len(amx["models"])
+    assert not any(r["agrees"] for r in rewrite(amx))
+    assert all(
+        r["agrees"] for r in rewrite(amd) if r["model"] in {m["model"] for m in amx["models"]}
+    )
+    assert "gives other labels than float32 on every variant here" in text
+    drcn = next(m for m in amx["models"] if m["model"] == "DRCN")
+    assert drcn["default"]["512x20"] != "openvino bf16"
+    candidate = next(
+        c
+        for c in drcn["serving_choice"]["candidates"]
+        if (c["backend"], c["precision"]) == ("openvino", "bf16")
+    )
+    assert "SIGSEGV" in candidate["error"]
+    row = next(
+        r
+        for r in amx["rows"]
+        if (r["model"], r["runtime"], r["batch"]) == ("DRCN", "openvino bf16", 512)
+    )
+    assert row["agrees"] and row["median_ms"] < min(
+        r["median_ms"]
+        for r in amx["rows"]
+        if r["model"] == "DRCN"
+        and r["batch"] == 512
+        and r["runtime"] != "openvino bf16"
+        and r.get("median_ms")
+        and r.get("agrees")
+    )
+    assert "died (`SIGSEGV`) in the serving choice's probe of changing text lengths" in text
+
+
 def test_call_timeline_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/call_timeline.json: each path's
     median over the rounds, the default export's phases against the empty signature's, and
