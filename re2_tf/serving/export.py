@@ -575,6 +575,15 @@ def _features_signature(module, core=None):
     return tf.function(_serve_features).get_concrete_function(**module.feature_signature())
 
 
+def _portable_form(backend, xla):
+    """The backend's form for other runtimes' converters (``serving_ids_portable``), or None.
+
+    Only an ``xla=False`` export has one (the XLA export does not convert), and only where
+    the backend (an object or its class from ``BACKENDS``) defines ``portable``.
+    """
+    return None if xla else getattr(backend, "portable", None)
+
+
 class ServingModule(tf.Module):
     """The exported object: backend weights, in-graph featurisers, metadata, the signatures.
 
@@ -674,9 +683,7 @@ class ServingModule(tf.Module):
         )
         self.serve_features = _features_signature(self)
         self.serve_text = _text_signature(self)
-        # What other runtimes' converters read (an xla=False export only: the XLA one does
-        # not convert), where the backend has a form of its own for them.
-        portable = None if self._xla else getattr(backend, "portable", None)
+        portable = _portable_form(backend, self._xla)
         self._portable_core = portable and tf.function(
             functools.partial(_model_function, portable, output), reduce_retracing=True
         )
@@ -825,7 +832,7 @@ def export_model(
         },
         **(extra_config or {}),
     }
-    if fmt == "savedmodel" and not xla and hasattr(BACKENDS.get(backend), "portable"):
+    if fmt == "savedmodel" and _portable_form(BACKENDS.get(backend), xla) is not None:
         config["signatures"][PORTABLE_SIGNATURE] = dict(
             config["signatures"]["serving_ids"], form="for other runtimes' converters"
         )
