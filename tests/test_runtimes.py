@@ -565,6 +565,26 @@ def test_the_float32_part_runs_in_float32_under_a_bf16_hint(tmp_path):
     assert runtimes.load(tmp_path, "openvino", precision="bf16").precision == "bf16"
 
 
+def test_the_bfloat16_rewrite_leaves_an_exports_output_softmax_in_float32(tmp_path):
+    """Under TensorFlow's oneDNN bfloat16 rewrite an xla=False export's probabilities are
+    float32 numbers: its softmax runs after the model function, on float32 logits. Inside
+    it, the rewrite paints the softmax bfloat16 (it follows the logits' MatMul) and every
+    probability comes out a bfloat16 number (docs/performance.md)."""
+    from re2_tf.machine import cpu_units
+
+    if not cpu_units()["bfloat16"]:
+        pytest.skip("no bfloat16 units: TensorFlow leaves the graph in float32")
+    path, _ = _tiny_export("re2", tmp_path / "export")
+    plain = runtimes.load(path, "savedmodel_noxla")
+    rewritten = runtimes.load(path, "savedmodel_noxla", precision="bf16")
+    for x in _batches():
+        p32, p16 = plain(x)["probabilities"], rewritten(x)["probabilities"]
+        assert np.abs(p16 - p32).max() > 0  # the rewrite did convert the network
+        # a bfloat16 number is a float32 whose low 16 bits are zero
+        low_bits = np.asarray(p16, np.float32).view(np.uint32) & 0xFFFF
+        assert (low_bits != 0).mean() > 0.9
+
+
 def test_savedmodel_noxla_in_bf16_runs_tensorflows_bfloat16_rewrite_for_its_calls_only(tmp_path):
     import ml_dtypes
 

@@ -217,22 +217,33 @@ def _probabilities(outputs, output):
     return tf.nn.softmax(outputs, axis=-1)
 
 
-def _model_function(backend, output, features):
-    """What the export compiles (``jit_compile`` when ``xla``): the model's outputs, their
-    probabilities and the most probable label's id, so that the softmax and the argmax run
-    inside the compiled function with the network rather than as TensorFlow kernels after it
-    (each such kernel costs a dispatch per call; ``docs/performance.md``, "Where the
-    default's time goes").
+def _model_function(backend, output, features, with_probabilities=True):
+    """What the export's model function computes (``jit_compile`` when ``xla``).
+
+    With ``with_probabilities`` (the XLA export), the model's outputs, their probabilities and
+    the most probable label's id, so that the softmax and the argmax run inside the compiled
+    function with the network rather than as TensorFlow kernels after it (each such kernel
+    costs a dispatch per call; ``docs/performance.md``, "Where the default's time goes").
+    Without (``xla=False`` exports, which TensorFlow's oneDNN bfloat16 rewrite and the other
+    runtimes' converters run), the outputs only: :func:`_predict` computes the rest after the
+    function. Inside it, the rewrite would paint the output softmax bfloat16 (it follows the
+    logits' MatMul, which the rewrite converts) and every probability would come out a
+    bfloat16 number, near-equal classes tied (``docs/performance.md``, "TensorFlow's
+    bfloat16 rewrite and the output softmax").
 
     Args:
         backend, output, features: as :func:`_model_outputs`.
+        with_probabilities: whether to compute the probabilities and the label id here.
 
     Returns:
-        ``{"outputs": float32 [batch] or [batch, classes] (:func:`_model_outputs`),
-        "probabilities": float32 [batch, classes] (:func:`_probabilities`),
-        "label_id": int32 [batch] (``tf.argmax`` of the probabilities)}``.
+        ``{"outputs": float32 [batch] or [batch, classes] (:func:`_model_outputs`)}``, with
+        ``with_probabilities`` also ``"probabilities": float32 [batch, classes]``
+        (:func:`_probabilities`) and ``"label_id": int32 [batch]`` (``tf.argmax`` of the
+        probabilities).
     """
     outputs = _model_outputs(backend, output, features)
+    if not with_probabilities:
+        return {"outputs": outputs}
     probabilities = _probabilities(outputs, output)
     label_id = tf.argmax(probabilities, -1, output_type=tf.int32)
     return {"outputs": outputs, "probabilities": probabilities, "label_id": label_id}
@@ -320,8 +331,13 @@ def _predict(module, features, truncated, core=None):
     batch = tf.shape(features[module._specs[0].name])[0]
     buckets = module._buckets if module._xla else None
     core = (core or module._core)(_padded(features, module._specs, buckets))
-    labels = tf.gather(tf.constant(module._label_list), core["label_id"][:batch])
-    result = {"probabilities": core["probabilities"][:batch], "label": labels}
+    if "probabilities" in core:  # computed inside the model function (_model_function)
+        probabilities, label_id = core["probabilities"][:batch], core["label_id"][:batch]
+    else:
+        probabilities = _probabilities(core["outputs"][:batch], module._output)
+        label_id = tf.argmax(probabilities, -1, output_type=tf.int32)
+    labels = tf.gather(tf.constant(module._label_list), label_id)
+    result = {"probabilities": probabilities, "label": labels}
     result["truncated"] = truncated
     if module._output == "score":
         result["score"] = core["outputs"][:batch]
@@ -677,7 +693,7 @@ class ServingModule(tf.Module):
         self._max_length = int(max_length)
         self._buckets = _buckets_for(int(max_length), length_buckets)
         self._core = tf.function(
-            functools.partial(_model_function, backend, output),
+            functools.partial(_model_function, backend, output, with_probabilities=self._xla),
             jit_compile=self._xla,
             reduce_retracing=True,
         )
@@ -685,7 +701,8 @@ class ServingModule(tf.Module):
         self.serve_text = _text_signature(self)
         portable = _portable_form(backend, self._xla)
         self._portable_core = portable and tf.function(
-            functools.partial(_model_function, portable, output), reduce_retracing=True
+            functools.partial(_model_function, portable, output, with_probabilities=False),
+            reduce_retracing=True,
         )
         self.serve_portable = portable and _features_signature(self, self._portable_core)
 
