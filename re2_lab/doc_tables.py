@@ -42,6 +42,8 @@ Kinds (paths relative to the repository root):
 - ``bf16_parts <record.json>``: ``docs/runs/serving-choice/bf16_parts.py``'s record,
   BERT+MatchLSTM's labels on a trained run's dev pairs per precision of its OpenVINO IR's
   two parts (``re2_tf.serving.runtimes.OPENVINO_PARTS``) and of the whole IR;
+- ``bf16_softmax <record.json>``: ``docs/runs/roofline/bf16_rewrite_softmax.py``'s record,
+  TensorFlow's bfloat16 rewrite against float32 per variant, by two commits' exports;
 - ``profiles <record.json>``: ``docs/runs/roofline/runtime_profiles.py``'s record, where
   each default's time goes in its own runtime's profiler: per variant and shape, the matrix
   products' ms and GFLOP/s against the best-precision FLOP floor, the other nodes' ms and
@@ -164,6 +166,8 @@ def generate(spec, root=REPO):
         return _agreement(_read(root / args[0]))
     if kind == "bf16_parts" and len(args) == 1:
         return _bf16_parts(_read(root / args[0]))
+    if kind == "bf16_softmax" and len(args) == 1:
+        return _bf16_softmax(_read(root / args[0]))
     if kind == "profiles" and len(args) == 1:
         return _profiles(_read(root / args[0]))
     if kind == "phases" and len(args) == 1:
@@ -179,7 +183,7 @@ def generate(spec, root=REPO):
         "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
         "'runtimes <json> [table|order|choices|standing]', 'agreement <json>', "
-        "'bf16_parts <json>', "
+        "'bf16_parts <json>', 'bf16_softmax <json>', "
         "'profiles <json>', 'phases <json>', 'ab <json>', 'products <json>', "
         "'growth <jsonl>' or 'tests <ci log>'"
     )
@@ -363,6 +367,34 @@ def _bf16_parts(record):
         f"`{record['run']}`, {record['pairs']:,} dev pairs in batches of {record['batch']}. "
         f"{describe_machine(record)}. Command: `{record['command']}`."
     )
+    return "\n".join(lines + ["", footer])
+
+
+def _bf16_softmax(record):
+    """``docs/runs/roofline/bf16_rewrite_softmax.py``'s record: per variant and export (the
+    ``--before`` commit's, this checkout's), TensorFlow's bfloat16 rewrite against float32 on
+    the pairs: label agreement, max |Δp|, rows tied for first place, the agreement on the rows
+    without a tie, the share of probabilities that are bfloat16 numbers and the ``Softmax``
+    nodes the rewrite changed to bfloat16; then the machine and the command."""
+    from re2_lab.throughput import describe_machine
+
+    lines = [
+        "| variant | export | labels as float32's | max abs Δp | bf16 rows tied for first "
+        "| labels as float32's, rows without a tie | probabilities that are bfloat16 numbers "
+        "| `Softmax` nodes made bfloat16 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for variant, exports in record["variants"].items():
+        for name, row in exports.items():
+            untied = row["label_agreement_without_ties"]
+            lines.append(
+                f"| {variant} | {name} | {row['label_agreement']:.3f} | "
+                f"{row['max_abs_dp']:.1e} | {row['bf16_rows_with_a_tie_for_first']} of "
+                f"{row['pairs']} | {'—' if untied is None else f'{untied:.3f}'} | "
+                f"{row['share_of_bf16_probabilities_that_are_bfloat16_numbers']:.0%} | "
+                f"{row['softmax_nodes_changed_to_bfloat16']} |"
+            )
+    footer = f"{describe_machine(record)}. Command: `{record['command']}`."
     return "\n".join(lines + ["", footer])
 
 
