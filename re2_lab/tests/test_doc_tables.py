@@ -696,6 +696,37 @@ def test_a_variant_measured_again_takes_its_own_place_in_the_runtimes_record():
     )
 
 
+def test_a_runtimes_record_judges_each_path_once_on_its_largest_shapes_pairs(tmp_path):
+    from re2_lab import runtimes
+
+    def row(model, runtime, batch, agreement):
+        return {"model": model, "runtime": runtime, "batch": batch, "argmax_agreement": agreement}
+
+    rows = [
+        # one changed label of 32 pairs at 8: 0.969; 3 of 2048 at 512: 0.9985 -> agrees
+        row("A", "openvino bf16", 8, 31 / 32),
+        row("A", "openvino bf16", 512, 2045 / 2048),
+        # every label at 8, 41 of 2048 changed at 512: 0.98 -> disagrees at both shapes
+        row("A", "savedmodel bf16 (xla=False)", 8, 1.0),
+        row("A", "savedmodel bf16 (xla=False)", 512, 2007 / 2048),
+        # ran at 8 only (died at 512): judged on its 8 pairs
+        row("B", "openvino bf16", 8, 1.0),
+        {"model": "B", "runtime": "openvino bf16", "batch": 512, "median_ms": None},
+        # another model's path of the same name is judged on its own
+        row("B", "savedmodel bf16 (xla=False)", 512, 0.9899),
+    ]
+    runtimes.judge(rows)
+    assert [r["agrees"] for r in rows] == [True, True, False, False, True, None, False]
+    # a record written under the earlier rule is read (and continued) under this one
+    path = tmp_path / "record.json"
+    old = {"threads": 2, "tolerance": {"bf16": ["dp_over_spread", 0.25]}, "models": []}
+    path.write_text(json.dumps(dict(old, rows=[dict(r, agrees=True) for r in rows[2:4]])))
+    loaded = runtimes.load(path)
+    assert list(loaded) == ["threads", "min_agreement", "models", "rows"]
+    assert loaded["min_agreement"] == 0.99
+    assert [r["agrees"] for r in loaded["rows"]] == [False, False]
+
+
 def test_a_close_call_in_the_runtimes_record_is_the_agreeing_paths_near_the_fastest():
     from re2_lab import runtimes
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from re2_tf import benchmarking
 from re2_tf.machine import cpu_units
+from re2_tf.serving import runtimes
 from re2_tf.serving.export import export_model
 from re2_tf.serving.predictor import Predictor
 
@@ -43,8 +44,9 @@ __all__ = ["MIN_AGREEMENT", "SHAPES", "choose_precision", "known_precision"]
 
 #: Serving shapes timed (batch, tokens per text): Table 5's and a batch of 128.
 SHAPES = ((8, 20), (128, 20))
-#: Least share of held-out labels a bf16 export must share with the fp32 one (our threshold).
-MIN_AGREEMENT = 0.99
+#: Least share of held-out labels a bf16 export must share with the fp32 one: the one rule's
+#: (:data:`re2_tf.serving.runtimes.MIN_AGREEMENT`).
+MIN_AGREEMENT = runtimes.MIN_AGREEMENT
 #: The reason of a CPU without bfloat16 units.
 NO_UNITS = "no bfloat16 units (avx512_bf16, amx_bf16): bf16 would be emulated"
 
@@ -148,7 +150,7 @@ def choose_precision(
     fp32, bf16 = probabilities["fp32"], probabilities["bf16"]
     agreement = float((fp32.argmax(-1) == bf16.argmax(-1)).mean())
     faster = all(medians["bf16"][s] < medians["fp32"][s] for s in medians["fp32"])
-    if agreement < min_agreement:
+    if not runtimes.agrees(agreement, min_agreement):
         chosen, reason = "fp32", f"bf16 agrees on {agreement:.2%} of the labels only"
     elif not faster:
         chosen, reason = "fp32", "bf16 is not faster at every serving shape"

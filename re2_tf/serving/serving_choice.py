@@ -20,7 +20,9 @@ The rule (ours):
   (with TensorFlow alone nothing is measured, below).
 - **Agreement**: a candidate is eligible only if its most probable label equals the
   SavedModel's on at least :data:`MIN_AGREEMENT` of the held-out pairs (both fed the same
-  Python tokenisation) and every output is finite; its max |Δp| is recorded. A conversion
+  Python tokenisation) and every output is finite: the one rule,
+  :func:`re2_tf.serving.runtimes.agrees`, that ``--precision=measure`` and the lab's
+  runtimes record apply too; its max |Δp| is recorded. A conversion
   or a run that fails makes the candidate ineligible, with the error recorded.
 - **Survival**: in its first round at each shape, after its first call, each candidate's
   process is called on texts that change length one side at a time, each growing alone past
@@ -98,8 +100,9 @@ BATCHES = 30
 CLOSE = 0.2
 #: More rounds of a shape's close candidates, in turn (none where only one is close).
 CLOSE_ROUNDS = 2
-#: Least share of held-out labels a candidate must share with the SavedModel (our threshold).
-MIN_AGREEMENT = 0.99
+#: Least share of held-out labels a candidate must share with the SavedModel: the one rule's
+#: (:data:`re2_tf.serving.runtimes.MIN_AGREEMENT`).
+MIN_AGREEMENT = runtimes.MIN_AGREEMENT
 #: The reason recorded when no other runtime is installed.
 NOTHING_TO_MEASURE = (
     "no other CPU runtime is installed (pip install -e '.[openvino]' or '.[onnx]'), so the "
@@ -139,7 +142,8 @@ def _shape_key(batch, length):
 def _eligible(candidate, reference, shape, min_agreement):
     if shape not in (candidate.get("median_ms") or {}):
         return False
-    return candidate is reference or (candidate.get("label_agreement") or 0.0) >= min_agreement
+    agreement = candidate.get("label_agreement")
+    return candidate is reference or runtimes.agrees(agreement, min_agreement)
 
 
 def pick(candidates, shape, min_agreement=MIN_AGREEMENT):
