@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["checkout", "export_ab", "export_ab_main", "paths_ab", "paths_ab_main"]
+__all__ = ["checkout", "commit", "export_ab", "export_ab_main", "paths_ab", "paths_ab_main"]
 
 #: The shapes of :func:`export_ab`: ``(batch, length, timed batches)``.
 AB_SHAPES = ((8, 20, 100), (512, 20, 5))
@@ -41,6 +41,32 @@ benchmarking.export_benchmark_model(spec, hparams, out / "noxla", xla=False)
 for backend in ["onnxruntime"] + sys.argv[4:]:
     print(backend, runtimes.convert(out / "noxla", backend, out / backend))
 """
+
+
+def commit(repo, revision=None, *, short=False):
+    """The commit an A/B record names for one side.
+
+    Args:
+        repo: the git repository's directory.
+        revision: a revision (``git rev-parse`` takes it); ``None``: the working checkout,
+            its ``HEAD`` with `` + working tree`` appended when ``re2_tf`` has changes not
+            committed (the side measured is then not the commit alone).
+        short: the abbreviated hash (``git rev-parse --short``).
+
+    Returns:
+        str.
+
+    Raises:
+        subprocess.CalledProcessError: git failed (an unknown revision).
+    """
+
+    def git(*command):
+        return subprocess.check_output(["git", *command], cwd=repo, text=True).strip()
+
+    name = git("rev-parse", *(["--short"] if short else []), revision or "HEAD")
+    if revision is None and git("status", "--porcelain", "re2_tf"):
+        name += " + working tree"
+    return name
 
 
 @contextlib.contextmanager
@@ -160,14 +186,10 @@ def export_ab(
 
     precisions = (("f32", "bf16") if runtimes.cpu_has_bf16() else ("f32",)) if openvino else ()
 
-    def git(*command):
-        return subprocess.check_output(["git", *command], cwd=repo, text=True).strip()
-
     record = ab_record(
         script, args, rounds,
-        before=git("rev-parse", before),
-        after=git("rev-parse", "HEAD")
-        + (" + working tree" if git("status", "--porcelain", "re2_tf") else ""),
+        before=commit(repo, before),
+        after=commit(repo),
         variants={}, agreement={}, profiles={},
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:

@@ -509,7 +509,7 @@ def markdown(record):
             f"{row['conversion']} | {_number(row.get('median_ms'), '.2f')} | "
             f"{_number(ratio, '.2f')} | {_number(row.get('max_abs_dp'), '.1e')} | "
             f"{_number(row.get('dp_over_spread'), '.3g')} | "
-            f"{_number(row.get('argmax_agreement'), '.3f')} | {agrees} |"
+            f"{_number(row.get('argmax_agreement'), '.4f')} | {agrees} |"
         )
     xla = "; ".join(f"{m['model']}: {m['xla_export_openvino']}" for m in record["models"])
     lines += ["", f"The default (XLA) export through OpenVINO's converter: {xla}."]
@@ -606,7 +606,7 @@ def table(record):
                 elif row.get("median_ms") is None:
                     cells.append("fails")
                 elif row.get("agrees") is False:
-                    cells.append(f"wrong ({row['argmax_agreement']:.3f})")
+                    cells.append(f"wrong ({row['argmax_agreement']:.4f})")
                 else:
                     cells.append(f"{row['median_ms']:.1f}")
             path = names[entry["default"][_key(batch, length)]]
@@ -657,6 +657,18 @@ def order(record):
     return "\n".join(lines)
 
 
+def _untimed(row):
+    """Why a path has no time in the comparison (:func:`_timed` gave ``None``), in words."""
+    if row is None:
+        return "a path the record's run did not time"
+    if row.get("median_ms") is None:
+        return f"which did not run in the record's run ({row.get('conversion', 'failed')})"
+    return (
+        f"whose labels equal the reference's on {row['argmax_agreement']:.4f} of the record's "
+        f"pairs only (the rule: {runtimes.MIN_AGREEMENT})"
+    )
+
+
 def standing(record, tolerance=0.05):
     """Where the default path stands, as Markdown: at how many of the record's model-shapes it
     is the fastest path that agrees (or within ``tolerance`` of it), and each other one with
@@ -677,10 +689,17 @@ def standing(record, tolerance=0.05):
             if found["over_fastest"] is not None and found["over_fastest"] <= 1 + tolerance:
                 near += 1
                 continue
+            chosen = entry["default"][_key(batch, length)]
+            if found["default_ms"] is None:  # no time to compare: say why, in words
+                why = _untimed(_rows(record, entry["model"], batch, length).get(chosen))
+                far.append(
+                    f"{entry['model']} at {batch}×{length}: default {chosen}, {why}; fastest "
+                    f"{found['fastest']} {_number(found['fastest_ms'], '.2f')} ms"
+                )
+                continue
             far.append(
-                f"{entry['model']} at {batch}×{length}: default "
-                f"{entry['default'][_key(batch, length)]} "
-                f"{_number(found['default_ms'], '.2f')} ms, fastest {found['fastest']} "
+                f"{entry['model']} at {batch}×{length}: default {chosen} "
+                f"{found['default_ms']:.2f} ms, fastest {found['fastest']} "
                 f"{_number(found['fastest_ms'], '.2f')} ms "
                 f"({_number(found['over_fastest'], '.2f')}×)"
             )

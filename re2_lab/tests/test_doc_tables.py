@@ -326,7 +326,7 @@ def test_a_runtimes_table_puts_the_default_first_beside_the_fastest_and_the_floo
         # 8x20: OpenVINO bf16 is faster but wrong, so ONNX Runtime (6.0) is the fastest that
         # agrees; the fastest SavedModel is the bf16 one, 7.0 / 6.0 = 1.17; the floor is the
         # bfloat16 FLOP floor 2.5 ms; 6.0 / 2.5 = 2.4
-        "| Net | 8×20 | **6.0** (ONNX Runtime) | 10.0 | 7.0 | fails | 6.0 | wrong (0.969) | "
+        "| Net | 8×20 | **6.0** (ONNX Runtime) | 10.0 | 7.0 | fails | 6.0 | wrong (0.9688) | "
         "1.00 | 1.17 | 2.50 (bfloat16 FLOPs) | 2.4 |",
         # 512x20: 880 / 800 = 1.10; the dependency floor 400 ms exceeds the FLOP floors;
         # 800 / 400 = 2.0
@@ -341,7 +341,7 @@ def test_a_runtimes_table_puts_the_default_first_beside_the_fastest_and_the_floo
         lines[4] == "| Net | 8×20 | savedmodel (XLA) | — | 10.00 | 1.00 | — | — | — | reference |"
     )
     assert lines[8] == (
-        "| Net | 8×20 | openvino bf16 | ok | 5.00 | 0.50 | 2.0e-03 | 1.04 | 0.969 | **no** |"
+        "| Net | 8×20 | openvino bf16 | ok | 5.00 | 0.50 | 2.0e-03 | 1.04 | 0.9688 | **no** |"
     )
     assert lines[9] == (
         "| Net | 512×20 | savedmodel (XLA) | — | 1000.00 | 1.00 | — | — | — | reference |"
@@ -385,6 +385,22 @@ def test_a_runtimes_standing_counts_the_shapes_where_the_default_is_fastest(tmp_
         "path at 1 of 2 model-shapes; not at Net 512×20 1.22× (savedmodel bf16 (xla=False) "
         "against onnxruntime).",
     ]
+    # a default the record has no time for (its labels fail the rule on the record's pairs,
+    # or it did not run there): said in words, not as a time
+    wrong = json.loads(json.dumps(record))
+    wrong["rows"][9].update(agrees=False, argmax_agreement=0.9805)  # OpenVINO bf16 at 512x20
+    (tmp_path / "r.json").write_text(json.dumps(wrong))
+    assert doc_tables.generate("runtimes r.json standing", tmp_path).splitlines()[0] == (
+        "- The default is the fastest path that agrees, or within 5% of it, at 1 of 2 "
+        "model-shapes; not at Net at 512×20: default openvino bf16, whose labels equal the "
+        "reference's on 0.9805 of the record's pairs only (the rule: 0.99); fastest onnxruntime "
+        "720.00 ms."
+    )
+    wrong["rows"][9].update(median_ms=None, conversion="failed: SIGSEGV")
+    (tmp_path / "r.json").write_text(json.dumps(wrong))
+    assert "default openvino bf16, which did not run in the record's run (failed: SIGSEGV); " in (
+        doc_tables.generate("runtimes r.json standing", tmp_path)
+    )
     # a variant measured before the bf16 SavedModel was a path: "—" in its cells, and its
     # fastest SavedModel is the one it timed (1000 / 720 = 1.39)
     record["rows"] = [r for r in record["rows"] if r["runtime"] != "savedmodel bf16 (xla=False)"]

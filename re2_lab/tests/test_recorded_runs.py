@@ -1895,12 +1895,16 @@ def test_the_bf16_rewrite_softmax_reading_is_its_records():
 
 def test_the_amx_runtimes_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/runtimes/runtimes-amx.json beside
-    runtimes.json: RE2's default is OpenVINO bf16 at both shapes; its SavedModel further from
-    the fastest than on the AMD EPYC; TensorFlow's bfloat16 rewrite wrong at every variant but
-    the BERT ones (its probabilities a bfloat16 step off: bf16_rewrite_softmax.json) and right
-    on the AMD EPYC; DRCN's and FITN's OpenVINO bf16 dying in the serving choice's probe;
-    FITN's default the rewrite, kept by the choice's label rule, wrong by the record's;
-    BERT (h_0)'s OpenVINO bf16 refused by the choice's rule, accepted by the record's."""
+    runtimes.json: RE2's default is OpenVINO bf16 at both shapes, its SavedModel further from
+    the fastest than on the AMD EPYC; TensorFlow's bfloat16 rewrite, measured again after the
+    output-softmax mend, agrees at every variant measured again (a variant not measured again
+    keeps its rows of the bug: wrong, a bfloat16 step off); DRCN's and FITN's default at
+    512 x 20 is the rewrite, the fastest path, their OpenVINO bf16 dying in the serving
+    choice's probe; BERT (h_0)'s default is OpenVINO bf16 at both shapes under the one rule
+    on 2048 pairs, where the earlier version (286480c) refused it at 0.988 of 512 pairs; the
+    default is the fastest path, or within 5 %, at every model-shape."""
+    from re2_lab import runtimes as lab_runtimes
+
     amx = json.loads((RUNS / "runtimes" / "runtimes-amx.json").read_text())
     amd = json.loads((RUNS / "runtimes" / "runtimes.json").read_text())
     text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
@@ -1929,65 +1933,64 @@ def test_the_amx_runtimes_reading_is_its_record():
         return [r for r in record["rows"] if r["runtime"] == "savedmodel bf16 (xla=False)"]
 
     assert len(rewrite(amx)) == 2 * len(amx["models"])
-    wrong = {r["model"] for r in rewrite(amx) if not r["agrees"]}
-    assert wrong == {m["model"] for m in amx["models"] if not m["model"].startswith("BERT")}
-    # about half a bfloat16 step at p near 1/3 (2**-10), where the AMD EPYC's rows, made
-    # before 5b44dfa, are a fifth of that or less
-    assert all(5e-4 < r["max_abs_dp"] < 1.2e-3 for r in rewrite(amx) if r["model"] in wrong)
-    assert all(r["max_abs_dp"] < 2.5e-4 for r in rewrite(amd) if r["model"] in wrong)
-    assert all(r["agrees"] for r in rewrite(amd))
-    assert 'is "wrong" at every variant but the two BERT ones' in text
-    assert "That is not the CPU" in text
-    drcn = next(m for m in amx["models"] if m["model"] == "DRCN")
-    assert drcn["default"]["512x20"] != "openvino bf16"
-    candidate = next(
-        c
-        for c in drcn["serving_choice"]["candidates"]
-        if (c["backend"], c["precision"]) == ("openvino", "bf16")
-    )
-    assert "SIGSEGV" in candidate["error"]
-    row = next(
-        r
-        for r in amx["rows"]
-        if (r["model"], r["runtime"], r["batch"]) == ("DRCN", "openvino bf16", 512)
-    )
-    assert row["agrees"] and row["median_ms"] < min(
-        r["median_ms"]
-        for r in amx["rows"]
-        if r["model"] == "DRCN"
-        and r["batch"] == 512
-        and r["runtime"] != "openvino bf16"
-        and r.get("median_ms")
-        and r.get("agrees")
-    )
-    assert "died (`SIGSEGV`) in the serving choice's probe of changing text lengths" in text
+    mended = {r["model"] for r in amx["redone"] if "8f2cf85" in r.get("reason", "")}
+    assert {"DRCN", "FITN", "BERT (h_0)"} <= mended
+    for row in rewrite(amx):
+        if row["model"].startswith("BERT"):
+            continue  # no output softmax painted: BERT's rows agreed with the bug too
+        if row["model"] in mended:  # float32 probabilities again: a fifth of a step or less
+            assert row["agrees"] and row["max_abs_dp"] < 2.5e-4, row
+        else:  # about half a bfloat16 step at p near 1/3 (2**-10)
+            assert not row["agrees"] and 5e-4 < row["max_abs_dp"] < 1.2e-3, row
+    assert all(r["agrees"] for r in rewrite(amd) if not r["model"].startswith("BERT"))
+    assert "That was not the CPU" in text
+
+    def entry(model):
+        return next(m for m in amx["models"] if m["model"] == model)
 
     def candidate(model, backend, precision):
-        entry = next(m for m in amx["models"] if m["model"] == model)
         return next(
             c
-            for c in entry["serving_choice"]["candidates"]
+            for c in entry(model)["serving_choice"]["candidates"]
             if (c["backend"], c["precision"]) == (backend, precision)
         )
 
-    def amx_row(model, runtime, batch):
-        return next(
-            r
-            for r in amx["rows"]
-            if (r["model"], r["runtime"], r["batch"]) == (model, runtime, batch)
-        )
+    def fastest(model, batch):
+        rows = [r for r in amx["rows"] if (r["model"], r["batch"]) == (model, batch)]
+        return min((r for r in rows if r.get("agrees") and r.get("median_ms")),
+                   key=lambda r: r["median_ms"])["runtime"]  # fmt: skip
 
-    fitn = next(m for m in amx["models"] if m["model"] == "FITN")
-    assert fitn["default"]["512x20"] == "savedmodel bf16 (xla=False)"
-    assert "SIGSEGV" in candidate("FITN", "openvino", "bf16")["error"]
-    assert "SIGSEGV" in amx_row("FITN", "openvino bf16", 8)["conversion"]
-    assert candidate("FITN", "savedmodel_noxla", "bf16")["label_agreement"] == 1.0
-    assert not amx_row("FITN", "savedmodel bf16 (xla=False)", 512)["agrees"]
-    assert "the serving choice kept it on its label agreement (1.000 on its 512 pairs)" in text
-    h0 = candidate("BERT (h_0)", "openvino", "bf16")["label_agreement"]
-    assert round(h0, 3) == 0.988 and h0 < 0.99
-    assert all(amx_row("BERT (h_0)", "openvino bf16", b)["agrees"] for b in (8, 512))
-    assert "OpenVINO bf16 gave 0.988 of the float32 labels" in text
+    for model in ("DRCN", "FITN"):
+        assert entry(model)["default"]["512x20"] == "savedmodel bf16 (xla=False)"
+        assert fastest(model, 512) == "savedmodel bf16 (xla=False)"
+        assert "SIGSEGV" in candidate(model, "openvino", "bf16")["error"]
+    assert "SIGSEGV" in next(
+        r["conversion"]
+        for r in amx["rows"]
+        if (r["model"], r["runtime"], r["batch"]) == ("FITN", "openvino bf16", 8)
+    )
+    assert "died (`SIGSEGV`) in the serving choice's probe of changing text lengths" in text
+    h0 = entry("BERT (h_0)")
+    assert h0["default"] == {"8x20": "openvino bf16", "512x20": "openvino bf16"}
+    assert h0["serving_choice"]["pairs"] == 2048
+    now = candidate("BERT (h_0)", "openvino", "bf16")["label_agreement"]
+    assert now >= 0.99 and f"on them OpenVINO bf16 gave {now:.3f} of the float32 labels" in text
+    earlier = _earlier_record("286480c", "docs/runs/runtimes/runtimes-amx.json")
+    before = next(m for m in earlier["models"] if m["model"] == "BERT (h_0)")["serving_choice"]
+    refused = next(
+        c["label_agreement"]
+        for c in before["candidates"]
+        if (c["backend"], c["precision"]) == ("openvino", "bf16")
+    )
+    assert before["pairs"] == 512 and round(refused, 3) == 0.988 < 0.99
+    assert "its fastest path, at 0.988 of the float32 labels on 512 pairs" in text
+    # the standing: the default the fastest agreeing path, or within 5 %, everywhere
+    for model in amx["models"]:
+        for batch, length in amx["shapes"]:
+            found = lab_runtimes.shape_summary(amx, model, batch, length)
+            assert found["over_fastest"] is not None and found["over_fastest"] <= 1.05, (
+                model["model"], batch, found,
+            )  # fmt: skip
 
 
 def test_call_timeline_reading_is_its_record():

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from re2_lab.revisions import checkout
+from re2_lab.revisions import checkout, commit
 
 
 def _git(repo, *args):
@@ -39,6 +39,28 @@ def test_a_revision_is_checked_out_beside_and_removed_after_even_on_error(tmp_pa
     with pytest.raises(subprocess.CalledProcessError):
         with checkout("no-such-revision", tmp_path / "none", repo):
             pass
+
+
+def test_a_side_is_named_by_its_commit_and_a_changed_library_tree_is_said(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "re2_tf").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "re2_tf" / "m.py").write_text("x = 1\n")
+    (repo / "notes.txt").write_text("a\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "one")
+    first = _git(repo, "rev-parse", "HEAD")
+    assert commit(repo) == first and len(first) == 40
+    assert commit(repo, short=True) == _git(repo, "rev-parse", "--short", "HEAD")
+    (repo / "notes.txt").write_text("b\n")  # outside the library: the commit still says it
+    assert commit(repo) == first
+    (repo / "re2_tf" / "m.py").write_text("x = 2\n")
+    assert commit(repo) == first + " + working tree"
+    assert commit(repo, "HEAD") == first  # a named revision is the commit alone
+    _git(repo, "commit", "-qam", "two")
+    assert commit(repo, "HEAD^") == first != commit(repo)
+    with pytest.raises(subprocess.CalledProcessError):
+        commit(repo, "no-such-revision")
 
 
 def test_an_export_ab_script_measures_only_the_variants_it_knows(tmp_path, monkeypatch):

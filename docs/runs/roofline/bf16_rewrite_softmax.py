@@ -97,18 +97,14 @@ def measure(source, model, variant):
 
 
 def main():
-    from re2_lab.revisions import checkout
+    from re2_lab.revisions import checkout, commit
     from re2_lab.roofline import ab_record
 
     args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
     chosen = args["variants"].split(",") if "variants" in args else list(VARIANTS)
-    after = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    after = commit(ROOT, short=True)
+    before = commit(ROOT, args["before"], short=True)
     with tempfile.TemporaryDirectory() as tmp, checkout(args["before"], Path(tmp) / "b", ROOT) as b:
-        before = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=b, capture_output=True, text=True
-        ).stdout.strip()
         record = ab_record(
             "docs/runs/roofline/bf16_rewrite_softmax.py", args, rounds=1, threads=0,
             before=before, after=after, variants={},
