@@ -242,9 +242,9 @@ def judge(rows, min_agreement=runtimes.MIN_AGREEMENT):
     path's verdict is the rule on its ``argmax_agreement`` at the shape where it was compared
     on the most pairs (the largest batch: every shape compares the same number of batches,
     so at 8 × 20 one changed label of 32 pairs is 0.969, at 512 × 20 one of 2048 is 0.9995),
-    and every row of the path that ran gets it. A row without an agreement (it did not run)
-    gets ``None``. A path judged on the pairs of its largest shape, as the choice judges a
-    candidate on its pairs, whatever the batch.
+    and every row of the path that ran gets it, as the serving choice judges a candidate once
+    on its pairs whatever the batch. A row without an agreement (it did not run) gets
+    ``None``.
 
     Args:
         rows: a record's rows (``model``, ``runtime``, ``batch``, ``argmax_agreement`` or
