@@ -452,8 +452,16 @@ def test_openvino_bf16_fitn_dies_in_the_shape_changes_probe_not_in_serving(tmp_p
         )
 
     assert len(run("bf16", False)["times_s"]) == 20
-    with pytest.raises(RuntimeError, match="killed by SIGSEGV"):
-        run("bf16", True)
+    # The crash is a memory fault, not an exception, and not every process meets it
+    # (docs/performance.md): up to 3 fresh processes, and one must die.
+    died = []
+    for _ in range(3):
+        try:
+            assert len(run("bf16", True)["times_s"]) == 20  # a process that lives times all
+        except RuntimeError as error:
+            died.append(str(error))
+            break
+    assert died and "killed by SIGSEGV" in died[0], died
     assert len(run("f32", True)["times_s"]) == 20
 
 
