@@ -32,8 +32,6 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 from re2_tf import benchmarking
 from re2_tf.machine import cpu_units
 from re2_tf.serving import runtimes
@@ -148,7 +146,8 @@ def choose_precision(
                 [a for a, _ in pairs], [b for _, b in pairs]
             )
     fp32, bf16 = probabilities["fp32"], probabilities["bf16"]
-    agreement = float((fp32.argmax(-1) == bf16.argmax(-1)).mean())
+    measured = runtimes.agreement(fp32, bf16)
+    agreement = measured["argmax_agreement"]
     faster = all(medians["bf16"][s] < medians["fp32"][s] for s in medians["fp32"])
     if not runtimes.agrees(agreement, min_agreement):
         chosen, reason = "fp32", f"bf16 agrees on {agreement:.2%} of the labels only"
@@ -162,7 +161,7 @@ def choose_precision(
         measured=True,
         median_ms=medians,
         label_agreement=round(agreement, 4),
-        max_abs_dp=float(np.abs(fp32 - bf16).max()),
+        max_abs_dp=measured["max_abs_dp"],
         pairs=len(pairs),
         min_agreement=min_agreement,
     )

@@ -388,7 +388,6 @@ def _score(export_dir, rows, pairs):
             continue
         if reference is None:
             reference = probabilities
-        row["label_agreement"] = round(
-            float((reference.argmax(-1) == probabilities.argmax(-1)).mean()), 4
-        )
-        row["max_abs_dp"] = float(np.abs(reference - probabilities).max())
+        measured = runtimes.agreement(reference, probabilities)
+        row["label_agreement"] = round(measured["argmax_agreement"], 4)
+        row["max_abs_dp"] = measured["max_abs_dp"]
