@@ -7,7 +7,9 @@ and NumPy, never ``re2_tf``. It warms the signature up, runs ``calls`` calls und
 ``*.xplane.pb``). Prints one JSON line.
 
 Request keys: ``path``, ``signature``, ``inputs``, ``seed``, ``intra_op_threads``,
-``inter_op_threads`` as in ``timing_worker.py``; ``calls`` (profiled calls), ``warmup``
+``inter_op_threads``, ``inputs_file`` as in ``timing_worker.py`` (with ``inputs_file`` the
+warm-up and profiled calls cycle its 4 batches; without it every call gets one batch drawn
+from ``inputs``); ``calls`` (profiled calls), ``warmup``
 (calls before the profiler starts), ``logdir`` (where the trace is written); ``precision``
 ``bf16`` turns on TensorFlow's oneDNN bfloat16 rewrite for the process, as in
 ``timing_worker.py`` (``re2_tf.serving.runtimes.TF_BF16_REWRITE``).
@@ -28,6 +30,8 @@ Output keys:
         trace carries (``dot``, ``convolution``, ``concatenate``, ...; a fusion is ``fusion``,
         or ``fusion with dot`` / ``fusion with convolution`` when its fused computation holds
         one), a TensorFlow kernel's type (``MatMul``, ``_MklSoftmax``, ...).
+    runs: ``{op name: events per call}``, how many times each op ran in a call, counted over
+        every thread (a thunk inside a ``while`` body runs once per iteration).
 """
 
 import glob
@@ -43,7 +47,7 @@ from pathlib import Path
 _RE2_TF = importlib.util.find_spec("re2_tf").submodule_search_locations[0]  # not imported
 sys.path.insert(0, str(Path(_RE2_TF) / "serving"))
 
-from timing_worker import TF_BF16_REWRITE_LISTS, make_inputs  # noqa: E402
+from timing_worker import TF_BF16_REWRITE_LISTS, make_inputs, read_batches  # noqa: E402
 
 
 def hlo_kinds(space):
@@ -85,9 +89,10 @@ def _is_kernel(line, name):
     return line != "python" and ":" in name and " " not in name and "::" not in name
 
 
-def exclusive_op_times(space):
+def exclusive_op_times(space, counts=None):
     """``{op name: total exclusive picoseconds}`` over every line of every plane of an
-    XSpace (see the module docstring)."""
+    XSpace (see the module docstring); with a dict ``counts``, also adds each op's number of
+    events to it."""
     totals = {}
     for plane in space.planes:
         names = {key: meta.name for key, meta in plane.event_metadata.items()}
@@ -102,6 +107,8 @@ def exclusive_op_times(space):
                 elif not _is_kernel(line.name, name):
                     continue
                 events.append((event.offset_ps, event.offset_ps + event.duration_ps, name))
+                if counts is not None:
+                    counts[name] = counts.get(name, 0) + 1
             events.sort(key=lambda e: (e[0], -e[1]))
             stack = []  # [end, op, exclusive] of the enclosing events
             for start, end, op in events:
@@ -247,17 +254,21 @@ def main(request):
 
         loaded = tf.saved_model.load(request["path"])
     function = loaded.signatures[request["signature"]]
-    rng = np.random.default_rng(request.get("seed", 0))
-    batch = next(iter(request["inputs"].values()))["shape"][0]
-    feed = {k: tf.constant(v) for k, v in make_inputs(request["inputs"], batch, rng).items()}
-    for _ in range(1 + request.get("warmup", 10)):
-        function(**feed)
+    if request.get("inputs_file"):
+        batches = read_batches(request["inputs_file"])
+    else:
+        rng = np.random.default_rng(request.get("seed", 0))
+        batch = next(iter(request["inputs"].values()))["shape"][0]
+        batches = [make_inputs(request["inputs"], batch, rng)]
+    feeds = [{k: tf.constant(v) for k, v in b.items()} for b in batches]
+    for i in range(1 + request.get("warmup", 10)):
+        function(**feeds[i % len(feeds)])
     calls = int(request.get("calls", 20))
     tf.profiler.experimental.start(request["logdir"])
     walls = []
-    for _ in range(calls):
+    for i in range(calls):
         start = time.perf_counter()
-        function(**feed)
+        function(**feeds[i % len(feeds)])
         walls.append(time.perf_counter() - start)
     tf.profiler.experimental.stop()
     files = glob.glob(f"{request['logdir']}/**/*.xplane.pb", recursive=True)
@@ -265,7 +276,8 @@ def main(request):
         raise RuntimeError(f"the profiler wrote no trace under {request['logdir']}")
     space = xplane_pb2.XSpace()
     space.ParseFromString(Path(files[0]).read_bytes())
-    ops = {k: v / 1e9 / calls for k, v in exclusive_op_times(space).items()}
+    counts = {}
+    ops = {k: v / 1e9 / calls for k, v in exclusive_op_times(space, counts).items()}
     known = hlo_kinds(space)
     kinds = {k: known.get(k, k.rsplit(":", 1)[-1]) for k in ops}
     phases = call_phases(space)
@@ -274,7 +286,15 @@ def main(request):
     for phase, wall in zip(phases, walls):
         phase["python"] = 1e3 * wall - phase["execute"]
     wall_ms = 1e3 * sum(walls) / calls
-    out = {"calls": calls, "wall_ms": wall_ms, "ops": ops, "kinds": kinds, "phases": phases}
+    runs = {k: counts[k] / calls for k in ops}
+    out = {
+        "calls": calls,
+        "wall_ms": wall_ms,
+        "ops": ops,
+        "kinds": kinds,
+        "phases": phases,
+        "runs": runs,
+    }
     print(json.dumps(out))
 
 

@@ -670,19 +670,31 @@ MATMUL_KINDS = frozenset(
 
 
 def profile_export(
-    path, signature, input_spec, *, calls=20, warmup=10, threads=2, seed=0, precision="f32"
+    path,
+    signature,
+    input_spec,
+    *,
+    calls=20,
+    warmup=10,
+    threads=2,
+    seed=0,
+    precision="f32",
+    inputs_file=None,
 ):
     """Profile ``calls`` calls of an exported SavedModel in a fresh process
     (``re2_lab/profile_worker.py``, ``tf.profiler.experimental``), after ``warmup`` calls,
     with ``threads`` intra-op threads and 1 inter-op thread; ``precision="bf16"`` under
     TensorFlow's oneDNN bfloat16 rewrite (:data:`re2_tf.serving.runtimes.TF_BF16_REWRITE`).
+    The calls cycle the 4 batches of ``inputs_file`` (``.npz``,
+    :func:`re2_tf.benchmarking.write_batches`) where given, else all take one batch the
+    worker draws from ``input_spec``.
 
     Returns:
         dict: ``calls``, ``wall_ms`` (mean per call under the profiler), ``ops`` (``{op:
         exclusive ms per call, summed over threads}``: XLA thunks by HLO instruction name,
         TensorFlow kernels as ``name:Type``), ``kinds`` (``{op: opcode or kernel type}``),
         ``phases`` (one ``{phase: ms}`` per call: where its time went, from Python to XLA's
-        thunks; ``re2_lab/profile_worker.py``).
+        thunks; ``re2_lab/profile_worker.py``), ``runs`` (``{op: times it ran per call}``).
 
     Raises:
         RuntimeError: the worker failed (its stderr's tail).
@@ -706,6 +718,8 @@ def profile_export(
             logdir=logdir,
             precision=precision,
         )
+        if inputs_file is not None:
+            request["inputs_file"] = os.fspath(inputs_file)
         return benchmarking.run_worker(worker, request)
 
 
@@ -1079,7 +1093,8 @@ def alternate_paths(
     :func:`re2_tf.benchmarking.time_table5`).
 
     Args:
-        paths: ``{name: (export or converted model path, OpenVINO precision or None)}``.
+        paths: ``{name: (export or converted model path, precision or None)}``: OpenVINO's
+            precision, or ``bf16`` for a SavedModel under TensorFlow's bfloat16 rewrite.
         featurizers: the network's featurisers (they make the inputs).
         shapes: ``[(batch, length, timed batches)]``.
         rounds: how many times every path is timed at every shape.
@@ -1148,8 +1163,10 @@ def ab_agreement(outputs, reference):
 
 def ab_profiles(paths, featurizers, shapes, workdir, *, top=8, environments=None):
     """Profile every SavedModel among an A/B's ``paths`` (the ones that are directories;
-    converted models have no ``tf.profiler`` trace) once per shape on :func:`ab_inputs`'s
-    batches, with :func:`profile_export` (20 calls at batch <= 64, 3 above; 3 untimed),
+    converted models have no ``tf.profiler`` trace; ``bf16`` under TensorFlow's bfloat16
+    rewrite, as :func:`alternate_paths` times it) once per shape on :func:`ab_inputs`'s
+    batches (its file), with :func:`profile_export` (20 calls at batch <= 64, 3 above; 3
+    untimed),
     each in ``environments``' variables for its name, as :func:`alternate_paths`.
 
     Returns:
@@ -1165,12 +1182,18 @@ def ab_profiles(paths, featurizers, shapes, workdir, *, top=8, environments=None
     profiles = {}
     for batch, length, _ in shapes:
         input_spec = ab_inputs(featurizers, batch, length, workdir)
-        for name, (path, _) in paths.items():
+        for name, (path, precision) in paths.items():
             if not Path(path).is_dir():
                 continue
             with environment((environments or {}).get(name)):
                 traced = profile_export(
-                    path, runtimes.SIGNATURE, input_spec, calls=20 if batch <= 64 else 3, warmup=3
+                    path,
+                    runtimes.SIGNATURE,
+                    input_spec,
+                    calls=20 if batch <= 64 else 3,
+                    warmup=3,
+                    precision=precision or "f32",
+                    inputs_file=Path(workdir) / f"inputs_{batch}.npz",
                 )
             kinds, _ = kind_times(traced)
             profiles[f"{name}@{batch}"] = {

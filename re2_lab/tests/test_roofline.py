@@ -359,8 +359,10 @@ def test_profiled_op_times_are_exclusive_and_skip_framework_events():
     add(worker, 14, 70, 4)  # a TensorFlow kernel outside XLA
     python = plane.lines.add(name="python")
     add(python, 15, 0, 100)
-    totals = _profile_worker().exclusive_op_times(space)
+    counts = {}
+    totals = _profile_worker().exclusive_op_times(space, counts)
     assert totals == {"while.3": 20, "dot.9": 27, "fusion.1": 10, "model/Softmax:_MklSoftmax": 4}
+    assert counts == {"while.3": 1, "dot.9": 2, "fusion.1": 1, "model/Softmax:_MklSoftmax": 1}
 
 
 def test_a_profiled_call_splits_into_python_s_dispatch_tensorflow_s_kernels_and_xla_s_thunks():
@@ -456,6 +458,51 @@ def test_profiling_an_xla_savedmodel_names_its_matmul_by_opcode(tmp_path):
         assert call["python"] >= 0 and call["eager"] >= 0 and call["xla_between_ops"] >= 0
         assert call["before_xla"] + call["xla"] + call["after_xla"] == pytest.approx(call["run"])
         assert 0 < call["xla_ops"] <= call["xla"] < call["run"] < call["execute"]
+
+
+@pytest.mark.slow
+def test_a_profile_runs_on_the_batches_file_and_counts_a_loops_runs(tmp_path):
+    import numpy as np
+    import tensorflow as tf
+
+    from re2_tf import benchmarking
+
+    class Net(tf.Module):
+        def __init__(self):
+            # large enough for XLA to run the product as its own thunk, not inlined
+            self.w = tf.Variable(tf.random.stateless_normal([128, 128], seed=[1, 2]))
+
+        @tf.function(
+            input_signature=[tf.TensorSpec([None, 3], tf.int32, name="x")], jit_compile=True
+        )
+        def __call__(self, x):
+            # a run-time trip count: the batch's largest id
+            _, h = tf.while_loop(
+                lambda k, h: k < tf.reduce_max(x),
+                lambda k, h: (k + 1, tf.tanh(tf.matmul(h, self.w))),
+                (tf.constant(0), tf.ones([64, 128])),
+            )
+            return {"y": h}
+
+    net = Net()
+    tf.saved_model.save(net, str(tmp_path / "net"), signatures={"serving": net.__call__})
+    # 4 batches whose largest ids are 2, 4, 6 and 8: 5 runs of the loop's product per call
+    # over 4 calls; a batch drawn from the spec (ids 0 or 1) would run it at most once
+    batches = [{"x": np.array([[1, 0, t], [0, 1, 1]], np.int32)} for t in (2, 4, 6, 8)]
+    spec = benchmarking.write_batches(batches, tmp_path / "inputs.npz")
+    traced = roofline.profile_export(
+        tmp_path / "net",
+        "serving",
+        spec,
+        calls=4,
+        warmup=3,
+        threads=1,
+        inputs_file=tmp_path / "inputs.npz",
+    )
+    dots = [n for n, kind in traced["kinds"].items() if kind in ("dot", "fusion with dot")]
+    assert [traced["runs"][n] for n in dots] == [5.0]
+    drawn = roofline.profile_export(tmp_path / "net", "serving", spec, calls=4, threads=1)
+    assert all(drawn["runs"].get(n, 0) <= 1 for n in dots)
 
 
 def test_an_ab_record_names_its_command_and_machine_and_its_inputs_are_table5s(tmp_path):

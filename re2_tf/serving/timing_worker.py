@@ -140,6 +140,16 @@ def make_inputs(spec, batch, rng, spread=0, exact=None):
     return out
 
 
+def read_batches(path):
+    """The 4 batches of an ``inputs_file`` (keys ``<i>/<input name>``), in order."""
+    import numpy as np  # lazy, as make_inputs
+
+    data = np.load(path)
+    return [
+        {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith(f"{i}/")} for i in range(4)
+    ]
+
+
 def shape_change_inputs(spec, batch, rng, spread=0):
     """The batches ``shape_changes`` calls, in order: every text of every side ``L = length +
     spread + 1`` long (no padding; ``length`` the spec's, so longer than any batch drawn with
@@ -272,11 +282,7 @@ def main(request):
     spec, batch = request["inputs"], request["inputs"][next(iter(request["inputs"]))]["shape"][0]
     spread = int(request.get("length_spread", 0))
     if request.get("inputs_file"):
-        data = np.load(request["inputs_file"])
-        batches = [
-            {k.split("/", 1)[1]: data[k] for k in data.files if k.startswith(f"{i}/")}
-            for i in range(4)
-        ]
+        batches = read_batches(request["inputs_file"])
     else:
         batches = [make_inputs(spec, batch, rng, spread) for _ in range(4)]
 

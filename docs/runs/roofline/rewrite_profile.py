@@ -59,6 +59,7 @@ def main():
                     traced = profile_export(
                         path, runtimes.SIGNATURE, input_spec,
                         calls=20 if batch == 8 else 3, warmup=3, precision=precision,
+                        inputs_file=tmp / f"inputs_{batch}.npz",
                     )  # fmt: skip
                     kinds, counts = kind_times(traced)
                     profiles[f"{name}@{batch}"] = {
