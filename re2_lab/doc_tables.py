@@ -398,17 +398,35 @@ def _bf16_softmax(record):
     return "\n".join(lines + ["", footer])
 
 
+#: node kinds that are matrix products in a runtime profile (OpenVINO's, ONNX's, XLA's and
+#: TensorFlow's names; ``docs/runs/roofline/runtime_profiles.py``'s ``PRODUCTS``)
+PROFILE_PRODUCTS = frozenset(
+    {"MatMul", "FullyConnected", "Convolution", "Gemm", "Conv", "Einsum", "FusedMatMul"}
+    | {"dot", "convolution", "fusion with dot", "fusion with convolution", "_MklMatMul"}
+    | {"_MklBatchMatMulV2", "_MklNativeConv2D", "_MklEinsum", "_MklNativeFusedMatMul"}
+)
+
+
 def _profiles(record, kinds=3):
     """``docs/runs/roofline/runtime_profiles.py``'s record: per variant and shape, the profiled
     call's wall ms, its nodes' summed ms, the matrix products' ms with their GFLOP/s (the
     call's FLOPs over the products' time) and their ratio to the best-precision FLOP floor,
-    the other nodes' ms with their ``kinds`` largest node types, and the nodes per call."""
+    the other nodes' ms with their ``kinds`` largest node types, and the nodes per call; where
+    the record has loops (a SavedModel's ``looped``), the loop's runs per call, the ops that
+    ran in it and their µs per run, beside the dependency floor's µs per step."""
     from re2_lab.throughput import describe_machine
 
+    loops = any(
+        "looped" in p
+        for e in record["variants"].values()
+        for p in e.values()
+        if isinstance(p, dict)
+    )
     lines = [
         "| variant | batch | runtime | wall ms | nodes ms | products ms (GFLOP/s) "
-        "| products ÷ FLOP floor | other ms: largest | nodes per call |",
-        "|---|---|---|---:|---:|---:|---:|---|---:|",
+        "| products ÷ FLOP floor | other ms: largest | nodes per call |"
+        + (" loop runs × ops: µs per run (floor's) |" if loops else ""),
+        "|---|---|---|---:|---:|---:|---:|---|---:|" + ("---|" if loops else ""),
     ]
     for variant, entry in record["variants"].items():
         for key, p in entry.items():
@@ -419,17 +437,29 @@ def _profiles(record, kinds=3):
             others = [
                 (kind, ms)
                 for kind, ms in p["kinds_ms"].items()
-                if kind not in ("Loop", "If", "Scan", "TensorIterator")
-                and kind not in ("MatMul", "FullyConnected", "Convolution", "Gemm", "Conv")
+                if kind not in ("Loop", "If", "Scan", "TensorIterator", "while")
+                and kind not in PROFILE_PRODUCTS
             ][:kinds]
             largest = ", ".join(f"{kind} {ms:.2f}" for kind, ms in others)
-            lines.append(
-                f"| {variant} | {key.replace('x', '×')} | {entry['backend']} "
-                f"{p['effective_precision']} | {p['wall_ms_median']:.2f} | {p['node_ms']:.2f} | "
+            runtime = p.get("runtime") or f"{entry['backend']} {p['effective_precision']}"
+            line = (
+                f"| {variant} | {key.replace('x', '×')} | {runtime} "
+                f"| {p['wall_ms_median']:.2f} | {p['node_ms']:.2f} | "
                 f"{p['product_ms']:.2f} ({flops / p['product_ms'] / 1e6:.0f}) | "
                 f"{p['product_ms'] / floor:.2f} | {p['other_ms']:.2f}: {largest} | "
                 f"{p['nodes_per_call']:,.0f} |"
             )
+            if loops:
+                loop, steps = p.get("looped"), p["floors"]["sequential_steps"]
+                if loop and loop["loop_runs"]:
+                    per_step = p["floors"]["dependency_floor_ms"] / steps * 1e3
+                    line += (
+                        f" {loop['loop_runs']:.0f} × {loop['ops']}"
+                        f": {loop['ms_per_loop_run'] * 1e3:.0f} ({per_step:.1f}) |"
+                    )
+                else:
+                    line += " — |"
+            lines.append(line)
     return "\n".join(lines + ["", f"{describe_machine(record)}. Command: `{record['command']}`."])
 
 

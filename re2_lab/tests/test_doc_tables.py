@@ -798,6 +798,45 @@ def test_a_profiles_block_gives_the_products_speed_and_the_other_nodes(tmp_path)
     assert "Command: `python docs/runs/roofline/runtime_profiles.py`." in text
 
 
+def test_a_profiles_block_gives_a_savedmodels_loop_beside_the_floors_step(tmp_path):
+    # by hand: XLA's "dot" is a product; the loop ran 39 times per call, 17 ops in it, 1.8 ms
+    # in all: 1.8 / 39 = 46 µs per run; the floor's step 0.083 ms / 39 steps = 2.1 µs; a
+    # runtime profile without a loop shows "—"; the runtime named by the entry's "runtime"
+    loop = {
+        "ops": 17,
+        "runs_per_call": 664,
+        "ms": 1.8,
+        "loop_runs": 39,
+        "ms_per_loop_run": 1.8 / 39,
+    }
+    xla = {
+        "wall_ms_median": 3.8, "node_ms": 2.4, "product_ms": 1.2, "other_ms": 1.2,
+        "nodes_per_call": 780, "effective_precision": "f32", "runtime": "savedmodel (XLA)",
+        "kinds_ms": {"dot": 1.2, "fusion": 0.8, "while": 0.2, "copy": 0.1}, "looped": loop,
+        "floors": {"flops": 6e7, "flop_floor_ms": {"float32": 0.2, "bfloat16": 0.05},
+                   "sequential_steps": 39, "dependency_floor_ms": 0.083},
+    }  # fmt: skip
+    ov = {
+        "wall_ms_median": 2.0, "node_ms": 1.5, "product_ms": 1.0, "other_ms": 0.5,
+        "nodes_per_call": 100, "effective_precision": "bf16", "runtime": "openvino bf16",
+        "kinds_ms": {"FullyConnected": 1.0, "Concat": 0.3},
+        "floors": {"flops": 1e8, "flop_floor_ms": {"float32": 0.4, "bfloat16": 0.1},
+                   "sequential_steps": 0, "dependency_floor_ms": 0.0},
+    }  # fmt: skip
+    record = {
+        "command": "python docs/runs/roofline/runtime_profiles.py --record=r.json",
+        "cpu": "Intel Xeon", "cpu_features": ["amx_bf16"], "cpu_count": 2, "date": "2026-12-01",
+        "variants": {"Net": {"8x20": xla}, "Other": {"8x20": ov}},
+    }  # fmt: skip
+    (tmp_path / "p.json").write_text(json.dumps(record))
+    text = doc_tables.generate("profiles p.json", root=tmp_path)
+    assert "| loop runs × ops: µs per run (floor's) |" in text
+    row = "| Net | 8×20 | savedmodel (XLA) | 3.80 | 2.40 | 1.20 (50) | 24.00 | "
+    assert row + "1.20: fusion 0.80, copy 0.10 | 780 | 39 × 17: 46 (2.1) |" in text
+    assert "| Other | 8×20 | openvino bf16 | 2.00 | 1.50 | 1.00 (100) | 10.00 | " in text
+    assert "0.50: Concat 0.30 | 100 | — |" in text
+
+
 def test_a_phases_block_counts_slowed_processes_and_batches(tmp_path):
     # by hand: path A's process medians 100, 110, 160: least 100, median 110, most 160; at
     # 1.5x the least (150) or more: one process (160) and the batches 150, 170, 160 (3 of 9);

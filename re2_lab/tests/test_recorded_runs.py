@@ -1211,6 +1211,55 @@ def test_bf16_ab_reading_is_its_record():
     assert dot["bf16 XLA@512"] > dot["fp32 XLA (default)@512"]
 
 
+def test_the_amx_bf16_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/bf16_ab-amx.json: no SavedModel
+    path within 1.2x of OpenVINO bf16, the best of them and its ratio per variant and shape;
+    at 512 x 20 on RE2 3 blocks, XLA's bf16 products no faster than its float32 ones,
+    oneDNN's bf16 products far faster but the element-wise kernels around them larger; every
+    path's labels the default's on at least 99.5 % of the pairs."""
+    record = json.loads((RUNS / "roofline" / "bf16_ab-amx.json").read_text())
+    assert {"amx_bf16", "avx512_bf16"} <= set(record["cpu_features"])
+    flat = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    ov = "openvino bf16 (serving choice)"
+    for variant in ("RE2 3 blocks", "RE2 1 block"):
+        times = {k: statistics.median(v) for k, v in record["variants"][variant].items()}
+        for batch in (8, 512):
+            paths = {k.split("@")[0]: ms for k, ms in times.items() if k.endswith(f"@{batch}")}
+            best = min((ms, name) for name, ms in paths.items() if name != ov)
+            assert best[0] / paths[ov] > 1.2, (variant, batch)
+            assert f"{best[0]:.2f}" in flat and f"{paths[ov]:.2f}" in flat
+            assert f"{best[0] / paths[ov]:.2f}×" in flat
+        assert (
+            min(
+                ("fp32 XLA (default)", "TF bf16 rewrite (fp32 xla=False)"),
+                key=lambda n: times[f"{n}@512"],
+            )
+            == "TF bf16 rewrite (fp32 xla=False)"
+        )
+    kinds = {k: v["kinds"] for k, v in record["profiles"]["RE2 3 blocks"].items()}
+    xla32, xla16 = kinds["fp32 XLA (default)@512"]["dot"], kinds["bf16 XLA@512"]["dot"]
+    assert xla16 >= xla32 and f"take {xla16:.2f} thread-ms against {xla32:.2f} in float32" in flat
+    bf16 = kinds["bf16 xla=False@512"]
+    assert bf16["Mul"] > bf16["_MklBatchMatMulV2"] < xla32 / 5
+    for kind, ms in (
+        ("_MklBatchMatMulV2", bf16["_MklBatchMatMulV2"]),
+        ("Mul", bf16["Mul"]),
+        ("AddV2", bf16["AddV2"]),
+    ):
+        assert f"{ms:.2f}" in flat, kind
+    rewrite = kinds["TF bf16 rewrite (fp32 xla=False)@512"]
+    assert f"`Cast`s ({rewrite['Cast']:.2f})" in flat and f"`Mul` ({rewrite['Mul']:.2f})" in flat
+    ov_profile = json.loads((RUNS / "roofline" / "runtime_profiles-amx.json").read_text())
+    ov_profile = ov_profile["variants"]["RE2 3 blocks"]["512x20"]
+    assert f"{ov_profile['product_ms']:.2f} ms of products and {ov_profile['other_ms']:.2f}" in flat
+    gelu, multiply = ov_profile["kinds_ms"]["Gelu"], ov_profile["kinds_ms"]["Multiply"]
+    assert f"`Gelu` {gelu:.2f} and `Multiply` {multiply:.2f}" in flat
+    rows = record["agreement"]["RE2 3 blocks"].values()
+    assert all(r["argmax_agreement"] >= 0.995 and r["max_abs_dp"] <= 2.4e-5 for r in rows)
+    rows = record["agreement"]["RE2 1 block"].values()
+    assert all(r["argmax_agreement"] >= 0.995 and r["max_abs_dp"] <= 2.4e-5 for r in rows)
+
+
 def test_the_openvino_bf16_bert_matchlstm_reading_is_its_records():
     """docs/performance.md, OpenVINO bf16 on BERT+MatchLSTM: the parts record (which precision
     of which part loses the labels), the agreement record (the path as served agrees) and the
@@ -1306,6 +1355,66 @@ def test_the_runtime_profiles_sentence_on_re2_is_its_record():
     assert f"node time at 8 × 20 would be {ratio:.2f}× its floor" in flat
     assert "run within 1.2× of the bf16 FLOP floor" in flat
     assert ratio <= 1.5 < p["node_ms"] / p["floors"]["flop_floor_ms"]["bfloat16"]
+
+
+def test_the_amx_runtime_profiles_reading_is_its_record():
+    """docs/performance.md, where the defaults' time goes on the CPU with AMX: RE2 3 blocks'
+    OpenVINO bf16 products' rate and their ratio to the bf16 floor, the reference kernels'
+    ms; Match-SRNN's wavefront loop (39 runs of 17 thunks) against the floor's step, from
+    docs/runs/roofline/runtime_profiles-amx.json and the AMX runtimes record it names."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    record = json.loads((ROOT / "docs/runs/roofline/runtime_profiles-amx.json").read_text())
+    assert record["record"] == "docs/runs/runtimes/runtimes-amx.json"
+    runtimes = json.loads((RUNS / "runtimes/runtimes-amx.json").read_text())
+    defaults = {m["model"]: m["default"] for m in runtimes["models"]}
+    for variant, entry in record["variants"].items():
+        for key, p in entry.items():
+            assert p["runtime"] == defaults[variant][key], (variant, key)
+    re2 = record["variants"]["RE2 3 blocks"]
+    for key in ("8x20", "512x20"):
+        p = re2[key]
+        rate = p["floors"]["flops"] / p["product_ms"] / 1e6
+        assert f"{rate:.0f}" in flat
+        assert (
+            p["kernels_ms"]["Concat (ref_bf16)"] > 0
+            and "StridedSlice (ref_bf16)" in p["kernels_ms"]
+        )
+    p = re2["8x20"]
+    ratio = p["product_ms"] / p["floors"]["flop_floor_ms"]["bfloat16"]
+    assert ratio > 1.5 and f"products alone are {ratio:.2f}× the bf16 FLOP floor" in flat
+    peak = runtimes["peaks"]["bfloat16"] / 1e9
+    assert f"{peak:,.0f} GFLOP/s this CPU's bf16 peak" in flat
+    for variant, ops in (("Match-SRNN", 17), ("Bi-Match-SRNN", 34)):
+        for key in ("8x20", "512x20"):
+            p = record["variants"][variant][key]
+            loop = p["looped"]
+            assert loop["loop_runs"] == p["floors"]["sequential_steps"] == 39
+            assert loop["ops"] == ops
+    p = record["variants"]["Match-SRNN"]["8x20"]
+    step = p["floors"]["dependency_floor_ms"] / 39 * 1e3
+    run = p["looped"]["ms_per_loop_run"] * 1e3
+    assert f"a run takes {run:.0f} µs against the floor's {step:.1f} µs per step" in flat
+    assert f"({run / step:.0f}×)" in flat
+    assert f"the loop {p['looped']['ms']:.2f} ms of the {p['wall_ms_median']:.2f} ms call" in flat
+    assert f"the skew: {p['node_ms'] - p['looped']['ms']:.2f} thread-ms)" in flat
+    phases = p["phases"]
+    assert f"{phases['xla_between_ops']:.2f} ms of the XLA executable in no thunk's event" in flat
+    around = sum(phases[k] for k in ("python", "eager", "before_xla", "after_xla"))
+    assert f"{around:.2f} ms of Python, dispatch and TensorFlow's executor" in flat
+    gates_us = p["top_nodes_ms"]["dot MatMul_1.8"] / 39 * 1e3  # H = 10: [7H, 3H] @ [3H, 8 * 21]
+    assert (
+        f"took {gates_us:.0f} µs a run, about {2 * 70 * 30 * 168 / gates_us / 1e3:.0f} GFLOP/s"
+        in flat
+    )
+    bi = [
+        record["variants"]["Bi-Match-SRNN"][k]["looped"]["ms_per_loop_run"] * 1e3
+        for k in ("8x20", "512x20")
+    ]
+    assert f"({bi[0]:.0f} µs at 8 × 20, {bi[1]:,.0f} at 512 × 20)" in flat
+    p512 = record["variants"]["Match-SRNN"]["512x20"]
+    run512 = p512["looped"]["ms_per_loop_run"] * 1e3
+    step512 = p512["floors"]["dependency_floor_ms"] / 39 * 1e3
+    assert f"a run takes {run512:,.0f} µs against {step512:.1f} ({run512 / step512:.0f}×)" in flat
 
 
 def test_the_phases_reading_of_bi_match_srnn_is_its_record():

@@ -5,13 +5,20 @@ without XLA, and OpenVINO bf16 (converted from the Keras backend's ``--xla=false
 process's batches) at batch 8 x 20 and 512 x 20 on the same batches
 (``benchmarking.table5_inputs(..., length_spread=0)``).
 
+``--paths`` adds, or chooses among, two more: ``TF bf16 rewrite (fp32 xla=False)`` (the
+default network exported ``--xla=false``, under TensorFlow's oneDNN bfloat16 rewrite:
+``re2_tf.serving.runtimes.TF_BF16_REWRITE``) and ``openvino bf16 (serving choice)``
+(OpenVINO bf16 converted from that export as the serving choice converts it,
+``re2_tf.serving.runtimes.convert``: RE2's ``serving_ids_portable``).
+
 Each path's probabilities on those batches are compared with the default export's (max |dp|,
 share of equal argmax; random weights, so probabilities are near uniform and argmax flips
 easily), and each SavedModel is profiled once per shape with ``tf.profiler``
 (``re2_lab.roofline.profile_export``): thread-ms per call in each op kind. Writes
-``bf16_ab.json`` beside this file.
+``--json_out`` (default ``bf16_ab.json``) beside this file.
 
     python docs/runs/roofline/bf16_ab.py [--rounds=3] [--variants="RE2 3 blocks"]
+        [--paths="fp32 XLA (default),bf16 XLA,..."] [--json_out=bf16_ab.json]
 """
 
 import json
@@ -35,6 +42,12 @@ PATHS = {
     "bf16 xla=False": (dict(precision="bf16", xla=False), None),
     "openvino bf16": ("openvino", "bf16"),
 }
+#: the paths ``--paths`` can add: (export keyword arguments, converter, precision)
+MORE_PATHS = {
+    "TF bf16 rewrite (fp32 xla=False)": (dict(precision="fp32", xla=False), None, "bf16"),
+    "openvino bf16 (serving choice)": (dict(precision="fp32", xla=False), "openvino", "bf16"),
+}
+CHOSEN = ARGS["paths"].split(",") if "paths" in ARGS else list(PATHS)
 
 
 def main():
@@ -50,7 +63,19 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
             paths = {}
-            for name, (kwargs, precision) in PATHS.items():
+            for name in CHOSEN:
+                if name in MORE_PATHS:
+                    kwargs, converter, precision = MORE_PATHS[name]
+                    path = tmp / "fp32_noxla"
+                    if not path.exists():
+                        path, _, featurizers = benchmarking.export_benchmark_model(
+                            spec, hparams, path, **kwargs
+                        )
+                    if converter:
+                        path = runtimes.convert(path, converter, tmp / converter)
+                    paths[name] = (path, precision)
+                    continue
+                kwargs, precision = PATHS[name]
                 if kwargs == "openvino":
                     plain, _, _ = benchmarking.export_benchmark_model(
                         spec, hparams, tmp / "keras_noxla", backend="keras", xla=False
@@ -71,7 +96,7 @@ def main():
         print(f"| {variant} | " + " | ".join(
             f"{key} {statistics.median(v):.2f} ms" for key, v in medians.items()
         ) + " |", flush=True)  # fmt: skip
-    out = Path(__file__).with_name("bf16_ab.json")
+    out = Path(__file__).with_name(ARGS.get("json_out", "bf16_ab.json"))
     out.write_text(json.dumps(record, indent=1) + "\n")
 
 

@@ -1,14 +1,24 @@
-"""Where the default path's time goes when it is not TensorFlow (issue 51, item 3): the
-runtimes record's defaults, profiled op by op in their own runtime, beside the floors.
+"""Where the default path's time goes (issue 51, item 3): a runtimes record's defaults,
+profiled op by op in their own runtime, beside the floors.
 
-- RE2 1/2/3 blocks on OpenVINO bf16 (their default at both shapes): OpenVINO's per-node
-  performance counters (``PERF_COUNT``; each node's ``real_time``, its type and the kernel
-  that ran it, ``exec_type``).
-- Match-SRNN and Bi-Match-SRNN on ONNX Runtime (their default at 8 x 20): ONNX Runtime's
-  profiler (``SessionOptions.enable_profiling``; each kernel's ``dur``, its op type).
+Without ``--record``, the AMD EPYC record (``docs/runs/runtimes/runtimes.json``) and the paths
+below at both shapes; with ``--record=<runtimes record>``, each variant's default at each
+shape as that record names it (its ``models[].default``):
 
-Each network is the runtimes record's (``docs/runs/runtimes/runtimes.json``): the benchmark
-variant with random weights, exported ``--xla=false`` and converted as the serving choice
+- OpenVINO (RE2 1/2/3 blocks' bf16 default): OpenVINO's per-node performance counters
+  (``PERF_COUNT``; each node's ``real_time``, its type and the kernel that ran it,
+  ``exec_type``).
+- ONNX Runtime (Match-SRNN's and Bi-Match-SRNN's default at 8 x 20 on the AMD EPYC): ONNX
+  Runtime's profiler (``SessionOptions.enable_profiling``; each kernel's ``dur``, its op
+  type).
+- The SavedModel, with XLA or without (``savedmodel (XLA)``, ``savedmodel (xla=False)``, and
+  ``savedmodel bf16 (xla=False)`` under TensorFlow's bfloat16 rewrite):
+  ``re2_lab.roofline.profile_export`` (``tf.profiler``; each XLA thunk or TensorFlow kernel's
+  exclusive thread-ms per call, its kind and how many times it ran per call). Its figures are
+  the means over the profiled calls, and its wall ms the mean call under the profiler.
+
+Each network is the record's: the benchmark variant with random weights, exported as that
+path's SavedModel (``--xla=false`` for the converters) and converted as the serving choice
 converts (``re2_tf.serving.runtimes.convert``), loaded with 2 threads as
 ``re2_tf.serving.runtimes.load`` loads it, fed the first 4 batches of
 ``re2_tf.benchmarking.table5_inputs(..., length_spread=0)`` through ``serving_ids``; 10 calls
@@ -18,28 +28,36 @@ other figure is the median over the profiled calls of its per-call sum: the node
 ``Loop``'s own time encloses its body's nodes, which are counted instead), ms per node type,
 per kernel and for the slowest nodes by name, the matrix products' ms, and the number of
 nodes run. The floors are the runtimes record's (FLOPs from the HLO over the measured peaks;
-the dependency floor). Writes ``runtime_profiles.json`` beside this file.
+the dependency floor). A SavedModel's entry also has ``looped``: the ops that ran more than
+once per call (a ``while`` body's), how many there are, their runs and ms per call, and ms
+per run of the loop (``loop_runs``: the body's runs), and ``phases``: the median
+call's split from Python to XLA's thunks (``re2_lab/profile_worker.py``). Writes
+``--json_out`` (default ``runtime_profiles.json`` beside this file); a record already there is
+added to.
 
     python docs/runs/roofline/runtime_profiles.py [--variants="RE2 3 blocks,Match-SRNN"]
+        [--record=docs/runs/runtimes/runtimes-amx.json --json_out=runtime_profiles-amx.json]
 """
 
 import collections
 import json
+import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from re2_lab import throughput
+from re2_lab import roofline, throughput
 from re2_tf import benchmarking
-from re2_tf.models import get_spec
+from re2_tf.models import MODEL_SPECS
 from re2_tf.serving import runtimes
 
 HERE = Path(__file__).resolve().parent
-RECORD = HERE.parents[1] / "runs" / "runtimes" / "runtimes.json"
-OUT = HERE / "runtime_profiles.json"
+ROOT = HERE.parents[2]
 ARGS = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+RECORD = ROOT / ARGS.get("record", "docs/runs/runtimes/runtimes.json")
+OUT = HERE / ARGS.get("json_out", "runtime_profiles.json")
 THREADS = 2
 SHAPES = ((8, 20, 20), (512, 20, 3))  # batch, length, profiled calls
 WARMUP = 10
@@ -51,17 +69,24 @@ VARIANTS = {
     "Match-SRNN": ("match_srnn", "onnxruntime", "f32"),
     "Bi-Match-SRNN": ("match_srnn", "onnxruntime", "f32"),
 }
-#: node types that are matrix products (OpenVINO's and ONNX's names)
+#: node types that are matrix products (OpenVINO's and ONNX's names, XLA's and TensorFlow's)
 PRODUCTS = {"MatMul", "FullyConnected", "Convolution", "Gemm", "Conv", "Einsum", "FusedMatMul"}
+PRODUCTS |= roofline.MATMUL_KINDS | {"_MklEinsum", "_MklNativeFusedMatMul"}
+#: a runtimes record's SavedModel paths: (xla, precision)
+SAVEDMODELS = {
+    "savedmodel (XLA)": (True, "f32"),
+    "savedmodel (xla=False)": (False, "f32"),
+    "savedmodel bf16 (xla=False)": (False, "bf16"),
+}
 #: node types whose time encloses their body's nodes, which are profiled too (not summed)
 CONTAINERS = {"Loop", "If", "Scan", "TensorIterator"}
 
 
-def openvino_profile(path, batches, calls):
+def openvino_profile(path, batches, calls, precision="bf16"):
     import openvino as ov
 
     config = {
-        "INFERENCE_PRECISION_HINT": "bf16",
+        "INFERENCE_PRECISION_HINT": precision,
         "PERFORMANCE_HINT": "LATENCY",
         "INFERENCE_NUM_THREADS": THREADS,
         "PERF_COUNT": "YES",
@@ -85,7 +110,7 @@ def openvino_profile(path, batches, calls):
     return walls, per_call, effective
 
 
-def onnxruntime_profile(path, batches, calls):
+def onnxruntime_profile(path, batches, calls, precision="f32"):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -127,6 +152,46 @@ def onnxruntime_profile(path, batches, calls):
             ]
         )
     return walls, per_call, "f32"
+
+
+def savedmodel_profile(path, batches, calls, precision, workdir):
+    """A SavedModel's profile (``re2_lab.roofline.profile_export``) as one call's nodes (each
+    op's mean thread-ms per call), with its runs per call and its phases."""
+    inputs_file = Path(workdir) / "inputs.npz"
+    spec = benchmarking.write_batches(batches, inputs_file)
+    traced = roofline.profile_export(
+        path,
+        runtimes.SIGNATURE,
+        spec,
+        calls=calls,
+        warmup=WARMUP,
+        threads=THREADS,
+        precision=precision,
+        inputs_file=inputs_file,
+    )
+    nodes = [(traced["kinds"][name], "", ms, name) for name, ms in traced["ops"].items()]
+    phases = {
+        phase: statistics.median(call[phase] for call in traced["phases"])
+        for phase in traced["phases"][0]
+    }
+    return [traced["wall_ms"]], [nodes], precision, traced["runs"], phases
+
+
+def looped(nodes, runs):
+    """The ops of one call that ran more than once (a loop's body and condition): how many
+    there are, their runs and ms per call, the loop's runs per call (``loop_runs``: the most
+    common runs count among them, the body's; its condition runs once more) and the ms of
+    all of them per loop run."""
+    inside = [(name, ms) for _, _, ms, name in nodes if runs.get(name, 1) > 1]
+    loop_runs = statistics.mode(runs[name] for name, _ in inside) if inside else 0
+    ms = sum(ms for _, ms in inside)
+    return {
+        "ops": len(inside),
+        "runs_per_call": sum(runs[name] for name, _ in inside),
+        "ms": ms,
+        "loop_runs": loop_runs,
+        "ms_per_loop_run": ms / loop_runs if loop_runs else None,
+    }
 
 
 def _median_per_call(per_call, key):
@@ -180,39 +245,76 @@ def summarise(walls, per_call, floors):
     }
 
 
+def paths(variant, record):
+    """``{shape key: path name}`` profiled for ``variant``: with ``--record``, its default at
+    each shape there; without, :data:`VARIANTS`' path at both."""
+    if "record" in ARGS:
+        return next(m["default"] for m in record["models"] if m["model"] == variant)
+    _, backend, precision = VARIANTS[variant]
+    return {f"{b}x{n}": f"{backend} {precision}" for b, n, _ in SHAPES}
+
+
 def main():
     runtimes_record = json.loads(RECORD.read_text())
     floors = {m["model"]: m["floors"] for m in runtimes_record["models"]}
     chosen = ARGS["variants"].split(",") if "variants" in ARGS else list(VARIANTS)
     record = json.loads(OUT.read_text()) if OUT.exists() else {"variants": {}}
     record.update(
-        command="python docs/runs/roofline/runtime_profiles.py"
-        + (f' --variants="{ARGS["variants"]}"' if "variants" in ARGS else ""),
+        command="python docs/runs/roofline/runtime_profiles.py "
+        + " ".join(f'--{k}="{v}"' if " " in v else f"--{k}={v}" for k, v in ARGS.items()),
+        record=os.fspath(RECORD.relative_to(ROOT)),
         **throughput.machine(),
         date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         versions=runtimes.versions(),
         threads=THREADS,
         warmup=WARMUP,
     )
+    record["command"] = record["command"].rstrip()
     for variant in chosen:
-        model, backend, precision = VARIANTS[variant]
-        spec = get_spec(model)
+        spec = next(spec for spec in MODEL_SPECS.values() if variant in spec.benchmark)
         hparams = spec.benchmark[variant]["hparams"]
-        entry = {"backend": backend, "precision": precision}
+        chosen_paths = paths(variant, runtimes_record)
+        entry = {}
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
-            plain, _, featurizers = benchmarking.export_benchmark_model(
-                spec, hparams, tmp / "noxla", xla=False
-            )
-            path = runtimes.convert(plain, backend, tmp / backend)
+            exports, converted, featurizers = {}, {}, None
             for batch, length, calls in SHAPES:
+                key = f"{batch}x{length}"
+                name = chosen_paths[key]
+                if name in SAVEDMODELS:
+                    xla, precision = SAVEDMODELS[name]
+                    backend = "savedmodel"
+                else:
+                    backend, precision = name.rsplit(" ", 1)
+                    xla = False
+                if xla not in exports:
+                    exports[xla], _, featurizers = benchmarking.export_benchmark_model(
+                        spec, hparams, tmp / f"xla{int(xla)}", xla=xla
+                    )
                 inputs = benchmarking.table5_inputs(featurizers, batch, length, length_spread=0)
                 batches = inputs.id_batches()
-                profile = openvino_profile if backend == "openvino" else onnxruntime_profile
-                walls, per_call, effective = profile(path, batches, calls)
-                key = f"{batch}x{length}"
+                runs, phases = None, None
+                if backend == "savedmodel":
+                    walls, per_call, effective, runs, phases = savedmodel_profile(
+                        exports[xla], batches, calls, precision, tmp
+                    )
+                else:
+                    if backend not in converted:
+                        converted[backend] = runtimes.convert(
+                            exports[False], backend, tmp / backend
+                        )
+                    path = converted[backend]
+                    profile = openvino_profile if backend == "openvino" else onnxruntime_profile
+                    walls, per_call, effective = profile(path, batches, calls, precision)
                 entry[key] = summarise(walls, per_call, floors[variant][key])
                 entry[key]["effective_precision"] = effective
+                entry[key]["runtime"] = (
+                    name if backend == "savedmodel" else f"{backend} {effective}"
+                )
+                if runs is not None:
+                    entry[key]["nodes_per_call"] = sum(runs.values())
+                    entry[key]["looped"] = looped(per_call[0], runs)
+                    entry[key]["phases"] = phases
                 print(variant, key, json.dumps(entry[key])[:400], flush=True)
         record["variants"][variant] = entry
         OUT.write_text(json.dumps(record, indent=1) + "\n")
