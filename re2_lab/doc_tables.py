@@ -398,15 +398,6 @@ def _bf16_softmax(record):
     return "\n".join(lines + ["", footer])
 
 
-#: node kinds that are matrix products in a runtime profile (OpenVINO's, ONNX's, XLA's and
-#: TensorFlow's names; ``docs/runs/roofline/runtime_profiles.py``'s ``PRODUCTS``)
-PROFILE_PRODUCTS = frozenset(
-    {"MatMul", "FullyConnected", "Convolution", "Gemm", "Conv", "Einsum", "FusedMatMul"}
-    | {"dot", "convolution", "fusion with dot", "fusion with convolution", "_MklMatMul"}
-    | {"_MklBatchMatMulV2", "_MklNativeConv2D", "_MklEinsum", "_MklNativeFusedMatMul"}
-)
-
-
 def _profiles(record, kinds=3):
     """``docs/runs/roofline/runtime_profiles.py``'s record: per variant and shape, the profiled
     call's wall ms, its nodes' summed ms, the matrix products' ms with their GFLOP/s (the
@@ -414,6 +405,7 @@ def _profiles(record, kinds=3):
     the other nodes' ms with their ``kinds`` largest node types, and the nodes per call; where
     the record has loops (a SavedModel's ``looped``), the loop's runs per call, the ops that
     ran in it and their µs per run, beside the dependency floor's µs per step."""
+    from re2_lab.roofline import PRODUCT_KINDS
     from re2_lab.throughput import describe_machine
 
     loops = any(
@@ -438,7 +430,7 @@ def _profiles(record, kinds=3):
                 (kind, ms)
                 for kind, ms in p["kinds_ms"].items()
                 if kind not in ("Loop", "If", "Scan", "TensorIterator", "while")
-                and kind not in PROFILE_PRODUCTS
+                and kind not in PRODUCT_KINDS
             ][:kinds]
             largest = ", ".join(f"{kind} {ms:.2f}" for kind, ms in others)
             runtime = p.get("runtime") or f"{entry['backend']} {p['effective_precision']}"

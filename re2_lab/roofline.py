@@ -667,6 +667,13 @@ MATMUL_KINDS = frozenset(
     | {"MatMul", "_FusedMatMul", "_MklMatMul", "_MklFusedMatMul", "BatchMatMulV2"}
     | {"BatchMatMulV3", "_MklBatchMatMulV2", "Conv2D", "_FusedConv2D", "_MklNativeConv2D"}
 )
+#: Node kinds that are matrix products in any runtime's profile
+#: (``docs/runs/roofline/runtime_profiles.py``): :data:`MATMUL_KINDS`, TensorFlow's other
+#: oneDNN products, and OpenVINO's and ONNX Runtime's node types.
+PRODUCT_KINDS = MATMUL_KINDS | frozenset(
+    {"_MklEinsum", "_MklNativeFusedMatMul", "FullyConnected", "Convolution", "Gemm", "Conv"}
+    | {"Einsum", "FusedMatMul"}
+)
 
 
 def profile_export(

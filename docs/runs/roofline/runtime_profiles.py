@@ -70,8 +70,7 @@ VARIANTS = {
     "Bi-Match-SRNN": ("match_srnn", "onnxruntime", "f32"),
 }
 #: node types that are matrix products (OpenVINO's and ONNX's names, XLA's and TensorFlow's)
-PRODUCTS = {"MatMul", "FullyConnected", "Convolution", "Gemm", "Conv", "Einsum", "FusedMatMul"}
-PRODUCTS |= roofline.MATMUL_KINDS | {"_MklEinsum", "_MklNativeFusedMatMul"}
+PRODUCTS = roofline.PRODUCT_KINDS
 #: a runtimes record's SavedModel paths: (xla, precision)
 SAVEDMODELS = {
     "savedmodel (XLA)": (True, "f32"),
