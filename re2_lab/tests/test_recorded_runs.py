@@ -1379,6 +1379,14 @@ def test_the_amx_runtime_profiles_reading_is_its_record():
             p["kernels_ms"]["Concat (ref_bf16)"] > 0
             and "StridedSlice (ref_bf16)" in p["kernels_ms"]
         )
+        assert "Transpose" not in p["kinds_ms"] and len(p["kinds_ms"]) == 12
+    concat = [re2[k]["kinds_ms"]["Concat"] for k in ("8x20", "512x20")]
+    sliced = [re2[k]["kinds_ms"]["StridedSlice"] for k in ("8x20", "512x20")]
+    assert f"`ref_bf16`, {concat[0]:.2f} ms at 8 × 20, {concat[1]:.2f} at 512 × 20" in flat
+    assert f"as products; {sliced[0]:.2f} and {sliced[1]:.2f} ms)" in flat
+    p = re2["512x20"]
+    big = p["product_ms"] / p["floors"]["flop_floor_ms"]["bfloat16"]
+    assert f"still be about {big:.1f}× the floor from its products alone" in flat
     p = re2["8x20"]
     ratio = p["product_ms"] / p["floors"]["flop_floor_ms"]["bfloat16"]
     assert ratio > 1.5 and f"products alone are {ratio:.2f}× the bf16 FLOP floor" in flat
