@@ -48,6 +48,9 @@ Kinds (paths relative to the repository root):
   each default's time goes in its own runtime's profiler: per variant and shape, the matrix
   products' ms and GFLOP/s against the best-precision FLOP floor, the other nodes' ms and
   their largest kinds, and the nodes run per call;
+- ``probe-deaths <record.json>``: ``docs/runs/runtimes/ov_probe_deaths.py``'s record, per
+  network, batch, precision and whether the probe of changing lengths ran first: how many
+  of its fresh processes died (and how) of how many;
 - ``phases <record.json>``: ``docs/runs/runtimes/phases.py``'s record, one network timed in
   many fresh processes per path: per path, its processes' medians (least, median, most),
   how many processes and batches ran at 1.5 times the path's least median or more, and the
@@ -172,6 +175,8 @@ def generate(spec, root=REPO):
         return _profiles(_read(root / args[0]))
     if kind == "phases" and len(args) == 1:
         return _phases(_read(root / args[0]))
+    if kind == "probe-deaths" and len(args) == 1:
+        return _probe_deaths(_read(root / args[0]))
     if kind == "growth" and len(args) == 1:
         from re2_lab import growth
 
@@ -184,7 +189,8 @@ def generate(spec, root=REPO):
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
         "'runtimes <json> [table|order|choices|standing]', 'agreement <json>', "
         "'bf16_parts <json>', 'bf16_softmax <json>', "
-        "'profiles <json>', 'phases <json>', 'ab <json>', 'products <json>', "
+        "'profiles <json>', 'phases <json>', 'probe-deaths <json>', 'ab <json>', "
+        "'products <json>', "
         "'growth <jsonl>' or 'tests <ci log>'"
     )
 
@@ -453,6 +459,32 @@ def _profiles(record, kinds=3):
                     line += " — |"
             lines.append(line)
     return "\n".join(lines + ["", f"{describe_machine(record)}. Command: `{record['command']}`."])
+
+
+def _probe_deaths(record):
+    """``docs/runs/runtimes/ov_probe_deaths.py``'s record: per network, batch, precision and
+    probe, the processes that died of the processes run, with how they ended."""
+    from re2_lab.throughput import describe_machine
+
+    groups = {}
+    for run in record["runs"]:
+        key = (run["variant"], run["batch"], run["precision"], run.get("probe", True))
+        groups.setdefault(key, []).append(run["ended"])
+    lines = [
+        "| network | batch | precision | probe first | died | how |",
+        "|---|---:|---|---|---:|---|",
+    ]
+    for (variant, batch, precision, probe), ended in groups.items():
+        died = [e for e in ended if e != "ran"]
+        # the worker's reason in brackets ("killed by SIGSEGV"), else the whole failure
+        reasons = {(re.search(r"\(([^()]*)\):?$", e) or [e, e])[1] for e in died}
+        how = "; ".join(sorted(reasons)) or "—"
+        lines.append(
+            f"| {variant} | {batch} | {precision} | {'yes' if probe else 'no'} "
+            f"| {len(died)} of {len(ended)} | {how} |"
+        )
+    footer = f"{describe_machine(record)}. Command: `{record['command']}`."
+    return "\n".join(lines + ["", footer])
 
 
 #: A batch or process this many times its path's least process median counts as slowed.

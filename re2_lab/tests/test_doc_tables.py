@@ -837,6 +837,29 @@ def test_a_profiles_block_gives_a_savedmodels_loop_beside_the_floors_step(tmp_pa
     assert "0.50: Concat 0.30 | 100 | — |" in text
 
 
+def test_a_probe_deaths_block_counts_the_processes_that_died(tmp_path):
+    # by hand: Net at 512 in bf16: 2 of 3 died, one way; at 8: none; a run without "probe"
+    # (an older record) counts as probed
+    died = "failed: timing_worker failed on serving_ids.xml (killed by SIGSEGV):"
+    runs = [
+        {"variant": "Net", "batch": 512, "precision": "bf16", "probe": True, "ended": died},
+        {"variant": "Net", "batch": 512, "precision": "bf16", "probe": True, "ended": "ran"},
+        {"variant": "Net", "batch": 512, "precision": "bf16", "probe": True, "ended": died},
+        {"variant": "Net", "batch": 8, "precision": "f32", "ended": "ran"},
+        {"variant": "Net", "batch": 8, "precision": "f32", "probe": False, "ended": "ran"},
+    ]
+    record = {
+        "command": "python docs/runs/runtimes/ov_probe_deaths.py",
+        "cpu": "Intel Xeon", "cpu_features": ["amx_bf16"], "cpu_count": 2, "date": "2026-12-01",
+        "runs": runs,
+    }  # fmt: skip
+    (tmp_path / "d.json").write_text(json.dumps(record))
+    text = doc_tables.generate("probe-deaths d.json", root=tmp_path)
+    assert "| Net | 512 | bf16 | yes | 2 of 3 | killed by SIGSEGV |" in text
+    assert "| Net | 8 | f32 | yes | 0 of 1 | — |" in text
+    assert "| Net | 8 | f32 | no | 0 of 1 | — |" in text
+
+
 def test_a_phases_block_counts_slowed_processes_and_batches(tmp_path):
     # by hand: path A's process medians 100, 110, 160: least 100, median 110, most 160; at
     # 1.5x the least (150) or more: one process (160) and the batches 150, 170, 160 (3 of 9);

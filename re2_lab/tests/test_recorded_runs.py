@@ -1425,6 +1425,38 @@ def test_the_amx_runtime_profiles_reading_is_its_record():
     assert f"a run takes {run512:,.0f} µs against {step512:.1f} ({run512 / step512:.0f}×)" in flat
 
 
+def test_the_openvino_probe_deaths_reading_is_its_records():
+    """docs/performance.md, how often the serving choice's probe kills OpenVINO bf16 on the CPU
+    with AMX, and how small a DRCN still dies: read from ov_probe_deaths.json,
+    ov_drcn_reduced.json and ov_drcn_parts.json as the prose reads them."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+
+    def died(name):
+        record = json.loads((RUNS / "runtimes" / name).read_text())
+        assert "amx_bf16" in record["cpu_features"]
+        out = {}
+        for r in record["runs"]:
+            key = (r["variant"], r["batch"], r["precision"], r.get("probe", True))
+            out.setdefault(key, []).append(r["ended"] != "ran")
+        return out
+
+    deaths = died("ov_probe_deaths.json")
+    assert all(deaths[("DRCN", 512, "bf16", True)]) and not any(deaths[("DRCN", 8, "bf16", True)])
+    assert all(deaths[("FITN", 8, "bf16", True)])
+    assert 0 < sum(deaths[("FITN", 512, "bf16", True)]) < len(deaths[("FITN", 512, "bf16", True)])
+    assert not any(d for (_, _, precision, _), v in deaths.items() if precision == "f32" for d in v)
+    assert "DRCN's OpenVINO bf16 dies at batch 512 and not at batch 8" in flat
+    assert "FITN's dies at batch 8 in every process and at batch 512 in some" in flat
+    assert "Float32 ran every process" in flat
+    reduced = died("ov_drcn_reduced.json")
+    assert not any(reduced[("benchmark DRCN", 512, "bf16", False)])
+    assert not any(d for v in reduced.values() for d in v)  # every reduced configuration runs
+    parts = died("ov_drcn_parts.json")
+    assert all(d for v in parts.values() for d in v)  # every one-part cut still dies
+    assert "Without the probe the benchmark network runs at batch 512" in flat
+    assert "cutting any one of those parts alone from the benchmark network, it still dies" in flat
+
+
 def test_the_phases_reading_of_bi_match_srnn_is_its_record():
     """docs/performance.md, why Bi-Match-SRNN's 512 x 20 default misses: the phases record
     (docs/runs/runtimes/phases.py) read as the prose reads it -- ONNX Runtime's least median the
