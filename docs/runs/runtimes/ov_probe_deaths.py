@@ -72,6 +72,7 @@ DRCN_PARTS = (
 
 def runs():
     """``[(name, model, hparams, batch, precision, probe)]`` this invocation runs."""
+    # lazy: the record's parent process only, as main's imports
     from re2_tf.models import MODEL_SPECS
 
     reductions = {"drcn": DRCN_CONFIGS, "drcn-parts": DRCN_PARTS}
