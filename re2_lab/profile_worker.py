@@ -89,11 +89,10 @@ def _is_kernel(line, name):
     return line != "python" and ":" in name and " " not in name and "::" not in name
 
 
-def exclusive_op_times(space, counts=None):
-    """``{op name: total exclusive picoseconds}`` over every line of every plane of an
-    XSpace (see the module docstring); with a dict ``counts``, also adds each op's number of
-    events to it."""
-    totals = {}
+def exclusive_op_times(space):
+    """``({op name: total exclusive picoseconds}, {op name: number of events})`` over every
+    line of every plane of an XSpace (see the module docstring)."""
+    totals, counts = {}, {}
     for plane in space.planes:
         names = {key: meta.name for key, meta in plane.event_metadata.items()}
         stats = {key: meta.name for key, meta in plane.stat_metadata.items()}
@@ -107,8 +106,7 @@ def exclusive_op_times(space, counts=None):
                 elif not _is_kernel(line.name, name):
                     continue
                 events.append((event.offset_ps, event.offset_ps + event.duration_ps, name))
-                if counts is not None:
-                    counts[name] = counts.get(name, 0) + 1
+                counts[name] = counts.get(name, 0) + 1
             events.sort(key=lambda e: (e[0], -e[1]))
             stack = []  # [end, op, exclusive] of the enclosing events
             for start, end, op in events:
@@ -120,7 +118,7 @@ def exclusive_op_times(space, counts=None):
                 stack.append([end, op, end - start])
             for _, name, own in stack:
                 totals[name] = totals.get(name, 0) + own
-    return totals
+    return totals, counts
 
 
 #: The TensorFlow runtime's span of one call of a function from Python (on the Python
@@ -276,8 +274,8 @@ def main(request):
         raise RuntimeError(f"the profiler wrote no trace under {request['logdir']}")
     space = xplane_pb2.XSpace()
     space.ParseFromString(Path(files[0]).read_bytes())
-    counts = {}
-    ops = {k: v / 1e9 / calls for k, v in exclusive_op_times(space, counts).items()}
+    totals, counts = exclusive_op_times(space)
+    ops = {k: v / 1e9 / calls for k, v in totals.items()}
     known = hlo_kinds(space)
     kinds = {k: known.get(k, k.rsplit(":", 1)[-1]) for k in ops}
     phases = call_phases(space)

@@ -359,8 +359,7 @@ def test_profiled_op_times_are_exclusive_and_skip_framework_events():
     add(worker, 14, 70, 4)  # a TensorFlow kernel outside XLA
     python = plane.lines.add(name="python")
     add(python, 15, 0, 100)
-    counts = {}
-    totals = _profile_worker().exclusive_op_times(space, counts)
+    totals, counts = _profile_worker().exclusive_op_times(space)
     assert totals == {"while.3": 20, "dot.9": 27, "fusion.1": 10, "model/Softmax:_MklSoftmax": 4}
     assert counts == {"while.3": 1, "dot.9": 2, "fusion.1": 1, "model/Softmax:_MklSoftmax": 1}
 

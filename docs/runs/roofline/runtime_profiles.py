@@ -112,6 +112,9 @@ def openvino_profile(path, batches, calls, precision="bf16"):
 def onnxruntime_profile(path, batches, calls, precision="f32"):
     import onnxruntime as ort
 
+    if precision != "f32":  # the same call as openvino_profile's; this CPU provider is f32
+        raise ValueError(f"ONNX Runtime is profiled in f32 only, not {precision!r}")
+
     options = ort.SessionOptions()
     options.intra_op_num_threads = THREADS
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

@@ -64,7 +64,7 @@ with tempfile.TemporaryDirectory() as run:
     api.fit(config, callbacks=[clock])
 space = xplane_pb2.XSpace()
 space.ParseFromString(Path(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)[0]).read_bytes())
-ops = exclusive_op_times(space)
+ops, _ = exclusive_op_times(space)
 kinds = {}
 for name, ps in ops.items():
     kind = name.rsplit(":", 1)[-1]
