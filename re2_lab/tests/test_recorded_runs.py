@@ -1428,7 +1428,8 @@ def test_the_amx_runtime_profiles_reading_is_its_record():
 def test_the_openvino_probe_deaths_reading_is_its_records():
     """docs/performance.md, how often the serving choice's probe kills OpenVINO bf16 on the CPU
     with AMX, and how small a DRCN still dies: read from ov_probe_deaths.json,
-    ov_drcn_reduced.json and ov_drcn_parts.json as the prose reads them."""
+    ov_drcn_reduced.json, ov_drcn_parts.json, ov_drcn_keep.json, ov_drcn_autoencoder.json and
+    ov_drcn_minimal.json as the prose reads them."""
     flat = " ".join((ROOT / "docs/performance.md").read_text().split())
 
     def died(name):
@@ -1455,6 +1456,31 @@ def test_the_openvino_probe_deaths_reading_is_its_records():
     assert all(d for v in parts.values() for d in v)  # every one-part cut still dies
     assert "Without the probe the benchmark network runs at batch 512" in flat
     assert "cutting any one of those parts alone from the benchmark network, it still dies" in flat
+    keep = died("ov_drcn_keep.json")
+    back = {name.removeprefix("reduced but "): sum(v) / len(v) for (name, *_), v in keep.items()}
+    assert back == {"char_cnn": 0, "embedding_dim": 1, "hidden_size": 1,
+                    "autoencoder_units": 1, "fc_units": 0}  # fmt: skip
+    assert "any one of the embedding (300 wide), the LSTMs (100 units) or the autoencoder" in flat
+    assert "the character CNN or the classifier (1,000 units) does not" in flat
+    autoencoder = died("ov_drcn_autoencoder.json")
+    ae = "reduced but autoencoder_units"
+    assert not any(autoencoder[(ae, 512, "f32", True)] + autoencoder[(ae, 512, "bf16", False)])
+    assert not any(autoencoder[(f"{ae}, no co-attention", 512, "bf16", True)])
+    for name in ("no batch norm", "1 layers", "2 layers", "3 layers"):
+        assert all(autoencoder[(f"{ae}, {name}", 512, "bf16", True)])
+    assert all(autoencoder[("reduced, autoencoder_units 64", 512, "bf16", True)])
+    assert not any(autoencoder[("reduced, autoencoder_units 32", 512, "bf16", True)])
+    assert "With five layers it dies with a 64-unit autoencoder and runs with 32" in flat
+    record = json.loads((RUNS / "runtimes/ov_drcn_minimal.json").read_text())
+    minimal = died("ov_drcn_minimal.json")
+    assert all(minimal[("1 layer, autoencoder_units 96", 512, "bf16", True)])
+    assert not any(minimal[("1 layer, autoencoder_units 64", 512, "bf16", True)])
+    assert not any(minimal[("1 layer, autoencoder_units 200", 512, "f32", True)])
+    assert not any(minimal[("1 layer, autoencoder_units 200", 512, "bf16", False)])
+    config = next(c for c in record["configs"] if c["name"] == "1 layer, autoencoder_units 96")
+    assert config["hparams"]["num_layers"] == 1 and not config["hparams"]["batch_norm"]
+    assert f"one layer and no batch norm ({config['operations']} operations in the IR)" in flat
+    assert "it dies at 96 units and runs at 64" in flat
 
 
 def test_the_phases_reading_of_bi_match_srnn_is_its_record():

@@ -17,8 +17,13 @@ benchmark network dies): :data:`DRCN_CONFIGS`, the benchmark without the probe (
 batches of fresh draws, no length change beyond theirs), then every width cut down at once,
 in bf16 with the probe and without it and in f32, and one part at a time from there;
 ``--reduce=drcn-parts`` cuts one part at a time from the benchmark network instead
-(:data:`DRCN_PARTS`). Each configuration runs in ``--processes`` processes. The record keeps
-each IR's operation and weight counts (``ov_fitn_reduced.py``'s ``ir_counts``).
+(:data:`DRCN_PARTS`); ``--reduce=drcn-keep`` cuts every width down but one, each part in turn
+kept at the benchmark's size (:data:`DRCN_KEEP`); ``--reduce=drcn-autoencoder`` cuts down from
+the smallest of those that still dies, every width cut but the autoencoder's
+(:data:`DRCN_AUTOENCODER`); ``--reduce=drcn-minimal`` cuts that to one layer without batch norm
+and narrows its autoencoder (:data:`DRCN_MINIMAL`). Each configuration runs in ``--processes``
+processes. The record keeps each IR's operation and weight counts (``ov_fitn_reduced.py``'s
+``ir_counts``).
 
 Writes ``--json_out`` (default ``ov_probe_deaths.json``) beside this file.
 
@@ -27,6 +32,12 @@ Writes ``--json_out`` (default ``ov_probe_deaths.json``) beside this file.
         --json_out=ov_drcn_reduced.json
     python docs/runs/runtimes/ov_probe_deaths.py --reduce=drcn-parts --processes=3 \
         --json_out=ov_drcn_parts.json
+    python docs/runs/runtimes/ov_probe_deaths.py --reduce=drcn-keep --processes=3 \
+        --json_out=ov_drcn_keep.json
+    python docs/runs/runtimes/ov_probe_deaths.py --reduce=drcn-autoencoder --processes=3 \
+        --json_out=ov_drcn_autoencoder.json
+    python docs/runs/runtimes/ov_probe_deaths.py --reduce=drcn-minimal --processes=3 \
+        --json_out=ov_drcn_minimal.json
 """
 
 import datetime
@@ -69,13 +80,56 @@ DRCN_PARTS = (
     ("fc_units 8", dict(batch_norm=True, fc_units=8), "bf16", True),
 )
 
+#: every width of DRCN_REDUCED cut but one, that part at the benchmark's size
+#: (``--reduce=drcn-keep``)
+DRCN_KEEP = tuple(
+    (f"reduced but {part}", {k: v for k, v in DRCN_REDUCED.items() if k != part}, "bf16", True)
+    for part in ("char_cnn", "embedding_dim", "hidden_size", "autoencoder_units", "fc_units")
+)
+
+#: DRCN_REDUCED with the benchmark's autoencoder (200 units at layers 3 and 5)
+DRCN_AE = {k: v for k, v in DRCN_REDUCED.items() if k != "autoencoder_units"}
+#: cut down from DRCN_AE (``--reduce=drcn-autoencoder``)
+DRCN_AUTOENCODER = (
+    ("reduced but autoencoder_units", DRCN_AE, "f32", True),
+    ("reduced but autoencoder_units", DRCN_AE, "bf16", False),
+    *(
+        (f"reduced, autoencoder_units {units}", dict(DRCN_AE, autoencoder_units=units), "bf16",
+         True)
+        for units in (16, 32, 64, 128)
+    ),  # fmt: skip
+    *(
+        (f"reduced but autoencoder_units, {n} layers", dict(DRCN_AE, num_layers=n,
+         autoencoder_layers=str(n)), "bf16", True)
+        for n in (3, 2, 1)
+    ),  # fmt: skip
+    ("reduced but autoencoder_units, no co-attention", dict(DRCN_AE, co_attention=False), "bf16",
+     True),
+    ("reduced but autoencoder_units, no batch norm", dict(DRCN_AE, batch_norm=False), "bf16",
+     True),
+)  # fmt: skip
+
+#: DRCN_AE at one layer (its autoencoder after it), no batch norm
+DRCN_ONE = dict(DRCN_AE, num_layers=1, autoencoder_layers="1", batch_norm=False)
+#: DRCN_ONE's autoencoder narrowed (``--reduce=drcn-minimal``)
+DRCN_MINIMAL = (
+    *(
+        (f"1 layer, autoencoder_units {units}", dict(DRCN_ONE, autoencoder_units=units), "bf16",
+         True)
+        for units in (200, 128, 96, 64)
+    ),
+    ("1 layer, autoencoder_units 200", dict(DRCN_ONE, autoencoder_units=200), "f32", True),
+    ("1 layer, autoencoder_units 200", dict(DRCN_ONE, autoencoder_units=200), "bf16", False),
+)  # fmt: skip
+
 
 def runs():
     """``[(name, model, hparams, batch, precision, probe)]`` this invocation runs."""
     # lazy: the record's parent process only, as main's imports
     from re2_tf.models import MODEL_SPECS
 
-    reductions = {"drcn": DRCN_CONFIGS, "drcn-parts": DRCN_PARTS}
+    reductions = {"drcn": DRCN_CONFIGS, "drcn-parts": DRCN_PARTS, "drcn-keep": DRCN_KEEP,
+                  "drcn-autoencoder": DRCN_AUTOENCODER, "drcn-minimal": DRCN_MINIMAL}  # fmt: skip
     if "reduce" in ARGS:
         if ARGS["reduce"] not in reductions:
             raise SystemExit(f"--reduce must be one of {list(reductions)}, got {ARGS['reduce']!r}")
