@@ -1481,6 +1481,22 @@ def test_the_openvino_probe_deaths_reading_is_its_records():
     assert config["hparams"]["num_layers"] == 1 and not config["hparams"]["batch_norm"]
     assert f"one layer and no batch norm ({config['operations']} operations in the IR)" in flat
     assert "it dies at 96 units and runs at 64" in flat
+    bilstm = json.loads((RUNS / "runtimes/ov_bilstm_crash.json").read_text())
+    assert "amx_bf16" in bilstm["cpu_features"]
+    small = [r for r in bilstm["runs"] if r["variant"] == "small BiLSTM network"]
+    assert small and all(r["ended"] == "killed by SIGSEGV" for r in small)
+    assert {r["last_call"] for r in small} == {"call 5: 26 x 27"}
+    assert all(r["ended"] == "ran" for r in bilstm["runs"] if r not in small)
+    assert {r["variant"] for r in bilstm["runs"]} - {"small BiLSTM network"} == {
+        "f32", "Dense(8) in place of the BiLSTM", "units 64", "batch 8",
+        "converted through a SavedModel", "no probe",
+    }  # fmt: skip
+    assert small[0]["settings"] == dict(bilstm["base"]) and bilstm["base"]["units"] == 96
+    ir = f"its IR {small[0]['operations']} operations, {small[0]['loops']} of them `Loop`"
+    assert ir in flat
+    versions = bilstm["versions"]
+    assert f"openvino {versions['openvino']}, tensorflow {versions['tensorflow']}" in flat
+    assert "in bfloat16 at batch 512 every process dies (SIGSEGV)" in flat
 
 
 def test_the_phases_reading_of_bi_match_srnn_is_its_record():
