@@ -60,6 +60,7 @@ from re2_tf.training.losses import output_kind
 __all__ = [
     "Table5Inputs",
     "benchmark_inputs",
+    "exit_status",
     "export_benchmark_model",
     "features_spec",
     "ids_spec",
@@ -84,6 +85,14 @@ __all__ = [
 WORKER = Path(__file__).resolve().parent / "serving" / "timing_worker.py"
 
 
+def exit_status(returncode):
+    """How a child process ended, from its ``returncode`` (non-zero): ``"killed by SIGSEGV"``
+    for a signal (a runtime's crash writes no traceback), else ``"exit status <n>"``."""
+    if returncode < 0:
+        return f"killed by {signal.Signals(-returncode).name}"
+    return f"exit status {returncode}"
+
+
 def run_worker(script, request, *, timeout=1800):
     """Run a worker script (such as ``serving/timing_worker.py``) in a
     fresh Python process with ``request`` as its JSON argument; its last stdout line, parsed.
@@ -100,14 +109,9 @@ def run_worker(script, request, *, timeout=1800):
         timeout=timeout,
     )
     if proc.returncode != 0:
-        # a worker killed by a signal (a runtime's crash) writes no traceback: name the signal
-        status = (
-            f"killed by {signal.Signals(-proc.returncode).name}"
-            if proc.returncode < 0
-            else f"exit status {proc.returncode}"
-        )
         raise RuntimeError(
-            f"{Path(script).stem} failed on {request.get('path')} ({status}):\n"
+            f"{Path(script).stem} failed on {request.get('path')} "
+            f"({exit_status(proc.returncode)}):\n"
             f"{proc.stderr[-3000:]}"
         )
     return json.loads(proc.stdout.strip().splitlines()[-1])

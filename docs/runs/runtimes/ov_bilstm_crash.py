@@ -23,7 +23,6 @@ Writes ``ov_bilstm_crash.json`` beside this file.
 
 import datetime
 import json
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -116,6 +115,7 @@ def child(settings):
 
 def main():
     # lazy: the record's parent process only, never imported by the library
+    from re2_tf import benchmarking
     from re2_tf.machine import machine
     from re2_tf.serving import runtimes
 
@@ -137,12 +137,9 @@ def main():
             )  # fmt: skip
             lines = done.stdout.splitlines()
             counts = json.loads(lines[0]) if lines and lines[0].startswith("{") else None
-            if done.returncode == 0:
-                ended = "ran"
-            elif done.returncode < 0:
-                ended = f"killed by {signal.Signals(-done.returncode).name}"
-            else:
-                ended = f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1]}"
+            ended = "ran" if done.returncode == 0 else benchmarking.exit_status(done.returncode)
+            if done.returncode > 0:  # a Python error: its last line
+                ended += ": " + (done.stderr.strip().splitlines() or [""])[-1]
             record["runs"].append(
                 {"variant": name, "batch": settings["batch"], "precision": settings["precision"],
                  "probe": settings["probe"], "settings": settings, "process": process,
