@@ -24,9 +24,10 @@ __all__ = ["checkout", "commit", "export_ab", "export_ab_main", "paths_ab", "pat
 AB_SHAPES = ((8, 20, 100), (512, 20, 5))
 
 #: Run in the checkout being measured (its own ``re2_tf``): export a benchmark variant, XLA
-#: and not, and convert the latter for ONNX Runtime and, given a fourth argument
-#: ``openvino``, for OpenVINO too (as the serving choice converts); prints ``<backend>
-#: <path>`` of each converted file, one a line.
+#: and not, and convert the latter for ONNX Runtime and, given a further argument
+#: ``openvino``, for OpenVINO too (as the serving choice converts); given ``bf16``, also
+#: export it in bfloat16 without XLA (``bf16_noxla``). Prints ``<backend> <path>`` of each
+#: converted file, one a line.
 EXPORT = r"""
 import sys
 from pathlib import Path
@@ -38,7 +39,11 @@ spec = get_spec(model)
 hparams = spec.benchmark[variant]["hparams"]
 benchmarking.export_benchmark_model(spec, hparams, out / "xla")
 benchmarking.export_benchmark_model(spec, hparams, out / "noxla", xla=False)
-for backend in ["onnxruntime"] + sys.argv[4:]:
+if "bf16" in sys.argv[4:]:
+    benchmarking.export_benchmark_model(
+        spec, hparams, out / "bf16_noxla", xla=False, precision="bf16"
+    )
+for backend in ["onnxruntime"] + [a for a in sys.argv[4:] if a != "bf16"]:
     print(backend, runtimes.convert(out / "noxla", backend, out / backend))
 """
 
@@ -103,13 +108,14 @@ def checkout(revision, where, repo):
         )
 
 
-def _exports(source, out, model, variant, openvino=()):
+def _exports(source, out, model, variant, openvino=(), bf16=False):
     """``{path name suffix: (path, OpenVINO precision or None)}`` of the exports of
     ``model``'s benchmark ``variant`` made by the checkout ``source`` (:data:`EXPORT`), with
-    an ``openvino <precision>`` path per precision in ``openvino``."""
+    an ``openvino <precision>`` path per precision in ``openvino`` and, with ``bf16``, a
+    ``bf16 xla=False`` path."""
     proc = subprocess.run(
         [sys.executable, "-c", EXPORT, str(out), model, variant]
-        + (["openvino"] if openvino else []),
+        + (["openvino"] if openvino else []) + (["bf16"] if bf16 else []),
         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(source)),
         cwd=source, timeout=3600,
     )  # fmt: skip
@@ -122,6 +128,8 @@ def _exports(source, out, model, variant, openvino=()):
     )
     paths = {"XLA": (out / "xla", None), "xla=False": (out / "noxla", None),
              "onnxruntime": (Path(converted["onnxruntime"]), None)}  # fmt: skip
+    if bf16:
+        paths["bf16 xla=False"] = (out / "bf16_noxla", None)
     for precision in openvino:
         paths[f"openvino {precision}"] = (Path(converted["openvino"]), precision)
     return paths
@@ -152,7 +160,8 @@ def _measure(
 
 
 def export_ab(
-    script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES, openvino=False
+    script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES, openvino=False,
+    bf16=False,
 ):  # fmt: skip
     """A change to the library timed against the revision ``before`` it: each benchmark
     variant (random weights) exported by ``before`` (checked out with :func:`checkout`) and
@@ -172,6 +181,7 @@ def export_ab(
         repo: the repository's directory (the "after" side is its working tree).
         shapes: ``[(batch, length, timed batches)]``.
         openvino: add the OpenVINO paths.
+        bf16: add each side's bfloat16 export without XLA (``bf16 xla=False``).
 
     Returns:
         The record (:func:`re2_lab.roofline.ab_record`): ``before``/``after`` commits,
@@ -202,7 +212,7 @@ def export_ab(
                 work = tmp / variant.replace(" ", "_")
                 paths = {}
                 for side, source in (("before", old), ("after", Path(repo))):
-                    exports = _exports(source, work / side, model, variant, precisions)
+                    exports = _exports(source, work / side, model, variant, precisions, bf16)
                     for name, path in exports.items():
                         paths[f"{side} {name}"] = path
                 medians = _measure(
@@ -314,7 +324,7 @@ def export_ab_main(script, variants, **options):
     Args:
         script: the script's ``__file__``, inside the repository's ``docs/runs/``.
         variants: ``[(model name, benchmark variant)]``.
-        options: more keywords of :func:`export_ab` (``openvino``).
+        options: more keywords of :func:`export_ab` (``openvino``, ``bf16``).
 
     Raises:
         ValueError: ``--variants`` names a variant that is not in ``variants``.
