@@ -13,6 +13,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2
+from tensorflow.python.util import _pywrap_util_port
 from weights import randomize_weights
 
 from re2_tf import runs
@@ -31,6 +33,7 @@ from re2_tf.serving.export import (
 )
 from re2_tf.serving.predictor import installed
 from re2_tf.serving.run_export import export_run
+from re2_tf.serving.runtimes import cpu_has_bf16
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
@@ -748,6 +751,67 @@ def test_conv_as_products_is_a_same_convolution(taps):
                 expected[:, t] += x[:, source] @ kernel[j]
     got = folded._conv_as_products(tf.constant(x), tf.constant(kernel)).numpy()
     np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("shape", [(5, 6), (2, 7, 6), (2, 3, 4, 6)])
+@pytest.mark.parametrize("activation", [None, "gelu", "relu"])
+def test_dense_rows_is_a_dense_layer_over_the_last_axis(shape, activation):
+    """The folded pass's dense layer against NumPy: act(x W + b) over the last axis, the
+    leading shape kept; GeLU in its tanh form (Hendrycks & Gimpel, 2016, as the release)."""
+    rng = np.random.default_rng(len(shape))
+    x = rng.normal(size=shape).astype(np.float32)
+    kernel = rng.normal(size=(6, 5)).astype(np.float32)
+    bias = rng.normal(size=5).astype(np.float32)
+    y = x @ kernel + bias
+    expected = {
+        None: y,
+        "relu": np.maximum(y, 0),
+        "gelu": 0.5 * y * (1 + np.tanh(np.sqrt(2 / np.pi) * (y + 0.044715 * y**3))),
+    }[activation]
+    fn = {None: None, "gelu": folded._gelu, "relu": tf.nn.relu}[activation]
+    got = folded._dense_rows(tf.constant(x), tf.constant(kernel), tf.constant(bias), fn)
+    assert got.shape == shape[:-1] + (5,)
+    np.testing.assert_allclose(got.numpy(), expected, atol=1e-5, rtol=1e-5)
+
+
+def _optimised_dense_graph(dtype, activation):
+    """The nodes of ``folded._dense_rows`` on a ``[batch, length, 6]`` placeholder as
+    TensorFlow runs them (a session's partition graphs: after Grappler)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(dtype, [None, None, 6])
+        rng = np.random.default_rng(0)
+        kernel = tf.constant(rng.normal(size=(6, 5)), dtype)
+        bias = tf.constant(rng.normal(size=5), dtype)
+        y = folded._dense_rows(x, kernel, bias, activation)
+        metadata = config_pb2.RunMetadata()
+        with tf.compat.v1.Session(graph=graph) as session:
+            session.run(
+                y,
+                {x: rng.normal(size=(2, 3, 6))},
+                options=config_pb2.RunOptions(output_partition_graphs=True),
+                run_metadata=metadata,
+            )
+    return [node for part in metadata.partition_graphs for node in part.node]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("activation", ["gelu", "relu"])
+def test_dense_rows_fuse_bias_and_activation_into_the_product(dtype, activation):
+    """In the folded pass's form (2-D MatMul, BiasAdd, activation), TensorFlow's graph
+    optimiser with oneDNN runs a dense layer as one fused product kernel carrying the bias and
+    the activation (docs/performance.md, "Dense layers as fused products"): no BiasAdd, Tanh
+    or Relu kernel of its own."""
+    if not _pywrap_util_port.IsMklEnabled():
+        pytest.skip("TensorFlow runs without oneDNN here (TF_ENABLE_ONEDNN_OPTS=0)")
+    if dtype == "bfloat16" and not cpu_has_bf16():
+        pytest.skip("no bfloat16 units on this CPU: oneDNN does not fuse bfloat16 products")
+    fn = {"gelu": folded._gelu, "relu": tf.nn.relu}[activation]
+    nodes = _optimised_dense_graph(getattr(tf, dtype), fn)
+    fused = [n for n in nodes if "FusedMatMul" in n.op]
+    expected = [b"BiasAdd", {"gelu": b"GeluApproximate", "relu": b"Relu"}[activation]]
+    assert [list(n.attr["fused_ops"].list.s) for n in fused] == [expected]
+    assert not [n.op for n in nodes if n.op in ("BiasAdd", "Tanh", "Relu", "MatMul")]
 
 
 def test_an_xla_false_re2_export_keeps_a_portable_signature_for_converters(
