@@ -1990,6 +1990,102 @@ def test_conv_products_ab_reading_is_its_record():
     assert f"max |Δp| at most {max(row['max_abs_dp'] for row in bf16):.0e}; random" in text
 
 
+def test_fused_dense_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/fused_dense_ab.json: every path's
+    time after RE2's dense layers became fused products over its time before, paired round by
+    round (median and range), the conclusions drawn from them, the profile figures quoted, the
+    bfloat16 export against OpenVINO bf16 in the same run, and every path's agreement."""
+    record = json.loads((RUNS / "roofline" / "fused_dense_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["rounds"] == 3 and record["before"].startswith("c57a519")
+    assert record["after"].startswith("fd4be17")
+    assert "--before=c57a519 --rounds=3` (run at fd4be17, which has the change)" in text
+    variants = ("RE2 1 block", "RE2 3 blocks")
+    paths = ("XLA", "xla=False", "bf16 xla=False", "onnxruntime", "openvino f32", "openvino bf16")
+
+    def paired(variant, path, batch):
+        times = record["variants"][variant]
+        after, before = times[f"after {path}@{batch}"], times[f"before {path}@{batch}"]
+        ratios = [a / b for a, b in zip(after, before)]
+        return statistics.median(ratios), min(ratios), max(ratios), ratios
+
+    def cell(r):
+        return f"{r[0]:.2f} ({r[1]:.2f} to {r[2]:.2f})"
+
+    for variant in variants:
+        for path in paths:
+            label = "XLA (the default export)" if path == "XLA" else path
+            row = f"| {variant} | {label} | {cell(paired(variant, path, 8))} | "
+            assert row + f"{cell(paired(variant, path, 512))} |" in text
+    bf16 = {(v, b): paired(v, "bf16 xla=False", b) for v in variants for b in (8, 512)}
+    assert (
+        f"at 512 × 20 {bf16['RE2 1 block', 512][0]:.2f} on RE2 1 block and "
+        f"{bf16['RE2 3 blocks', 512][0]:.2f} on RE2 3 blocks, faster in every round, and at "
+        f"8 × 20 {bf16['RE2 1 block', 8][0]:.2f} and {bf16['RE2 3 blocks', 8][0]:.2f}"
+    ) in text
+    slower = [(key, r) for key, v in bf16.items() for r in v[3] if r >= 1]
+    assert [key for key, _ in slower] == [("RE2 3 blocks", 8)]
+    assert f"but one of RE2 3 blocks ({slower[0][1]:.2f})" in text
+    kinds = record["profiles"]["RE2 3 blocks"]
+    after, before = (
+        kinds["after bf16 xla=False@512"]["kinds"],
+        kinds["before bf16 xla=False@512"]["kinds"],
+    )
+    assert f"`Mul` took {after['Mul']:.2f} thread-ms per call against {before['Mul']:.2f}" in text
+    assert "AddV2" not in after and "Tanh" not in after
+    assert f"(the eighth, `_MklSoftmax`, {after['_MklSoftmax']:.2f})" in text
+    assert min(after.values()) == after["_MklSoftmax"] and len(after) == 8
+    assert f"({before['AddV2']:.2f} and {before['Tanh']:.2f} before)" in text
+    assert f"`Relu` stays a kernel of its own ({after['Relu']:.2f})" in text
+    assert "_MklNativeFusedMatMul" in after and "_MklNativeFusedConv2D" in after
+
+    def median(variant, key, batch):
+        return statistics.median(record["variants"][variant][f"{key}@{batch}"])
+
+    def against(variant, batch, side):
+        return median(variant, f"{side} bf16 xla=False", batch) / median(
+            variant, f"{side} openvino bf16", batch
+        )
+
+    one, three = "RE2 1 block", "RE2 3 blocks"
+    assert (
+        f"{against(one, 512, 'after'):.2f}× at 512 × 20 on RE2 1 block "
+        f"({median(one, 'after bf16 xla=False', 512):.2f} "
+        f"against {median(one, 'after openvino bf16', 512):.2f} ms; "
+        f"{against(one, 512, 'before'):.2f}× before) and "
+        f"{against(three, 512, 'after'):.2f}× on RE2 3 blocks "
+        f"({median(three, 'after bf16 xla=False', 512):.2f} against "
+        f"{median(three, 'after openvino bf16', 512):.2f}; {against(three, 512, 'before'):.2f}× "
+        f"before), and still {against(one, 8, 'after'):.2f}× and {against(three, 8, 'after'):.2f}×"
+    ) in text
+    f32 = [paired(v, "xla=False", 512) for v in variants]
+    assert all(r[2] < 1 for r in f32)
+    assert f"at 512 × 20 too ({f32[0][0]:.2f} and {f32[1][0]:.2f}, faster in every round)" in text
+    default = {(v, b): paired(v, "XLA", b) for v in variants for b in (8, 512)}
+    medians = [r[0] for r in default.values()]
+    assert f"medians from {min(medians):.2f} to {max(medians):.2f}" in text
+    assert [key for key, r in default.items() if r[2] < 1] == [(one, 512)]
+    assert f"RE2 1 block at 512 × 20 ({cell(default[one, 512])[6:-1]})" in text
+    converted = [
+        paired(v, p, b)[0]
+        for v in variants
+        for p in ("onnxruntime", "openvino f32", "openvino bf16")
+        for b in (8, 512)
+    ]
+    assert f"have medians from {min(converted):.2f} to {max(converted):.2f}" in text
+    ov = paired(one, "openvino f32", 8), paired(one, "openvino f32", 512)
+    assert ov[0][1] > 1 and ov[1][2] < 1
+    assert f"{ov[0][1]:.2f} to {ov[0][2]:.2f}, and faster in every round at 512 × 20, " in text
+    rows = [(k, row) for a in record["agreement"].values() for k, row in a.items()]
+    f32_rows = [row for k, row in rows if "bf16" not in k]
+    bf16_rows = [row for k, row in rows if "bf16" in k]
+    assert all(row["argmax_agreement"] == 1.0 for row in f32_rows)
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in f32_rows):.0e}" in text
+    assert min(row["argmax_agreement"] for row in bf16_rows) >= 0.997
+    assert "the bfloat16 paths gave them on at least 99.7 % of each shape's pairs" in text
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in bf16_rows):.0e}; random" in text
+
+
 def test_portable_ab_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/portable_ab.json: every path's
     time after the converters read serving_ids_portable over its time before, paired round
