@@ -16,6 +16,9 @@ graph:
    Same FLOPs as the three separate layers (a single block-diagonal matmul over
    ``[x; x'; x-x'; x*x']`` would double them), one matmul fewer; equal up to float rounding.
 
+Every dense layer runs on 2-D rows with its bias as a ``BiasAdd`` (:func:`_dense_rows`), the
+form in which TensorFlow fuses the bias and the activation into the product's kernel.
+
 Everything else follows the layers' equations in ``re2_tf/layers`` line by line (cited per
 step below). Dropout is the identity at inference. No Keras and no ``re2_tf`` code runs at
 serving time, so a loaded SavedModel needs only TensorFlow.
