@@ -2086,6 +2086,58 @@ def test_fused_dense_ab_reading_is_its_record():
     assert f"max |Δp| at most {max(row['max_abs_dp'] for row in bf16_rows):.0e}; random" in text
 
 
+def test_xla_bf16_dots_reading_is_its_record():
+    """docs/performance.md's table and reading of docs/runs/roofline/xla_bf16_dots.json: per
+    path, its XLA_FLAGS, the bfloat16 product the optimised HLO holds (the same at every
+    shape) and GFLOP/s of the rounds' median times; which settings compute bfloat16 in
+    float32, YNNPACK's range, and TensorFlow's rates without XLA."""
+    record = json.loads((RUNS / "roofline" / "xla_bf16_dots.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["rounds"] == 3 and record["command"].endswith("xla_bf16_dots.py --rounds=3")
+    assert "amx_bf16" in record["cpu_features"]
+    shapes = list(record["shapes"])
+
+    def rate(name, shape, dtype):
+        m, k, n = record["shapes"][shape]
+        return (
+            2
+            * m
+            * k
+            * n
+            / statistics.median(record["results"][name][f"{shape}|{dtype}"]["ms"])
+            / 1e6
+        )
+
+    products = {}
+    for name, cells in record["results"].items():
+        found = {
+            json.dumps(c.get("product")) for key, c in cells.items() if key.endswith("bfloat16")
+        }
+        assert len(found) == 1
+        products[name] = cells[f"{shapes[0]}|bfloat16"].get("product")
+        product = products[name]
+        flags = record["settings"][name]
+        flags = "— (no XLA)" if flags is None else (f"`{flags}`" if flags else "(none)")
+        if product is None:
+            desc = "— (TensorFlow's oneDNN kernels)"
+        else:
+            desc = f"`{product['kind'] or product['op']}` of " + ", ".join(product["operand_types"])
+        rates = [f"{rate(name, s, d):.0f}" for s in shapes for d in ("float32", "bfloat16")]
+        assert f"| {name} | {flags} | {desc} | " + " | ".join(rates) + " |" in text
+    xla = [name for name in record["results"] if name != "tensorflow"]
+    in_f32 = [name for name in xla if products[name]["operand_types"] == ["f32", "f32"]]
+    assert len(xla) == 7 and len(in_f32) == 6 and "Under six of the seven XLA settings" in text
+    (kept,) = set(xla) - set(in_f32)
+    assert kept == "xla ynn dot" and products[kept]["operand_types"] == ["bf16", "bf16"]
+    ynn = [rate(kept, s, "bfloat16") for s in shapes]
+    assert f"runs them at {min(ynn):.0f} to {max(ynn):.0f} GFLOP/s" in text
+    for name in in_f32:  # at float32's rate or below, within the rounds' spread
+        assert all(rate(name, s, "bfloat16") <= 1.05 * rate(name, s, "float32") for s in shapes)
+    large = [rate("tensorflow", s, "bfloat16") for s in (shapes[0], shapes[2])]
+    assert f"at {large[0]:.0f} and {large[1]:.0f} GFLOP/s at the two large shapes" in text
+    assert min(large) > 3 * max(rate(name, s, "bfloat16") for name in xla for s in shapes)
+
+
 def test_portable_ab_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/portable_ab.json: every path's
     time after the converters read serving_ids_portable over its time before, paired round
