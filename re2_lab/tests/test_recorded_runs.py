@@ -1932,6 +1932,38 @@ def test_compiled_outputs_ab_reading_is_its_record():
     assert f"max |Δp| at most {max(row['max_abs_dp'] for row in rows):.0e}" in text
 
 
+def _after_over_before(record, variant, path, batch):
+    """An export A/B record's (``re2_lab.revisions.export_ab``) ``after`` time of ``path`` over
+    its ``before`` time, paired round by round: ``(median, least, most, ratios)``."""
+    times = record["variants"][variant]
+    after, before = times[f"after {path}@{batch}"], times[f"before {path}@{batch}"]
+    ratios = [a / b for a, b in zip(after, before)]
+    return statistics.median(ratios), min(ratios), max(ratios), ratios
+
+
+def _ratio_cell(r):
+    """A docs cell of :func:`_after_over_before`: ``median (least to most)``."""
+    return f"{r[0]:.2f} ({r[1]:.2f} to {r[2]:.2f})"
+
+
+def _agreement_rows(record):
+    """An A/B record's agreement rows, ``(float32 paths', bfloat16 paths')``."""
+    rows = [(k, row) for a in record["agreement"].values() for k, row in a.items()]
+    return [row for k, row in rows if "bf16" not in k], [row for k, row in rows if "bf16" in k]
+
+
+def _agreement_read(record, text, bf16_words):
+    """``text`` reads an A/B record's agreement: every float32 path with the reference's labels
+    on every pair and its max |Δp|; the bfloat16 paths on at least 99.7 % of each shape's
+    pairs (``bf16_words`` say so) and theirs."""
+    f32, bf16 = _agreement_rows(record)
+    assert all(row["argmax_agreement"] == 1.0 for row in f32)
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in f32):.0e}" in text
+    assert min(row["argmax_agreement"] for row in bf16) >= 0.997
+    assert f"{bf16_words} at least 99.7 % of each shape's pairs" in text
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in bf16):.0e}; random" in text
+
+
 def test_conv_products_ab_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/conv_products_ab.json: every path's
     time after the change over its time before, paired round by round (median and range), the
@@ -1945,13 +1977,9 @@ def test_conv_products_ab_reading_is_its_record():
     assert "(run at ed62537, which has the change)" in text
 
     def paired(variant, path, batch):
-        times = record["variants"][variant]
-        after, before = times[f"after {path}@{batch}"], times[f"before {path}@{batch}"]
-        ratios = [a / b for a, b in zip(after, before)]
-        return statistics.median(ratios), min(ratios), max(ratios), ratios
+        return _after_over_before(record, variant, path, batch)
 
-    def cell(r):
-        return f"{r[0]:.2f} ({r[1]:.2f} to {r[2]:.2f})"
+    cell = _ratio_cell
 
     converted = ("onnxruntime", "openvino f32", "openvino bf16")
     for variant in ("RE2 1 block", "RE2 3 blocks"):
@@ -1980,14 +2008,7 @@ def test_conv_products_ab_reading_is_its_record():
         f"`dot` {after['dot']:.2f} against {before['dot']:.2f} + {before['convolution']:.2f}"
     ) in text
     assert after["dot"] > before["dot"] + before["convolution"]
-    rows = [(k, row) for a in record["agreement"].values() for k, row in a.items()]
-    f32 = [row for k, row in rows if "bf16" not in k]
-    bf16 = [row for k, row in rows if "bf16" in k]
-    assert all(row["argmax_agreement"] == 1.0 for row in f32)
-    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in f32):.0e}" in text
-    assert min(row["argmax_agreement"] for row in bf16) >= 0.997
-    assert "OpenVINO bf16 gave them on at least 99.7 % of each shape's pairs" in text
-    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in bf16):.0e}; random" in text
+    _agreement_read(record, text, "OpenVINO bf16 gave them on")
 
 
 def test_fused_dense_ab_reading_is_its_record():
@@ -2004,13 +2025,9 @@ def test_fused_dense_ab_reading_is_its_record():
     paths = ("XLA", "xla=False", "bf16 xla=False", "onnxruntime", "openvino f32", "openvino bf16")
 
     def paired(variant, path, batch):
-        times = record["variants"][variant]
-        after, before = times[f"after {path}@{batch}"], times[f"before {path}@{batch}"]
-        ratios = [a / b for a, b in zip(after, before)]
-        return statistics.median(ratios), min(ratios), max(ratios), ratios
+        return _after_over_before(record, variant, path, batch)
 
-    def cell(r):
-        return f"{r[0]:.2f} ({r[1]:.2f} to {r[2]:.2f})"
+    cell = _ratio_cell
 
     for variant in variants:
         for path in paths:
@@ -2076,14 +2093,7 @@ def test_fused_dense_ab_reading_is_its_record():
     ov = paired(one, "openvino f32", 8), paired(one, "openvino f32", 512)
     assert ov[0][1] > 1 and ov[1][2] < 1
     assert f"{ov[0][1]:.2f} to {ov[0][2]:.2f}, and faster in every round at 512 × 20, " in text
-    rows = [(k, row) for a in record["agreement"].values() for k, row in a.items()]
-    f32_rows = [row for k, row in rows if "bf16" not in k]
-    bf16_rows = [row for k, row in rows if "bf16" in k]
-    assert all(row["argmax_agreement"] == 1.0 for row in f32_rows)
-    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in f32_rows):.0e}" in text
-    assert min(row["argmax_agreement"] for row in bf16_rows) >= 0.997
-    assert "the bfloat16 paths gave them on at least 99.7 % of each shape's pairs" in text
-    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in bf16_rows):.0e}; random" in text
+    _agreement_read(record, text, "the bfloat16 paths gave them on")
 
 
 def test_xla_bf16_dots_reading_is_its_record():
@@ -2150,13 +2160,9 @@ def test_portable_ab_reading_is_its_record():
     assert record["after"].startswith("9720b22")
 
     def paired(variant, path, batch):
-        times = record["variants"][variant]
-        after, before = times[f"after {path}@{batch}"], times[f"before {path}@{batch}"]
-        ratios = [a / b for a, b in zip(after, before)]
-        return statistics.median(ratios), min(ratios), max(ratios)
+        return _after_over_before(record, variant, path, batch)
 
-    def cell(r):
-        return f"{r[0]:.2f} ({r[1]:.2f} to {r[2]:.2f})"
+    cell = _ratio_cell
 
     variants, shapes = ("RE2 1 block", "RE2 3 blocks"), (8, 512)
     for variant in variants:
@@ -2186,11 +2192,10 @@ def test_portable_ab_reading_is_its_record():
         f"at 8 × 20 ({low:.2f} to {high:.2f}): a {1 - saved[apart[0]][0]:.0%} shift"
         in text.replace(" % shift", "% shift")
     )
-    rows = [(k, row) for a in record["agreement"].values() for k, row in a.items()]
-    f32 = [row for k, row in rows if "bf16" not in k]
+    f32, bf16 = _agreement_rows(record)
     assert all(row["argmax_agreement"] == 1.0 for row in f32)
     assert f"max |Δp| at most {max(row['max_abs_dp'] for row in f32):.0e}), OpenVINO bf16" in text
-    assert min(row["argmax_agreement"] for k, row in rows if "bf16" in k) >= 0.997
+    assert min(row["argmax_agreement"] for row in bf16) >= 0.997
 
 
 def test_the_bf16_rewrite_softmax_reading_is_its_records():
