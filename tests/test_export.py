@@ -22,6 +22,7 @@ from re2_tf.data import text as text_lib
 from re2_tf.data.features import WordIds
 from re2_tf.data.tokenization import get_tokenizer
 from re2_tf.data.vocab import Vocab
+from re2_tf.machine import cpu_units
 from re2_tf.models import build_re2
 from re2_tf.serving import folded, serving_choice
 from re2_tf.serving.export import (
@@ -33,7 +34,6 @@ from re2_tf.serving.export import (
 )
 from re2_tf.serving.predictor import installed
 from re2_tf.serving.run_export import export_run
-from re2_tf.serving.runtimes import cpu_has_bf16
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
@@ -804,7 +804,7 @@ def test_dense_rows_fuse_bias_and_activation_into_the_product(dtype, activation)
     or Relu kernel of its own."""
     if not _pywrap_util_port.IsMklEnabled():
         pytest.skip("TensorFlow runs without oneDNN here (TF_ENABLE_ONEDNN_OPTS=0)")
-    if dtype == "bfloat16" and not cpu_has_bf16():
+    if dtype == "bfloat16" and not cpu_units()["bfloat16"]:
         pytest.skip("no bfloat16 units on this CPU: oneDNN does not fuse bfloat16 products")
     fn = {"gelu": folded._gelu, "relu": tf.nn.relu}[activation]
     nodes = _optimised_dense_graph(getattr(tf, dtype), fn)
