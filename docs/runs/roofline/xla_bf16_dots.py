@@ -57,34 +57,31 @@ def shapes():
     return found
 
 
-_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%(\S+)\s*=\s*(\w+)\[[^\]]*\]\S*\s+([\w-]+)\((.*)$")
-
-
 def product_instruction(hlo):
-    """The product of an optimised HLO module's entry computation: ``{"op", "kind",
-    "operand_types", "result_type"}`` — a ``dot``, a ``custom-call`` (its target as
-    ``kind``) or a ``kCustom`` fusion (its ``fusion_config`` kind); element types as HLO
-    writes them (``f32``, ``bf16``)."""
-    entry = hlo[hlo.index("\nENTRY ") :]
-    entry = entry[: entry.index("\n}")]
-    types, found = {}, None
-    for line in entry.splitlines()[1:]:
-        match = _INSTRUCTION.match(line)
-        if not match:
-            continue
-        name, element, op, rest = match.groups()
-        types[name] = element
+    """The product of an optimised HLO module's entry computation
+    (:func:`re2_lab.roofline.parse_hlo`): ``{"op", "kind", "operand_types", "result_type"}``
+    — a ``dot``, a ``custom-call`` (its target as ``kind``) or a ``kCustom`` fusion (its
+    ``fusion_config`` kind); element types as HLO writes them (``f32``, ``bf16``)."""
+    from re2_lab.roofline import parse_hlo
+
+    module = parse_hlo(hlo)
+    entry = module.computations[module.entry]
+    types = {inst.name: inst.type.split("[")[0] for inst in entry}
+    found = None
+    for inst in entry:
         kind = None
-        if op == "fusion" and "kind=kCustom" in rest:
-            kind = re.search(r'"kind":"([^"]+)"', rest).group(1)
-        elif op == "custom-call":
-            kind = re.search(r'custom_call_target="([^"]+)"', rest).group(1)
-        if op == "dot" or kind is not None:
-            operands = re.findall(r"%([\w.\-]+)", rest.split(")", 1)[0])
-            found = {"op": op, "kind": kind, "operands": operands, "result_type": element}
+        if inst.op == "fusion" and "kind=kCustom" in inst.text:
+            kind = re.search(r'"kind":"([^"]+)"', inst.text).group(1)
+        elif inst.op == "custom-call":
+            kind = re.search(r'custom_call_target="([^"]+)"', inst.text).group(1)
+        if inst.op == "dot" or kind is not None:
+            operands = re.findall(r"%([\w.\-]+)", inst.text.split(")", 1)[0])
+            found = {
+                "op": inst.op, "kind": kind, "result_type": types[inst.name],
+                "operand_types": [types[name] for name in operands],
+            }  # fmt: skip
     if found is None:
         raise ValueError("no product in the entry computation")
-    found["operand_types"] = [types[name] for name in found.pop("operands")]
     return found
 
 
