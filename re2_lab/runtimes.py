@@ -55,6 +55,7 @@ CHOICE_NAMES = {
     ("savedmodel", "f32"): "savedmodel (XLA)",
     ("savedmodel_noxla", "f32"): "savedmodel (xla=False)",
     ("savedmodel_noxla", "bf16"): "savedmodel bf16 (xla=False)",
+    ("savedmodel_bf16", "bf16"): "savedmodel bf16 export (xla=False)",
     ("onnxruntime", "f32"): "onnxruntime",
     ("openvino", "f32"): "openvino f32",
     ("openvino", "bf16"): "openvino bf16",
@@ -62,10 +63,13 @@ CHOICE_NAMES = {
 #: Columns of :func:`table`, in order after the default.
 RUNTIMES = tuple(
     ["savedmodel (XLA)", "savedmodel (xla=False)", "savedmodel bf16 (xla=False)"]
+    + ["savedmodel bf16 export (xla=False)"]
     + ["tflite", "onnxruntime", "openvino f32", "openvino bf16"]
 )
 #: The runtimes that are the SavedModel itself (TensorFlow serving the export, no conversion).
-SAVEDMODEL = RUNTIMES[:3]
+SAVEDMODEL = RUNTIMES[:4]
+#: This report's runtime name -> serving_choice's backend.
+BACKEND_OF = {name: backend for (backend, _), name in CHOICE_NAMES.items()}
 #: How far the best SavedModel may be from the fastest path (issue 51's target).
 SAVEDMODEL_TARGET = 1.2
 
@@ -126,13 +130,22 @@ def _model_rows(
 
     xla_path, featurizers = export("xla")
     plain_path, _ = export("noxla", xla=False)
+    units = cpu_units()["bfloat16"]
+    # with bfloat16 units: the SavedModel of the same weights exported in bfloat16
+    bf16_path = export("bf16", xla=False, precision="bf16")[0] if units else None
     model = {"model": variant}
     model["floors"] = _floors(spec, hparams, featurizers, shapes, peak, step_seconds)
     # the default: what re2-export (serving=auto) records for this export, measured by the
     # library on this CPU, checked on pairs of the model's own words
     pairs = choice_pairs(featurizers)
     choice = serving_choice.choose_serving(
-        xla_path, pairs, convertible=plain_path, shapes=shapes, threads=threads, log=log
+        xla_path,
+        pairs,
+        convertible=plain_path,
+        bf16_export=bf16_path,
+        shapes=shapes,
+        threads=threads,
+        log=log,
     )  # with its default rounds, as re2-export
     model["serving_choice"] = choice
     model["default"] = {  # per timed shape: the route a call of that many pairs takes
@@ -142,8 +155,9 @@ def _model_rows(
     log(f"{variant}: default {model['default']} ({choice['reason']})")
     targets = [("savedmodel (XLA)", "f32", xla_path, "—", None)]
     targets.append(("savedmodel (xla=False)", "f32", plain_path, "—", None))
-    if cpu_units()["bfloat16"]:  # TensorFlow's oneDNN bfloat16 rewrite of the same SavedModel
+    if units:  # TensorFlow's oneDNN bfloat16 rewrite of the same SavedModel, and the bf16 one
         targets.append(("savedmodel bf16 (xla=False)", "bf16", plain_path, "—", None))
+        targets.append(("savedmodel bf16 export (xla=False)", "bf16", bf16_path, "—", None))
     start = time.perf_counter()
     try:
         path, _ = export("tflite", fmt="tflite")
@@ -196,7 +210,9 @@ def _model_rows(
                 paths[runtime], runtimes.SIGNATURE, input_spec, batches=count,
                 warmup=min(10, count), intra_op_threads=threads, inter_op_threads=1,
                 throughput_batch=0,
-                options={"inputs_file": str(inputs_file), "precision": row["precision"],
+                options={"inputs_file": str(inputs_file),
+                         "precision": runtimes.asked_precision(
+                             BACKEND_OF.get(runtime, runtime), row["precision"]),
                          **({} if round_ else {"outputs_file": str(outputs)})},
             )  # fmt: skip
         except RuntimeError as error:  # the runtime refused the converted model
@@ -579,7 +595,8 @@ def table(record):
     names = {
         "savedmodel (XLA)": "SavedModel XLA",
         "savedmodel (xla=False)": "SavedModel no XLA",
-        "savedmodel bf16 (xla=False)": "SavedModel bf16 no XLA",
+        "savedmodel bf16 (xla=False)": "SavedModel bf16 rewrite no XLA",
+        "savedmodel bf16 export (xla=False)": "SavedModel bf16 export no XLA",
         "tflite": "TFLite",
         "onnxruntime": "ONNX Runtime",
         "openvino f32": "OpenVINO f32",

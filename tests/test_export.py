@@ -636,6 +636,13 @@ def test_default_export_states_its_precision_choice_without_measuring(run_and_ex
     if installed("openvino") or installed("onnxruntime"):  # timed against the SavedModel
         assert serving["measured"] and serving["candidates"][0]["backend"] == "savedmodel"
         assert serving["pairs"] == min(len(_sample_lines("dev")), 1000)  # max_pairs
+        # with bfloat16 units, the bfloat16 SavedModel of the same weights too, kept
+        candidates = [(c["backend"], c["precision"]) for c in serving["candidates"]]
+        assert (("savedmodel_bf16", "bf16") in candidates) == _bf16_units_from_cpuinfo()
+        kept = tmp_path / "default" / "runtimes" / "savedmodel_bf16" / "assets"
+        if _bf16_units_from_cpuinfo():
+            made = json.loads((kept / "export_config.json").read_text())
+            assert (made["precision"], made["xla"]) == ("bf16", False)
     else:
         assert serving["backend"] == "savedmodel" and not serving["measured"]
         assert serving["reason"] == serving_choice.NOTHING_TO_MEASURE

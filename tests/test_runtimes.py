@@ -74,7 +74,7 @@ def test_the_agreement_rule_is_99_percent_of_labels_and_a_non_finite_pair_is_a_c
     assert runtimes.agrees(0.95, min_agreement=0.95)
 
 
-def _tiny_export(name, path, xla=False, seed=0):
+def _tiny_export(name, path, xla=False, seed=0, precision="fp32"):
     """``name``'s tiny model, every weight random (biases included), exported like
     re2_tf.benchmarking's random-weight models; returns (export dir, featurisers)."""
     import keras
@@ -93,6 +93,7 @@ def _tiny_export(name, path, xla=False, seed=0):
         output=output_kind(spec, hparams),
         label_names=LABELS,
         xla=xla,
+        precision=precision,
         length_buckets=[8, 16],
         max_length=16,
     )
@@ -610,6 +611,31 @@ def test_the_bfloat16_rewrite_leaves_an_exports_output_softmax_in_float32(tmp_pa
         assert (low_bits != 0).mean() > 0.9
 
 
+def test_a_bfloat16_savedmodel_is_kept_beside_an_export_and_serves_in_its_own_precision(tmp_path):
+    xla, _ = _tiny_export("re2", tmp_path / "xla", xla=True)
+    bf16, _ = _tiny_export("re2", tmp_path / "bf16", precision="bf16")  # same weights: seed 0
+    plain, _ = _tiny_export("re2", tmp_path / "plain")
+    assert runtimes.convert(bf16, "savedmodel_bf16") == bf16  # itself, not copied
+    with pytest.raises(ValueError, match="export with --xla=false --precision=bf16"):
+        runtimes.convert(xla, "savedmodel_bf16")  # nothing kept
+    with pytest.raises(ValueError, match="precision=fp32"):
+        runtimes.convert(plain, "savedmodel_bf16", xla / "runtimes")  # float32 is no bf16 twin
+    kept = runtimes.convert(bf16, "savedmodel_bf16", xla / "runtimes")
+    assert kept == xla / "runtimes" / "savedmodel_bf16" and (kept / "saved_model.pb").exists()
+    assert runtimes.convert(xla, "savedmodel_bf16") == kept
+    served, reference = runtimes.load(xla, "savedmodel_bf16"), runtimes.load(xla, "savedmodel")
+    assert (served.path, served.precision) == (kept, "bf16")
+    for x in _batches():  # the same weights rounded to bfloat16: close, not equal
+        got, want = served(x)["probabilities"], reference(x)["probabilities"]
+        assert np.isfinite(got).all() and 0 < np.abs(got - want).max() < 5e-2
+    with pytest.raises(ValueError, match="is a bf16 SavedModel: f32 is served by savedmodel_noxla"):
+        runtimes.load(xla, "savedmodel_bf16", precision="f32")
+    # what a runtime process is asked: nothing to rewrite in a bfloat16 graph
+    assert runtimes.asked_precision("savedmodel_bf16", "bf16") is None
+    assert runtimes.asked_precision("savedmodel_noxla", "bf16") == "bf16"
+    assert [runtimes.served_precision(b) for b in runtimes.BACKENDS] == ["f32"] * 5 + ["bf16"]
+
+
 def test_savedmodel_noxla_in_bf16_runs_tensorflows_bfloat16_rewrite_for_its_calls_only(tmp_path):
     import ml_dtypes
 
@@ -636,7 +662,7 @@ def test_savedmodel_noxla_in_bf16_runs_tensorflows_bfloat16_rewrite_for_its_call
     # runtime called after it still computes in float32.
     assert not tf.config.optimizer.get_experimental_options().get(runtimes.TF_BF16_REWRITE)
     np.testing.assert_allclose(plain({"x": x})["probabilities"], f32, rtol=1e-5, atol=1e-5)
-    with pytest.raises(ValueError, match="bf16 is served by openvino or savedmodel_noxla"):
+    with pytest.raises(ValueError, match="bf16 is served by openvino, savedmodel_noxla or"):
         runtimes.load(tmp_path, "savedmodel", precision="bf16")
     if not cpu_units()["bfloat16"]:
         pytest.skip("no bfloat16 units: TensorFlow leaves the graph in float32")
@@ -710,5 +736,5 @@ def test_an_empty_text_under_the_bfloat16_rewrite_gives_finite_probabilities(tmp
     np.testing.assert_allclose(got, want, atol=2e-2)
     from re2_tf.serving.predictor import Predictor
 
-    with pytest.raises(ValueError, match="served by openvino or savedmodel_noxla"):
+    with pytest.raises(ValueError, match="served by openvino, savedmodel_noxla or"):
         Predictor(path, backend="savedmodel", precision="bf16")

@@ -108,6 +108,12 @@ def tiny_export(tmp_path_factory):
     return xla, plain
 
 
+@pytest.fixture(scope="module")
+def tiny_bf16_export(tmp_path_factory):
+    """The same tiny RE2 (same seed: same weights) exported xla=False in bfloat16."""
+    return _tiny_export("re2", tmp_path_factory.mktemp("choice_bf16"), precision="bf16")[0]
+
+
 def _with_choice(export, tmp_path, choice):
     copy = tmp_path / "export"
     shutil.copytree(export, copy)
@@ -221,7 +227,7 @@ def test_a_measured_choice_is_the_rules_and_serves_the_savedmodels_labels(tiny_e
 
 
 def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_keeps_it(
-    tiny_export, tmp_path, monkeypatch
+    tiny_export, tiny_bf16_export, tmp_path, monkeypatch
 ):
     pytest.importorskip("openvino")
     xla, plain = tiny_export
@@ -230,11 +236,18 @@ def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_keeps_it(
     installed_here = [("savedmodel", "f32"), ("openvino", "f32")]  # bf16 left out: time
     monkeypatch.setattr(serving_choice, "installed_candidates", lambda: installed_here)
     choice = serving_choice.choose_serving(
-        export, PAIRS, convertible=plain, shapes=((4, 6),), threads=1
+        export,
+        PAIRS,
+        convertible=plain,
+        bf16_export=tiny_bf16_export,
+        shapes=((4, 6),),
+        threads=1,
     )
     rows = choice["candidates"]
-    # with bfloat16 units, also TensorFlow without XLA under its oneDNN bfloat16 rewrite
-    bf16 = [("savedmodel_noxla", "bf16")] if cpu_units()["bfloat16"] else []
+    # with bfloat16 units, also TensorFlow without XLA under its oneDNN bfloat16 rewrite, and
+    # the bfloat16 SavedModel of the same weights
+    bf16 = [("savedmodel_noxla", "bf16"), ("savedmodel_bf16", "bf16")]
+    bf16 = bf16 if cpu_units()["bfloat16"] else []
     assert [(r["backend"], r["precision"]) for r in rows] == [
         ("savedmodel", "f32"),
         ("savedmodel_noxla", "f32"),
@@ -242,10 +255,10 @@ def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_keeps_it(
         ("openvino", "f32"),
     ]
     assert rows[1]["label_agreement"] == 1.0 and rows[1]["max_abs_dp"] < 1e-5  # same function
-    if bf16:  # the same function, rounded: close but not equal
-        assert 0 < rows[2]["max_abs_dp"] < 5e-2 and "median_ms" in rows[2]
-    kept = export / "runtimes" / "savedmodel_noxla"
-    assert (kept / "saved_model.pb").exists()
+    for row in rows[2 : 2 + len(bf16)]:  # the same function, rounded: close but not equal
+        assert 0 < row["max_abs_dp"] < 5e-2 and "median_ms" in row, row
+    for name in ["savedmodel_noxla"] + ["savedmodel_bf16"] * bool(bf16):
+        assert (export / "runtimes" / name / "saved_model.pb").exists()
     # a choice that serves large batches through it: followed, with the SavedModel's outputs
     routes = [
         {"batch": 8, "backend": "savedmodel", "precision": "f32"},
@@ -259,10 +272,14 @@ def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_keeps_it(
     served = Predictor(export, backend="savedmodel_noxla")
     assert served.tokenize == "python"
     np.testing.assert_allclose(served.probabilities(texts1, texts2), want, atol=1e-5)
-    if bf16:  # served as the choice measured it
+    if bf16:  # served as the choice measured them
         served = Predictor(export, backend="savedmodel_noxla", precision="bf16")
         got = served.probabilities(texts1, texts2)
         assert np.abs(got - want).max() == pytest.approx(rows[2]["max_abs_dp"], rel=1e-6)
+        served = Predictor(export, backend="savedmodel_bf16")
+        assert served.precision == "bf16" and served.tokenize == "python"
+        got = served.probabilities(texts1, texts2)
+        assert np.abs(got - want).max() == pytest.approx(rows[3]["max_abs_dp"], rel=1e-6)
     # an --xla=false export is itself TensorFlow without XLA: not a second candidate
     choice = serving_choice.choose_serving(plain, PAIRS, shapes=((4, 6),), threads=1)
     assert [r["backend"] for r in choice["candidates"]] == ["savedmodel", "openvino"]

@@ -108,7 +108,8 @@ def define_flags(flag_values=FLAGS):
         "batch of --batch pairs through, as re2-predict does: its serving choice); "
         "openvino/onnxruntime convert the --xla=false export's serving_ids "
         "(re2_tf.serving.runtimes); savedmodel_noxla: the --xla=false SavedModel (with "
-        "--saved_model: the one an XLA export's serving choice kept).",
+        "--saved_model: the one an XLA export's serving choice kept); savedmodel_bf16: the "
+        "--xla=false --precision=bf16 SavedModel (likewise).",
         flag_values=flag_values,
     )
     flags.DEFINE_bool(
@@ -183,7 +184,8 @@ def _main(argv):
             raise FileNotFoundError(f"--saved_model: no such export {FLAGS.saved_model}")
         config_file = export / "assets" / EXPORT_CONFIG_FILE
         config = json.loads(config_file.read_text()) if config_file.exists() else None
-        backend, precision = FLAGS.backend, "f32"
+        backend = FLAGS.backend
+        precision = runtimes.served_precision(backend) if backend else "f32"
         if backend is None and config is not None:
             routes, note = default_routes(export, config)
             served = route(routes, FLAGS.batch)
@@ -243,8 +245,9 @@ def _main(argv):
             warmup=FLAGS.warmup,
             vocab_size=FLAGS.vocab_size,
             fmt=fmt,
-            precision=FLAGS.precision,
-            xla=FLAGS.xla and not converted and FLAGS.backend != "savedmodel_noxla",
+            # a kept SavedModel's backend times the export it would keep
+            precision=runtimes.KEPT.get(FLAGS.backend, {}).get("precision", FLAGS.precision),
+            xla=FLAGS.xla and not converted and FLAGS.backend not in runtimes.KEPT,
             runtime=FLAGS.backend if converted else None,
             throughput_batch=FLAGS.throughput_batch,
             plain=FLAGS.plain_export,

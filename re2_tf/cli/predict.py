@@ -86,8 +86,9 @@ def define_flags(flag_values=FLAGS):
         "Runtime (default: the one re2-export recorded as fastest on its CPU, else the "
         "export's format); openvino/onnxruntime convert an --xla=false "
         "SavedModel's serving_ids (re2_tf.serving.runtimes; pip install -e '.[openvino]' / "
-        "'.[onnx]') and tokenise in Python; savedmodel_noxla: TensorFlow without XLA (the "
-        "--xla=false SavedModel an XLA export's serving choice kept), tokenising in Python.",
+        "'.[onnx]') and tokenise in Python; savedmodel_noxla / savedmodel_bf16: TensorFlow "
+        "without XLA (the --xla=false SavedModel, float32 / bfloat16, an export's serving "
+        "choice kept), tokenising in Python.",
         flag_values=flag_values,
     )
     flags.mark_flag_as_required("export_dir", flag_values=flag_values)

@@ -39,11 +39,12 @@ signature; ``python`` tokenises with the exact Python tokeniser of the run
 
 Runtime (``backend``): ``savedmodel`` (TensorFlow), ``tflite`` (LiteRT, a TFLite export),
 or ``openvino`` / ``onnxruntime``: the SavedModel's ``serving_ids`` converted by
-:mod:`re2_tf.serving.runtimes` (optional extras ``.[openvino]`` / ``.[onnx]``), fed by the
-``python`` tokenisation as TFLite is. Not told (the default), a Predictor serves what the
-export recorded (:func:`default_routes`): the TFLite file, or the runtimes ``re2-export``
-measured fastest on its CPU per batch size (:mod:`re2_tf.serving.serving_choice`), or the
-SavedModel.
+:mod:`re2_tf.serving.runtimes` (optional extras ``.[openvino]`` / ``.[onnx]``), or
+``savedmodel_noxla`` / ``savedmodel_bf16``: TensorFlow without XLA on the SavedModels kept
+beside the export (float32; bfloat16), fed by the ``python`` tokenisation as TFLite is. Not
+told (the default), a Predictor serves what the export recorded (:func:`default_routes`):
+the TFLite file, or the runtimes ``re2-export`` measured fastest on its CPU per batch size
+(:mod:`re2_tf.serving.serving_choice`), or the SavedModel.
 
 Policy: **every input line yields one output record, or reading stops with one error
 ``<input>:<line>: <reason>``** (:class:`InputError`) before anything is predicted: invalid
@@ -74,13 +75,20 @@ from pathlib import Path
 import numpy as np
 
 from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE
-from re2_tf.serving.runtimes import CONVERTED, EXTRAS, MissingOpError, load_saved_model
+from re2_tf.serving.runtimes import (
+    CONVERTED,
+    EXTRAS,
+    MissingOpError,
+    load_saved_model,
+    served_precision,
+)
 
 #: Converted backend -> the Python packages it needs.
 PACKAGES = {
     "onnxruntime": ("onnxruntime", "tf2onnx", "onnx"),
     "openvino": ("openvino",),
     "savedmodel_noxla": (),
+    "savedmodel_bf16": (),
 }
 
 
@@ -238,15 +246,17 @@ class Predictor:
             (SavedModel or TFLite).
         tokenize: ``auto``, ``graph`` or ``python`` (see module docstring).
         batch_size: pairs per model call (>= 1).
-        backend: ``savedmodel``, ``tflite``, ``openvino``, ``onnxruntime`` or
-            ``savedmodel_noxla`` (module docstring); ``None`` = what the export recorded
-            (:func:`default_routes`).
+        backend: ``savedmodel``, ``tflite``, ``openvino``, ``onnxruntime``,
+            ``savedmodel_noxla`` or ``savedmodel_bf16`` (module docstring); ``None`` = what
+            the export recorded (:func:`default_routes`).
         precision: ``f32`` or ``bf16``: OpenVINO's inference precision, or for
             ``savedmodel_noxla`` TensorFlow's oneDNN bfloat16 rewrite
             (:func:`re2_tf.serving.runtimes.load`); ``None`` = the recorded choice's with
-            ``backend=None``, else ``f32``. The other runtimes run the export's own precision
-            (asking them for ``bf16`` is a ValueError; with ``backend=None`` it applies to the
-            routes these two serve).
+            ``backend=None``, else the backend's own (``f32``; ``bf16`` for
+            ``savedmodel_bf16``, the kept bfloat16 SavedModel). The other runtimes run the
+            export's own precision (asking them for another is a ValueError:
+            :func:`re2_tf.serving.runtimes.served_precision`; with ``backend=None`` it
+            applies to the routes these serve).
 
     Attributes:
         routes: ``[{"batch", "backend", "precision"}]``: which runtime serves a call of how
@@ -286,12 +296,8 @@ class Predictor:
             if precision:
                 routes = [dict(r, precision=precision) for r in routes]
         else:
-            if precision not in (None, "f32") and backend not in ("openvino", "savedmodel_noxla"):
-                raise ValueError(
-                    f"--backend={backend} runs the export's own precision: {precision} is "
-                    "served by openvino or savedmodel_noxla"
-                )
-            routes = [{"batch": 1, "backend": backend, "precision": precision or "f32"}]
+            precision = served_precision(backend, precision)
+            routes = [{"batch": 1, "backend": backend, "precision": precision}]
         self.routes = routes
         self.backend, self.precision = routes[0]["backend"], routes[0]["precision"]
         for r in routes:

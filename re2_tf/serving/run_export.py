@@ -15,6 +15,7 @@ from pathlib import Path
 from absl import logging
 
 from re2_tf import runs
+from re2_tf.machine import cpu_units
 from re2_tf.models import get_spec
 from re2_tf.serving import serving_choice
 from re2_tf.serving.auto_precision import choose_precision, known_precision
@@ -45,7 +46,9 @@ def export_run(run_dir, export_dir, *, precision="fp32", serving="auto", max_pai
     every other installed CPU runtime and checks their labels on the same dev pairs, keeping
     the fastest that agrees (:func:`~re2_tf.serving.serving_choice.choose_serving`; the
     runtimes are converted from an ``xla=False`` SavedModel of the same weights, made in a
-    temporary directory when the export itself uses XLA); ``"savedmodel"`` measures nothing.
+    temporary directory when the export itself uses XLA; on a CPU with bfloat16 units an
+    ``fp32`` export's candidates include an ``xla=False`` ``bf16`` SavedModel of the same
+    weights, made likewise); ``"savedmodel"`` measures nothing.
     The decision is ``export_config.json``'s ``serving_choice``, which
     :class:`~re2_tf.serving.predictor.Predictor` follows.
 
@@ -110,17 +113,28 @@ def _chosen_serving(run_dir, model, export_dir, precision, extra, kwargs, max_pa
     pairs = _dev_pairs(run_dir, max_pairs)
     if not pairs or len(serving_choice.installed_candidates()) == 1:
         return serving_choice.choose_serving(export_dir, pairs)  # nothing to measure: no twin
-    if not kwargs.get("xla", True):
-        return serving_choice.choose_serving(export_dir, pairs, log=logging.info)
+    # with bfloat16 units, a bfloat16 SavedModel of the same weights is a candidate too
+    bf16 = precision == "fp32" and cpu_units()["bfloat16"]
+    needed = {"plain": (kwargs.get("xla", True), precision), "bf16": (bf16, "bf16")}
     with tempfile.TemporaryDirectory() as tmp:
-        plain = export_model(
-            model,
-            Path(tmp) / "plain",
-            precision=precision,
-            extra_config=extra,
-            **dict(kwargs, xla=False),
+        twins = {
+            name: export_model(
+                model,
+                Path(tmp) / name,
+                precision=twin_precision,
+                extra_config=extra,
+                **dict(kwargs, xla=False),
+            )
+            for name, (wanted, twin_precision) in needed.items()
+            if wanted
+        }
+        return serving_choice.choose_serving(
+            export_dir,
+            pairs,
+            convertible=twins.get("plain"),
+            bf16_export=twins.get("bf16"),
+            log=logging.info,
         )
-        return serving_choice.choose_serving(export_dir, pairs, convertible=plain, log=logging.info)
 
 
 def _chosen_precision(how, run_dir, model, kwargs, max_pairs):

@@ -29,7 +29,14 @@ convolutions as matrix products):
   float32 one; the profile is in ``docs/performance.md``). It is a process-wide TensorFlow
   setting, so :func:`load`'s runtime turns it on for each of its calls only
   (:func:`tf_bf16_rewrite`) and restores it after (a call from another thread meanwhile
-  would be rewritten too).
+  would be rewritten too);
+- ``savedmodel_bf16``: TensorFlow without XLA on an ``--xla=false --precision=bf16``
+  SavedModel of the same weights, kept beside the export (``re2-export``'s serving choice
+  makes it where the CPU has bfloat16 units). Its graph is bfloat16 as exported (RE2: the
+  folded pass with bfloat16 weights, whose dense layers fuse bias and activation into
+  oneDNN's product, :mod:`re2_tf.serving.folded`; the other models: their Keras
+  ``mixed_bfloat16`` copy), so nothing is rewritten: its precision is its own, ``bf16``
+  (:data:`OWN_PRECISION`).
 
 Both are optional (``pip install -e '.[openvino]'``, ``pip install -e '.[onnx]'``; without
 them :class:`MissingPackageError` says which). The converted files are kept in
@@ -78,35 +85,58 @@ __all__ = [
     "MissingOpError",
     "MissingPackageError",
     "ONNX_HANDLERS",
+    "KEPT",
     "OPENVINO_PARTS",
     "OPSET",
+    "OWN_PRECISION",
     "Runtime",
     "agreement",
     "agrees",
+    "asked_precision",
     "convert",
     "cpu_has_bf16",
     "load",
     "load_saved_model",
     "require",
     "run_openvino",
+    "served_precision",
     "split_openvino",
     "tf_bf16_rewrite",
     "unsupported_ops",
     "versions",
 ]
 
-#: Every ``--backend``; the last three are made from an ``--xla=false`` SavedModel
+#: Every ``--backend``; the last four are made from an ``--xla=false`` SavedModel
 #: (:data:`CONVERTED`).
-BACKENDS = ("savedmodel", "tflite", "openvino", "onnxruntime", "savedmodel_noxla")
+BACKENDS = (
+    "savedmodel",
+    "tflite",
+    "openvino",
+    "onnxruntime",
+    "savedmodel_noxla",
+    "savedmodel_bf16",
+)
 #: Backend -> name of its file (or folder) in ``<export>/runtimes/``: OpenVINO's IR and ONNX
-#: converted from an ``--xla=false`` SavedModel, and ``savedmodel_noxla``: that SavedModel
+#: converted from an ``--xla=false`` SavedModel; ``savedmodel_noxla``: that SavedModel
 #: itself, kept beside an XLA export (TensorFlow without XLA, a :mod:`serving_choice
-#: <re2_tf.serving.serving_choice>` candidate).
+#: <re2_tf.serving.serving_choice>` candidate); ``savedmodel_bf16``: an ``--xla=false
+#: --precision=bf16`` SavedModel of the same weights, kept beside the export (:data:`KEPT`).
 CONVERTED = {
     "openvino": "serving_ids.xml",
     "onnxruntime": "serving_ids.onnx",
     "savedmodel_noxla": "savedmodel_noxla",
+    "savedmodel_bf16": "savedmodel_bf16",
 }
+#: The backends that are a SavedModel kept as it is (copied, not converted) -> how it must
+#: have been made, as its ``export_config.json`` says (no such file: a float32 function
+#: without XLA): ``xla`` and, where it matters, ``precision``.
+KEPT = {
+    "savedmodel_noxla": {"xla": False},
+    "savedmodel_bf16": {"xla": False, "precision": "bf16"},
+}
+#: A backend's own precision where it is not ``f32``: what it runs when not asked, and the
+#: only precision it serves (``savedmodel_bf16`` is a bfloat16 graph).
+OWN_PRECISION = {"savedmodel_bf16": "bf16"}
 #: Suffixes of the two parts an OpenVINO IR ``<name>.xml`` is saved in when its export names
 #: ``float32_layers`` (:func:`split_openvino`): ``<name>.bf16_part.xml`` (bf16 under a bf16
 #: hint) and ``<name>.f32_part.xml`` (always f32), fed one after the other. The first part's
@@ -505,21 +535,23 @@ def convert(export_dir, backend, cache_dir=None):
     Args:
         export_dir: a SavedModel export (``re2-export``; convertible when made with
             ``--xla=false``).
-        backend: ``openvino`` (IR ``.xml``), ``onnxruntime`` (``.onnx``) or
+        backend: ``openvino`` (IR ``.xml``), ``onnxruntime`` (``.onnx``),
             ``savedmodel_noxla`` (a copy of an ``--xla=false`` export, the folder
             ``savedmodel_noxla``; an XLA export has one only where ``re2-export`` measured
-            the serving choice, which keeps it).
+            the serving choice, which keeps it) or ``savedmodel_bf16`` (likewise a copy of an
+            ``--xla=false --precision=bf16`` export, kept where the choice measured one).
         cache_dir: where the file is written; default ``<export_dir>/runtimes`` (a temporary
             folder when that cannot be written).
 
     Returns:
-        ``Path`` of the converted file (for ``savedmodel_noxla``: the folder, or, for an
-        ``--xla=false`` export without ``cache_dir``, ``export_dir`` itself).
+        ``Path`` of the converted file (for ``savedmodel_noxla`` and ``savedmodel_bf16``: the
+        folder, or, for an export that is one itself (:data:`KEPT`) without ``cache_dir``,
+        ``export_dir`` itself).
 
     Raises:
-        ValueError: an unknown backend or not a SavedModel export; ``savedmodel_noxla`` of
-        an XLA export that has none kept. ConversionError: the
-        converter's unsupported ops. MissingPackageError: the converter is not installed.
+        ValueError: an unknown backend or not a SavedModel export; ``savedmodel_noxla`` or
+        ``savedmodel_bf16`` of an export that is not one and has none kept. ConversionError:
+        the converter's unsupported ops. MissingPackageError: the converter is not installed.
     """
     if backend not in CONVERTED:
         raise ValueError(f"backend must be one of {list(CONVERTED)}, got {backend!r}")
@@ -527,9 +559,12 @@ def convert(export_dir, backend, cache_dir=None):
     saved = export_dir / "saved_model.pb"
     if not saved.exists():
         raise ValueError(f"{export_dir} is not a SavedModel export (no saved_model.pb)")
-    # only TensorFlow without XLA depends on how the export was made
-    xla = backend == "savedmodel_noxla" and _export_config(export_dir).get("xla")
-    if backend == "savedmodel_noxla" and not cache_dir and not xla:
+    # only the kept SavedModels depend on how the export was made
+    config = _export_config(export_dir)
+    wanted = KEPT.get(backend, {})
+    made = {"xla": bool(config.get("xla")), "precision": config.get("precision", "fp32")}
+    other = [f"{k}={made[k]}" for k, v in wanted.items() if made[k] != v]
+    if backend in KEPT and not cache_dir and not other:
         return export_dir  # the export itself is one
     cache = Path(cache_dir) if cache_dir else export_dir / "runtimes"
     try:
@@ -543,12 +578,13 @@ def convert(export_dir, backend, cache_dir=None):
     parts = [_part_path(path, suffix) for suffix in OPENVINO_PARTS] if layers else []
     if all(p.exists() and p.stat().st_mtime >= saved.stat().st_mtime for p in [path, *parts]):
         return path
-    if backend == "savedmodel_noxla":
-        if xla:
+    if backend in KEPT:
+        if other:
+            flags = " ".join(f"--{k}={str(v).lower()}" for k, v in wanted.items())
             raise ValueError(
-                f"{export_dir} is an XLA export without a SavedModel without XLA in "
-                f"{cache}: export with --xla=false (or re2-export's default --serving=auto, "
-                "which keeps one)"
+                f"{export_dir} ({', '.join(other)}) has no {backend} kept in {cache}: export "
+                f"with {flags} (or re2-export's default --serving=auto, which keeps one where "
+                "it measured it)"
             )
         if path.exists():
             shutil.rmtree(path)
@@ -660,7 +696,40 @@ def run_openvino(compiled, features, requests=None):
     return outputs
 
 
-def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
+def asked_precision(backend, precision):
+    """What a runtime process is asked to run ``backend`` at (the timing worker's
+    ``precision`` option): ``precision``, or ``None`` for a backend whose graph is in its own
+    precision (:data:`OWN_PRECISION`: a SavedModel like any other, nothing to rewrite)."""
+    return None if backend in OWN_PRECISION else precision
+
+
+def served_precision(backend, precision=None):
+    """The precision ``backend`` serves when asked for ``precision`` (``None``: its own,
+    ``f32`` but for :data:`OWN_PRECISION`'s).
+
+    Raises:
+        ValueError: ``precision`` is not ``f32`` or ``bf16``; ``bf16`` for a backend other
+            than ``openvino``, ``savedmodel_noxla`` and ``savedmodel_bf16``; ``f32`` for
+            ``savedmodel_bf16``.
+    """
+    own = OWN_PRECISION.get(backend)
+    precision = precision or own or "f32"
+    if precision not in ("f32", "bf16"):
+        raise ValueError(f"precision must be f32 or bf16, got {precision!r}")
+    if own and precision != own:
+        raise ValueError(
+            f"--backend={backend} is a {own} SavedModel: {precision} is served by "
+            "savedmodel_noxla (the same weights in float32)"
+        )
+    if precision == "bf16" and backend not in ("openvino", "savedmodel_noxla", *OWN_PRECISION):
+        raise ValueError(
+            f"--backend={backend} runs the export's own precision: bf16 is served by openvino, "
+            "savedmodel_noxla or savedmodel_bf16 (or export with --precision=bf16)"
+        )
+    return precision
+
+
+def load(export_dir, backend, *, threads=0, precision=None, cache_dir=None):
     """A :class:`Runtime` over ``export_dir``'s ``serving_ids`` in ``backend``.
 
     Args:
@@ -673,25 +742,21 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
             the IR's :data:`OPENVINO_PARTS` beside it: the first part in bf16, the
             ``float32_layers`` part in f32); for ``savedmodel_noxla``, ``bf16`` runs it under
             TensorFlow's oneDNN bfloat16 rewrite (:data:`TF_BF16_REWRITE`); the others run the
-            export's own precision.
+            export's own precision, ``savedmodel_bf16`` ``bf16`` (:data:`OWN_PRECISION`).
+            ``None``: the backend's own (``f32`` but for ``savedmodel_bf16``).
         cache_dir: see :func:`convert`.
 
     Raises:
-        ValueError: an unknown backend or precision, ``bf16`` for a backend other than
-            ``openvino`` and ``savedmodel_noxla``, or an export of the other format.
+        ValueError: an unknown backend, a precision it does not serve
+            (:func:`served_precision`), or an export of the other format.
         ConversionError, MissingPackageError: see :func:`convert`.
     """
 
     export_dir = Path(export_dir)
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
-    if precision not in ("f32", "bf16"):
-        raise ValueError(f"precision must be f32 or bf16, got {precision!r}")
-    if precision == "bf16" and backend not in ("openvino", "savedmodel_noxla"):
-        raise ValueError(
-            f"--backend={backend} runs the export's own precision: bf16 is served by openvino "
-            "or savedmodel_noxla (or export with --precision=bf16)"
-        )
+    precision = served_precision(backend, precision)
+    own = backend in OWN_PRECISION
     if backend == "tflite":
         if not (export_dir / TFLITE_FILE).exists():
             raise ValueError(f"{export_dir} has no {TFLITE_FILE}: export with --format=tflite")
@@ -713,11 +778,11 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
         )
     if not (export_dir / "saved_model.pb").exists():
         raise ValueError(f"{export_dir} is not a SavedModel export: --backend=tflite serves it")
-    if backend in ("savedmodel", "savedmodel_noxla"):
+    if backend == "savedmodel" or backend in KEPT:
         # lazy: OpenVINO, ONNX Runtime and LiteRT serve without TensorFlow
         import tensorflow as tf
 
-        if backend == "savedmodel_noxla":
+        if backend in KEPT:
             export_dir = convert(export_dir, backend, cache_dir)
         loaded, fn = _signature(export_dir)
 
@@ -727,8 +792,8 @@ def load(export_dir, backend, *, threads=0, precision="f32", cache_dir=None):
                 for k, v in fn(**{k: tf.constant(v) for k, v in features.items()}).items()
             }
 
-        if precision != "bf16":
-            return Runtime(backend, export_dir, call)
+        if precision != "bf16" or own:
+            return Runtime(backend, export_dir, call, precision=precision)
 
         def rewritten(features):
             with tf_bf16_rewrite():

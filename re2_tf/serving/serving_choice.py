@@ -13,11 +13,15 @@ The rule (ours):
   kernels, and which is faster depends on the model and the batch), and where the CPU has
   bfloat16 units (:func:`re2_tf.machine.cpu_units`) the same without XLA under TensorFlow's
   oneDNN bfloat16 rewrite (``savedmodel_noxla`` ``bf16``:
-  :data:`re2_tf.serving.runtimes.TF_BF16_REWRITE`). The others are made
+  :data:`re2_tf.serving.runtimes.TF_BF16_REWRITE`), and on such a CPU a bfloat16 SavedModel of
+  the same weights (``savedmodel_bf16``: exported ``--xla=false --precision=bf16``, a graph
+  bfloat16 as built; for RE2 the folded pass with bfloat16 weights, whose dense layers'
+  bias and activation fuse into oneDNN's product: :mod:`re2_tf.serving.folded`). The others
+  are made
   from an ``--xla=false`` SavedModel of the same weights (converted, or for
-  ``savedmodel_noxla`` copied: :func:`re2_tf.serving.runtimes.convert`) and kept in
-  ``<export>/runtimes/``. TensorFlow without XLA is a candidate only beside another runtime
-  (with TensorFlow alone nothing is measured, below).
+  ``savedmodel_noxla`` and ``savedmodel_bf16`` copied: :func:`re2_tf.serving.runtimes.convert`)
+  and kept in ``<export>/runtimes/``. TensorFlow without XLA is a candidate only beside
+  another runtime (with TensorFlow alone nothing is measured, below).
 - **Agreement**: a candidate is eligible only if its most probable label equals the
   SavedModel's on at least :data:`MIN_AGREEMENT` of the held-out pairs (both fed the same
   Python tokenisation) and every output is finite: the one rule,
@@ -125,13 +129,18 @@ def installed_candidates():
     return found
 
 
-def tensorflow_candidates():
-    """``[(backend, precision)]`` of TensorFlow without XLA the rule adds for an XLA export:
-    ``("savedmodel_noxla", "f32")``, then ``("savedmodel_noxla", "bf16")`` (TensorFlow's oneDNN
-    bfloat16 rewrite) where the CPU has bfloat16 units (:func:`re2_tf.machine.cpu_units`)."""
-    found = [("savedmodel_noxla", "f32")]
-    if cpu_units()["bfloat16"]:
+def tensorflow_candidates(noxla=True, bf16_export=False):
+    """``[(backend, precision)]`` of TensorFlow without XLA the rule adds: for an XLA export
+    (``noxla``) ``("savedmodel_noxla", "f32")``, then ``("savedmodel_noxla", "bf16")``
+    (TensorFlow's oneDNN bfloat16 rewrite) where the CPU has bfloat16 units
+    (:func:`re2_tf.machine.cpu_units`); with a bfloat16 SavedModel of the same weights
+    (``bf16_export``) and those units, ``("savedmodel_bf16", "bf16")`` last."""
+    units = cpu_units()["bfloat16"]
+    found = [("savedmodel_noxla", "f32")] if noxla else []
+    if noxla and units:
         found.append(("savedmodel_noxla", "bf16"))
+    if bf16_export and units:
+        found.append(("savedmodel_bf16", "bf16"))
     return found
 
 
@@ -203,6 +212,7 @@ def choose_serving(
     pairs,
     *,
     convertible=None,
+    bf16_export=None,
     candidates=None,
     shapes=SHAPES,
     threads=0,
@@ -221,10 +231,13 @@ def choose_serving(
             split); with none, nothing can be checked and the SavedModel serves.
         convertible: an ``xla=False`` SavedModel of the same model the other runtimes are
             converted from (default: ``export_dir`` itself, which then must be one).
+        bf16_export: an ``xla=False``, ``precision="bf16"`` SavedModel of the same model,
+            the candidate ``savedmodel_bf16`` (kept as ``<export_dir>/runtimes/
+            savedmodel_bf16``) where the CPU has bfloat16 units.
         candidates: ``[(backend, precision)]`` (default :func:`installed_candidates`, and
-            ``("savedmodel_noxla", "f32")`` second where ``export_dir`` is an XLA export and
-            ``convertible`` is given, followed by ``("savedmodel_noxla", "bf16")`` where the
-            CPU also has bfloat16 units); the SavedModel is always the first.
+            after the SavedModel :func:`tensorflow_candidates`: ``savedmodel_noxla`` where
+            ``export_dir`` is an XLA export and ``convertible`` is given, ``savedmodel_bf16``
+            where ``bf16_export`` is); the SavedModel is always the first.
         shapes: ``(batch, words per text)`` shapes timed.
         threads: intra-op threads of the timing processes (0: each runtime's default).
         rounds: timing rounds; a candidate's median at a shape is the least of its rounds'
@@ -255,8 +268,9 @@ def choose_serving(
     if not found:
         return dict(unmeasured, reason=NOTHING_TO_MEASURE)
     config = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text())
-    if candidates is None and config.get("xla") and convertible is not None:
-        found[:0] = tensorflow_candidates()
+    if candidates is None:
+        noxla = bool(config.get("xla")) and convertible is not None
+        found[:0] = tensorflow_candidates(noxla, bf16_export is not None)
     found = [("savedmodel", "f32"), *found]
     pairs = list(pairs or [])
     if not pairs:
@@ -281,8 +295,9 @@ def choose_serving(
             row = {"backend": backend, "precision": precision, "median_ms": {}, "rounds_ms": {}}
             path = export_dir
             if backend != "savedmodel":
+                source = bf16_export if backend == "savedmodel_bf16" else convertible
                 try:
-                    path = runtimes.convert(convertible, backend, export_dir / "runtimes")
+                    path = runtimes.convert(source, backend, export_dir / "runtimes")
                 except runtimes.ConversionError as error:
                     path, row["error"] = None, runtimes.failure(error)
             rows.append(row)
@@ -290,7 +305,10 @@ def choose_serving(
 
         def time_one(index, key, _round):
             batch, request = requests[key]
-            options = dict(request["options"], precision=rows[index]["precision"])
+            options = dict(request["options"])
+            asked = runtimes.asked_precision(rows[index]["backend"], rows[index]["precision"])
+            if asked:
+                options["precision"] = asked
             if _round == 0 and shape_changes:
                 # every candidate first survives its texts changing length, as in serving
                 options["shape_changes"] = True
