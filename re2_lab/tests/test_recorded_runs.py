@@ -1565,6 +1565,55 @@ def _earlier_record(commit, path):
     return json.loads(shown.stdout)
 
 
+def test_the_bfloat16_savedmodel_reading_is_its_record():
+    """docs/performance.md's "The bfloat16 SavedModel as a path": runtimes-amx.json's RE2
+    variants, measured again with the bfloat16 export (savedmodel_bf16) as a path and a
+    serving-choice candidate: every ratio of the reading recomputed from the rows, beside the
+    record's earlier version (16759b0), and the candidate's agreement on the choice's pairs."""
+    record = json.loads((RUNS / "runtimes" / "runtimes-amx.json").read_text())
+    earlier = _earlier_record("16759b0", "docs/runs/runtimes/runtimes-amx.json")
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    start = text.index("**The bfloat16 SavedModel as a path.**")
+    reading = text[start : text.index("####", start)]
+    export = "savedmodel bf16 export (xla=False)"
+
+    def best(rec, model, batch, saved):
+        rows = [r for r in rec["rows"] if (r["model"], r["batch"]) == (model, batch)]
+        rows = [r for r in rows if r.get("agrees") and r.get("median_ms")]
+        if saved:
+            rows = [r for r in rows if r["runtime"].startswith("savedmodel")]
+        return min(rows, key=lambda r: r["median_ms"])
+
+    re2 = ["RE2 1 block", "RE2 2 blocks", "RE2 3 blocks"]
+    redone = {r["model"] for r in record["redone"] if "e559063" in r.get("reason", "")}
+    assert redone == set(re2)
+    assert {r["model"] for r in record["rows"] if r["runtime"] == export} == redone
+    within = 0
+    for batch, now_say, then_say, then_path in (
+        (512, ["1.14", "1.25", "1.24"], ["1.61", "1.72", "1.75"], "savedmodel bf16 (xla=False)"),
+        (8, ["2.05", "2.12", "2.36"], ["2.54", "2.68", "2.72"], "savedmodel (XLA)"),
+    ):
+        for model, now_text, then_text in zip(re2, now_say, then_say):
+            saved, fastest = best(record, model, batch, True), best(record, model, batch, False)
+            assert saved["runtime"] == export and fastest["runtime"] == "openvino bf16"
+            ratio = saved["median_ms"] / fastest["median_ms"]
+            assert f"{ratio:.2f}" == now_text and f"{now_text}×" in reading
+            within += ratio <= 1.2
+            before = best(earlier, model, batch, True), best(earlier, model, batch, False)
+            assert before[0]["runtime"] == then_path
+            assert f"{before[0]['median_ms'] / before[1]['median_ms']:.2f}" == then_text
+            assert f"{then_text}×" in reading
+    assert within == 1 and "at RE2 1 block's 512 × 20 only of RE2's six" in reading
+    for model in re2:
+        entry = next(m for m in record["models"] if m["model"] == model)
+        assert set(entry["default"].values()) == {"openvino bf16"}
+        choice = entry["serving_choice"]
+        (candidate,) = [c for c in choice["candidates"] if c["backend"] == "savedmodel_bf16"]
+        assert candidate["label_agreement"] >= 0.998 and candidate["max_abs_dp"] < 2e-5
+        assert choice["pairs"] == 2048
+    assert "at least 0.998 of the serving choice's 2,048 pairs (max |Δp| below 2e-05" in reading
+
+
 def test_every_variant_was_measured_again_with_the_bfloat16_rewrite_as_a_candidate():
     """docs/performance.md: every variant was measured again once TensorFlow's oneDNN bfloat16
     rewrite of the SavedModel was a path and a serving-choice candidate, so each serving
