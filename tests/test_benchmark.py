@@ -365,6 +365,40 @@ def test_cli_times_an_export_through_what_it_serves_by_default(tmp_path):
     assert len(row["times_s"] if "times_s" in row else [0, 0]) == 2 and row["median_ms"] > 0
 
 
+def test_cli_times_a_kept_bfloat16_savedmodel_in_its_own_precision(tmp_path):
+    # An export whose recorded choice routes 8-pair calls to the bfloat16 SavedModel kept
+    # beside it: re2-bench times that SavedModel as it is, bf16, never under the rewrite.
+    from re2_tf.models import get_spec
+    from re2_tf.serving.files import EXPORT_CONFIG_FILE
+    from re2_tf.serving.runtimes import convert
+
+    one_block = get_spec("re2").benchmark["RE2 1 block"]["hparams"]
+    path, _, _ = benchmark.export_benchmark_model(
+        get_spec("re2"), one_block, tmp_path / "m", vocab_size=40, xla=False
+    )
+    twin, _, _ = benchmark.export_benchmark_model(
+        get_spec("re2"), one_block, tmp_path / "bf16", vocab_size=40, xla=False, precision="bf16"
+    )
+    convert(twin, "savedmodel_bf16", path / "runtimes")  # kept, as the serving choice keeps it
+    config_file = path / "assets" / EXPORT_CONFIG_FILE
+    config = json.loads(config_file.read_text())
+    route = {"batch": 8, "backend": "savedmodel_bf16", "precision": "bf16"}
+    config["serving_choice"] = dict(route, measured=True, routes=[route])
+    config_file.write_text(json.dumps(config))
+    proc = subprocess.run(
+        [sys.executable, "-m", "re2_tf.cli.benchmark", f"--saved_model={path}", "--batch=8",
+         "--length=6", "--batches=2", "--warmup=0", "--throughput_batch=0",
+         f"--json_out={tmp_path / 'bench.json'}"],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "through savedmodel_bf16 bf16, what it serves a batch of 8 pairs" in proc.stdout
+    ((row,),) = [json.loads((tmp_path / "bench.json").read_text())["rows"]]
+    assert (row["runtime"], row["precision"]) == ("savedmodel_bf16", "bf16")
+    assert row["interpreter"] == "tf.saved_model.load"  # no "(oneDNN bfloat16 rewrite)"
+
+
 def test_a_worker_that_crashes_is_named_with_its_signal(tmp_path):
     # a runtime that crashes its process writes no traceback: the error names the signal
     crash = tmp_path / "crash.py"

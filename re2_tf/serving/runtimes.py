@@ -539,7 +539,7 @@ def convert(export_dir, backend, cache_dir=None):
             ``savedmodel_noxla`` (a copy of an ``--xla=false`` export, the folder
             ``savedmodel_noxla``; an XLA export has one only where ``re2-export`` measured
             the serving choice, which keeps it) or ``savedmodel_bf16`` (likewise a copy of an
-            ``--xla=false --precision=bf16`` export, kept where the choice measured one).
+            ``--xla=false --precision=bf16`` export, kept where the serving choice made one).
         cache_dir: where the file is written; default ``<export_dir>/runtimes`` (a temporary
             folder when that cannot be written).
 
