@@ -316,14 +316,12 @@ def test_time_in_turn_alternates_paths_within_each_round_and_shape_and_drops_a_f
         benchmark.time_in_turn("aa", [8], 1, time_one)
 
 
-def test_cli_times_an_export_through_what_it_serves_by_default(tmp_path):
-    # An export whose recorded serving choice routes 8-pair calls to ONNX Runtime: re2-bench
-    # with no --backend times that route (as re2-predict serves it), on the export's own ids;
-    # without ONNX Runtime installed, the SavedModel, saying why.
+def _bench_routed_export(tmp_path, choice, keep=None):
+    """Export RE2 1 block (random weights, ``--xla=false``), record ``choice`` as its
+    ``serving_choice``, call ``keep(path)`` (to keep converted models beside it), run
+    ``re2-bench --saved_model`` on it at batch 8 and return ``(stdout, its one row)``."""
     from re2_tf.models import get_spec
     from re2_tf.serving.files import EXPORT_CONFIG_FILE
-    from re2_tf.serving.predictor import installed
-    from re2_tf.serving.runtimes import convert
 
     one_block = get_spec("re2").benchmark["RE2 1 block"]["hparams"]
     path, _, _ = benchmark.export_benchmark_model(
@@ -331,7 +329,31 @@ def test_cli_times_an_export_through_what_it_serves_by_default(tmp_path):
     )
     config_file = path / "assets" / EXPORT_CONFIG_FILE
     config = json.loads(config_file.read_text())
-    config["serving_choice"] = {
+    config["serving_choice"] = choice
+    config_file.write_text(json.dumps(config))
+    if keep:
+        keep(path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "re2_tf.cli.benchmark", f"--saved_model={path}", "--batch=8",
+         "--length=6", "--batches=2", "--warmup=0", "--throughput_batch=0",
+         f"--json_out={tmp_path / 'bench.json'}"],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ((row,),) = [json.loads((tmp_path / "bench.json").read_text())["rows"]]
+    return proc.stdout, row
+
+
+def test_cli_times_an_export_through_what_it_serves_by_default(tmp_path):
+    # An export whose recorded serving choice routes 8-pair calls to ONNX Runtime: re2-bench
+    # with no --backend times that route (as re2-predict serves it), on the export's own ids;
+    # without ONNX Runtime installed, the SavedModel, saying why.
+    from re2_tf.serving.predictor import installed
+    from re2_tf.serving.runtimes import convert
+
+    onnx = installed("onnxruntime")
+    choice = {
         "backend": "onnxruntime",
         "precision": "f32",
         "measured": True,
@@ -340,27 +362,17 @@ def test_cli_times_an_export_through_what_it_serves_by_default(tmp_path):
             {"batch": 512, "backend": "savedmodel", "precision": "f32"},
         ],
     }
-    config_file.write_text(json.dumps(config))
-    onnx = installed("onnxruntime")
+    stdout, row = _bench_routed_export(
+        tmp_path, choice, keep=(lambda path: convert(path, "onnxruntime")) if onnx else None
+    )
     if onnx:
-        convert(path, "onnxruntime")
-    proc = subprocess.run(
-        [sys.executable, "-m", "re2_tf.cli.benchmark", f"--saved_model={path}", "--batch=8",
-         "--length=6", "--batches=2", "--warmup=0", "--throughput_batch=0",
-         f"--json_out={tmp_path / 'bench.json'}"],
-        capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    ((row,),) = [json.loads((tmp_path / "bench.json").read_text())["rows"]]
-    if onnx:
-        assert "through onnxruntime f32, what it serves a batch of 8 pairs" in proc.stdout
+        assert "through onnxruntime f32, what it serves a batch of 8 pairs" in stdout
         assert row["interpreter"].startswith("onnxruntime") and row["runtime"] == "onnxruntime"
     else:
         # default_routes' reason: the converted model missing or its runtime not installed
-        assert "through savedmodel f32" in proc.stdout
-        assert "(the export chose onnxruntime" in proc.stdout
-        assert "serving the SavedModel there)" in proc.stdout
+        assert "through savedmodel f32" in stdout
+        assert "(the export chose onnxruntime" in stdout
+        assert "serving the SavedModel there)" in stdout
         assert row["interpreter"] == "tf.saved_model.load"
     assert len(row["times_s"] if "times_s" in row else [0, 0]) == 2 and row["median_ms"] > 0
 
@@ -369,32 +381,20 @@ def test_cli_times_a_kept_bfloat16_savedmodel_in_its_own_precision(tmp_path):
     # An export whose recorded choice routes 8-pair calls to the bfloat16 SavedModel kept
     # beside it: re2-bench times that SavedModel as it is, bf16, never under the rewrite.
     from re2_tf.models import get_spec
-    from re2_tf.serving.files import EXPORT_CONFIG_FILE
     from re2_tf.serving.runtimes import convert
 
     one_block = get_spec("re2").benchmark["RE2 1 block"]["hparams"]
-    path, _, _ = benchmark.export_benchmark_model(
-        get_spec("re2"), one_block, tmp_path / "m", vocab_size=40, xla=False
-    )
     twin, _, _ = benchmark.export_benchmark_model(
         get_spec("re2"), one_block, tmp_path / "bf16", vocab_size=40, xla=False, precision="bf16"
     )
-    convert(twin, "savedmodel_bf16", path / "runtimes")  # kept, as the serving choice keeps it
-    config_file = path / "assets" / EXPORT_CONFIG_FILE
-    config = json.loads(config_file.read_text())
     route = {"batch": 8, "backend": "savedmodel_bf16", "precision": "bf16"}
-    config["serving_choice"] = dict(route, measured=True, routes=[route])
-    config_file.write_text(json.dumps(config))
-    proc = subprocess.run(
-        [sys.executable, "-m", "re2_tf.cli.benchmark", f"--saved_model={path}", "--batch=8",
-         "--length=6", "--batches=2", "--warmup=0", "--throughput_batch=0",
-         f"--json_out={tmp_path / 'bench.json'}"],
-        capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "through savedmodel_bf16 bf16, what it serves a batch of 8 pairs" in proc.stdout
-    ((row,),) = [json.loads((tmp_path / "bench.json").read_text())["rows"]]
+    stdout, row = _bench_routed_export(
+        tmp_path,
+        dict(route, measured=True, routes=[route]),
+        # kept, as the serving choice keeps it
+        keep=lambda path: convert(twin, "savedmodel_bf16", path / "runtimes"),
+    )
+    assert "through savedmodel_bf16 bf16, what it serves a batch of 8 pairs" in stdout
     assert (row["runtime"], row["precision"]) == ("savedmodel_bf16", "bf16")
     assert row["interpreter"] == "tf.saved_model.load"  # no "(oneDNN bfloat16 rewrite)"
 
