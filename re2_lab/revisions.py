@@ -154,7 +154,7 @@ def _measure(
     record["variants"][variant] = medians
     record["agreement"][variant] = ab_agreement(outputs, reference)
     record["profiles"][variant] = ab_profiles(
-        paths, featurizers, shapes, work, environments=environments
+        paths, featurizers, shapes, work, environments=environments, requests=requests
     )
     return medians
 
@@ -227,12 +227,14 @@ def export_ab(
 
 def paths_ab(
     script, args, variants, paths, *, rounds, out, reference, shapes=AB_SHAPES,
-    environments=None, requests=None, unscored=(), **fields,
+    environments=None, requests=None, unscored=(), bf16=False, **fields,
 ):  # fmt: skip
     """Serving paths of each benchmark variant (random weights), all exported by this
-    checkout: the default export (XLA) and ``--xla=false``, ONNX Runtime converted from the
-    latter, and what ``paths`` makes of them; timed alternately in fresh processes on the same
-    batches (:func:`re2_lab.roofline.alternate_paths`, 2 intra-op threads); every path's
+    checkout: the default export (XLA) and ``--xla=false`` (with ``bf16``, also
+    ``--xla=false --precision=bf16``, as ``work / "bf16"``), ONNX Runtime converted from the
+    ``--xla=false`` export, and what ``paths`` makes of them; timed alternately in fresh
+    processes on the same batches (:func:`re2_lab.roofline.alternate_paths`, 2 intra-op
+    threads unless ``requests`` say otherwise); every path's
     probabilities against ``reference``'s (:func:`re2_lab.roofline.ab_agreement`); each
     SavedModel profiled once per shape (:func:`re2_lab.roofline.ab_profiles`). The record is
     written to ``out`` after each variant, so a killed run keeps the variants it finished.
@@ -249,7 +251,9 @@ def paths_ab(
         environments: ``{name: {variable: value}}`` a path's processes get (timing and
             profile); recorded as ``environment``.
         requests: ``{name: {key: value}}`` more request keys of a path's timing processes
-            (:func:`re2_lab.roofline.alternate_paths`); recorded as ``request``.
+            (:func:`re2_lab.roofline.alternate_paths`; ``intra_op_threads`` for its profile
+            too); recorded as ``request``.
+        bf16: also export the bfloat16 SavedModel without XLA (``work / "bf16"``).
         unscored: names of paths left out of the agreement (outputs that mean nothing).
         fields: more keys of the record, before ``variants``.
 
@@ -279,6 +283,10 @@ def paths_ab(
             plain, _, _ = benchmarking.export_benchmark_model(
                 spec, hparams, work / "noxla", xla=False
             )
+            if bf16:
+                benchmarking.export_benchmark_model(
+                    spec, hparams, work / "bf16", xla=False, precision="bf16"
+                )
             onnx = runtimes.convert(plain, "onnxruntime", work / "ort")
             _measure(
                 record, variant, paths(xla, plain, onnx, work), featurizers, shapes, rounds,

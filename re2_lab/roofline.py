@@ -1111,7 +1111,8 @@ def alternate_paths(
         environments: ``{name: {variable: value}}``, environment variables a path's timing
             processes get beside the ones they inherit (:func:`environment`).
         requests: ``{name: {key: value}}``, more request keys of a path's timing processes
-            (``re2_tf/serving/timing_worker.py``: ``onnxruntime_config``, ...).
+            (``re2_tf/serving/timing_worker.py``: ``onnxruntime_config``, ...);
+            ``intra_op_threads`` there replaces ``threads`` for that path.
 
     Returns:
         ``{"<name>@<batch>": [median ms per round]}``; with ``outputs``, also
@@ -1132,6 +1133,7 @@ def alternate_paths(
         path, precision = paths[name]
         options = {"inputs_file": str(workdir / f"inputs_{batch}.npz")}
         options.update((requests or {}).get(name, {}))
+        path_threads = options.pop("intra_op_threads", threads)
         if precision:
             options["precision"] = precision
         keep = outputs and round_ == 0
@@ -1139,7 +1141,7 @@ def alternate_paths(
             options["outputs_file"] = str(workdir / "outputs.npz")
         with environment((environments or {}).get(name)):
             timed = benchmarking.time_table5(
-                path, runtimes.SIGNATURE, specs[batch], threads=threads,
+                path, runtimes.SIGNATURE, specs[batch], threads=path_threads,
                 batches=by_batch[batch][2], options=options,
             )  # fmt: skip
         if keep:
@@ -1168,13 +1170,15 @@ def ab_agreement(outputs, reference):
     }
 
 
-def ab_profiles(paths, featurizers, shapes, workdir, *, top=8, environments=None):
+def ab_profiles(
+    paths, featurizers, shapes, workdir, *, top=8, environments=None, requests=None, threads=2
+):
     """Profile every SavedModel among an A/B's ``paths`` (the ones that are directories;
     converted models have no ``tf.profiler`` trace; ``bf16`` under TensorFlow's bfloat16
     rewrite, as :func:`alternate_paths` times it) once per shape on :func:`ab_inputs`'s
     batches (its file), with :func:`profile_export` (20 calls at batch <= 64, 3 above; 3
-    untimed),
-    each in ``environments``' variables for its name, as :func:`alternate_paths`.
+    untimed), each in ``environments``' variables for its name and with ``threads`` intra-op
+    threads or its ``requests``' ``intra_op_threads``, as :func:`alternate_paths` times it.
 
     Returns:
         ``{"<name>@<batch>": {"wall_ms", "op_ms", "kinds", "ops", "phases"}}``: ms per call
@@ -1199,6 +1203,7 @@ def ab_profiles(paths, featurizers, shapes, workdir, *, top=8, environments=None
                     input_spec,
                     calls=20 if batch <= 64 else 3,
                     warmup=3,
+                    threads=(requests or {}).get(name, {}).get("intra_op_threads", threads),
                     precision=precision or "f32",
                     inputs_file=Path(workdir) / f"inputs_{batch}.npz",
                 )
