@@ -2559,6 +2559,71 @@ def test_spin_ab_reading_is_its_record():
     assert max(row["max_abs_dp"] for row in rows) <= 6e-08
 
 
+def test_intra_threads_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/intra_threads_ab.json: the five
+    paired ratios per variant and shape (median and range over the rounds), the profile
+    figures it quotes, its agreement bounds, and what it concludes: at 8 x 20 one thread makes
+    the bf16 SavedModel faster and OpenVINO bf16 slower, the SavedModel on one thread stays
+    above 1.2x OpenVINO bf16 on two, and at 512 x 20 the second thread pays for both."""
+    record = json.loads((RUNS / "roofline" / "intra_threads_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    bf16, openvino = "savedmodel bf16 export (xla=False)", "openvino bf16"
+    one = "{}, 1 thread".format
+    assert record["rounds"] == 3 and record["threads"] == 2
+    assert record["request"] == {one(bf16): {"intra_op_threads": 1},
+                                 one(openvino): {"intra_op_threads": 1}}  # fmt: skip
+    variants = ["RE2 1 block", "RE2 2 blocks", "RE2 3 blocks"]
+    assert list(record["variants"]) == variants
+
+    def ratios(variant, batch, a, b):
+        times = record["variants"][variant]
+        return [x / y for x, y in zip(times[f"{a}@{batch}"], times[f"{b}@{batch}"])]
+
+    def cell(q):
+        return f"{statistics.median(q):.2f} ({min(q):.2f}–{max(q):.2f})"
+
+    pairs = [(one(bf16), bf16), (one(openvino), openvino), (bf16, openvino),
+             (one(bf16), openvino), (one(bf16), one(openvino))]  # fmt: skip
+    for variant in variants:
+        for batch in (8, 512):
+            cells = [cell(ratios(variant, batch, a, b)) for a, b in pairs]
+            assert f"| {variant} @ {batch} | " + " | ".join(cells) + " |" in text
+
+    def medians(batch, a, b):
+        found = [statistics.median(ratios(v, batch, a, b)) for v in variants]
+        return found, " / ".join(f"{x:.2f}" for x in found)
+
+    faster, quoted = medians(8, one(bf16), bf16)
+    assert max(faster) < 1 and f"SavedModel took {quoted} of its two-thread time" in text
+    slower, quoted = medians(8, one(openvino), openvino)
+    assert min(slower) > 1 and f"OpenVINO bf16 took {quoted}× its own" in text
+    alike, quoted = medians(8, one(bf16), one(openvino))
+    assert f"On one thread each, the SavedModel is {quoted} of OpenVINO's time" in text
+    best, quoted = medians(8, one(bf16), openvino)
+    two, quoted_two = medians(8, bf16, openvino)
+    assert min(best) > 1.2 and all(b < t for b, t in zip(best, two))
+    assert f"the SavedModel on one is {quoted}×, nearer than on two ({quoted_two}×)" in text
+    assert "but not within 1.2× at any variant" in text
+    big, quoted = medians(512, one(bf16), bf16)
+    assert min(big) > 1 and min(medians(512, one(openvino), openvino)[0]) > 1
+    assert f"(the SavedModel on one thread {quoted}× its two-thread time)" in text
+    profiles = record["profiles"]["RE2 1 block"]
+    two, single = profiles[f"{bf16}@8"], profiles[f"{one(bf16)}@8"]
+    assert single["op_ms"] < two["op_ms"]
+    read = (
+        f"RE2 1 block's kernels took {two['op_ms']:.2f} thread-ms per call with two threads and "
+        f"{single['op_ms']:.2f} with one (`ConcatV2` {two['kinds']['ConcatV2']:.2f} → "
+        f"{single['kinds']['ConcatV2']:.2f}, `_MklNativeFusedConv2D` "
+        f"{two['kinds']['_MklNativeFusedConv2D']:.2f} → "
+        f"{single['kinds']['_MklNativeFusedConv2D']:.2f})"
+    )
+    assert read in text
+    rows = [row for a in record["agreement"].values() for row in a.values()]
+    least = min(row["argmax_agreement"] for row in rows)
+    most = max(row["max_abs_dp"] for row in rows)
+    assert f"labels on at least {least:.4f} of the pairs (max |Δp| {most:.1e};" in text
+
+
 def test_product_kernels_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/product_kernels.json: per runtime,
     the median over the rounds of the products' summed time; the whole network's medians; the
