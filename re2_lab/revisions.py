@@ -1,10 +1,9 @@
 """The lab's A/B records of serving paths (``docs/runs/roofline/``): paths of one network
 exported by this checkout (:func:`paths_ab`: ``call_timeline.py``, ``eigen_threads_ab.py``,
-``spin_ab.py``),
-and another revision of this repository beside the current checkout, for the records that
-build one side at a git revision (``docs/runs/roofline/spatial_gru_ab.py``,
-``docs/runs/roofline/compiled_outputs_ab.py``, ``docs/runs/roofline/conv_products_ab.py``,
-``docs/runs/training-profile/bilstm_ab.py``).
+``spin_ab.py``, ``intra_threads_ab.py``), and another revision of this repository beside the
+current checkout, for the records that build one side at a git revision
+(``docs/runs/roofline/spatial_gru_ab.py``, ``docs/runs/roofline/compiled_outputs_ab.py``,
+``docs/runs/roofline/conv_products_ab.py``, ``docs/runs/training-profile/bilstm_ab.py``).
 """
 
 from __future__ import annotations
