@@ -1796,6 +1796,51 @@ def test_the_bert_feed_forward_fusion_reading_is_its_record():
     assert f"{record['rounds']} rounds, the median of the rounds' medians" in flat
 
 
+def test_the_bert_feed_forward_with_bfloat16_weights_reading_is_its_record():
+    """docs/performance.md, BERT's feed-forward layer with bfloat16 weights, read from
+    gelu_fusion_bf16_weights.json: in the 2-D form the session runs two casts and one fused
+    product (no BiasAdd, Erfc or Mul of its own), faster than fused float32 and the rewrite at
+    both shapes; Keras's Dense with bfloat16 weights keeps Erfc apart and is slower than
+    float32 at 512 x 20; the medians and the differences from float32 it quotes."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    record = json.loads((RUNS / "roofline/gelu_fusion_bf16_weights.json").read_text())
+    assert record["command"].endswith(
+        '--paths="f32,bf16 rewrite,bf16 weights" --json_out=gelu_fusion_bf16_weights.json'
+    )
+    assert "amx_bf16" in record["cpu_features"] and "Intel" in record["cpu"]
+    keras_form, rows = "keras Dense", "2-D MatMul + BiasAdd"
+    kernels = record["kernels"]
+    ms = {k: statistics.median(v) for k, v in record["medians_ms"].items()}
+
+    def m(form, path, batch):
+        return ms[f"{form} | {path} @{batch}"]
+
+    for batch in (8, 512):
+        assert kernels[f"{rows} | bf16 weights @{batch}"] == [
+            "Cast", "Cast", "_MklNativeFusedMatMul"
+        ]  # fmt: skip
+        assert "Erfc" in kernels[f"{keras_form} | bf16 weights @{batch}"]
+        fused = m(rows, "bf16 weights", batch)
+        assert fused < m(rows, "f32", batch) and fused < m(rows, "bf16 rewrite", batch)
+        assert (
+            f"{fused:.2f} ms at 512 × 20 against {m(rows, 'f32', 512):.2f} fused in float32 and "
+            f"{m(rows, 'bf16 rewrite', 512):.2f} under the rewrite"
+            if batch == 512
+            else f"{fused:.2f} against {m(rows, 'f32', 8):.2f} and "
+            f"{m(rows, 'bf16 rewrite', 8):.2f} at 8 × 20"
+        ) in flat
+    slow, f32 = m(keras_form, "bf16 weights", 512), m(keras_form, "f32", 512)
+    assert slow > f32
+    read = f"runs in bfloat16: {slow:.2f} ms at 512 × 20, slower than in float32 ({f32:.2f})"
+    assert read in flat
+    diff = record["max_abs_diff_from_f32"]
+    fused_diff = max(diff[f"{rows} | bf16 weights @{b}"] for b in (8, 512))
+    rewrite_diff = max(diff[f"{rows} | bf16 rewrite @{b}"] for b in (8, 512))
+    assert (
+        f"differ from float32's by at most {fused_diff:.4f} (the rewrite's by {rewrite_diff:.4f})"
+    ) in flat
+
+
 def test_the_openvino_fitn_crash_reading_is_its_record():
     """docs/performance.md, OpenVINO bfloat16 on FITN: read from ov_shape_crash.json -- in
     bf16, with 2 threads and 1, a batch of 8 with one text grown (either text, also when the
