@@ -104,6 +104,54 @@ def transformer_intermediate_dense(encoder) -> keras.layers.Dense:
     return dense
 
 
+#: The private attributes of a ``keras_hub.layers.TransformerEncoder`` that hold its parts, by
+#: role (keras-hub 0.32, ``keras_hub/src/layers/modeling/transformer_encoder.py``).
+TRANSFORMER_PARTS = {
+    "attention": "_self_attention_layer",
+    "attention_norm": "_self_attention_layer_norm",
+    "intermediate": "_feedforward_intermediate_dense",
+    "output": "_feedforward_output_dense",
+    "output_norm": "_feedforward_layer_norm",
+}
+
+
+def transformer_parts(encoder) -> dict:
+    """The layers of a built ``keras_hub.layers.TransformerEncoder``, by role.
+
+    keras-hub exposes none of them publicly; the roles are those of its ``call``: the
+    self-attention (``keras.layers.MultiHeadAttention``), the LayerNorm after its residual
+    sum (``attention_norm``), the feed-forward ``Dense`` layers (``intermediate``, with the
+    activation; ``output``) and the LayerNorm after the second residual sum
+    (``output_norm``), each applied after its sum when ``normalize_first`` is False (BERT's
+    post-LayerNorm order).
+
+    Returns:
+        ``{role: keras layer}`` for the roles of :data:`TRANSFORMER_PARTS`.
+
+    Raises:
+        TypeError: naming the attribute, when one is missing or not the layer type its role
+            needs.
+    """
+    kinds = {
+        "attention": keras.layers.MultiHeadAttention,
+        "attention_norm": keras.layers.LayerNormalization,
+        "intermediate": keras.layers.Dense,
+        "output": keras.layers.Dense,
+        "output_norm": keras.layers.LayerNormalization,
+    }
+    parts = {}
+    for role, attribute in TRANSFORMER_PARTS.items():
+        layer = getattr(encoder, attribute, None)
+        if not isinstance(layer, kinds[role]):
+            raise TypeError(
+                f"{type(encoder).__name__}.{attribute} is {type(layer).__name__}, not a "
+                f"{kinds[role].__name__}: re2_tf._compat.transformer_parts must be updated "
+                "for this keras-hub"
+            )
+        parts[role] = layer
+    return parts
+
+
 class UniqueTextFileInitializer(tf.lookup.TextFileInitializer):
     """A ``tf.lookup.TextFileInitializer`` whose table gets a globally unique shared name.
 

@@ -163,6 +163,58 @@ def test_transformer_intermediate_dense_is_the_feed_forward_activation():
     np.testing.assert_allclose(encoder(x), linear(x), atol=1e-6, err_msg=moved(internal))
 
 
+def test_transformer_parts_are_the_encoders_layers_by_role():
+    """The encoder recomputed in NumPy from the parts' weights, each used in its role
+    (post-LayerNorm order: attention, residual, ``attention_norm``; ``intermediate`` with the
+    activation, ``output``, residual, ``output_norm``), equals the encoder's own output."""
+    keras_hub = pytest.importorskip("keras_hub")
+    internal = (
+        f"keras_hub {keras_hub.__version__} TransformerEncoder parts ({_compat.TRANSFORMER_PARTS})"
+    )
+    keras.utils.set_random_seed(0)
+    encoder = keras_hub.layers.TransformerEncoder(
+        intermediate_dim=6, num_heads=2, activation="relu", layer_norm_epsilon=1e-5
+    )
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 3, 4)).astype("float32")
+    mask = np.array([[1, 1, 1], [1, 1, 0]], "int32")
+    encoder(x, padding_mask=mask)
+    for w in encoder.weights:
+        w.assign(rng.normal(0.0, 0.7, tuple(w.shape)).astype("float32"))
+    try:
+        parts = _compat.transformer_parts(encoder)
+    except TypeError as error:
+        pytest.fail(f"{moved(internal)}: {error}")
+
+    def dense(layer, h):
+        return h @ layer.kernel.numpy() + layer.bias.numpy()
+
+    def norm(layer, h):
+        mean, var = h.mean(-1, keepdims=True), h.var(-1, keepdims=True)
+        return (h - mean) / np.sqrt(var + 1e-5) * layer.gamma.numpy() + layer.beta.numpy()
+
+    attention = parts["attention"]
+
+    def project(layer, h):  # EinsumDense "abc,cde->abde": [batch, L, heads, dim]
+        return np.einsum("abc,cde->abde", h, layer.kernel.numpy()) + layer.bias.numpy()
+
+    q, k, v = (
+        project(d, x) for d in (attention.query_dense, attention.key_dense, attention.value_dense)
+    )
+    scores = np.einsum("abhd,achd->ahbc", q, k) / np.sqrt(q.shape[-1])
+    scores = np.where(mask[:, None, None, :] > 0, scores, -np.inf)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    context = np.einsum("ahbc,achd->abhd", weights, v)
+    out = attention.output_dense
+    attended = np.einsum("abhd,hde->abe", context, out.kernel.numpy()) + out.bias.numpy()
+    h = norm(parts["attention_norm"], attended + x)
+    inner = np.maximum(dense(parts["intermediate"], h), 0.0)
+    expected = norm(parts["output_norm"], dense(parts["output"], inner) + h)
+    got = encoder(x, padding_mask=mask).numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-4, err_msg=moved(internal))
+
+
 # --------------------------------------------------------------------------- pytest
 @pytest.fixture(scope="module")
 def module_resource():

@@ -242,35 +242,74 @@ def build_bert_matchlstm(
 
     # === BERT (Sec. 3.1) ===
     outputs = backbone(inputs)
+    # the head's layers, created in the order they compute (each draws its seeds when made)
+    layers = {}
+    if cls_output == "hidden":
+        layers["first_token_state"] = FirstTokenState(name="first_token_state")
+    if head == "avg":
+        layers["average"] = MaskedMeanPooling(name="average")
+    elif head == "cnn":
+        layers["cnn"] = MultiWindowCNN(cnn_filters, window_sizes=windows, name="cnn")
+    elif head in ("matchlstm", "matchlstm_no_cls"):
+        layers["split"] = PairSegmentSplit(name="split")
+        layers["match_lstm"] = BidirectionalMatchLSTM(match_units, name="match_lstm")
+    if head in ("cnn", "matchlstm"):
+        layers["features"] = keras.layers.Concatenate(name="features")
+    layers["dropout"] = keras.layers.Dropout(dropout, name="dropout")
+    layers["logits"] = keras.layers.Dense(num_classes, name="logits", dtype="float32")
+    logits = _head(layers.get, outputs, inputs)
+    return keras.Model(inputs=inputs, outputs=logits, name=name)
+
+
+def _head(layer, outputs, inputs):
+    """The head of :func:`build_bert_matchlstm` on the backbone's ``outputs``, from its layers
+    (``layer(name)``: the layer of that name, ``None`` where the head has none); which head and
+    which ``h_0`` follow from the layers present."""
     hidden = outputs["sequence_output"]
-    h_0 = (
-        outputs["pooled_output"]
-        if cls_output == "pooled"
-        else FirstTokenState(name="first_token_state")(hidden)
-    )
+    token_state = layer("first_token_state")
+    h_0 = token_state(hidden) if token_state is not None else outputs["pooled_output"]
 
     # === Aggregation: the head's feature vector f ===
-    if head == "bert":
-        f = h_0
-    elif head == "avg":
-        f = MaskedMeanPooling(name="average")(hidden, inputs["padding_mask"])
-    elif head == "cnn":
-        cnn = MultiWindowCNN(cnn_filters, window_sizes=windows, name="cnn")(
-            hidden, inputs["padding_mask"]
-        )
-        f = keras.layers.Concatenate(name="features")([cnn, h_0])
-    else:
+    if layer("average") is not None:  # avg
+        f = layer("average")(hidden, inputs["padding_mask"])
+    elif layer("cnn") is not None:  # cnn
+        f = layer("features")([layer("cnn")(hidden, inputs["padding_mask"]), h_0])
+    elif layer("match_lstm") is not None:  # matchlstm, matchlstm_no_cls
         # === Split by position (Sec. 3.2) and bidirectional MatchLSTM (Eq. 1-2) ===
-        h_a, mask_a, h_b, mask_b = PairSegmentSplit(name="split")(
+        h_a, mask_a, h_b, mask_b = layer("split")(
             hidden, inputs["segment_ids"], inputs["padding_mask"]
         )
-        s = BidirectionalMatchLSTM(match_units, name="match_lstm")(h_b, h_a, mask_b, mask_a)
-        f = s if head == "matchlstm_no_cls" else keras.layers.Concatenate(name="features")([s, h_0])
+        s = layer("match_lstm")(h_b, h_a, mask_b, mask_a)
+        f = s if layer("features") is None else layer("features")([s, h_0])
+    else:  # bert
+        f = h_0
 
     # === Softmax layer (Eq. 3) ===
-    f = keras.layers.Dropout(dropout, name="dropout")(f)
-    logits = keras.layers.Dense(num_classes, name="logits", dtype="float32")(f)
-    return keras.Model(inputs=inputs, outputs=logits, name=name)
+    return layer("logits")(layer("dropout")(f))
+
+
+def head_logits(model, outputs, inputs):
+    """The logits of a model built by :func:`build_bert_matchlstm` computed from its BERT's
+    outputs: the model's own head layers (whichever head it was built with) applied to
+    ``outputs`` instead of its backbone's. A serving backend that computes BERT another way
+    (:mod:`re2_tf.serving.folded_bert`) runs the head with this.
+
+    Args:
+        model: the ``keras.Model`` (float32 head).
+        outputs: ``{"sequence_output": float32 [batch, L, hidden], "pooled_output": float32
+            [batch, hidden]}``, as the backbone returns them.
+        inputs: ``{"token_ids", "segment_ids", "padding_mask"}``, int32 ``[batch, L]``.
+
+    Returns:
+        float32 logits ``[batch, num_classes]``, as ``model(inputs, training=False)`` when
+        ``outputs`` are its backbone's.
+    """
+    names = {layer.name for layer in model.layers}
+
+    def layer(name):
+        return model.get_layer(name) if name in names else None
+
+    return _head(layer, outputs, inputs)
 
 
 # ------------------------------------------------------------------------------ model spec

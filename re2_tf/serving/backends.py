@@ -16,6 +16,13 @@ when the export asks for it); no Keras and no ``re2_tf`` code is needed to serve
     RE2 from folded weights (:mod:`re2_tf.serving.folded`: weight normalisation folded into
     plain kernels, fusion G1/G2 as one matmul, the two texts run as one sequence); fp32 or
     bf16 (weights and compute in bfloat16, logits float32).
+``bert_folded``
+    BERT+MatchLSTM with its BERT as a forward pass over plain weights
+    (:mod:`re2_tf.serving.folded_bert`) and the model's own head layers on its outputs, in an
+    ``--xla=false`` export; under XLA the Keras model (``keras``). fp32 or bf16.
+
+Every backend takes ``xla``: whether the export compiles it with XLA (a backend may pick the
+form it computes by it).
 """
 
 from __future__ import annotations
@@ -23,11 +30,14 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from re2_tf.models.bert_matchlstm import head_logits
 from re2_tf.serving import folded as folded_lib
+from re2_tf.serving import folded_bert as folded_bert_lib
 
 __all__ = [
     "BACKENDS",
     "KerasBackend",
+    "FoldedBertBackend",
     "FoldedRE2Backend",
     "bfloat16_copy",
     "make_backend",
@@ -111,6 +121,7 @@ class KerasBackend(tf.Module):
         precision: ``fp32`` (the model itself, or its float32 copy when it was trained with
             mixed precision) or ``bf16`` (:func:`bfloat16_copy`; logits
             cast back to float32).
+        xla: unused (the same graph either way).
 
     Raises:
         ValueError: another precision.
@@ -118,7 +129,7 @@ class KerasBackend(tf.Module):
 
     precisions = ("fp32", "bf16")
 
-    def __init__(self, model, precision="fp32"):
+    def __init__(self, model, precision="fp32", xla=False):
         super().__init__(name="keras_backend")
         if precision not in self.precisions:
             raise ValueError(
@@ -143,12 +154,13 @@ class FoldedRE2Backend(tf.Module):
     Args:
         model: a model built by ``re2_tf.models.build_re2``.
         precision: ``fp32`` or ``bf16``.
+        xla: unused (the same graph either way).
         joint: run both texts as one sequence (see :func:`folded.re2_forward`).
     """
 
     precisions = ("fp32", "bf16")
 
-    def __init__(self, model, precision="fp32", joint=True):
+    def __init__(self, model, precision="fp32", xla=False, joint=True):
         super().__init__(name="re2_folded")
         if precision not in self.precisions:
             raise ValueError(f"precision must be one of {self.precisions}, got {precision!r}")
@@ -181,11 +193,74 @@ class FoldedRE2Backend(tf.Module):
         return self(features, convolution="products")
 
 
-BACKENDS = {"keras": KerasBackend, "re2_folded": FoldedRE2Backend}
+class FoldedBertBackend(tf.Module):
+    """BERT+MatchLSTM with its BERT from plain weights (:func:`folded_bert.fold_bert` /
+    :func:`folded_bert.bert_forward`) and the model's own head (any of ``BERT_HEADS``,
+    :func:`re2_tf.models.bert_matchlstm.head_logits`) in float32 on its outputs.
+
+    Under XLA (``xla=True``) it is :class:`KerasBackend`: XLA compiles keras-hub's graph
+    as it is, and the plain-weights pass is no faster there (``docs/performance.md``, "BERT's
+    encoder as a forward pass over plain weights").
+
+    Args:
+        model: a model built by ``re2_tf.models.build_bert_matchlstm``.
+        precision: ``fp32`` or ``bf16`` (BERT's weights and products in bfloat16, its
+            LayerNorm statistics and softmax in float32; the head in float32).
+        xla: whether the export compiles the backend with XLA.
+
+    Raises:
+        ValueError: another precision, or a model without a BERT backbone.
+    """
+
+    precisions = ("fp32", "bf16")
+
+    def __init__(self, model, precision="fp32", xla=False):
+        super().__init__(name="bert_folded")
+        if precision not in self.precisions:
+            raise ValueError(f"precision must be one of {self.precisions}, got {precision!r}")
+        if xla:
+            object.__setattr__(self, "_keras", KerasBackend(model, precision))
+            self.model_variables = self._keras.model_variables
+            return
+        object.__setattr__(self, "_keras", None)
+        model = policy_copy(model, "float32")
+        backbones = [
+            layer
+            for layer in model.layers
+            if hasattr(layer, "transformer_layers") and hasattr(layer, "pooled_dense")
+        ]
+        if len(backbones) != 1:
+            raise ValueError(f"{model.name}: expected one BERT backbone, found {len(backbones)}")
+        self._dtype = tf.bfloat16 if precision == "bf16" else tf.float32
+        params = folded_bert_lib.fold_bert(backbones[0])
+        self._structure = {k: params[k] for k in folded_bert_lib.STRUCTURE_KEYS}
+        self.weights = {
+            k.replace("/", "."): tf.Variable(tf.cast(v, self._dtype), trainable=False, name=k)
+            for k, v in params.items()
+            if k not in self._structure
+        }
+        # The head's layers run on the folded outputs; the model is held untracked and its
+        # head's tf.Variables tracked directly (see KerasBackend).
+        object.__setattr__(self, "model", model)
+        backbone_variables = {id(v) for v in backbones[0].variables}
+        self.head_variables = [v.value for v in model.variables if id(v) not in backbone_variables]
+
+    def __call__(self, features):
+        if self._keras is not None:
+            return self._keras(features)
+        params = dict(self._structure)
+        params.update({k.replace(".", "/"): v for k, v in self.weights.items()})
+        inputs = {key: features[key] for key in ("token_ids", "segment_ids", "padding_mask")}
+        outputs = folded_bert_lib.bert_forward(params, **inputs, dtype=self._dtype)
+        return tf.cast(head_logits(self.model, outputs, inputs), tf.float32)
 
 
-def make_backend(name, model, precision="fp32"):
-    """Instantiate backend ``name`` for ``model``. Raises ``KeyError`` for an unknown name."""
+BACKENDS = {"keras": KerasBackend, "re2_folded": FoldedRE2Backend, "bert_folded": FoldedBertBackend}
+
+
+def make_backend(name, model, precision="fp32", xla=False):
+    """Instantiate backend ``name`` for ``model`` (``xla``: whether the export compiles it with
+    XLA). Raises ``KeyError`` for an unknown name."""
     if name not in BACKENDS:
         raise KeyError(f"unknown serving backend {name!r}; known: {sorted(BACKENDS)}")
-    return BACKENDS[name](model, precision)
+    return BACKENDS[name](model, precision, xla=xla)

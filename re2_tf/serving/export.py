@@ -781,7 +781,8 @@ def export_model(
         flags_text: the training flags, stored as ``assets/flags.txt``.
         max_length, length_buckets, xla: see :class:`ServingModule`.
         fmt: ``savedmodel`` or ``tflite``.
-        precision: ``fp32``; ``bf16`` (SavedModel: RE2's folded weights in bfloat16, or for
+        precision: ``fp32``; ``bf16`` (SavedModel: RE2's folded weights in bfloat16,
+            BERT+MatchLSTM's without XLA too (:mod:`re2_tf.serving.folded_bert`), or for
             the other models a copy under Keras's ``mixed_bfloat16`` policy,
             ``re2_tf.serving.backends.bfloat16_copy``) or ``int8`` (TFLite dynamic-range
             quantisation: int8 weights, float activations).
@@ -866,7 +867,12 @@ def export_model(
         (tmp / EXPORT_CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
         extra = {name: tmp / name for name in ("label_names.txt", "flags.txt", EXPORT_CONFIG_FILE)}
         module = ServingModule(
-            make_backend(backend, model, precision if fmt == "savedmodel" else "fp32"),
+            make_backend(
+                backend,
+                model,
+                precision if fmt == "savedmodel" else "fp32",
+                xla=xla and fmt == "savedmodel",
+            ),
             featurizers,
             tmp,
             label_names,
