@@ -444,7 +444,7 @@ SPEC = register(
             "group_by_length": 50,
         },
         task_loss="softmax_cross_entropy",
-        export_backend="keras",
+        export_backend="bert_folded",
         benchmark={"BERT+MatchLSTM": {"hparams": {}}, "BERT (h_0)": {"hparams": {"head": "bert"}}},
         reference="Shao et al., 2019",
         analysis=ANALYSIS,

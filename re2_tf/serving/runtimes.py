@@ -34,7 +34,8 @@ convolutions as matrix products):
   SavedModel of the same weights, kept beside the export (``re2-export``'s serving choice
   makes it where the CPU has bfloat16 units). Its graph is bfloat16 as exported (RE2: the
   folded pass with bfloat16 weights, whose dense layers fuse bias and activation into
-  oneDNN's product, :mod:`re2_tf.serving.folded`; the other models: their Keras
+  oneDNN's product, :mod:`re2_tf.serving.folded`; BERT+MatchLSTM: BERT's pass over
+  bfloat16 weights, :mod:`re2_tf.serving.folded_bert`; the other models: their Keras
   ``mixed_bfloat16`` copy), so nothing is rewritten: its precision is its own, ``bf16``
   (:data:`OWN_PRECISION`).
 
