@@ -2190,6 +2190,116 @@ def test_fused_dense_ab_reading_is_its_record():
     _agreement_read(record, text, "the bfloat16 paths gave them on")
 
 
+def test_folded_bert_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/folded_bert_ab.json: every path's
+    time after BERT's folded pass over its time before, paired round by round (median and
+    range); the XLA export's drift (the same graph: equal outputs and profiles) and the band
+    it sets; which paths gained beyond it; the profile figures quoted; the best SavedModel
+    path against the fastest path before and after; every path's agreement."""
+    record = json.loads((RUNS / "roofline" / "folded_bert_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["rounds"] == 2 and record["before"].startswith("f61f13e")
+    assert record["after"].startswith("6c183b8")
+    assert "(run at 6c183b8, whose `HEAD~2`, f61f13e, has the backend" in text
+    variant = "BERT (h_0)"
+    paths = ("XLA", "xla=False", "bf16 xla=False", "onnxruntime", "openvino f32", "openvino bf16")
+
+    def paired(path, batch):
+        return _after_over_before(record, variant, path, batch)
+
+    for path in paths:
+        label = "XLA (the default export)" if path == "XLA" else path
+        row = f"| {variant} | {label} | {_ratio_cell(paired(path, 8))} | "
+        assert row + f"{_ratio_cell(paired(path, 512))} |" in text
+    # The XLA export: the same graph on both sides, and the drift it shows sets the band.
+    agreement = record["agreement"][variant]
+    assert agreement["after XLA@512"]["max_abs_dp"] == 0.0
+    profiles = record["profiles"][variant]
+    before_wall = profiles["before XLA@512"]["wall_ms"]
+    after_wall = profiles["after XLA@512"]["wall_ms"]
+    assert abs(after_wall / before_wall - 1) < 0.01
+    assert f"its profiles took {before_wall:.2f} and {after_wall:.2f} ms per call" in text
+    drift = paired("XLA", 512)
+    assert f"yet it timed {drift[0]:.2f} at 512 × 20 in both rounds" in text
+    assert drift[1] > 1.1
+    band = (1 / drift[2], drift[2])
+    assert f"(below {band[0]:.2f} or above {band[1]:.2f})" in text
+
+    def changed(path, batch):
+        return all(not band[0] <= r <= band[1] for r in paired(path, batch)[3])
+
+    moved = [(p, b) for p in paths for b in (8, 512) if changed(p, b)]
+    assert moved == [
+        ("bf16 xla=False", 8),
+        ("bf16 xla=False", 512),
+        ("onnxruntime", 8),
+    ]
+    f32 = [paired("xla=False", b) for b in (8, 512)]
+    assert f"({f32[0][0]:.2f} and {f32[1][0]:.2f}, rounds from " in text
+    assert f"{min(f32[0][1], f32[1][1]):.2f} to {max(f32[0][2], f32[1][2]):.2f})" in text
+    bf16 = [paired("bf16 xla=False", b) for b in (8, 512)]
+    assert all(r[2] < 1 for r in bf16)
+    assert f"gained in every round, {bf16[0][0]:.2f} at 8 × 20 and {bf16[1][0]:.2f}" in text
+    ort = paired("onnxruntime", 8)
+    assert f"gained at 8 × 20 ({ort[0]:.2f}, {ort[1]:.2f} to {ort[2]:.2f})" in text
+    ov = [paired("openvino bf16", b) for b in (8, 512)]
+    assert f"OpenVINO bf16 ({ov[0][0]:.2f} and {ov[1][0]:.2f}, rounds reaching " in text
+    assert f"{ov[0][2]:.2f} and {ov[1][2]:.2f})" in text
+    before, after = (
+        profiles["before bf16 xla=False@512"]["kinds"],
+        profiles["after bf16 xla=False@512"]["kinds"],
+    )
+    assert max(before, key=before.get) == "Erfc" and "Erfc" not in after
+    assert "BiasAdd" not in after and "_MklMatMul" not in after and "_MklEinsum" not in after
+    assert f"({before['Erfc']:.1f} thread-ms per call" in text
+    assert f"`_MklNativeFusedMatMul` ({after['_MklNativeFusedMatMul']:.1f} thread-ms" in text
+    assert f"took {before['_MklMatMul']:.1f} and {before['_MklEinsum']:.1f} before" in text
+    assert f"`Mul` fell from {before['Mul']:.1f} to {after['Mul']:.1f}" in text
+    assert f"`BiasAdd` ({before['BiasAdd']:.1f})" in text
+    assert f"`Cast` rose from {before['Cast']:.1f} to {after['Cast']:.1f}" in text
+
+    def median(key, batch):
+        return statistics.median(record["variants"][variant][f"{key}@{batch}"])
+
+    savedmodels = ("XLA", "xla=False", "bf16 xla=False")
+    before_words = {8: "the XLA export", 512: "`--xla=false`"}
+    for batch, words in ((8, "at 8 × 20"), (512, "at 512 × 20")):
+        sides = {}
+        for side in ("before", "after"):
+            best = min(savedmodels, key=lambda p, s=side: median(f"{s} {p}", batch))
+            fastest = min(
+                (k.split("@")[0] for k in record["variants"][variant] if k.startswith(side)),
+                key=lambda k, b=batch: median(k, b),
+            )
+            sides[side] = (best, median(f"{side} {best}", batch), median(fastest, batch), fastest)
+        best, sm_after, fast_after, fastest = sides["after"]
+        assert (best, fastest) == ("bf16 xla=False", "after openvino bf16")
+        assert f"{sm_after / fast_after:.2f}× {words}" in text
+        assert f"{sm_after:.2f}" in text and f"{fast_after:.2f}" in text
+        best, sm_before, fast_before, fastest = sides["before"]
+        assert (best, fastest) == ({8: "XLA", 512: "xla=False"}[batch], "before openvino bf16")
+        assert f"{sm_before / fast_before:.2f}× before: {before_words[batch]}" in text
+        assert f"{sm_before:.2f} against {fast_before:.2f}" in text
+        assert sm_after / fast_after > 1.2 and "not within the issue's 1.2×" in text
+    f32 = [row for k, row in agreement.items() if "bf16" not in k]
+    low = [row for k, row in agreement.items() if "bf16" in k]
+    assert all(row["argmax_agreement"] == 1.0 for row in f32)
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in f32):.0e}" in text
+    at_8 = {k: row["argmax_agreement"] for k, row in agreement.items() if "bf16" in k and "@8" in k}
+    assert at_8 == {
+        "before bf16 xla=False@8": 31 / 32,
+        "before openvino bf16@8": 31 / 32,
+        "after bf16 xla=False@8": 1.0,
+        "after openvino bf16@8": 1.0,
+    }
+    assert "on 31 of the 32 pairs at 8 × 20 before and on all 32 after" in text
+    at_512 = [
+        row["argmax_agreement"] for k, row in agreement.items() if "bf16" in k and "@512" in k
+    ]
+    assert min(at_512) >= 0.995 and "at least 99.5 % of the 2,048 at 512 × 20" in text
+    assert max(row["max_abs_dp"] for row in low) <= 0.006 and "max |Δp| at most 0.006" in text
+
+
 def test_xla_bf16_dots_reading_is_its_record():
     """docs/performance.md's table and reading of docs/runs/roofline/xla_bf16_dots.json: per
     path, its XLA_FLAGS, the bfloat16 product the optimised HLO holds (the same at every
