@@ -26,6 +26,8 @@ from re2_tf.models.bert_matchlstm import BERT_HEADS, CLS_OUTPUTS  # noqa: E402
 from re2_tf.serving import folded_bert  # noqa: E402
 from re2_tf.serving.backends import FoldedBertBackend, KerasBackend, make_backend  # noqa: E402
 
+KEYS = ("token_ids", "segment_ids", "padding_mask")
+
 
 def random_model(head, cls_output, seed=0):
     """The model on the tiny backbone with every weight (BERT's too) random, scaled so the
@@ -86,6 +88,35 @@ def test_folded_minilm_equals_the_numpy_bert():
         got = out["sequence_output"].numpy()[r, : len(row)]
         np.testing.assert_allclose(got, alone[0], atol=ATOL)
         np.testing.assert_allclose(out["pooled_output"].numpy()[r], pooled[0], atol=ATOL)
+
+
+def test_the_pass_converts_to_tflite_with_builtin_ops(tmp_path):
+    """TFLite's converter with builtin ops only (as ``--format=tflite`` runs it) converts the
+    pass, and LiteRT's interpreter gives the Keras backbone's states at every true position
+    (the converter refuses, for one, a strided slice that adds an axis)."""
+    interpreter_module = pytest.importorskip("ai_edge_litert.interpreter")
+    backbone = tiny_backbone()
+    params = folded_bert.fold_bert(backbone)
+
+    class Pass(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name=k) for k in KEYS])
+        def serve(self, token_ids, segment_ids, padding_mask):
+            return folded_bert.bert_forward(params, token_ids, segment_ids, padding_mask)
+
+    module = Pass()
+    tf.saved_model.save(module, str(tmp_path), signatures={"serve": module.serve})
+    flatbuffer = tf.lite.TFLiteConverter.from_saved_model(
+        str(tmp_path), signature_keys=["serve"]
+    ).convert()
+    runner = interpreter_module.Interpreter(model_content=flatbuffer).get_signature_runner("serve")
+    x = packed()
+    got = runner(**x)
+    expected = backbone(x, training=False)
+    mask = x["padding_mask"].astype(bool)
+    np.testing.assert_allclose(
+        got["sequence_output"][mask], expected["sequence_output"].numpy()[mask], atol=2e-5
+    )
+    np.testing.assert_allclose(got["pooled_output"], expected["pooled_output"], atol=2e-5)
 
 
 def test_padding_width_never_changes_the_logits():

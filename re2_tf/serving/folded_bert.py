@@ -181,11 +181,13 @@ def bert_forward(params, token_ids, segment_ids, padding_mask, dtype=tf.float32)
     # === Embeddings (keras-hub BertBackbone: token + position + segment, LayerNorm) ===
     x = (
         tf.gather(P["embeddings/token"], token_ids)
-        + P["embeddings/position"][None, :length]
+        # the first L rows, broadcast over the batch (TFLite's converter refuses a strided
+        # slice that adds an axis; so the reshape of ``keep`` below)
+        + tf.slice(P["embeddings/position"], [0, 0], tf.stack([length, hidden]))
         + tf.gather(P["embeddings/segment"], segment_ids)
     )
     rows = norm(tf.reshape(x, [-1, hidden]), "embeddings/norm")  # [batch * L, hidden]
-    keep = tf.cast(padding_mask, tf.bool)[:, None, None, :]  # keys kept: [batch, 1, 1, L]
+    keep = tf.reshape(tf.cast(padding_mask, tf.bool), [batch, 1, 1, length])  # keys kept
     for i in range(P["num_layers"]):
         # === Self-attention (Vaswani et al. Eq. 1; keras MultiHeadAttention) ===
         q, k, v = tf.split(dense(rows, f"layer{i}/qkv"), 3, axis=-1)
