@@ -198,9 +198,9 @@ class FoldedBertBackend(tf.Module):
     :func:`folded_bert.bert_forward`) and the model's own head (any of ``BERT_HEADS``,
     :func:`re2_tf.models.bert_matchlstm.head_logits`) in float32 on its outputs.
 
-    Under XLA (``xla=True``) it is :class:`KerasBackend`: XLA compiles keras-hub's graph
-    as it is, and the plain-weights pass is no faster there (``docs/performance.md``, "BERT's
-    encoder as a forward pass over plain weights").
+    Under XLA (``xla=True``) it is :class:`KerasBackend`: XLA compiles keras-hub's graph and
+    fuses it by its own rules; the pass is written for TensorFlow's oneDNN kernels without
+    XLA (``docs/performance.md``, "BERT's encoder as a forward pass over plain weights").
 
     Args:
         model: a model built by ``re2_tf.models.build_bert_matchlstm``.
