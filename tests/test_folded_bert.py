@@ -24,7 +24,7 @@ from re2_tf.machine import cpu_units  # noqa: E402
 from re2_tf.models import build_bert_matchlstm  # noqa: E402
 from re2_tf.models.bert_matchlstm import BERT_HEADS, CLS_OUTPUTS  # noqa: E402
 from re2_tf.serving import folded_bert  # noqa: E402
-from re2_tf.serving.backends import FoldedBertBackend, KerasBackend, make_backend  # noqa: E402
+from re2_tf.serving.backends import FoldedBertBackend, make_backend  # noqa: E402
 
 KEYS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -127,13 +127,20 @@ def test_padding_width_never_changes_the_logits():
     np.testing.assert_allclose(wide, narrow, atol=2e-6)
 
 
-def test_under_xla_the_backend_is_the_keras_model():
+def test_under_xla_the_backend_holds_the_models_own_variables_and_no_folded_weights():
     model = random_model("bert", "pooled")
-    x = features()
-    keras_logits = KerasBackend(model)(x).numpy()
     backend = make_backend("bert_folded", model, "fp32", xla=True)
-    assert not hasattr(backend, "weights") or not backend.weights
-    np.testing.assert_array_equal(backend(x).numpy(), keras_logits)
+    assert not hasattr(backend, "folded")
+    held = {id(v) for v in backend.variables}
+    assert held == {id(v.value) for v in model.variables}
+    x = features()
+    np.testing.assert_array_equal(
+        backend(x).numpy(), model(x, training=False).numpy().astype(np.float32)
+    )
+    # Without XLA the same model's BERT is held as folded arrays, not as its own variables.
+    folded = make_backend("bert_folded", model, "fp32", xla=False)
+    assert folded.folded.arrays
+    assert not {id(v) for v in folded.folded.variables} & {id(v.value) for v in model.variables}
 
 
 def test_precision_and_model_are_checked():

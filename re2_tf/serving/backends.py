@@ -148,6 +148,33 @@ class KerasBackend(tf.Module):
         return tf.cast(self.model(features, training=False), tf.float32)
 
 
+class _FoldedWeights(tf.Module):
+    """A folded parameter dict held for an export: its arrays as untrainable ``tf.Variable``s in
+    ``dtype`` (tracked by the SavedModel; ``/`` in a key becomes ``.``, which TensorFlow's
+    object graph does not allow in a name), its structure entries (ints, flags: ``keys``) apart.
+
+    Args:
+        params: ``{name: array or structure value}`` from a ``fold_*`` function.
+        structure_keys: the keys of ``params`` that are not arrays.
+        dtype: the variables' dtype.
+    """
+
+    def __init__(self, params, structure_keys, dtype):
+        super().__init__(name="folded_weights")
+        self._structure = {k: params[k] for k in structure_keys}
+        self.arrays = {
+            k.replace("/", "."): tf.Variable(tf.cast(v, dtype), trainable=False, name=k)
+            for k, v in params.items()
+            if k not in self._structure
+        }
+
+    def params(self):
+        """The parameter dict again, arrays as the variables (read at trace time)."""
+        params = dict(self._structure)
+        params.update({k.replace(".", "/"): v for k, v in self.arrays.items()})
+        return params
+
+
 class FoldedRE2Backend(tf.Module):
     """RE2 served from folded weights (:func:`folded.fold_re2` / :func:`folded.re2_forward`).
 
@@ -167,18 +194,11 @@ class FoldedRE2Backend(tf.Module):
         self._dtype = tf.bfloat16 if precision == "bf16" else tf.float32
         self._joint = bool(joint)
         params = folded_lib.fold_re2(model)
-        self._structure = folded_lib.structure_of(params)
-        self.weights = {
-            k.replace("/", "."): tf.Variable(tf.cast(v, self._dtype), trainable=False, name=k)
-            for k, v in params.items()
-            if k not in self._structure
-        }
+        self.folded = _FoldedWeights(params, folded_lib.structure_of(params), self._dtype)
 
     def __call__(self, features, convolution="conv1d"):
-        params = dict(self._structure)
-        params.update({k.replace(".", "/"): v for k, v in self.weights.items()})
         return folded_lib.re2_forward(
-            params,
+            self.folded.params(),
             features["text1"],
             features["text2"],
             dtype=self._dtype,
@@ -233,12 +253,7 @@ class FoldedBertBackend(tf.Module):
             raise ValueError(f"{model.name}: expected one BERT backbone, found {len(backbones)}")
         self._dtype = tf.bfloat16 if precision == "bf16" else tf.float32
         params = folded_bert_lib.fold_bert(backbones[0])
-        self._structure = {k: params[k] for k in folded_bert_lib.STRUCTURE_KEYS}
-        self.weights = {
-            k.replace("/", "."): tf.Variable(tf.cast(v, self._dtype), trainable=False, name=k)
-            for k, v in params.items()
-            if k not in self._structure
-        }
+        self.folded = _FoldedWeights(params, folded_bert_lib.STRUCTURE_KEYS, self._dtype)
         # The head's layers run on the folded outputs; the model is held untracked and its
         # head's tf.Variables tracked directly (see KerasBackend).
         object.__setattr__(self, "model", model)
@@ -248,10 +263,8 @@ class FoldedBertBackend(tf.Module):
     def __call__(self, features):
         if self._keras is not None:
             return self._keras(features)
-        params = dict(self._structure)
-        params.update({k.replace(".", "/"): v for k, v in self.weights.items()})
         inputs = {key: features[key] for key in ("token_ids", "segment_ids", "padding_mask")}
-        outputs = folded_bert_lib.bert_forward(params, **inputs, dtype=self._dtype)
+        outputs = folded_bert_lib.bert_forward(self.folded.params(), **inputs, dtype=self._dtype)
         return tf.cast(head_logits(self.model, outputs, inputs), tf.float32)
 
 

@@ -41,7 +41,7 @@ import numpy as np
 import tensorflow as tf
 
 from re2_tf._compat import transformer_parts
-from re2_tf.serving.folded import _dense_rows
+from re2_tf.serving.folded import _dense_rows, _np
 
 __all__ = ["STRUCTURE_KEYS", "bert_forward", "fold_bert"]
 
@@ -51,10 +51,6 @@ STRUCTURE_KEYS = ("num_layers", "num_heads", "epsilon", "activation")
 #: ``hidden_activation`` of :class:`re2_tf.layers.bert_backbone.BertBackbone` -> whether the
 #: feed-forward GELU is the tanh approximation.
 _APPROXIMATE = {"gelu": False, "gelu_approximate": True}
-
-
-def _np(variable):
-    return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable, np.float32)
 
 
 def fold_bert(backbone) -> dict:
