@@ -134,6 +134,20 @@ def _exports(source, out, model, variant, openvino=(), bf16=False):
     return paths
 
 
+def paired_sides(sides):
+    """``{"<side> <name>": path}`` from ``{side: {name: path}}``, each name's sides next to
+    each other (``before X``, ``after X``, ``before Y``, ...; a name one side lacks in its
+    place), so that timing the paths in turn (:func:`re2_lab.roofline.alternate_paths`) times
+    a path's two sides back to back and a slow spell of the CPU falls on both alike."""
+    names = list(dict.fromkeys(name for paths in sides.values() for name in paths))
+    return {
+        f"{side} {name}": paths[name]
+        for name in names
+        for side, paths in sides.items()
+        if name in paths
+    }
+
+
 def _measure(
     record, variant, paths, featurizers, shapes, rounds, work, *, reference,
     environments=None, requests=None, unscored=(),
@@ -209,11 +223,12 @@ def export_ab(
                 hparams = dict(spec.defaults(), **spec.benchmark[variant]["hparams"])
                 featurizers = benchmarking.synthetic_featurizers(spec, hparams, 30000)
                 work = tmp / variant.replace(" ", "_")
-                paths = {}
-                for side, source in (("before", old), ("after", Path(repo))):
-                    exports = _exports(source, work / side, model, variant, precisions, bf16)
-                    for name, path in exports.items():
-                        paths[f"{side} {name}"] = path
+                paths = paired_sides(
+                    {
+                        side: _exports(source, work / side, model, variant, precisions, bf16)
+                        for side, source in (("before", old), ("after", Path(repo)))
+                    }
+                )
                 medians = _measure(
                     record, variant, paths, featurizers, shapes, rounds, work,
                     reference="before XLA",

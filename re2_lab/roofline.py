@@ -1087,6 +1087,11 @@ def environment(variables):
                 os.environ[name] = value
 
 
+def _path_threads(requests, name, threads):
+    """A path's intra-op threads: its ``requests``' ``intra_op_threads``, else ``threads``."""
+    return (requests or {}).get(name, {}).get("intra_op_threads", threads)
+
+
 def alternate_paths(
     paths, featurizers, shapes, rounds, workdir, *, threads=2, outputs=False, environments=None,
     requests=None,
@@ -1133,7 +1138,8 @@ def alternate_paths(
         path, precision = paths[name]
         options = {"inputs_file": str(workdir / f"inputs_{batch}.npz")}
         options.update((requests or {}).get(name, {}))
-        path_threads = options.pop("intra_op_threads", threads)
+        options.pop("intra_op_threads", None)
+        path_threads = _path_threads(requests, name, threads)
         if precision:
             options["precision"] = precision
         keep = outputs and round_ == 0
@@ -1203,7 +1209,7 @@ def ab_profiles(
                     input_spec,
                     calls=20 if batch <= 64 else 3,
                     warmup=3,
-                    threads=(requests or {}).get(name, {}).get("intra_op_threads", threads),
+                    threads=_path_threads(requests, name, threads),
                     precision=precision or "f32",
                     inputs_file=Path(workdir) / f"inputs_{batch}.npz",
                 )

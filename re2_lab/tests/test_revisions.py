@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from re2_lab.revisions import checkout, commit
+from re2_lab.revisions import checkout, commit, paired_sides
 
 
 def _git(repo, *args):
@@ -161,3 +161,17 @@ def test_a_paths_ab_script_reads_its_variants_and_writes_nothing_for_an_unknown_
     with pytest.raises(KeyError, match="unknown model 'nosuch'"):
         paths_ab_main(script, "re2:RE2 1 block", lambda *a: {}, reference="default")
     assert not script.with_suffix(".json").exists()
+
+
+def test_each_paths_two_sides_are_timed_back_to_back():
+    sides = {
+        "before": {"XLA": "b/xla", "openvino f32": "b/ov"},
+        "after": {"XLA": "a/xla", "bf16": "a/bf16", "openvino f32": "a/ov"},
+    }
+    assert list(paired_sides(sides).items()) == [
+        ("before XLA", "b/xla"),
+        ("after XLA", "a/xla"),
+        ("before openvino f32", "b/ov"),
+        ("after openvino f32", "a/ov"),
+        ("after bf16", "a/bf16"),
+    ]
