@@ -2533,13 +2533,25 @@ def test_the_amx_runtimes_reading_is_its_record():
     assert before["pairs"] == 512 and round(refused, 3) == 0.988 < 0.99
     assert "its fastest path, at 0.988 of the float32 labels on 512 pairs" in text
     # rewrite rows the earlier rule accepted and the one rule does not: no default among them
-    for record, model, shown in ((amx, "BERT+MatchLSTM", "0.9897"), (amd, "BERT (h_0)", "0.9888")):
+    amd_then = _earlier_record("3c8cc35", "docs/runs/runtimes/runtimes.json")
+    for record, model, shown in (
+        (amx, "BERT+MatchLSTM", "0.9897"),
+        (amd_then, "BERT (h_0)", "0.9888"),
+    ):
         row = next(r for r in rewrite(record) if (r["model"], r["batch"]) == (model, 512))
         assert not row["agrees"] and f"{row['argmax_agreement']:.4f}" == shown
         assert record["min_agreement"] == 0.99 and "tolerance" not in record  # the one rule
         default = next(m for m in record["models"] if m["model"] == model)["default"]
         assert "savedmodel bf16 (xla=False)" not in default.values()
     assert "BERT+MatchLSTM's here (not measured again; 0.9897 of its 2,048" in text
+    h0_now = next(r for r in rewrite(amd) if (r["model"], r["batch"]) == ("BERT (h_0)", 512))
+    redone = [e for e in amd["redone"] if e["model"] == "BERT (h_0)"]
+    assert any("bert_folded" in e.get("reason", "") for e in redone)
+    assert h0_now["agrees"]
+    assert (
+        "computes BERT with `bert_folded`, a different graph under the rewrite, and agrees "
+        f"there ({h0_now['argmax_agreement']:.4f})"
+    ) in text
     # the standing: the default the fastest agreeing path, or within 5 %, everywhere
     for model in amx["models"]:
         for batch, length in amx["shapes"]:
