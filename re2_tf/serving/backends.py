@@ -150,8 +150,8 @@ class KerasBackend(tf.Module):
 
 class _FoldedWeights(tf.Module):
     """A folded parameter dict held for an export: its arrays as untrainable ``tf.Variable``s in
-    ``dtype`` (tracked by the SavedModel; ``/`` in a key becomes ``.``, which TensorFlow's
-    object graph does not allow in a name), its structure entries (ints, flags: ``keys``) apart.
+    ``dtype``, tracked by the SavedModel under their keys with ``.`` for ``/``; its structure
+    entries (layer counts, epsilon, flags: ``structure_keys``) kept apart as Python values.
 
     Args:
         params: ``{name: array or structure value}`` from a ``fold_*`` function.
