@@ -1137,8 +1137,9 @@ def alternate_paths(
     def time_one(name, batch, round_):
         path, precision = paths[name]
         options = {"inputs_file": str(workdir / f"inputs_{batch}.npz")}
-        options.update((requests or {}).get(name, {}))
-        options.pop("intra_op_threads", None)
+        options.update(
+            (k, v) for k, v in (requests or {}).get(name, {}).items() if k != "intra_op_threads"
+        )
         path_threads = _path_threads(requests, name, threads)
         if precision:
             options["precision"] = precision
