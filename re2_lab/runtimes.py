@@ -72,6 +72,9 @@ SAVEDMODEL = RUNTIMES[:4]
 BACKEND_OF = {name: backend for (backend, _), name in CHOICE_NAMES.items()}
 #: How far the best SavedModel may be from the fastest path (issue 51's target).
 SAVEDMODEL_TARGET = 1.2
+#: How far (relative) a resumed run's measured peaks may be from the record's: a host of the
+#: same CPU name and features but another speed is another CPU for the record.
+PEAK_TOLERANCE = 0.15
 
 
 def _key(batch, length):
@@ -332,8 +335,9 @@ def report(
     same 4 batches of ``serving_ids`` inputs per shape (the first 4 of
     :func:`re2_tf.benchmarking.table5_inputs`), and each path's probabilities are compared with
     the XLA SavedModel's (:func:`~re2_tf.serving.runtimes.agreement`). The floors per shape
-    are :func:`re2_lab.roofline.floors` over this CPU's measured peaks
-    (:func:`re2_lab.roofline.peaks`): the FLOP floor per precision and the dependency floor.
+    are :func:`re2_lab.roofline.floors` over the CPU's peaks measured in the run that times
+    the variant (:func:`re2_lab.roofline.peaks`, kept as the variant's ``peaks``): the FLOP
+    floor per precision and the dependency floor.
 
     Args:
         resume: a record this command wrote before with the same settings on the same CPU
@@ -352,13 +356,15 @@ def report(
         ``shapes``, ``batches``, ``versions``, ``bf16_units``, ``peaks``, ``loadavg`` (1-minute
         load average at the start and after each variant), ``min_agreement`` (the agreement
         rule's: :func:`judge`), ``models`` (per
-        variant: ``default``, ``serving_choice``, ``floors``, ``xla_export_openvino``) and
+        variant: ``default``, ``serving_choice``, ``floors``, ``peaks``,
+        ``xla_export_openvino``) and
         ``rows`` (per variant, shape and path).
 
     Raises:
         KeyError: an unknown model. MissingPackageError: OpenVINO, ONNX Runtime or tf2onnx
         is not installed. ValueError: ``resume`` was made with other settings or on another
-        CPU (nothing is measured).
+        CPU, or this run's measured peaks are more than :data:`PEAK_TOLERANCE` from its
+        (nothing but the peaks is measured).
     """
     import tensorflow as tf
 
@@ -382,18 +388,32 @@ def report(
                 "the record to resume was made with other settings or on another CPU (its "
                 f"rows are compared with this run's, so one record is one CPU): {changed}"
             )
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except RuntimeError:
+        log("TensorFlow is already initialised in this process: its thread settings stay")
+    # this run's peaks, measured here: the floors of the variants it times are over them
+    peak = roofline.peaks(cpu_units())
+    if resume:
+        apart = {
+            k: (record["peaks"].get(k), v)
+            for k, v in peak.items()
+            if v and record["peaks"].get(k) and abs(v / record["peaks"][k] - 1) > PEAK_TOLERANCE
+        }
+        if apart:
+            raise ValueError(
+                "the record to resume was made on another CPU: a CPU of the same name and "
+                f"features whose measured peaks differ by more than {PEAK_TOLERANCE:.0%} "
+                f"(FLOP/s, the record's and this run's): {apart}"
+            )
     else:
-        try:
-            tf.config.threading.set_intra_op_parallelism_threads(threads)
-            tf.config.threading.set_inter_op_parallelism_threads(1)
-        except RuntimeError:
-            log("TensorFlow is already initialised in this process: its thread settings stay")
         record = {
             "command": " ".join(["python -m re2_lab.cli.runtimes", *argv]),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             **machine(), **settings,
             "versions": runtimes.versions(), "bf16_units": runtimes.cpu_has_bf16(),
-            "peaks": roofline.peaks(cpu_units()),
+            "peaks": peak,
             "loadavg": [os.getloadavg()[0]],
             "min_agreement": runtimes.MIN_AGREEMENT,
             "models": [], "rows": [],
@@ -411,13 +431,14 @@ def report(
             with tempfile.TemporaryDirectory() as tmp:
                 rows, model = _model_rows(
                     spec, variant, threads=threads, shapes=shapes, batches=batches,
-                    rounds=rounds, bf16=record["bf16_units"], peak=record["peaks"],
+                    rounds=rounds, bf16=record["bf16_units"], peak=peak,
                     step_seconds=step_seconds, tmp=tmp, log=log,
                 )  # fmt: skip
+            model["peaks"] = peak
             replace_variant(record, model, rows, os.getloadavg()[0])
             if variant in redo:
                 when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-                redone = {"model": variant, "date": when}
+                redone = {"model": variant, "date": when, "peaks": peak}
                 if redo_reason:
                     redone["reason"] = redo_reason
                 record.setdefault("redone", []).append(redone)

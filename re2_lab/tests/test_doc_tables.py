@@ -916,3 +916,12 @@ def test_a_runtimes_record_resumes_only_on_the_cpu_it_was_made_on(tmp_path):
     with pytest.raises(ValueError, match="other settings"):
         runtimes.report(["match_srnn"], shapes=[(8, 20)], batches=50,
                         resume={**here, **settings, "models": [], "rows": []})  # fmt: skip
+    # a host of the same name and features at another speed: its peaks are measured first,
+    # and a record made at 1 PFLOP/s on 2 cores is not this CPU's
+    made = {**here, **settings, "models": [], "rows": []}
+    made["peaks"] = {"float32": 1e15, "bfloat16": None, "int8": None}
+    log = []
+    with pytest.raises(ValueError, match="measured peaks differ") as error:
+        runtimes.report(["match_srnn"], shapes=[(8, 20)], resume=made, log=log.append,
+                        save=log.append)  # fmt: skip
+    assert "float32" in str(error.value) and log == []
