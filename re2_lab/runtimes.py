@@ -498,16 +498,22 @@ def _header(record):
         f"path the least of {record.get('rounds', 1)} round(s)' medians (each round a fresh "
         f"process per path, in turn; {record['batches']} batches at batch ≤ 64 and "
         f"{benchmarking.timed_batches(512, record['batches'])} above); 1-minute load average "
-        f"{load} (at the start and after each model)"
+        f"{load} (at the start and after each model); measured peaks "
+        f"{_peaks_text(record['peaks'])}"
         + _close_text(record)
         + "".join(
             f"; {r['model']} measured again on {r['date']} (`--redo`"
             + (f": {r['reason']}" if r.get("reason") else "")
+            + (f"; peaks {_peaks_text(r['peaks'])}" if r.get("peaks") else "")
             + ")"
             for r in record.get("redone", [])
         )
         + f". Versions: {versions_text}."
     )
+
+
+def _peaks_text(peaks):
+    return ", ".join(f"{k} {v / 1e9:,.0f}" for k, v in peaks.items() if v) + " GFLOP/s"
 
 
 def _close_text(record):

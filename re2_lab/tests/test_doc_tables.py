@@ -704,12 +704,19 @@ def test_a_variant_measured_again_takes_its_own_place_in_the_runtimes_record():
     assert [r["k"] for r in record["rows"]] == [1, 5, 4, 6] and record["loadavg"][-1] == 2.0
     record["redone"] = [{"model": "B", "date": "2026-11-29"}]
     record.update(cpu="AMD EPYC", cpu_features=[], cpu_count=2, date="2026-11-28", threads=2,
-                  shapes=[[8, 20]], batches=100, rounds=2, versions={})  # fmt: skip
-    assert "; B measured again on 2026-11-29 (`--redo`)." in runtimes._header(record)
-    record["redone"].append({"model": "C", "date": "2026-11-30", "reason": "a new candidate"})
-    assert "(`--redo`); C measured again on 2026-11-30 (`--redo`: a new candidate)." in (
-        runtimes._header(record)
-    )
+                  shapes=[[8, 20]], batches=100, rounds=2, versions={},
+                  peaks={"float32": 2.045e11, "bfloat16": None, "int8": None})  # fmt: skip
+    header = runtimes._header(record)
+    assert "measured peaks float32 204 GFLOP/s" in header
+    assert "; B measured again on 2026-11-29 (`--redo`)." in header
+    record["redone"].append(
+        {"model": "C", "date": "2026-11-30", "reason": "a new candidate",
+         "peaks": {"float32": 1.996e11, "bfloat16": 3.861e11, "int8": None}}
+    )  # fmt: skip
+    assert (
+        "(`--redo`); C measured again on 2026-11-30 (`--redo`: a new candidate; peaks "
+        "float32 200, bfloat16 386 GFLOP/s)."
+    ) in runtimes._header(record)
 
 
 def test_a_runtimes_record_judges_each_path_once_on_its_largest_shapes_pairs(tmp_path):
@@ -765,12 +772,13 @@ def test_a_close_call_in_the_runtimes_record_is_the_agreeing_paths_near_the_fast
     record = {
         "cpu": "AMD EPYC", "cpu_features": [], "cpu_count": 2, "date": "2026-11-28",
         "threads": 2, "shapes": [[8, 20]], "batches": 100, "rounds": 2, "versions": {},
-        "loadavg": [1.0, 1.5, 1.6],
+        "loadavg": [1.0, 1.5, 1.6], "peaks": {"float32": 1e11},
         "models": [{"model": "A"}, {"model": "B", "close": 0.2, "close_rounds": 2}],
     }  # fmt: skip
     assert (
-        "(at the start and after each model); a close call timed again for B: at a shape, the "
-        "agreeing paths within 20% of the fastest, 2 more rounds in turn. Versions"
+        "(at the start and after each model); measured peaks float32 100 GFLOP/s; a close call "
+        "timed again for B: at a shape, the agreeing paths within 20% of the fastest, 2 more "
+        "rounds in turn. Versions"
     ) in runtimes._header(record)
     del record["models"][1]["close_rounds"]
     assert "close call" not in runtimes._header(record)
