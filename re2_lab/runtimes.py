@@ -498,8 +498,8 @@ def _header(record):
         f"path the least of {record.get('rounds', 1)} round(s)' medians (each round a fresh "
         f"process per path, in turn; {record['batches']} batches at batch ≤ 64 and "
         f"{benchmarking.timed_batches(512, record['batches'])} above); 1-minute load average "
-        f"{load} (at the start and after each model); measured peaks "
-        f"{_peaks_text(record['peaks'])}"
+        f"{load} (at the start and after each model)"
+        + (f"; measured peaks {_peaks_text(record['peaks'])}" if record.get("peaks") else "")
         + _close_text(record)
         + "".join(
             f"; {r['model']} measured again on {r['date']} (`--redo`"
