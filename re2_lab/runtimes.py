@@ -363,7 +363,7 @@ def report(
     Raises:
         KeyError: an unknown model. MissingPackageError: OpenVINO, ONNX Runtime or tf2onnx
         is not installed. ValueError: ``resume`` was made with other settings or on another
-        CPU, or this run's measured peaks are more than :data:`PEAK_TOLERANCE` from its
+        CPU, or this run's measured peaks are more than :data:`PEAK_TOLERANCE` from the record's
         (nothing but the peaks is measured).
     """
     import tensorflow as tf
