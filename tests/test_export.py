@@ -518,11 +518,11 @@ def test_in_graph_scitail_tokeniser_on_raw_scitail_text():
 
 
 def test_a_model_the_tflite_converter_refuses_is_a_clear_error(tmp_path):
-    # BERT+MatchLSTM's segment split and MatchLSTM loop (here on a 4-d embedding instead of
-    # BERT) hold a tf.StridedSlice the converter cannot lower: a ValueError naming the op,
-    # not the converter's MLIR dump, and no half-written export.
+    # Keras' own LSTM over a dynamic length keeps its steps in a TensorArray whose
+    # TensorListReserve the converter cannot lower (our recurrent layers have a LiteRT loop
+    # form; a user's model may not): a ValueError naming the op, not the converter's MLIR
+    # dump, and no half-written export.
     from re2_tf.data import features as F
-    from re2_tf.layers import BidirectionalMatchLSTM, PairSegmentSplit
 
     tokenizer = F.WholeWordTokenizer()
     tokenizer.fit("a man plays the guitar".split())
@@ -532,17 +532,14 @@ def test_a_model_the_tflite_converter_refuses_is_a_clear_error(tmp_path):
         for name in ("token_ids", "segment_ids", "padding_mask")
     }
     hidden = keras.layers.Embedding(packed.vocab_size, 4)(inputs["token_ids"])
-    h_a, mask_a, h_b, mask_b = PairSegmentSplit()(
-        hidden, inputs["segment_ids"], inputs["padding_mask"]
-    )
-    states = BidirectionalMatchLSTM(3)(h_b, h_a, mask_b, mask_a)
-    model = keras.Model(inputs, keras.layers.Dense(3)(states), name="split_matchlstm")
+    states = keras.layers.LSTM(3, return_sequences=True)(hidden)
+    pooled = keras.layers.GlobalMaxPooling1D()(states)
+    model = keras.Model(inputs, keras.layers.Dense(3)(pooled), name="keras_lstm")
     with pytest.raises(
         ValueError,
-        match=r"^--format=tflite: the TFLite converter cannot "
-        r"convert split_matchlstm: 'tf.StridedSlice' op is "
-        r"neither a custom op nor a flex op -- export a "
-        r"SavedModel instead$",
+        match=r"^--format=tflite: the TFLite converter cannot convert keras_lstm: "
+        r"'tf.TensorListReserve' op requires element_shape to be static during TF Lite "
+        r"transformation pass -- export a SavedModel instead$",
     ):
         export_model(
             model,
@@ -866,3 +863,20 @@ def test_an_xla_false_re2_export_keeps_a_portable_signature_for_converters(
 
     assert "Conv2D" in op_types(loaded_plain.signatures["serving_ids"])
     assert not {"Conv2D", "Conv1D"} & op_types(portable)
+
+
+def test_litert_loop_form_is_set_for_the_trace_only():
+    # The TFLite export traces the recurrent layers in their LiteRT loop form; every other
+    # trace (the SavedModel, training) must keep the plain form, also after a failed export.
+    from re2_tf.layers import MaskedBiLSTM, SpatialGRU
+    from re2_tf.serving.export import litert_loop_form
+
+    x = keras.Input((None, 4))
+    mask = keras.Input((None, 1))
+    model = keras.Model([x, mask], MaskedBiLSTM(2)(x, mask))
+    with pytest.raises(RuntimeError, match="conversion failed"):
+        with litert_loop_form(model):
+            assert MaskedBiLSTM.litert_loop_form is True
+            assert SpatialGRU.litert_loop_form is False  # not in this model
+            raise RuntimeError("conversion failed")
+    assert MaskedBiLSTM.litert_loop_form is False

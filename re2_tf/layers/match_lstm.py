@@ -254,8 +254,8 @@ class MatchLSTM(keras.layers.Layer):
         h_a = tf.cast(tf.convert_to_tensor(h_a), dtype)
         tokens_b, tokens_a = _token_mask(mask_b, h_b), _token_mask(mask_a, h_a)
         zero = tf.zeros([], dtype)
-        h_b = tf.where(tokens_b[..., None], h_b, zero)
-        h_a = tf.where(tokens_a[..., None], h_a, zero)
+        h_b = tf.where(tf.expand_dims(tokens_b, -1), h_b, zero)
+        h_a = tf.where(tf.expand_dims(tokens_a, -1), h_a, zero)
         mask_a_float = tf.cast(tokens_a, dtype)  # [batch, len_a]
 
         def weight(w):
@@ -279,7 +279,7 @@ class MatchLSTM(keras.layers.Layer):
         inputs_b = tf.transpose(
             tf.matmul(h_b, kernel_b) + weight(self.bias), [1, 0, 2]
         )  # [len_b, batch, 4H]
-        tokens = tf.transpose(tokens_b)[..., None]  # [len_b, batch, 1]
+        tokens = tf.expand_dims(tf.transpose(tokens_b), -1)  # [len_b, batch, 1]
         # One spare (never read) step at the end, so that XLA, which compiles the loop body
         # even when it never runs, can index these for a B of width 0.
         projected_b, inputs_b, tokens = (
@@ -308,10 +308,11 @@ class MatchLSTM(keras.layers.Layer):
             i = used - 1 - t if self.go_backwards else t
             query = projected_b.read(i) + tf.matmul(state, attention_kernel_s)  # [batch, D]
             logits = tf.reduce_sum(
-                tf.tanh(projected_a + query[:, None, :]) * attention_vector, axis=-1
+                tf.tanh(projected_a + tf.expand_dims(query, 1)) * attention_vector, axis=-1
             )  # [batch, len_a]
             attention = masked_softmax(logits, mask_a_float, axis=1)
-            context = tf.squeeze(tf.matmul(attention[:, None, :], h_a), axis=1)  # [batch, d_A]
+            # [batch, d_A]
+            context = tf.squeeze(tf.matmul(tf.expand_dims(attention, 1), h_a), axis=1)
             z = inputs_b.read(i) + tf.matmul(context, kernel_c) + tf.matmul(state, recurrent_kernel)
             new_state, new_cell = lstm_cell_update(z, cell)
             token = tokens.read(i)

@@ -139,7 +139,7 @@ class MemoryBasedAttention(keras.layers.Layer):
         new_memory = None
         d = h1.shape[-1]
         if self.attention in ("mem", "inter"):
-            interaction = h1[:, :, None, :] * h2[:, None, :, :]  # M, [b, m, n, d]
+            interaction = ops.expand_dims(h1, 2) * ops.expand_dims(h2, 1)  # M, [b, m, n, d]
             pre = ops.matmul(interaction, self.interaction_kernel) + self.memory_bias
             if memory is not None:
                 pre = pre + ops.matmul(memory, self.memory_kernel)

@@ -30,7 +30,7 @@ def lstm_cell_update(z, cell):
     return tf.sigmoid(gate_o) * tf.tanh(new_cell), new_cell
 
 
-def _lstm_recurrence(projected, tokens, recurrent):
+def _lstm_recurrence(projected, tokens, recurrent, litert=False):
     """One direction of an LSTM over precomputed input projections (Keras' LSTM cell).
 
     Args:
@@ -38,6 +38,10 @@ def _lstm_recurrence(projected, tokens, recurrent):
             ``i, f, c~, o``.
         tokens: bool ``[length, batch, 1]``; a False step leaves the states unchanged.
         recurrent: float ``[H, 4H]``, ``U``.
+        litert: collect the outputs in a ``[length, batch, H]`` loop state, step ``t``
+            selected into row ``t``, instead of a TensorArray, whose ``TensorListReserve``
+            with a dynamic batch the TFLite converter cannot lower (a select over all the
+            outputs per step: for export to LiteRT only).
 
     Returns:
         float ``[length, batch, H]``: ``h_t`` after each step (the carried state at a
@@ -65,9 +69,21 @@ def _lstm_recurrence(projected, tokens, recurrent):
         token = tokens.read(t)
         state = tf.where(token, new_state, state)
         cell = tf.where(token, new_cell, cell)
+        if litert:
+            row = tf.reshape(tf.equal(positions, t), [-1, 1, 1])
+            return t + 1, state, cell, tf.where(row, tf.expand_dims(state, 0), outputs)
         return t + 1, state, cell, outputs.write(t, state)
 
     start = tf.zeros(tf.stack([batch, units]), recurrent.dtype)
+    if litert:
+        positions = tf.range(steps)
+        _, _, _, outputs = tf.while_loop(
+            lambda t, *_: t < steps,
+            body,
+            (tf.constant(0), start, start, tf.zeros(tf.stack([steps, batch, units]), start.dtype)),
+            maximum_iterations=steps,
+        )
+        return outputs
     outputs = tf.TensorArray(recurrent.dtype, size=steps, element_shape=[None, units])
     # maximum_iterations: XLA needs it to size the gradient's accumulators.
     _, _, _, outputs = tf.while_loop(
@@ -140,6 +156,11 @@ class MaskedBiLSTM(keras.layers.Layer):
     ```
     """
 
+    #: While True, the recurrence collects its outputs in a form the TFLite converter lowers
+    #: (``_lstm_recurrence(litert=True)``); the same values. The TFLite export sets it while
+    #: it traces (:func:`re2_tf.serving.export.litert_loop_form`).
+    litert_loop_form = False
+
     def __init__(self, units, l2=0.0, **kwargs):
         super().__init__(**kwargs)
         if int(units) < 1:
@@ -199,17 +220,18 @@ class MaskedBiLSTM(keras.layers.Layer):
         ) + tf.concat([bias_f, bias_b], axis=0)
         projected = tf.transpose(tf.reshape(projected, [batch, steps, 8 * units]), [1, 0, 2])
         ahead, behind = tf.split(projected, 2, axis=-1)  # [length, batch, 4H] each
-        tokens = tf.transpose(mask)[:, :, None]  # [length, batch, 1]
+        tokens = tf.expand_dims(tf.transpose(mask), -1)  # [length, batch, 1]
         # Two loops with nothing between them: TensorFlow runs them side by side. The
         # backward one reads the reversed row (Keras' go_backwards).
-        ahead = _lstm_recurrence(ahead, tokens, recurrent_f)
+        litert = self.litert_loop_form
+        ahead = _lstm_recurrence(ahead, tokens, recurrent_f, litert)
         behind = _lstm_recurrence(
-            tf.reverse(behind, axis=[0]), tf.reverse(tokens, axis=[0]), recurrent_b
+            tf.reverse(behind, axis=[0]), tf.reverse(tokens, axis=[0]), recurrent_b, litert
         )
         outputs = tf.concat([ahead, tf.reverse(behind, axis=[0])], axis=-1)
         outputs = tf.transpose(outputs, [1, 0, 2])  # [batch, length, 2H]
         # Zero at padding, as Keras' Bidirectional gives it.
-        return outputs * tf.cast(mask, dtype)[:, :, None]
+        return outputs * tf.expand_dims(tf.cast(mask, dtype), -1)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:-1]) + (2 * self.units,)

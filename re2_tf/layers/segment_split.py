@@ -26,13 +26,13 @@ def _gather_span(hidden, start, lengths, dtype, width=None):
     to ``width`` (default ``max(lengths)``), and their float mask ``[batch, width, 1]``."""
     if width is None:
         width = tf.maximum(tf.reduce_max(lengths), 0)
-    offsets = tf.range(width, dtype=tf.int32)[None, :]  # [1, width]
-    inside = offsets < lengths[:, None]  # [batch, width]
-    index = tf.minimum(start[:, None] + offsets, tf.shape(hidden)[1] - 1)
+    offsets = tf.expand_dims(tf.range(width, dtype=tf.int32), 0)  # [1, width]
+    inside = offsets < tf.expand_dims(lengths, 1)  # [batch, width]
+    index = tf.minimum(tf.expand_dims(start, 1) + offsets, tf.shape(hidden)[1] - 1)
     index = tf.where(inside, index, tf.zeros_like(index))
     span = tf.gather(hidden, index, axis=1, batch_dims=1)  # [batch, width, d]
-    span = tf.where(inside[..., None], span, tf.zeros([], span.dtype))
-    return span, tf.cast(inside, dtype)[..., None]
+    span = tf.where(tf.expand_dims(inside, -1), span, tf.zeros([], span.dtype))
+    return span, tf.expand_dims(tf.cast(inside, dtype), -1)
 
 
 @keras.saving.register_keras_serializable(package="re2_tf")

@@ -37,16 +37,16 @@ def _lengths(mask, x, axis):
 def _reverse_prefixes(x, lengths, axis):
     """Reverse each row's first ``lengths[b]`` entries of ``x`` along ``axis`` (1 or 2),
     leaving the padding after them in place. An involution."""
-    position = tf.range(tf.shape(x)[axis], dtype="int32")[None, :]
-    lengths = lengths[:, None]
+    position = tf.expand_dims(tf.range(tf.shape(x)[axis], dtype="int32"), 0)
+    lengths = tf.expand_dims(lengths, 1)
     index = tf.where(position < lengths, lengths - 1 - position, position)
     return tf.gather(x, index, axis=axis, batch_dims=1)
 
 
 def _true_cells(s, lengths1, lengths2):
     """bool ``[batch, m, n]``: cell ``(i, j)`` (0-based) lies inside the pair's lengths."""
-    rows = tf.range(tf.shape(s)[1])[None, :, None] < lengths1[:, None, None]
-    cols = tf.range(tf.shape(s)[2])[None, None, :] < lengths2[:, None, None]
+    rows = tf.reshape(tf.range(tf.shape(s)[1]), [1, -1, 1]) < tf.reshape(lengths1, [-1, 1, 1])
+    cols = tf.reshape(tf.range(tf.shape(s)[2]), [1, 1, -1]) < tf.reshape(lengths2, [-1, 1, 1])
     return rows & cols
 
 
@@ -212,6 +212,13 @@ class SpatialGRU(keras.layers.Layer):
     ```
     """
 
+    #: While True, the wavefront loop hands the older diagonal on as a computed value
+    #: (``max(x, x)``, the same tensor) rather than passing the loop's own input on: LiteRT's
+    #: ``WHILE`` (like OpenVINO's CPU ``Loop``) lets an output that is another position's
+    #: input read that position's new value. The TFLite export sets it while it traces
+    #: (:func:`re2_tf.serving.export.litert_loop_form`); docs/performance.md, "LiteRT".
+    litert_loop_form = False
+
     def __init__(
         self,
         units=10,
@@ -274,7 +281,9 @@ class SpatialGRU(keras.layers.Layer):
         if s.dtype != self.compute_dtype and s.dtype.is_floating:
             s = tf.cast(s, self.compute_dtype)
         lengths1, lengths2 = _lengths(mask1, s, 1), _lengths(mask2, s, 2)
-        s = tf.where(_true_cells(s, lengths1, lengths2)[..., None], s, tf.zeros([], s.dtype))
+        s = tf.where(
+            tf.expand_dims(_true_cells(s, lengths1, lengths2), -1), s, tf.zeros([], s.dtype)
+        )
         if self.go_backwards:
             s = _reverse_prefixes(_reverse_prefixes(s, lengths1, 1), lengths2, 2)
         return s, lengths1, lengths2
@@ -334,14 +343,10 @@ class SpatialGRU(keras.layers.Layer):
         gates_width = int(gate_bias.shape[0])
         steps = m + n - 1
         # Per cell: s_ij, then 1 on the pair's true cells and 1 on its corner (m_b, n_b) only.
-        true = _true_cells(s, lengths1, lengths2)
-        corner_cell = (tf.range(m)[None, :, None] == lengths1[:, None, None] - 1) & (
-            tf.range(n)[None, None, :] == lengths2[:, None, None] - 1
-        )
-        packed = tf.concat(
-            [s, tf.cast(true, s.dtype)[..., None], tf.cast(corner_cell, s.dtype)[..., None]],
-            axis=-1,
-        )
+        true = tf.expand_dims(_true_cells(s, lengths1, lengths2), -1)  # [batch, m, n, 1]
+        rows = tf.reshape(tf.range(m), [1, -1, 1, 1]) == tf.reshape(lengths1 - 1, [-1, 1, 1, 1])
+        cols = tf.reshape(tf.range(n), [1, 1, -1, 1]) == tf.reshape(lengths2 - 1, [-1, 1, 1, 1])
+        packed = tf.concat([s, tf.cast(true, s.dtype), tf.cast(rows & cols, s.dtype)], axis=-1)
         # Skew (column k = anti-diagonal k, indexed by i), prepend a boundary row to every
         # pair, and flatten: step k reads a [batch * (m + 1), c + 2] slab.
         packed = tf.pad(_skew(packed), [[0, 0], [1, 0], [0, 0], [0, 0]])
@@ -368,7 +373,7 @@ class SpatialGRU(keras.layers.Layer):
             ],
             axis=0,
         )  # [G + H + 2, c + 2]
-        input_bias = tf.pad(tf.concat([gate_bias, bias], 0), [[0, 2]])[:, None]
+        input_bias = tf.expand_dims(tf.pad(tf.concat([gate_bias, bias], 0), [[0, 2]]), 1)
         # The other kernels transposed once, for products on unit-major states.
         hidden_gate_kernel = tf.transpose(hidden_gate_kernel)  # [G, 3H]
         recurrent_kernel = tf.transpose(recurrent_kernel)  # [H, 3H]
@@ -415,6 +420,8 @@ class SpatialGRU(keras.layers.Layer):
             # used: XLA would fuse that dynamic slice into every elementwise op of the
             # step, and the per-element index load it brings keeps them from vectorising.
             following = packed.read(k + 1)
+            if self.litert_loop_form:
+                previous = tf.maximum(previous, previous)
             return k + 1, following, tf.concat([zero, h], axis=1), previous, corner, grid
 
         zero = tf.zeros([hidden, 1], s.dtype)

@@ -95,6 +95,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+# No public API freezes a TF2 concrete function's variables (tf.compat.v1's works on v1
+# graphs only); this is the function the TFLite converter itself uses.
+from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
 from re2_tf._compat import all_sublayers
 from re2_tf.data import text as text_lib
 from re2_tf.data.features import TRUNCATED_KEY
@@ -715,18 +719,28 @@ class ServingModule(tf.Module):
 
 
 class _TFLiteModule(tf.Module):
-    """The feature-level model function only (no strings, no assertions) for TFLite.
+    """The feature-level model function only (no strings, no assertions) for TFLite, with
+    the weights frozen into the graph as constants.
 
     All-padding rows are empty texts, as in training; no truncation (the Predictor
     truncates to ``max_length`` before calling it).
+
+    Frozen because the TFLite converter, given a SavedModel whose weights are read before a
+    ``tf.while_loop`` that captures them (the spatial GRU's wavefront, MatchLSTM), keeps them
+    as resource variables (``VAR_HANDLE``/``READ_VARIABLE``) with nothing that assigns them:
+    LiteRT then reads unset variables (NaN outputs under XNNPACK, an error without it).
+    Frozen, every weight is a constant and the loops convert to builtins.
     """
 
     def __init__(self, serving):
         super().__init__()
         self.serving = serving
-        self.serve_features = tf.function(self._serve).get_concrete_function(
-            **serving.feature_signature()
-        )
+        signature = serving.feature_signature()
+        traced = tf.function(self._serve).get_concrete_function(**signature)
+        # The frozen function takes its inputs flat, in the traced function's order.
+        self._names = [spec.name for spec in tf.nest.flatten(traced.structured_input_signature)]
+        self._frozen = convert_variables_to_constants_v2(traced)
+        self.serve_features = tf.function(self._serve_frozen).get_concrete_function(**signature)
 
     def _serve(self, **features):
         s = self.serving
@@ -735,6 +749,31 @@ class _TFLiteModule(tf.Module):
                 _model_outputs(s.backend, s._output, features), s._output
             )
         }
+
+    def _serve_frozen(self, **features):
+        (probabilities,) = self._frozen(*[features[name] for name in self._names])
+        return {"probabilities": probabilities}
+
+
+@contextlib.contextmanager
+def litert_loop_form(model):
+    """Within the block, every layer class in ``model`` that declares ``litert_loop_form``
+    (:class:`re2_tf.layers.SpatialGRU`, :class:`re2_tf.layers.MaskedBiLSTM`) has it set True,
+    so a trace writes its loops in the form the TFLite converter lowers to builtins and
+    LiteRT's ``WHILE`` runs correctly (each class's attribute says what changes; the values
+    are the same). The TFLite export traces under it. Restored after, also on error."""
+    classes = {
+        type(layer)
+        for layer in all_sublayers(model, include_self=True)
+        if hasattr(type(layer), "litert_loop_form")
+    }
+    for cls in classes:
+        cls.litert_loop_form = True
+    try:
+        yield
+    finally:
+        for cls in classes:
+            cls.litert_loop_form = False
 
 
 def float32_layers(model):
@@ -902,7 +941,8 @@ def export_model(
                 )
         else:
             staging = tmp / "tflite_savedmodel"
-            lite = _TFLiteModule(module)
+            with litert_loop_form(model):
+                lite = _TFLiteModule(module)
             tf.saved_model.save(lite, str(staging), signatures={"serving_ids": lite.serve_features})
             converter = tf.lite.TFLiteConverter.from_saved_model(
                 str(staging), signature_keys=["serving_ids"]
