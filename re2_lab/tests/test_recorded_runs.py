@@ -1527,6 +1527,7 @@ def test_the_phases_reading_of_bi_match_srnn_is_its_record():
     assert whole == 1 and "one process slowed whole" in flat
     steal_s = sum(r["steal_ticks"] for r in record["processes"]) / record["clock_ticks_per_s"]
     assert steal_s < 1 and "under a second of steal time" in flat
+
     # measured again, TensorFlow's bfloat16 rewrite became the default at 512 x 20 and the
     # fastest, ONNX Runtime within 3 % of it (the record at 6e800f8); measured again with the
     # unit-major wavefront, the XLA SavedModel is the default and the fastest at both shapes
