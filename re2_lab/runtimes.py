@@ -56,6 +56,7 @@ CHOICE_NAMES = {
     ("savedmodel_noxla", "f32"): "savedmodel (xla=False)",
     ("savedmodel_noxla", "bf16"): "savedmodel bf16 (xla=False)",
     ("savedmodel_bf16", "bf16"): "savedmodel bf16 export (xla=False)",
+    ("tflite", "f32"): "tflite",
     ("onnxruntime", "f32"): "onnxruntime",
     ("openvino", "f32"): "openvino f32",
     ("openvino", "bf16"): "openvino bf16",
@@ -136,6 +137,15 @@ def _model_rows(
     units = cpu_units()["bfloat16"]
     # with bfloat16 units: the SavedModel of the same weights exported in bfloat16
     bf16_path = export("bf16", xla=False, precision="bf16")[0] if units else None
+    start = time.perf_counter()
+    try:  # LiteRT: the TFLite converter reads the Keras model
+        tflite_path, tflite_error = export("tflite", fmt="tflite")[0], None
+        tflite_target = ("tflite", "f32", tflite_path, "ok", time.perf_counter() - start)
+    except ValueError as error:  # the TFLite converter names the op it cannot convert
+        tflite_path, tflite_error = None, error
+        found = re.search(r"'(tf\.\w+)' op", str(error))
+        status = "failed: " + (found.group(1) if found else runtimes.first_line(error))
+        tflite_target = ("tflite", "f32", None, status, None)
     model = {"model": variant}
     model["floors"] = _floors(spec, hparams, featurizers, shapes, peak, step_seconds)
     # the default: what re2-export (serving=auto) records for this export, measured by the
@@ -146,6 +156,7 @@ def _model_rows(
         pairs,
         convertible=plain_path,
         bf16_export=bf16_path,
+        tflite_export=tflite_path or tflite_error,
         shapes=shapes,
         threads=threads,
         log=log,
@@ -161,14 +172,7 @@ def _model_rows(
     if units:  # TensorFlow's oneDNN bfloat16 rewrite of the same SavedModel, and the bf16 one
         targets.append(("savedmodel bf16 (xla=False)", "bf16", plain_path, "—", None))
         targets.append(("savedmodel bf16 export (xla=False)", "bf16", bf16_path, "—", None))
-    start = time.perf_counter()
-    try:
-        path, _ = export("tflite", fmt="tflite")
-        targets.append(("tflite", "f32", path, "ok", time.perf_counter() - start))
-    except ValueError as error:  # the TFLite converter names the op it cannot convert
-        found = re.search(r"'(tf\.\w+)' op", str(error))
-        status = "failed: " + (found.group(1) if found else runtimes.first_line(error))
-        targets.append(("tflite", "f32", None, status, None))
+    targets.append(tflite_target)
     for backend in ("onnxruntime", "openvino"):
         start = time.perf_counter()
         try:

@@ -74,7 +74,7 @@ def test_the_agreement_rule_is_99_percent_of_labels_and_a_non_finite_pair_is_a_c
     assert runtimes.agrees(0.95, min_agreement=0.95)
 
 
-def _tiny_export(name, path, xla=False, seed=0, precision="fp32"):
+def _tiny_export(name, path, xla=False, seed=0, precision="fp32", fmt="savedmodel"):
     """``name``'s tiny model, every weight random (biases included), exported like
     re2_tf.benchmarking's random-weight models; returns (export dir, featurisers)."""
     import keras
@@ -96,6 +96,7 @@ def _tiny_export(name, path, xla=False, seed=0, precision="fp32"):
         precision=precision,
         length_buckets=[8, 16],
         max_length=16,
+        fmt=fmt,
     )
     return path, featurizers
 

@@ -109,6 +109,12 @@ def tiny_export(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def tiny_tflite_export(tmp_path_factory):
+    """The same tiny RE2 (same seed: same weights) exported for LiteRT (--format=tflite)."""
+    return _tiny_export("re2", tmp_path_factory.mktemp("choice_tflite"), fmt="tflite")[0]
+
+
+@pytest.fixture(scope="module")
 def tiny_bf16_export(tmp_path_factory):
     """The same tiny RE2 (same seed: same weights) exported xla=False in bfloat16."""
     return _tiny_export("re2", tmp_path_factory.mktemp("choice_bf16"), precision="bf16")[0]
@@ -226,8 +232,16 @@ def test_a_measured_choice_is_the_rules_and_serves_the_savedmodels_labels(tiny_e
             np.testing.assert_allclose(got, want, atol=1e-5)
 
 
-def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_keeps_it(
-    tiny_export, tiny_bf16_export, tmp_path, monkeypatch
+def test_a_savedmodel_export_serves_litert_only_where_it_keeps_a_model(tiny_export, tmp_path):
+    xla, _ = tiny_export
+    copy = tmp_path / "export"
+    shutil.copytree(xla, copy)
+    with pytest.raises(ValueError, match="has no model.tflite and keeps none in .*--format=tflite"):
+        Predictor(copy, backend="tflite")
+
+
+def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_litert_and_keeps_them(
+    tiny_export, tiny_bf16_export, tiny_tflite_export, tmp_path, monkeypatch
 ):
     pytest.importorskip("openvino")
     xla, plain = tiny_export
@@ -240,18 +254,20 @@ def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_keeps_it(
         PAIRS,
         convertible=plain,
         bf16_export=tiny_bf16_export,
+        tflite_export=tiny_tflite_export,
         shapes=((4, 6),),
         threads=1,
     )
     rows = choice["candidates"]
     # with bfloat16 units, also TensorFlow without XLA under its oneDNN bfloat16 rewrite, and
-    # the bfloat16 SavedModel of the same weights
+    # the bfloat16 SavedModel of the same weights; then LiteRT on the TFLite export
     bf16 = [("savedmodel_noxla", "bf16"), ("savedmodel_bf16", "bf16")]
     bf16 = bf16 if cpu_units()["bfloat16"] else []
     assert [(r["backend"], r["precision"]) for r in rows] == [
         ("savedmodel", "f32"),
         ("savedmodel_noxla", "f32"),
         *bf16,
+        ("tflite", "f32"),
         ("openvino", "f32"),
     ]
     assert rows[1]["label_agreement"] == 1.0 and rows[1]["max_abs_dp"] < 1e-5  # same function
@@ -259,6 +275,9 @@ def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_keeps_it(
         assert 0 < row["max_abs_dp"] < 5e-2 and "median_ms" in row, row
     for name in ["savedmodel_noxla"] + ["savedmodel_bf16"] * bool(bf16):
         assert (export / "runtimes" / name / "saved_model.pb").exists()
+    litert = rows[2 + len(bf16)]  # float32 in another runtime: the SavedModel's outputs
+    assert litert["label_agreement"] == 1.0 and litert["max_abs_dp"] < 1e-5, litert
+    assert "median_ms" in litert and (export / "runtimes" / "model.tflite").exists()
     # a choice that serves large batches through it: followed, with the SavedModel's outputs
     routes = [
         {"batch": 8, "backend": "savedmodel", "precision": "f32"},
@@ -280,6 +299,22 @@ def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_keeps_it(
         assert served.precision == "bf16" and served.tokenize == "python"
         got = served.probabilities(texts1, texts2)
         assert np.abs(got - want).max() == pytest.approx(rows[3]["max_abs_dp"], rel=1e-6)
+    # LiteRT, kept in the export: served on request and where the choice routes to it, with
+    # the SavedModel's outputs (TensorFlow's kernels against LiteRT's)
+    served = Predictor(export, backend="tflite")
+    assert served.tokenize == "python" and served.routes[0]["backend"] == "tflite"
+    np.testing.assert_allclose(served.probabilities(texts1, texts2), want, atol=1e-5)
+    routes = [
+        {"batch": 8, "backend": "tflite", "precision": "f32"},
+        {"batch": 512, "backend": "savedmodel", "precision": "f32"},
+    ]
+    serving_choice.record_choice(export, dict(choice, routes=routes))
+    config = json.loads((export / "assets" / EXPORT_CONFIG_FILE).read_text())
+    assert default_routes(export, config) == (routes, None)
+    np.testing.assert_allclose(Predictor(export).probabilities(texts1, texts2), want, atol=1e-5)
+    (export / "runtimes" / "model.tflite").unlink()  # not kept: the SavedModel serves there
+    got, note = default_routes(export, config)
+    assert got[0]["backend"] == "savedmodel" and "chose tflite, but" in note
     # an --xla=false export is itself TensorFlow without XLA: not a second candidate
     choice = serving_choice.choose_serving(plain, PAIRS, shapes=((4, 6),), threads=1)
     assert [r["backend"] for r in choice["candidates"]] == ["savedmodel", "openvino"]

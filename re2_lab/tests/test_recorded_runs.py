@@ -1073,6 +1073,7 @@ def test_the_runtimes_record_is_its_serving_choices_and_its_floors():
         ("savedmodel_noxla", "f32"): "savedmodel (xla=False)",
         ("savedmodel_noxla", "bf16"): "savedmodel bf16 (xla=False)",
         ("savedmodel_bf16", "bf16"): "savedmodel bf16 export (xla=False)",
+        ("tflite", "f32"): "tflite",
         ("onnxruntime", "f32"): "onnxruntime",
         ("openvino", "f32"): "openvino f32",
         ("openvino", "bf16"): "openvino bf16",

@@ -37,8 +37,10 @@ signature; ``python`` tokenises with the exact Python tokeniser of the run
 ``python`` otherwise (``snli``, ``scitail``: the in-graph versions are approximations, see
 ``re2_tf/serving/README.md``). TFLite exports always use ``python``.
 
-Runtime (``backend``): ``savedmodel`` (TensorFlow), ``tflite`` (LiteRT, a TFLite export),
-or ``openvino`` / ``onnxruntime``: the SavedModel's ``serving_ids`` converted by
+Runtime (``backend``): ``savedmodel`` (TensorFlow), ``tflite`` (LiteRT: a TFLite export, or
+the LiteRT model a SavedModel export keeps where its serving choice measured it,
+:func:`re2_tf.serving.runtimes.tflite_path`), or ``openvino`` / ``onnxruntime``: the
+SavedModel's ``serving_ids`` converted by
 :mod:`re2_tf.serving.runtimes` (optional extras ``.[openvino]`` / ``.[onnx]``), or
 ``savedmodel_noxla`` / ``savedmodel_bf16``: TensorFlow without XLA on the SavedModels kept
 beside the export (float32; bfloat16), fed by the ``python`` tokenisation as TFLite is. Not
@@ -78,9 +80,11 @@ from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE
 from re2_tf.serving.runtimes import (
     CONVERTED,
     EXTRAS,
+    KEPT_TFLITE,
     MissingOpError,
     load_saved_model,
     served_precision,
+    tflite_path,
 )
 
 #: Converted backend -> the Python packages it needs.
@@ -135,7 +139,10 @@ def default_routes(export_dir, config):
     routes, notes = [], []
     for r in recorded:
         backend = r["backend"]
-        if backend in CONVERTED and not (export_dir / "runtimes" / CONVERTED[backend]).exists():
+        kept = export_dir / KEPT_TFLITE if backend == "tflite" else None
+        if backend in CONVERTED:
+            kept = export_dir / "runtimes" / CONVERTED[backend]
+        if kept and not kept.exists():
             notes.append(f"the export chose {backend}, but {export_dir}/runtimes/ has no model")
         elif backend in CONVERTED and not installed(backend):
             extra = EXTRAS[backend]
@@ -301,11 +308,12 @@ class Predictor:
         self.routes = routes
         self.backend, self.precision = routes[0]["backend"], routes[0]["precision"]
         for r in routes:
-            if (r["backend"] == "tflite") != tflite:
+            if tflite and r["backend"] != "tflite":  # a TFLite export has nothing else
                 raise ValueError(
-                    f"--backend={r['backend']} cannot serve the "
-                    f"{'TFLite' if tflite else 'SavedModel'} export {export_dir}"
+                    f"--backend={r['backend']} cannot serve the TFLite export {export_dir}"
                 )
+            if r["backend"] == "tflite":
+                tflite_path(self.export_dir)  # a SavedModel export must keep one
         ids_only = any(r["backend"] != "savedmodel" for r in routes)
         if tokenize == "auto":
             tokenize = (
@@ -351,9 +359,9 @@ class Predictor:
                 from ai_edge_litert.interpreter import Interpreter
             except ImportError:
                 Interpreter = tf.lite.Interpreter
-            runner = Interpreter(
-                model_path=str(self.export_dir / TFLITE_FILE)
-            ).get_signature_runner("serving_ids")
+            runner = Interpreter(model_path=str(tflite_path(self.export_dir))).get_signature_runner(
+                "serving_ids"
+            )
             return lambda features: runner(**features)
         loaded = load_saved_model(self.export_dir)
         self._loaded = loaded

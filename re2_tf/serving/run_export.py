@@ -48,7 +48,8 @@ def export_run(run_dir, export_dir, *, precision="fp32", serving="auto", max_pai
     runtimes are converted from an ``xla=False`` SavedModel of the same weights, made in a
     temporary directory when the export itself uses XLA; on a CPU with bfloat16 units an
     ``fp32`` export's candidates include an ``xla=False`` ``bf16`` SavedModel of the same
-    weights, made likewise); ``"savedmodel"`` measures nothing.
+    weights, made likewise, and an ``fp32`` export's a ``--format=tflite`` export of the same
+    model, for LiteRT); ``"savedmodel"`` measures nothing.
     The decision is ``export_config.json``'s ``serving_choice``, which
     :class:`~re2_tf.serving.predictor.Predictor` follows.
 
@@ -128,11 +129,24 @@ def _chosen_serving(run_dir, model, export_dir, precision, extra, kwargs, max_pa
             for name, (wanted, twin_precision) in needed.items()
             if wanted
         }
+        litert = None
+        if precision == "fp32":  # LiteRT: the same model through the TFLite converter
+            try:
+                litert = export_model(
+                    model,
+                    Path(tmp) / "tflite",
+                    precision="fp32",
+                    extra_config=extra,
+                    **dict(kwargs, xla=False, fmt="tflite"),
+                )
+            except ValueError as error:  # the converter's refusal: the candidate's error
+                litert = error
         return serving_choice.choose_serving(
             export_dir,
             pairs,
             convertible=twins.get("plain"),
             bf16_export=twins.get("bf16"),
+            tflite_export=litert,
             log=logging.info,
         )
 

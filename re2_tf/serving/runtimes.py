@@ -37,9 +37,14 @@ convolutions as matrix products):
   oneDNN's product, :mod:`re2_tf.serving.folded`; BERT+MatchLSTM: BERT's pass over
   bfloat16 weights, :mod:`re2_tf.serving.folded_bert`; the other models: their Keras
   ``mixed_bfloat16`` copy), so nothing is rewritten: its precision is its own, ``bf16``
-  (:data:`OWN_PRECISION`).
+  (:data:`OWN_PRECISION`);
+- ``tflite`` beside a SavedModel: the LiteRT model of a ``--format=tflite`` export of the
+  same model (:func:`keep_tflite`; the TFLite converter reads the Keras model, not the
+  SavedModel, so it is exported, not converted), kept as ``<export>/runtimes/model.tflite``
+  where ``re2-export``'s serving choice measured it (:func:`tflite_path`).
 
-Both are optional (``pip install -e '.[openvino]'``, ``pip install -e '.[onnx]'``; without
+OpenVINO and ONNX Runtime are optional (``pip install -e '.[openvino]'``,
+``pip install -e '.[onnx]'``; without
 them :class:`MissingPackageError` says which). The converted files are kept in
 ``<export>/runtimes/`` (a temporary folder when the export is read-only) and made again when
 the SavedModel is newer. Raw text is never fed to them: tokenisation stays in re2_tf's Python
@@ -80,6 +85,7 @@ __all__ = [
     "CONVERTED",
     "ConversionError",
     "HANDED",
+    "KEPT_TFLITE",
     "MIN_AGREEMENT",
     "TF_BF16_REWRITE",
     "TF_BF16_REWRITE_LISTS",
@@ -96,8 +102,10 @@ __all__ = [
     "asked_precision",
     "convert",
     "cpu_has_bf16",
+    "keep_tflite",
     "load",
     "load_saved_model",
+    "tflite_path",
     "require",
     "run_openvino",
     "served_precision",
@@ -135,6 +143,8 @@ KEPT = {
     "savedmodel_noxla": {"xla": False},
     "savedmodel_bf16": {"xla": False, "precision": "bf16"},
 }
+#: Where a SavedModel export keeps the LiteRT model of the same weights (:func:`keep_tflite`).
+KEPT_TFLITE = Path("runtimes") / TFLITE_FILE
 #: A backend's own precision where it is not ``f32``: what it runs when not asked, and the
 #: only precision it serves (``savedmodel_bf16`` is a bfloat16 graph).
 OWN_PRECISION = {"savedmodel_bf16": "bf16"}
@@ -730,13 +740,56 @@ def served_precision(backend, precision=None):
     return precision
 
 
+def keep_tflite(tflite_export, export_dir):
+    """Keep the LiteRT model of ``tflite_export`` (a ``--format=tflite`` export of the same
+    model as the SavedModel ``export_dir``) as ``<export_dir>/runtimes/model.tflite``
+    (:data:`KEPT_TFLITE`), for ``--backend=tflite`` on ``export_dir``.
+
+    Returns:
+        ``Path`` of the kept file.
+
+    Raises:
+        ValueError: ``tflite_export`` has no ``model.tflite``, or ``export_dir`` is not a
+            SavedModel export.
+    """
+    source, export_dir = Path(tflite_export) / TFLITE_FILE, Path(export_dir)
+    if not source.exists():
+        raise ValueError(f"{tflite_export} is not a TFLite export (no {TFLITE_FILE})")
+    if not (export_dir / "saved_model.pb").exists():
+        raise ValueError(f"{export_dir} is not a SavedModel export (no saved_model.pb)")
+    kept = export_dir / KEPT_TFLITE
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, kept)
+    return kept
+
+
+def tflite_path(export_dir):
+    """The LiteRT model that ``--backend=tflite`` serves for ``export_dir``: a TFLite
+    export's own ``model.tflite``, else the one a SavedModel export keeps
+    (:data:`KEPT_TFLITE`, :func:`keep_tflite`).
+
+    Raises:
+        ValueError: neither exists (the message says how to make one).
+    """
+    export_dir = Path(export_dir)
+    for path in (export_dir / TFLITE_FILE, export_dir / KEPT_TFLITE):
+        if path.exists():
+            return path
+    raise ValueError(
+        f"{export_dir} has no {TFLITE_FILE} and keeps none in {export_dir / KEPT_TFLITE.parent}: "
+        "export with --format=tflite (re2-export's --serving=auto keeps one where it measured "
+        "LiteRT)"
+    )
+
+
 def load(export_dir, backend, *, threads=0, precision=None, cache_dir=None):
     """A :class:`Runtime` over ``export_dir``'s ``serving_ids`` in ``backend``.
 
     Args:
         export_dir: an export (``re2-export``): a SavedModel for ``savedmodel``,
-            ``openvino``, ``onnxruntime`` (the last two converted by :func:`convert`), a
-            TFLite export for ``tflite``.
+            ``openvino``, ``onnxruntime`` (the last two converted by :func:`convert`); for
+            ``tflite`` a TFLite export or a SavedModel export that keeps one
+            (:func:`tflite_path`).
         backend: one of :data:`BACKENDS`.
         threads: intra-op threads (0 = the runtime's default).
         precision: OpenVINO's ``INFERENCE_PRECISION_HINT`` (``f32``, ``bf16``; ``bf16`` with
@@ -759,8 +812,7 @@ def load(export_dir, backend, *, threads=0, precision=None, cache_dir=None):
     precision = served_precision(backend, precision)
     own = backend in OWN_PRECISION
     if backend == "tflite":
-        if not (export_dir / TFLITE_FILE).exists():
-            raise ValueError(f"{export_dir} has no {TFLITE_FILE}: export with --format=tflite")
+        tflite = tflite_path(export_dir)
         try:
             # lazy: LiteRT only for a TFLite export
             from ai_edge_litert.interpreter import Interpreter
@@ -769,12 +821,10 @@ def load(export_dir, backend, *, threads=0, precision=None, cache_dir=None):
             import tensorflow as tf
 
             Interpreter = tf.lite.Interpreter
-        interpreter = Interpreter(
-            model_path=str(export_dir / TFLITE_FILE), num_threads=threads or None
-        )
+        interpreter = Interpreter(model_path=str(tflite), num_threads=threads or None)
         return Runtime(
             backend,
-            export_dir / TFLITE_FILE,
+            tflite,
             lambda x: interpreter.get_signature_runner(SIGNATURE)(**x),
         )
     if not (export_dir / "saved_model.pb").exists():

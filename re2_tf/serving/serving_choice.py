@@ -16,12 +16,15 @@ The rule (ours):
   :data:`re2_tf.serving.runtimes.TF_BF16_REWRITE`), and on such a CPU a bfloat16 SavedModel of
   the same weights (``savedmodel_bf16``: exported ``--xla=false --precision=bf16``, a graph
   bfloat16 as built; for RE2 the folded pass with bfloat16 weights, whose dense layers'
-  bias and activation fuse into oneDNN's product: :mod:`re2_tf.serving.folded`). The others
-  are made
+  bias and activation fuse into oneDNN's product: :mod:`re2_tf.serving.folded`); and LiteRT
+  (``tflite``) on a ``--format=tflite`` export of the same model, where one is given (the
+  TFLite converter reads the Keras model, so ``re2-export`` exports one beside the others;
+  a model it cannot convert is a candidate with the converter's error). The others are made
   from an ``--xla=false`` SavedModel of the same weights (converted, or for
   ``savedmodel_noxla`` and ``savedmodel_bf16`` copied: :func:`re2_tf.serving.runtimes.convert`)
-  and kept in ``<export>/runtimes/``. TensorFlow without XLA is a candidate only beside
-  another runtime (with TensorFlow alone nothing is measured, below).
+  and kept in ``<export>/runtimes/``, the LiteRT model too
+  (:func:`re2_tf.serving.runtimes.keep_tflite`). TensorFlow without XLA and LiteRT are
+  candidates only beside OpenVINO or ONNX Runtime (without them nothing is measured, below).
 - **Agreement**: a candidate is eligible only if its most probable label equals the
   SavedModel's on at least :data:`MIN_AGREEMENT` of the held-out pairs (both fed the same
   Python tokenisation) and every output is finite: the one rule,
@@ -49,8 +52,8 @@ The rule (ours):
   a log scale (:func:`~re2_tf.serving.predictor.route`; with the default shapes, up to 64
   pairs take the 8-pair choice).
 
-Without another runtime installed there is nothing to measure and the export is served by
-its SavedModel (``measured`` False, the reason names the extras). ``--serving=savedmodel``
+Without OpenVINO or ONNX Runtime installed there is nothing to measure and the export is
+served by its SavedModel (``measured`` False, the reason names the extras). ``--serving=savedmodel``
 skips the measurement. Either way the decision (every candidate's medians and agreement, the
 CPU) is the export's ``export_config.json`` ``serving_choice``, and ``re2-export`` prints it
 on stderr. What the rule picks per model on our CPU is in ``docs/performance.md``.
@@ -213,6 +216,7 @@ def choose_serving(
     *,
     convertible=None,
     bf16_export=None,
+    tflite_export=None,
     candidates=None,
     shapes=SHAPES,
     threads=0,
@@ -234,10 +238,14 @@ def choose_serving(
         bf16_export: an ``xla=False``, ``precision="bf16"`` SavedModel of the same model,
             the candidate ``savedmodel_bf16`` (kept as ``<export_dir>/runtimes/
             savedmodel_bf16``) where the CPU has bfloat16 units.
+        tflite_export: a ``--format=tflite`` export of the same model, the candidate
+            ``tflite`` (its model kept as ``<export_dir>/runtimes/model.tflite``), or the
+            ``ValueError`` its export raised (the candidate's recorded error).
         candidates: ``[(backend, precision)]`` (default :func:`installed_candidates`, and
             after the SavedModel :func:`tensorflow_candidates`: ``savedmodel_noxla`` where
             ``export_dir`` is an XLA export and ``convertible`` is given, ``savedmodel_bf16``
-            where ``bf16_export`` is); the SavedModel is always the first.
+            where ``bf16_export`` is, then ``("tflite", "f32")`` where ``tflite_export``
+            is); the SavedModel is always the first.
         shapes: ``(batch, words per text)`` shapes timed.
         threads: intra-op threads of the timing processes (0: each runtime's default).
         rounds: timing rounds; a candidate's median at a shape is the least of its rounds'
@@ -270,7 +278,8 @@ def choose_serving(
     config = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text())
     if candidates is None:
         noxla = bool(config.get("xla")) and convertible is not None
-        found[:0] = tensorflow_candidates(noxla, bf16_export is not None)
+        litert = [("tflite", "f32")] if tflite_export is not None else []
+        found[:0] = tensorflow_candidates(noxla, bf16_export is not None) + litert
     found = [("savedmodel", "f32"), *found]
     pairs = list(pairs or [])
     if not pairs:
@@ -294,7 +303,16 @@ def choose_serving(
         for backend, precision in found:
             row = {"backend": backend, "precision": precision, "median_ms": {}, "rounds_ms": {}}
             path = export_dir
-            if backend != "savedmodel":
+            if backend == "tflite":
+                try:
+                    if tflite_export is None:
+                        raise ValueError("no --format=tflite export of the model was given")
+                    if isinstance(tflite_export, Exception):
+                        raise tflite_export
+                    path = runtimes.keep_tflite(tflite_export, export_dir)
+                except ValueError as error:  # the TFLite converter's, as export_model raises
+                    path, row["error"] = None, runtimes.failure(error)
+            elif backend != "savedmodel":
                 source = bf16_export if backend == "savedmodel_bf16" else convertible
                 try:
                     path = runtimes.convert(source, backend, export_dir / "runtimes")
