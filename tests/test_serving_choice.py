@@ -10,7 +10,7 @@ import pytest
 from test_runtimes import LABELS, _tiny_export
 
 from re2_tf.machine import cpu_units
-from re2_tf.serving import serving_choice
+from re2_tf.serving import runtimes, serving_choice
 from re2_tf.serving.files import EXPORT_CONFIG_FILE
 from re2_tf.serving.predictor import Predictor, default_routes, installed, route
 
@@ -315,6 +315,12 @@ def test_an_xla_exports_choice_measures_tensorflow_without_xla_and_litert_and_ke
     (export / "runtimes" / "model.tflite").unlink()  # not kept: the SavedModel serves there
     got, note = default_routes(export, config)
     assert got[0]["backend"] == "savedmodel" and "chose tflite, but" in note
+    # kept again from the TFLite export's file (its folder above): followed again
+    kept = runtimes.keep_tflite(tiny_tflite_export / "model.tflite", export)
+    assert kept == export / "runtimes" / "model.tflite"
+    assert default_routes(export, config) == (routes, None)
+    with pytest.raises(ValueError, match="is not a TFLite export"):
+        runtimes.keep_tflite(plain, export)
     # an --xla=false export is itself TensorFlow without XLA: not a second candidate
     choice = serving_choice.choose_serving(plain, PAIRS, shapes=((4, 6),), threads=1)
     assert [r["backend"] for r in choice["candidates"]] == ["savedmodel", "openvino"]

@@ -742,8 +742,9 @@ def served_precision(backend, precision=None):
 
 def keep_tflite(tflite_export, export_dir):
     """Keep the LiteRT model of ``tflite_export`` (a ``--format=tflite`` export of the same
-    model as the SavedModel ``export_dir``) as ``<export_dir>/runtimes/model.tflite``
-    (:data:`KEPT_TFLITE`), for ``--backend=tflite`` on ``export_dir``.
+    model as the SavedModel ``export_dir``: its folder or its ``model.tflite``) as
+    ``<export_dir>/runtimes/model.tflite`` (:data:`KEPT_TFLITE`), for ``--backend=tflite`` on
+    ``export_dir``.
 
     Returns:
         ``Path`` of the kept file.
@@ -752,8 +753,10 @@ def keep_tflite(tflite_export, export_dir):
         ValueError: ``tflite_export`` has no ``model.tflite``, or ``export_dir`` is not a
             SavedModel export.
     """
-    source, export_dir = Path(tflite_export) / TFLITE_FILE, Path(export_dir)
-    if not source.exists():
+    source, export_dir = Path(tflite_export), Path(export_dir)
+    if source.is_dir():
+        source = source / TFLITE_FILE
+    if source.name != TFLITE_FILE or not source.exists():
         raise ValueError(f"{tflite_export} is not a TFLite export (no {TFLITE_FILE})")
     if not (export_dir / "saved_model.pb").exists():
         raise ValueError(f"{export_dir} is not a SavedModel export (no saved_model.pb)")
