@@ -2907,3 +2907,35 @@ def test_product_kernels_reading_is_its_record():
     assert whole["savedmodel (XLA)@512"] == min(v for k, v in whole.items() if k.endswith("@512"))
     rows = record["agreement"]["RE2 1 block"].values()
     assert all(row["argmax_agreement"] == 1.0 for row in rows)
+
+
+def test_the_litert_reading_is_its_record():
+    """docs/performance.md, "LiteRT (TFLite)": every timed LiteRT row agrees with the XLA
+    SavedModel (max |Δp| under 6e-07), BERT+MatchLSTM's still fail, and LiteRT is the fastest
+    path of DRCN and FITN at 8 x 20 beside the defaults chosen before it was a candidate."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    record = json.loads((RUNS / "runtimes/runtimes.json").read_text())
+    litert = [r for r in record["rows"] if r["runtime"] == "tflite"]
+    timed = [r for r in litert if r.get("median_ms")]
+    assert all(r["agrees"] and r["argmax_agreement"] == 1.0 for r in timed)
+    assert max(r["max_abs_dp"] for r in timed) < 6e-7
+    assert "(max |Δp| at most 6e-07)" in flat
+    assert {r["model"] for r in litert if not r.get("median_ms")} == {"BERT+MatchLSTM"}
+    assert "every LiteRT row timed gives the XLA SavedModel's labels" in flat
+    for model, said in (("DRCN", "ONNX Runtime, took"), ("FITN", "the default XLA SavedModel")):
+        rows = [
+            r
+            for r in record["rows"]
+            if (r["model"], r["batch"]) == (model, 8) and r.get("median_ms")
+        ]
+        fastest = min(rows, key=lambda r: r["median_ms"])
+        assert fastest["runtime"] == "tflite" and fastest["agrees"]
+        (entry,) = [m for m in record["models"] if m["model"] == model]
+        candidates = {c["backend"] for c in entry["serving_choice"]["candidates"]}
+        assert "tflite" not in candidates  # chosen before LiteRT was a candidate
+        default = next(r for r in rows if r["runtime"] == entry["default"]["8x20"])
+        assert (
+            f"{model} at 8 × 20 ({fastest['median_ms']:.1f} ms, " in flat
+            and f"{said} {default['median_ms']:.1f})" in flat
+        ), model
+    assert "DRCN and FITN have not been measured again with it" in flat
