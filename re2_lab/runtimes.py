@@ -76,6 +76,9 @@ SAVEDMODEL_TARGET = 1.2
 #: How far (relative) a resumed run's measured peaks may be from the record's: a host of the
 #: same CPU name and features but another speed is another CPU for the record.
 PEAK_TOLERANCE = 0.15
+#: How many times a run measures the CPU's peaks (:func:`re2_lab.roofline.peaks`); it keeps
+#: the best per precision (another process on the host slows a measurement, never speeds it).
+PEAK_MEASUREMENTS = 3
 
 
 def _key(batch, length):
@@ -340,7 +343,8 @@ def report(
     :func:`re2_tf.benchmarking.table5_inputs`), and each path's probabilities are compared with
     the XLA SavedModel's (:func:`~re2_tf.serving.runtimes.agreement`). The floors per shape
     are :func:`re2_lab.roofline.floors` over the CPU's peaks measured in the run that times
-    the variant (:func:`re2_lab.roofline.peaks`, kept as the variant's ``peaks``): the FLOP
+    the variant (the best of :data:`PEAK_MEASUREMENTS` :func:`re2_lab.roofline.peaks`,
+    :func:`best_peaks`, kept as the variant's ``peaks``): the FLOP
     floor per precision and the dependency floor.
 
     Args:
@@ -398,7 +402,7 @@ def report(
     except RuntimeError:
         log("TensorFlow is already initialised in this process: its thread settings stay")
     # this run's peaks, measured here: the floors of the variants it times are over them
-    peak = roofline.peaks(cpu_units())
+    peak = best_peaks([roofline.peaks(cpu_units()) for _ in range(PEAK_MEASUREMENTS)])
     if resume:
         apart = {
             k: (record["peaks"].get(k), v)
@@ -449,6 +453,23 @@ def report(
             if save:
                 save(record)
     return record
+
+
+def best_peaks(measured):
+    """The best of several :func:`re2_lab.roofline.peaks` measurements, per precision
+    (``None`` where every measurement is ``None``): a measurement another process slowed is
+    lower, never higher, so the best is the CPU's.
+
+    Args:
+        measured: a non-empty list of ``{precision: FLOP/s or None}``.
+
+    Raises:
+        ValueError: ``measured`` is empty.
+    """
+    if not measured:
+        raise ValueError("best_peaks: no measurement")
+    keys = list(dict.fromkeys(k for m in measured for k in m))
+    return {k: max((m[k] for m in measured if m.get(k)), default=None) for k in keys}
 
 
 def replace_variant(record, model, rows, load):

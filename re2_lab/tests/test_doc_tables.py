@@ -719,6 +719,20 @@ def test_a_variant_measured_again_takes_its_own_place_in_the_runtimes_record():
     ) in runtimes._header(record)
 
 
+def test_a_runtimes_run_keeps_the_best_of_its_peak_measurements_per_precision():
+    from re2_lab import runtimes
+
+    # worked by hand: a slowed float32 measurement (1.1e11) and a missing bfloat16 one
+    measured = [
+        {"float32": 1.8e11, "bfloat16": 3.6e11, "int8": None},
+        {"float32": 1.1e11, "bfloat16": None, "int8": None},
+        {"float32": 2.0e11, "bfloat16": 3.9e11, "int8": None},
+    ]
+    assert runtimes.best_peaks(measured) == {"float32": 2.0e11, "bfloat16": 3.9e11, "int8": None}
+    with pytest.raises(ValueError, match="no measurement"):
+        runtimes.best_peaks([])
+
+
 def test_a_runtimes_record_judges_each_path_once_on_its_largest_shapes_pairs(tmp_path):
     from re2_lab import runtimes
 
