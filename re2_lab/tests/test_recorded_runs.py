@@ -1682,6 +1682,37 @@ def test_every_variant_was_measured_again_with_the_bfloat16_rewrite_as_a_candida
     assert "and the bfloat16 SavedModel export for DRCN at 512 × 20." in flat
 
 
+def test_fitn_512_close_call_is_its_record():
+    """docs/performance.md: FITN at 512 x 20, the serving choice's least medians of the bf16
+    rewrite and the bf16 export (four rounds each), the record's, and the default's ratio to
+    the fastest path, read from runtimes.json."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    record = json.loads((RUNS / "runtimes/runtimes.json").read_text())
+    (entry,) = [m for m in record["models"] if m["model"] == "FITN"]
+    assert entry["default"]["512x20"] == "savedmodel bf16 (xla=False)"
+    candidates = {(c["backend"], c["precision"]): c for c in entry["serving_choice"]["candidates"]}
+    rewrite, export = (
+        candidates[("savedmodel_noxla", "bf16")],
+        candidates[("savedmodel_bf16", "bf16")],
+    )
+    assert len(rewrite["rounds_ms"]["512x20"]) == len(export["rounds_ms"]["512x20"]) == 4
+    rows = {
+        r["runtime"]: r["median_ms"]
+        for r in record["rows"]
+        if (r["model"], r["batch"]) == ("FITN", 512) and r.get("median_ms") and r["agrees"]
+    }
+    fastest = min(rows.values())
+    assert fastest == rows["savedmodel bf16 export (xla=False)"]
+    ratio = rows["savedmodel bf16 (xla=False)"] / fastest
+    assert ratio > 1.05
+    assert (
+        f"the choice timed the rewrite at {rewrite['median_ms']['512x20']:.1f} ms against the "
+        f"bfloat16 export's {export['median_ms']['512x20']:.1f} (the least of four rounds each), "
+        f"and the record's rounds then gave {rows['savedmodel bf16 (xla=False)']:.1f} and "
+        f"{fastest:.1f}, so the default is {ratio:.2f}× the fastest path there" in flat
+    )
+
+
 def test_the_bfloat16_rewrite_profile_sentence_is_its_record():
     """docs/performance.md, where TensorFlow's bfloat16 rewrite gains and loses: the products'
     ms per call in float32 and under the rewrite, the Cast kernels' ms, DRCN's casts level
