@@ -1325,17 +1325,12 @@ def test_the_openvino_bf16_bert_matchlstm_reading_is_its_records():
     assert entry["default"] == {"8x20": "openvino bf16", "512x20": "openvino bf16"}
     rounds = {}
     for batch in (8, 512):
-        medians = {
-            r["runtime"]: r["median_ms"]
-            for r in runtimes["rows"]
-            if (r["model"], r["batch"]) == ("BERT+MatchLSTM", batch) and r.get("median_ms")
-        }
         rounds[batch] = {
             r["runtime"]: r["round_medians_ms"]
             for r in runtimes["rows"]
             if (r["model"], r["batch"]) == ("BERT+MatchLSTM", batch) and r.get("median_ms")
         }
-        fastest = min(medians, key=medians.get)
+        fastest = min(rounds[batch], key=lambda runtime: min(rounds[batch][runtime]))
         assert fastest == ("openvino bf16" if batch == 8 else "savedmodel bf16 export (xla=False)")
     assert "is the default at both shapes and the fastest path at 8 × 20" in flat
     # at 512 x 20 one round of the bf16 export under OpenVINO bf16's least
@@ -2959,7 +2954,7 @@ def test_product_kernels_reading_is_its_record():
 
 def test_the_litert_reading_is_its_record():
     """docs/performance.md, "LiteRT (TFLite)": every timed LiteRT row agrees with the XLA
-    SavedModel (max |Δp| under 6e-07), BERT+MatchLSTM's still fail; DRCN's and FITN's serving
+    SavedModel (max |Δp| under 6e-07), BERT+MatchLSTM's among them; DRCN's and FITN's serving
     choices, LiteRT a candidate, picked it at 8 x 20; the record's rounds find it the fastest
     for FITN, and 1.05x the XLA SavedModel for DRCN; and the protocols' check on DRCN's two
     exports (litert_protocols.json) read per round and by least median."""
@@ -2982,25 +2977,25 @@ def test_the_litert_reading_is_its_record():
         f"default OpenVINO bfloat16's {ov[8]:.1f} and {ov[512]:.1f}" in flat
     )
     assert "every LiteRT row timed gives the XLA SavedModel's labels" in flat
-    medians = {}
-    for model in ("DRCN", "FITN"):
+
+    def at_8(model):  # the choice's LiteRT and SavedModel candidates, the record's medians
         (entry,) = [m for m in record["models"] if m["model"] == model]
         assert entry["default"]["8x20"] == "tflite"
         candidates = {c["backend"]: c for c in entry["serving_choice"]["candidates"]}
-        choice, saved = candidates["tflite"], candidates["savedmodel"]
         rows = {
             r["runtime"]: r["median_ms"]
             for r in record["rows"]
             if (r["model"], r["batch"]) == (model, 8) and r.get("median_ms")
         }
-        medians[model] = (choice, saved, rows)
-    _, _, rows = medians["FITN"]
+        return candidates["tflite"], candidates["savedmodel"], rows
+
+    _, _, rows = at_8("FITN")
     assert min(rows, key=rows.get) == "tflite"
     assert (
         f"LiteRT ({rows['tflite']:.1f} ms) is the fastest path there, the XLA SavedModel "
         f"{rows['savedmodel (XLA)']:.1f}" in flat
     )
-    choice, saved, rows = medians["DRCN"]
+    choice, saved, rows = at_8("DRCN")
     spread = choice["rounds_ms"]["8x20"]
     assert len(spread) == 4 and min(spread) == choice["median_ms"]["8x20"]
     assert min(rows, key=rows.get) == "savedmodel (XLA)"
