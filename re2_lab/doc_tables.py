@@ -30,10 +30,12 @@ Kinds (paths relative to the repository root):
 - ``roofline <record.json> [export]``: a ``python -m re2_lab.cli.roofline --json_out`` record
   (:func:`re2_lab.roofline.report`) as :func:`re2_lab.roofline.markdown` prints it (with
   ``export``: that export's serving rows only), then its command;
-- ``runtimes <record.json> [table|order|choices|standing]``: a ``python -m re2_lab.cli.runtimes
-  --json_out`` record (:func:`re2_lab.runtimes.report`) as :func:`re2_lab.runtimes.markdown`
-  prints it, then its command (with ``table``: :func:`re2_lab.runtimes.table`, the default
-  path first beside every path and the floor, then the command; with ``order``:
+- ``runtimes <record.json> [table [brief]|order|choices|standing]``: a ``python -m
+  re2_lab.cli.runtimes --json_out`` record (:func:`re2_lab.runtimes.report`) as
+  :func:`re2_lab.runtimes.markdown` prints it, then its command (with ``table``:
+  :func:`re2_lab.runtimes.table`, the default path first beside every path and the floor, then
+  the command; ``table brief``: the same with the date of each variant's rows in place of every
+  ``--redo``'s reason, for the README; with ``order``:
   :func:`re2_lab.runtimes.order`'s list of each model's paths, fastest first; with
   ``choices``: :func:`re2_lab.runtimes.choices`, each model's serving choice; with
   ``standing``: :func:`re2_lab.runtimes.standing`, where the default stands);
@@ -148,7 +150,14 @@ def generate(spec, root=REPO):
         record = _read(root / args[0])
         table = roofline.markdown(record, *args[1:])
         return table + f"\n\nCommand: `{record['command']}`."
-    if kind == "runtimes" and args[1:] in ([], ["table"], ["order"], ["choices"], ["standing"]):
+    if kind == "runtimes" and args[1:] in (
+        [],
+        ["table"],
+        ["table", "brief"],
+        ["order"],
+        ["choices"],
+        ["standing"],
+    ):
         from re2_lab import runtimes
 
         record = _read(root / args[0])
@@ -158,7 +167,10 @@ def generate(spec, root=REPO):
             return runtimes.order(record)
         if args[1:] == ["choices"]:
             return runtimes.choices(record)
-        table = runtimes.table(record) if args[1:] == ["table"] else runtimes.markdown(record)
+        if args[1:2] == ["table"]:
+            table = runtimes.table(record, history=args[2:] != ["brief"])
+        else:
+            table = runtimes.markdown(record)
         return table + f"\n\nCommand: `{record['command']}`."
     if kind == "ab" and len(args) == 1:
         record = _read(root / args[0])

@@ -514,7 +514,7 @@ def _number(value, fmt):
     return "—" if value is None else format(value, fmt)
 
 
-def _header(record):
+def _header(record, history=True):
     versions_text = ", ".join(f"{k} {v}" for k, v in record["versions"].items() if v)
     load = " → ".join(f"{x:.1f}" for x in record["loadavg"])
     shapes = " and ".join(f"{b}×{n}" for b, n in record["shapes"])
@@ -526,14 +526,34 @@ def _header(record):
         f"{load} (at the start and after each model)"
         + (f"; measured peaks {_peaks_text(record['peaks'])}" if record.get("peaks") else "")
         + _close_text(record)
-        + "".join(
-            f"; {r['model']} measured again on {r['date']} (`--redo`"
-            + (f": {r['reason']}" if r.get("reason") else "")
-            + (f"; peaks {_peaks_text(r['peaks'])}" if r.get("peaks") else "")
-            + ")"
-            for r in record.get("redone", [])
-        )
+        + (_history_text(record) if history else _latest_text(record))
         + f". Versions: {versions_text}."
+    )
+
+
+def _history_text(record):
+    return "".join(
+        f"; {r['model']} measured again on {r['date']} (`--redo`"
+        + (f": {r['reason']}" if r.get("reason") else "")
+        + (f"; peaks {_peaks_text(r['peaks'])}" if r.get("peaks") else "")
+        + ")"
+        for r in record.get("redone", [])
+    )
+
+
+def _latest_text(record):
+    """Each variant's rows dated by the run that made them (its last ``--redo``, else the
+    record's own date), variants of one date together, in the record's order."""
+    latest = {m["model"]: record["date"] for m in record["models"]}
+    for entry in record.get("redone", []):
+        latest[entry["model"]] = max(latest.get(entry["model"], entry["date"]), entry["date"])
+    dates = {}
+    for model, date in latest.items():
+        dates.setdefault(date, []).append(model)
+    if len(dates) == 1:
+        return ""
+    return "; each variant's rows from one run: " + "; ".join(
+        f"{', '.join(models)} on {date}" for date, models in sorted(dates.items(), reverse=True)
     )
 
 
@@ -638,12 +658,13 @@ def shape_summary(record, model_entry, batch, length):
     }
 
 
-def table(record):
+def table(record, history=True):
     """The README's latency table: per model and shape, the default path's median ms first
     (the runtime ``re2-export`` chose), every path's (``—``: a path the variant's run did not
     time, as it was measured before the path was added), the default over the fastest, the
     fastest SavedModel over the fastest, and the floor with the default's ratio to it; the
-    machine and load average above."""
+    machine and load average above, with every ``--redo`` and its reason (``history``) or,
+    without, only the date of each variant's rows."""
     names = {
         "savedmodel (XLA)": "SavedModel XLA",
         "savedmodel (xla=False)": "SavedModel no XLA",
@@ -656,7 +677,7 @@ def table(record):
     }
     present = [r for r in RUNTIMES if any(row["runtime"] == r for row in record["rows"])]
     lines = [
-        _header(record),
+        _header(record, history),
         "",
         "| model | batch | **default** (path) | "
         + " | ".join(names[r] for r in present)

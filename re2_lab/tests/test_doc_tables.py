@@ -355,6 +355,36 @@ def test_a_runtimes_table_puts_the_default_first_beside_the_fastest_and_the_floo
         doc_tables.generate("runtimes r.json extra", tmp_path)
 
 
+def test_a_brief_runtimes_table_dates_each_variants_rows_in_place_of_the_redo_history(tmp_path):
+    record = _runtimes_record()
+    other = json.loads(json.dumps(record["models"][0]))
+    other["model"] = "Other"
+    record["models"].append(other)
+    record["rows"] += [dict(row, model="Other") for row in record["rows"]]
+    record["redone"] = [
+        {"model": "Other", "date": "2026-01-03", "reason": "a first reason"},
+        {"model": "Other", "date": "2026-01-05", "reason": "a second reason"},
+    ]
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    full = doc_tables.generate("runtimes r.json table", tmp_path).splitlines()
+    brief = doc_tables.generate("runtimes r.json table brief", tmp_path).splitlines()
+    assert "Other measured again on 2026-01-05 (`--redo`: a second reason)" in full[0]
+    assert "reason" not in brief[0] and "--redo" not in brief[0]
+    # the record's own date for Net, the later of Other's two redos for Other
+    assert brief[0].endswith(
+        "(at the start and after each model); each variant's rows from one run: Other on "
+        "2026-01-05; Net on 2026-01-02. Versions: openvino 1.0, onnxruntime 2.0."
+    )
+    assert brief[1:] == full[1:]
+    # one date for every variant: nothing to add
+    record["redone"] = []
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    lines = doc_tables.generate("runtimes r.json table brief", tmp_path).splitlines()
+    assert lines[0].endswith(
+        "(at the start and after each model). Versions: openvino 1.0, onnxruntime 2.0."
+    )
+
+
 def test_a_runtimes_standing_counts_the_shapes_where_the_default_is_fastest(tmp_path):
     record = _runtimes_record()
     (tmp_path / "r.json").write_text(json.dumps(record))
