@@ -2493,6 +2493,45 @@ def test_portable_ab_reading_is_its_record():
     assert min(row["argmax_agreement"] for row in bf16) >= 0.997
 
 
+def test_the_amd_runtimes_re2_rows_convert_serving_ids_portable():
+    """docs/performance.md: runtimes.json's RE2 rows were measured again (--redo, 2026-12-04)
+    after RE2's converters read serving_ids_portable (97ab5b3), with the bfloat16 SavedModel
+    and LiteRT among the serving choice's candidates; OpenVINO bf16 over the XLA SavedModel of
+    the same run, before (the record at 70b0241) and after, as the sentence gives them."""
+    record = json.loads((RUNS / "runtimes" / "runtimes.json").read_text())
+    then = _earlier_record("70b0241", "docs/runs/runtimes/runtimes.json")
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    variants = ("RE2 1 block", "RE2 2 blocks", "RE2 3 blocks")
+    for variant in variants:
+        last = [e for e in record["redone"] if e["model"] == variant][-1]
+        assert last["date"] == "2026-12-04" and "serving_ids_portable" in last["reason"]
+        (entry,) = [m for m in record["models"] if m["model"] == variant]
+        found = {(c["backend"], c["precision"]) for c in entry["serving_choice"]["candidates"]}
+        assert {("savedmodel_bf16", "bf16"), ("tflite", "f32")} <= found
+        (before,) = [m for m in then["models"] if m["model"] == variant]
+        assert ("tflite", "f32") not in {
+            (c["backend"], c["precision"]) for c in before["serving_choice"]["candidates"]
+        }
+    assert "the record's RE2 rows, measured again on 2026-12-04, are of it" in text
+
+    def ratio(rec, variant, batch):
+        rows = {
+            r["runtime"]: r["median_ms"]
+            for r in rec["rows"]
+            if (r["model"], r["batch"]) == (variant, batch)
+        }
+        return rows["openvino bf16"] / rows["savedmodel (XLA)"]
+
+    def said(rec, batch):
+        values = [f"{ratio(rec, v, batch):.2f}" for v in variants]
+        return f"{values[0]}, {values[1]} and {values[2]}"
+
+    assert f"at 512 × 20, from {said(then, 512)} (RE2 1, 2 and 3 blocks" in text
+    assert f"to {said(record, 512)}, the direction this A/B measured" in text
+    assert all(ratio(record, v, 512) < ratio(then, v, 512) for v in variants)
+    assert f"at 8 × 20 from {said(then, 8)} to {said(record, 8)}" in text
+
+
 def test_the_bf16_rewrite_softmax_reading_is_its_records():
     """docs/performance.md, "TensorFlow's bfloat16 rewrite and the output softmax": by the
     export before 5b44dfa and by the mend, no probability under the rewrite is a bfloat16
