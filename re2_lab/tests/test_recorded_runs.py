@@ -2530,6 +2530,36 @@ def test_the_amd_runtimes_re2_rows_convert_serving_ids_portable():
     assert f"to {said(record, 512)}, the direction this A/B measured" in text
     assert all(ratio(record, v, 512) < ratio(then, v, 512) for v in variants)
     assert f"at 8 × 20 from {said(then, 8)} to {said(record, 8)}" in text
+    # the run's peaks against the first run's, and the defaults it left
+    peaks = [e.get("peaks") for e in record["redone"] if e["model"] == "RE2 1 block"][-1]
+    f32, bf16 = (peaks[k] / record["peaks"][k] for k in ("float32", "bfloat16"))
+    assert f"that run's peaks are {f32:.2f}× (float32) and {bf16:.2f}× (bfloat16)" in text
+    defaults = {m["model"]: m["default"] for m in record["models"]}
+    assert all(set(defaults[v].values()) == {"openvino bf16"} for v in variants)
+    rewrite = [
+        (m, k)
+        for m, d in defaults.items()
+        for k, v in d.items()
+        if v == "savedmodel bf16 (xla=False)"
+    ]
+    assert rewrite == [("FITN", "512x20")]
+    assert "The rewrite is now the default for FITN at 512 × 20 only" in text
+
+    def ms(variant, runtime):
+        (row,) = [
+            r
+            for r in record["rows"]
+            if (r["model"], r["batch"], r["runtime"]) == (variant, 512, runtime)
+        ]
+        return row["median_ms"]
+
+    one = [ms("RE2 1 block", r) for r in ("savedmodel bf16 export (xla=False)", "openvino bf16")]
+    three = [ms("RE2 3 blocks", r) for r in ("savedmodel bf16 export (xla=False)", "openvino bf16")]
+    assert (
+        f"(RE2 1 block {one[0]:.1f} against {one[1]:.1f} ms, {one[1] / one[0]:.2f}×; RE2 3 "
+        f"blocks {three[0]:.1f} against {three[1]:.1f})"
+    ) in text
+    assert abs(three[1] / three[0] - 1) < 0.01 and 1 < one[1] / one[0] <= 1.05
 
 
 def test_the_bf16_rewrite_softmax_reading_is_its_records():
