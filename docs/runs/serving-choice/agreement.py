@@ -7,7 +7,8 @@ does (XLA SavedModel), convert an ``xla=False`` export of the same weights for O
 OpenVINO into the export's ``runtimes/`` as the serving choice does, and score up to 1,000 of
 the run's dev pairs (``serving_choice``'s number) with the SavedModel and with every candidate
 (TensorFlow without XLA, ``savedmodel_noxla``, in f32 and, where the CPU has bfloat16 units,
-under TensorFlow's oneDNN bfloat16 rewrite, then
+under TensorFlow's oneDNN bfloat16 rewrite, and the bfloat16 SavedModel of the same weights,
+``savedmodel_bf16``; LiteRT on a ``--format=tflite`` export of the same model, ``tflite``; then
 ``re2_tf.serving.serving_choice.installed_candidates``), all fed the same Python tokenisation.
 Records each candidate's share of labels equal to the SavedModel's and its max |dp|. Nothing is
 timed. Writes ``agreement.json`` beside this file, adding runs not in it yet; ``--redo=<record
@@ -25,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from re2_tf import runs
-from re2_tf.machine import machine
+from re2_tf.machine import cpu_units, machine
 from re2_tf.serving import runtimes, serving_choice
 from re2_tf.serving.predictor import Predictor
 from re2_tf.serving.run_export import export_run
@@ -47,17 +48,35 @@ def measure(run_dir, record_dir, tmp):
     texts1, texts2 = [a for a, _ in pairs], [b for _, b in pairs]
     export = export_run(run_dir, Path(tmp) / "export", serving="savedmodel")
     plain = export_run(run_dir, Path(tmp) / "plain", serving="savedmodel", xla=False)
+    # the twins the serving choice makes of an fp32 export: a bfloat16 SavedModel of the same
+    # weights (where the CPU has bfloat16 units) and the same model for LiteRT
+    bf16 = None
+    if cpu_units()["bfloat16"]:
+        bf16 = export_run(
+            run_dir, Path(tmp) / "bf16", serving="savedmodel", xla=False, precision="bf16"
+        )
+    try:
+        litert = export_run(run_dir, Path(tmp) / "tflite", xla=False, fmt="tflite")
+    except ValueError as error:  # the TFLite converter's refusal: the candidate's error
+        litert = error
     reference = Predictor(export, tokenize="python", backend="savedmodel")
     want = reference.probabilities(texts1, texts2)
     rows = []
     candidates = [
-        *serving_choice.tensorflow_candidates(),
+        *serving_choice.tensorflow_candidates(bf16_export=bf16 is not None),
+        ("tflite", "f32"),
         *serving_choice.installed_candidates()[1:],
     ]
     for backend, precision in candidates:
         row = {"backend": backend, "precision": precision}
         try:
-            runtimes.convert(plain, backend, Path(export) / "runtimes")
+            if backend == "tflite":
+                if isinstance(litert, Exception):
+                    raise litert
+                runtimes.keep_tflite(litert, export)
+            else:
+                source = bf16 if backend == "savedmodel_bf16" else plain
+                runtimes.convert(source, backend, Path(export) / "runtimes")
             served = Predictor(export, tokenize="python", backend=backend, precision=precision)
             got = served.probabilities(texts1, texts2)
         except (runtimes.ConversionError, RuntimeError, ValueError) as error:
