@@ -543,7 +543,8 @@ def _history_text(record):
 
 def _latest_text(record):
     """Each variant's rows dated by the run that made them (its last ``--redo``, else the
-    record's own date), variants of one date together, in the record's order."""
+    record's own date): the variants of one date together, the latest date first, each
+    date's in the record's order; nothing when every variant has one date."""
     latest = {m["model"]: record["date"] for m in record["models"]}
     for entry in record.get("redone", []):
         latest[entry["model"]] = max(latest.get(entry["model"], entry["date"]), entry["date"])
