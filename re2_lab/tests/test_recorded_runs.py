@@ -2511,15 +2511,10 @@ def test_every_default_agrees_on_its_models_trained_run():
     record = json.loads((RUNS / "runtimes" / "runtimes.json").read_text())
     agreement = json.loads((ROOT / "docs/runs/serving-choice/agreement.json").read_text())
     text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
-    runtime = {
-        "savedmodel (xla=False)": ("savedmodel_noxla", "f32"),
-        "savedmodel bf16 (xla=False)": ("savedmodel_noxla", "bf16"),
-        "savedmodel bf16 export (xla=False)": ("savedmodel_bf16", "bf16"),
-        "tflite": ("tflite", "f32"),
-        "onnxruntime": ("onnxruntime", "f32"),
-        "openvino f32": ("openvino", "f32"),
-        "openvino bf16": ("openvino", "bf16"),
-    }
+    from re2_lab import runtimes as lab_runtimes
+
+    # the record's path name -> the (backend, precision) the agreement record names it by
+    runtime = {name: key for key, name in lab_runtimes.CHOICE_NAMES.items()}
     model = {
         "RE2 1 block": "re2",
         "RE2 2 blocks": "re2",
@@ -2548,10 +2543,7 @@ def test_every_default_agrees_on_its_models_trained_run():
             ]
             assert row["label_agreement"] >= serving_choice.MIN_AGREEMENT, (entry["model"], path)
             checked.add((entry["model"], path))
-    assert ("DRCN", "tflite") in checked and (
-        "DRCN",
-        "savedmodel bf16 export (xla=False)",
-    ) in checked
+    assert {("DRCN", "tflite"), ("DRCN", "savedmodel bf16 export (xla=False)")} <= checked
     assert "BERT (h_0), a benchmark variant, has no trained run here" in text
 
 
@@ -2576,13 +2568,18 @@ def test_the_amd_runtimes_re2_rows_convert_serving_ids_portable():
         }
     assert "the record's RE2 rows, measured again on 2026-12-04, are of it" in text
 
-    def ratio(rec, variant, batch):
-        rows = {
-            r["runtime"]: r["median_ms"]
+    def ms(rec, variant, batch, runtime):
+        (row,) = [
+            r
             for r in rec["rows"]
-            if (r["model"], r["batch"]) == (variant, batch)
-        }
-        return rows["openvino bf16"] / rows["savedmodel (XLA)"]
+            if (r["model"], r["batch"], r["runtime"]) == (variant, batch, runtime)
+        ]
+        return row["median_ms"]
+
+    def ratio(rec, variant, batch):
+        return ms(rec, variant, batch, "openvino bf16") / ms(
+            rec, variant, batch, "savedmodel (XLA)"
+        )
 
     def said(rec, batch):
         values = [f"{ratio(rec, v, batch):.2f}" for v in variants]
@@ -2607,16 +2604,9 @@ def test_the_amd_runtimes_re2_rows_convert_serving_ids_portable():
     assert rewrite == [("FITN", "512x20")]
     assert "The rewrite is now the default for FITN at 512 × 20 only" in text
 
-    def ms(variant, runtime):
-        (row,) = [
-            r
-            for r in record["rows"]
-            if (r["model"], r["batch"], r["runtime"]) == (variant, 512, runtime)
-        ]
-        return row["median_ms"]
-
-    one = [ms("RE2 1 block", r) for r in ("savedmodel bf16 export (xla=False)", "openvino bf16")]
-    three = [ms("RE2 3 blocks", r) for r in ("savedmodel bf16 export (xla=False)", "openvino bf16")]
+    paths = ("savedmodel bf16 export (xla=False)", "openvino bf16")
+    one = [ms(record, "RE2 1 block", 512, r) for r in paths]
+    three = [ms(record, "RE2 3 blocks", 512, r) for r in paths]
     assert (
         f"{one[1] / one[0]:.2f}× its time for RE2 1 block ({one[1]:.1f} against {one[0]:.1f} "
         f"ms), level for RE2 3 blocks ({three[1]:.1f} against {three[0]:.1f})"
