@@ -463,7 +463,8 @@ class Matcher:
                 :func:`~re2_tf.serving.export.export_model`'s keywords: ``fmt``
                 (``savedmodel``/``tflite``), ``precision`` (``fp32`` is the default here;
                 ``auto``, ``bf16``, ``int8``), ``serving`` (``auto``, the default: the runtime
-                :meth:`from_export` serves through, measured among the installed ones;
+                :meth:`from_export` serves through, measured among TensorFlow's, LiteRT's and the
+                installed runtimes' paths;
                 ``savedmodel``), ``max_length``, ``length_buckets``, ``xla``, ``tokenizer``.
 
         Returns:

@@ -11,7 +11,8 @@ r"""``re2-export``: export a trained run as a SavedModel or a TFLite file (a thi
 Prints the export directory, and on stderr the precision ``--precision=auto`` (the default:
 from the CPU's units, building nothing else) or ``--precision=measure`` (exports and times
 both) chose and why (:mod:`re2_tf.serving.auto_precision`), and the runtime ``re2-predict``
-will serve it through: ``--serving=auto`` (the default) times the SavedModel against the other
+will serve it through: ``--serving=auto`` (the default) times the SavedModel against
+TensorFlow without XLA, a bfloat16 SavedModel of the same weights, LiteRT and the other
 installed CPU runtimes (OpenVINO, ONNX Runtime) and keeps the fastest whose labels agree on the
 run's dev pairs (:mod:`re2_tf.serving.serving_choice`). The export's signatures, assets
 and errors are described in :mod:`re2_tf.serving.export`. A missing run directory or an
@@ -67,8 +68,9 @@ def define_flags(flag_values=FLAGS):
         "auto",
         ["auto", "savedmodel"],
         "The runtime the export is served by (a SavedModel export): auto times the SavedModel "
-        "against every other installed CPU runtime (OpenVINO f32/bf16, ONNX Runtime) and keeps "
-        "the fastest whose labels agree on the run's dev pairs (nothing to time without them; "
+        "against TensorFlow without XLA, a bfloat16 SavedModel (bfloat16 units), LiteRT and "
+        "every other installed CPU runtime (OpenVINO f32/bf16, ONNX Runtime) and keeps the "
+        "fastest whose labels agree on the run's dev pairs (nothing to time without them; "
         "re2_tf.serving.serving_choice); savedmodel: TensorFlow, nothing measured.",
         flag_values=flag_values,
     )

@@ -43,7 +43,8 @@ def export_run(run_dir, export_dir, *, precision="fp32", serving="auto", max_pai
     under either.
 
     ``serving`` (a SavedModel export): ``"auto"`` (the default) times the SavedModel against
-    every other installed CPU runtime and checks their labels on the same dev pairs, keeping
+    TensorFlow's and LiteRT's alternatives (below; no extra needed) and every other installed
+    CPU runtime and checks their labels on the same dev pairs, keeping
     the fastest that agrees (:func:`~re2_tf.serving.serving_choice.choose_serving`; the
     runtimes are converted from an ``xla=False`` SavedModel of the same weights, made in a
     temporary directory when the export itself uses XLA; on a CPU with bfloat16 units an
@@ -112,8 +113,8 @@ def _dev_pairs(run_dir, max_pairs):
 
 def _chosen_serving(run_dir, model, export_dir, precision, extra, kwargs, max_pairs):
     pairs = _dev_pairs(run_dir, max_pairs)
-    if not pairs or len(serving_choice.installed_candidates()) == 1:
-        return serving_choice.choose_serving(export_dir, pairs)  # nothing to measure: no twin
+    if not pairs:
+        return serving_choice.choose_serving(export_dir, pairs)  # nothing to check: no twin
     # with bfloat16 units, a bfloat16 SavedModel of the same weights is a candidate too
     bf16 = precision == "fp32" and cpu_units()["bfloat16"]
     needed = {"plain": (kwargs.get("xla", True), precision), "bf16": (bf16, "bf16")}

@@ -23,8 +23,8 @@ The rule (ours):
   from an ``--xla=false`` SavedModel of the same weights (converted, or for
   ``savedmodel_noxla`` and ``savedmodel_bf16`` copied: :func:`re2_tf.serving.runtimes.convert`)
   and kept in ``<export>/runtimes/``, the LiteRT model too
-  (:func:`re2_tf.serving.runtimes.keep_tflite`). TensorFlow without XLA and LiteRT are
-  candidates only beside OpenVINO or ONNX Runtime (without them nothing is measured, below).
+  (:func:`re2_tf.serving.runtimes.keep_tflite`). TensorFlow without XLA, the bfloat16
+  SavedModel and LiteRT need no extra: a core install measures them against the SavedModel.
 - **Agreement**: a candidate is eligible only if its most probable label equals the
   SavedModel's on at least :data:`MIN_AGREEMENT` of the held-out pairs (both fed the same
   Python tokenisation) and every output is finite: the one rule,
@@ -52,11 +52,13 @@ The rule (ours):
   a log scale (:func:`~re2_tf.serving.predictor.route`; with the default shapes, up to 64
   pairs take the 8-pair choice).
 
-Without OpenVINO or ONNX Runtime installed there is nothing to measure and the export is
-served by its SavedModel (``measured`` False, the reason names the extras). ``--serving=savedmodel``
-skips the measurement. Either way the decision (every candidate's medians and agreement, the
-CPU) is the export's ``export_config.json`` ``serving_choice``, and ``re2-export`` prints it
-on stderr. What the rule picks per model on our CPU is in ``docs/performance.md``.
+Where no candidate but the SavedModel is left (no other runtime installed and no twin of
+the export given, e.g. a core install's ``--xla=false --precision=bf16`` export), nothing is
+measured and the export is served by its SavedModel (``measured`` False, the reason names the
+extras). ``--serving=savedmodel`` skips the measurement. Either way the decision (every
+candidate's medians and agreement, the CPU) is the export's ``export_config.json``
+``serving_choice``, and ``re2-export`` prints it on stderr. What the rule picks per model on
+our CPU is in ``docs/performance.md``.
 
 Library: :func:`choose_serving`, :func:`pick`, :func:`installed_candidates`,
 and :func:`~re2_tf.serving.predictor.default_routes` (what a
@@ -110,10 +112,11 @@ CLOSE_ROUNDS = 2
 #: Least share of held-out labels a candidate must share with the SavedModel: the one rule's
 #: (:data:`re2_tf.serving.runtimes.MIN_AGREEMENT`).
 MIN_AGREEMENT = runtimes.MIN_AGREEMENT
-#: The reason recorded when no other runtime is installed.
+#: The reason recorded when the SavedModel is the only candidate.
 NOTHING_TO_MEASURE = (
-    "no other CPU runtime is installed (pip install -e '.[openvino]' or '.[onnx]'), so the "
-    "SavedModel serves"
+    "no other candidate: no other CPU runtime is installed (pip install -e '.[openvino]' or "
+    "'.[onnx]') and no TensorFlow or LiteRT twin of this export was made, so the SavedModel "
+    "serves"
 )
 
 
@@ -271,15 +274,15 @@ def choose_serving(
         RuntimeError: the SavedModel itself fails to run or gives non-finite outputs.
     """
     export_dir = Path(export_dir)
-    found = [c for c in (candidates or installed_candidates()) if c != ("savedmodel", "f32")]
-    unmeasured = {"backend": "savedmodel", "precision": "f32", "measured": False}
-    if not found:
-        return dict(unmeasured, reason=NOTHING_TO_MEASURE)
     config = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text())
+    found = [c for c in (candidates or installed_candidates()) if c != ("savedmodel", "f32")]
     if candidates is None:
         noxla = bool(config.get("xla")) and convertible is not None
         litert = [("tflite", "f32")] if tflite_export is not None else []
         found[:0] = tensorflow_candidates(noxla, bf16_export is not None) + litert
+    unmeasured = {"backend": "savedmodel", "precision": "f32", "measured": False}
+    if not found:
+        return dict(unmeasured, reason=NOTHING_TO_MEASURE)
     found = [("savedmodel", "f32"), *found]
     pairs = list(pairs or [])
     if not pairs:
