@@ -41,6 +41,10 @@ Kinds (paths relative to the repository root):
   ``standing``: :func:`re2_lab.runtimes.standing`, where the default stands);
 - ``agreement <record.json>``: ``docs/runs/serving-choice/agreement.py``'s record, each
   runtime's labels on a trained run's dev pairs against the SavedModel's;
+- ``core-install <record.json>``: ``docs/runs/serving-choice/core_install.py``'s record, what
+  ``re2-export`` with no flags chose on a core install (no OpenVINO, no ONNX Runtime) per
+  trained run and timed batch: the default path beside every candidate's median, the default
+  over the XLA SavedModel, and the default's labels against the SavedModel's;
 - ``bf16_parts <record.json>``: ``docs/runs/serving-choice/bf16_parts.py``'s record,
   BERT+MatchLSTM's labels on a trained run's dev pairs per precision of its OpenVINO IR's
   two parts (``re2_tf.serving.runtimes.OPENVINO_PARTS``) and of the whole IR;
@@ -179,6 +183,8 @@ def generate(spec, root=REPO):
         return _products(_read(root / args[0]))
     if kind == "agreement" and len(args) == 1:
         return _agreement(_read(root / args[0]))
+    if kind == "core-install" and len(args) == 1:
+        return _core_install(_read(root / args[0]))
     if kind == "bf16_parts" and len(args) == 1:
         return _bf16_parts(_read(root / args[0]))
     if kind == "bf16_softmax" and len(args) == 1:
@@ -200,6 +206,7 @@ def generate(spec, root=REPO):
         "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
         "'runtimes <json> [table|order|choices|standing]', 'agreement <json>', "
+        "'core-install <json>', "
         "'bf16_parts <json>', 'bf16_softmax <json>', "
         "'profiles <json>', 'phases <json>', 'probe-deaths <json>', 'ab <json>', "
         "'products <json>', "
@@ -358,6 +365,62 @@ def _agreement(record):
         if "date" in run
     )
     footer = f"{describe_machine(record)}{again}. Command: `{record['command']}`."
+    return "\n".join(lines + ["", footer])
+
+
+def _core_install(record):
+    """``docs/runs/serving-choice/core_install.py``'s record: per trained run and timed batch,
+    the path ``re2-export`` chose on a core install and every candidate's median ms (the
+    choice's own timings), then the CPU, each run's date and load average, and the command."""
+    from re2_lab.runtimes import CHOICE_NAMES
+    from re2_tf.machine import describe_machine
+
+    names = [
+        ("savedmodel", "f32"),
+        ("savedmodel_noxla", "f32"),
+        ("savedmodel_noxla", "bf16"),
+        ("savedmodel_bf16", "bf16"),
+        ("tflite", "f32"),
+    ]
+    lines = [
+        "| run | batch | **default** (path) | "
+        + " | ".join(CHOICE_NAMES[n] for n in names)
+        + " | default ÷ savedmodel (XLA) | default's labels as the SavedModel's (max abs Δp) |",
+        "|---|---|---:|" + "---:|" * len(names) + "---:|---:|",
+    ]
+    for run in record["runs"]:
+        choice = run["serving_choice"]
+        rows = {(c["backend"], c["precision"]): c for c in choice["candidates"]}
+        for route, (batch, length) in zip(choice["routes"], choice["shapes"]):
+            key = f"{batch}x{length}"
+            chosen = rows[(route["backend"], route["precision"])]
+            cells = []
+            for name in names:
+                row = rows.get(name)
+                if row is None:
+                    cells.append("—")
+                elif key not in row.get("median_ms", {}):
+                    cells.append("fails")
+                else:
+                    cells.append(f"{row['median_ms'][key]:.1f}")
+            ms = chosen["median_ms"][key]
+            lines.append(
+                f"| `{run['run']}` | {batch}×{length} | **{ms:.1f}** "
+                f"({CHOICE_NAMES[(route['backend'], route['precision'])]}) | "
+                + " | ".join(cells)
+                + f" | {ms / rows[names[0]]['median_ms'][key]:.2f} | "
+                f"{chosen['label_agreement']:.4f} ({chosen['max_abs_dp']:.1e}) |"
+            )
+    when = "; ".join(
+        f"`{run['run']}` {run['date']} (load average {run['loadavg'][0]} → {run['loadavg'][1]}, "
+        f"{run['serving_choice']['pairs']:,} dev pairs)"
+        for run in record["runs"]
+    )
+    versions = ", ".join(f"{k} {v}" for k, v in record["versions"].items())
+    footer = (
+        f"{describe_machine(record)}; {when}. Versions: {versions}. "
+        f"Command (in a core install): `{record['command']}`."
+    )
     return "\n".join(lines + ["", footer])
 
 

@@ -481,6 +481,53 @@ def test_an_agreement_block_lists_each_runtime_of_each_run(tmp_path):
     )
 
 
+def test_a_core_install_block_gives_each_batchs_default_beside_every_candidate(tmp_path):
+    def row(backend, precision, small, large, agreement=1.0, dp=0.0):
+        return {"backend": backend, "precision": precision,
+                "median_ms": {"8x20": small, "512x20": large},
+                "label_agreement": agreement, "max_abs_dp": dp}  # fmt: skip
+
+    choice = {
+        "shapes": [[8, 20], [512, 20]],
+        "routes": [
+            {"batch": 8, "backend": "tflite", "precision": "f32"},
+            {"batch": 512, "backend": "savedmodel_bf16", "precision": "bf16"},
+        ],
+        "pairs": 1000,
+        "candidates": [
+            row("savedmodel", "f32", 10.0, 400.0),
+            row("savedmodel_noxla", "f32", 12.0, 300.0),
+            {"backend": "savedmodel_noxla", "precision": "bf16", "error": "failed: X"},
+            row("savedmodel_bf16", "bf16", 11.0, 100.0, 0.999, 0.0023),
+            row("tflite", "f32", 8.0, 500.0, 1.0, 3e-07),
+        ],
+    }
+    record = {
+        "command": "python core_install.py a=b",
+        "cpu": "Some CPU",
+        "cpu_features": ["avx512_bf16"],
+        "cpu_count": 2,
+        "versions": {"tensorflow": "2.21.0", "ai-edge-litert": "2.3.0"},
+        "runs": [
+            {"run": "docs/runs/x", "model": "re2", "date": "2026-01-02",
+             "loadavg": [0.5, 1.25], "serving_choice": choice},
+        ],
+    }  # fmt: skip
+    (tmp_path / "c.json").write_text(json.dumps(record))
+    lines = doc_tables.generate("core-install c.json", tmp_path).splitlines()
+    assert lines[2:4] == [
+        "| `docs/runs/x` | 8×20 | **8.0** (tflite) | 10.0 | 12.0 | fails | 11.0 | 8.0 | 0.80 | "
+        "1.0000 (3.0e-07) |",
+        "| `docs/runs/x` | 512×20 | **100.0** (savedmodel bf16 export (xla=False)) | 400.0 | "
+        "300.0 | fails | 100.0 | 500.0 | 0.25 | 0.9990 (2.3e-03) |",
+    ]
+    assert lines[-1] == (
+        "2 cores of Some CPU (avx512_bf16); `docs/runs/x` 2026-01-02 (load average 0.5 → 1.25, "
+        "1,000 dev pairs). Versions: tensorflow 2.21.0, ai-edge-litert 2.3.0. Command (in a "
+        "core install): `python core_install.py a=b`."
+    )
+
+
 def test_a_bf16_parts_block_lists_each_precision_of_the_two_parts(tmp_path):
     # the first row is a record's from before the non-finite count and compiles were kept: "—"
     record = {

@@ -3155,3 +3155,49 @@ def test_the_litert_reading_is_its_record():
         in flat
     )
     assert "No difference between the protocols was detected at 5 rounds" in flat
+
+
+def test_the_core_install_choice_is_its_rule_and_the_docs_say_its_record():
+    """Issue 51: what re2-export with no flags chose on a core install
+    (docs/runs/serving-choice/core_install.json): only TensorFlow's paths and LiteRT were
+    candidates, each timed batch's route is the least median among the candidates agreeing
+    with the SavedModel (the rule, by hand), and docs/performance.md's sentence is the
+    record's."""
+    record = json.loads((RUNS / "serving-choice" / "core_install.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    units = bool({"avx512_bf16", "amx_bf16"} & set(record["cpu_features"]))
+    core = [("savedmodel", "f32"), ("savedmodel_noxla", "f32")]
+    core += [("savedmodel_noxla", "bf16"), ("savedmodel_bf16", "bf16")] if units else []
+    core += [("tflite", "f32")]
+    ratios, agreements = [], []
+    for run in record["runs"]:
+        assert (ROOT / run["run"] / "results.json").exists(), run["run"]
+        choice = run["serving_choice"]
+        rows = choice["candidates"]
+        assert [(r["backend"], r["precision"]) for r in rows] == core, run["run"]
+        routes = []
+        for batch, length in choice["shapes"]:
+            key = f"{batch}x{length}"
+            agreeing = [
+                r
+                for r in rows
+                if key in r.get("median_ms", {})
+                and (r is rows[0] or r["label_agreement"] >= choice["min_agreement"])
+            ]
+            for r in agreeing:  # a candidate's median is the least of its rounds
+                assert r["median_ms"][key] == min(r["rounds_ms"][key])
+            best = min(agreeing, key=lambda r: r["median_ms"][key])
+            routes.append((batch, best["backend"], best["precision"]))
+        assert [(r["batch"], r["backend"], r["precision"]) for r in choice["routes"]] == routes
+        # the sentence: the XLA SavedModel at 8 x 20, the bfloat16 SavedModel at 512 x 20
+        assert routes == [(8, "savedmodel", "f32"), (512, "savedmodel_bf16", "bf16")]
+        (chosen,) = [r for r in rows if r["backend"] == "savedmodel_bf16"]
+        ratios.append(f"{chosen['median_ms']['512x20'] / rows[0]['median_ms']['512x20']:.2f}×")
+        agreements.append(f"{chosen['label_agreement']:.3f}")
+        assert choice["pairs"] == 1000
+    assert [r["model"] for r in record["runs"]] == ["re2", "drcn", "fitn"]
+    assert (
+        f"at {ratios[0]}, {ratios[1]} and {ratios[2]} the XLA SavedModel's time, its labels the "
+        f"SavedModel's on {agreements[0]}, {agreements[1]} and {agreements[2]} of 1,000 dev "
+        "pairs"
+    ) in text
