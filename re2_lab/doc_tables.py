@@ -371,7 +371,8 @@ def _agreement(record):
 def _core_install(record):
     """``docs/runs/serving-choice/core_install.py``'s record: per trained run and timed batch,
     the path ``re2-export`` chose on a core install and every candidate's median ms (the
-    choice's own timings), then the CPU, each run's date and load average, and the command."""
+    choice's own timings), then the CPU, each run's date, load average and ``re2-export``'s wall
+    seconds with and without the measurement, and the command."""
     from re2_lab.runtimes import CHOICE_NAMES
     from re2_tf.machine import describe_machine
 
@@ -413,7 +414,9 @@ def _core_install(record):
             )
     when = "; ".join(
         f"`{run['run']}` {run['date']} (load average {run['loadavg'][0]} → {run['loadavg'][1]}, "
-        f"{run['serving_choice']['pairs']:,} dev pairs)"
+        f"{run['serving_choice']['pairs']:,} dev pairs; `re2-export` "
+        f"{run['export_seconds']['default']:.0f} s, with `--serving=savedmodel` "
+        f"{run['export_seconds']['--serving=savedmodel']:.0f} s)"
         for run in record["runs"]
     )
     versions = ", ".join(f"{k} {v}" for k, v in record["versions"].items())

@@ -510,7 +510,8 @@ def test_a_core_install_block_gives_each_batchs_default_beside_every_candidate(t
         "versions": {"tensorflow": "2.21.0", "ai-edge-litert": "2.3.0"},
         "runs": [
             {"run": "docs/runs/x", "model": "re2", "date": "2026-01-02",
-             "loadavg": [0.5, 1.25], "serving_choice": choice},
+             "loadavg": [0.5, 1.25], "serving_choice": choice,
+             "export_seconds": {"--serving=savedmodel": 30.4, "default": 199.6}},
         ],
     }  # fmt: skip
     (tmp_path / "c.json").write_text(json.dumps(record))
@@ -523,8 +524,9 @@ def test_a_core_install_block_gives_each_batchs_default_beside_every_candidate(t
     ]
     assert lines[-1] == (
         "2 cores of Some CPU (avx512_bf16); `docs/runs/x` 2026-01-02 (load average 0.5 → 1.25, "
-        "1,000 dev pairs). Versions: tensorflow 2.21.0, ai-edge-litert 2.3.0. Command (in a "
-        "core install): `python core_install.py a=b`."
+        "1,000 dev pairs; `re2-export` 200 s, with `--serving=savedmodel` 30 s). Versions: "
+        "tensorflow 2.21.0, ai-edge-litert 2.3.0. Command (in a core install): "
+        "`python core_install.py a=b`."
     )
 
 

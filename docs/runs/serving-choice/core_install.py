@@ -7,8 +7,10 @@ library (``re2_tf.serving.serving_choice``).
 For each ``<run_dir>=<record dir>`` (a trained run whose ``results.json`` this script checks
 against the committed record): runs ``re2-export --run_dir=<run_dir> --export_dir=<tmp>`` as a
 user would, and keeps the export's ``serving_choice`` with the 1-minute load average before
-and after. Refuses to run where OpenVINO or ONNX Runtime is installed (their candidates would
-be measured: that is ``docs/runs/runtimes/``'s record). Writes ``core_install.json`` beside
+and after, and the command's wall seconds beside those of the same command with
+``--serving=savedmodel`` (run first: the export alone, nothing measured). Refuses to run
+where OpenVINO or ONNX Runtime is installed (their candidates would be measured: that is
+``docs/runs/runtimes/``'s record). Writes ``core_install.json`` beside
 this file, adding runs not in it yet (a killed run continues with the runs left).
 
     python docs/runs/serving-choice/core_install.py <run_dir>=<record dir> ...
@@ -20,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from re2_tf import runs
@@ -40,12 +43,13 @@ def measure(run_dir, record_dir, tmp):
     if results != recorded:
         raise SystemExit(f"{run_dir}: results.json is not {record_dir}'s")
     export_dir = Path(tmp) / "export"
+    command = [sys.executable, "-m", "re2_tf.cli.export", f"--run_dir={run_dir}"]
+    seconds = {}
     before = os.getloadavg()[0]
-    subprocess.run(
-        [sys.executable, "-m", "re2_tf.cli.export", f"--run_dir={run_dir}",
-         f"--export_dir={export_dir}"],
-        check=True,
-    )  # fmt: skip
+    for name, flags in (("--serving=savedmodel", ["--serving=savedmodel"]), ("default", [])):
+        start = time.perf_counter()
+        subprocess.run(command + [f"--export_dir={export_dir}", *flags], check=True)
+        seconds[name] = round(time.perf_counter() - start, 1)
     after = os.getloadavg()[0]
     config = json.loads((export_dir / "assets" / EXPORT_CONFIG_FILE).read_text())
     return {
@@ -54,6 +58,7 @@ def measure(run_dir, record_dir, tmp):
         "model": runs.load_config(run_dir).model,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "loadavg": [round(before, 2), round(after, 2)],
+        "export_seconds": seconds,
         "serving_choice": config["serving_choice"],
     }
 
