@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.util import _pywrap_util_port
+from test_serving_choice import fastest_agreeing
 from weights import randomize_weights
 
 from re2_tf import runs
@@ -664,15 +665,9 @@ def test_default_export_measures_tensorflows_litert_and_the_installed_runtimes(
         want += [("openvino", "f32")] + ([("openvino", "bf16")] if units else [])
     rows = serving["candidates"]
     assert [(c["backend"], c["precision"]) for c in rows] == want
-    # the rule by hand, per timed batch: the least median among those agreeing on >= 99 %
+    # the rule by hand, per timed batch
     for chosen, key in zip(serving["routes"], ("8x20", "512x20")):
-        agreeing = [
-            r
-            for r in rows
-            if key in r.get("median_ms", {})
-            and (r is rows[0] or r["label_agreement"] >= serving["min_agreement"])
-        ]
-        best = min(agreeing, key=lambda r: r["median_ms"][key])
+        best = fastest_agreeing(rows, key, serving["min_agreement"])
         assert (chosen["backend"], chosen["precision"]) == (best["backend"], best["precision"])
     # every candidate's model is kept where re2-predict finds it
     kept = {"savedmodel_noxla": "savedmodel_noxla/saved_model.pb", "tflite": "model.tflite"}
