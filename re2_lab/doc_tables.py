@@ -376,13 +376,8 @@ def _core_install(record):
     from re2_lab.runtimes import CHOICE_NAMES
     from re2_tf.machine import describe_machine
 
-    names = [
-        ("savedmodel", "f32"),
-        ("savedmodel_noxla", "f32"),
-        ("savedmodel_noxla", "bf16"),
-        ("savedmodel_bf16", "bf16"),
-        ("tflite", "f32"),
-    ]
+    # every path of the serving choice that needs no extra, in the choice's order
+    names = [key for key in CHOICE_NAMES if key[0] not in ("onnxruntime", "openvino")]
     lines = [
         "| run | batch | **default** (path) | "
         + " | ".join(CHOICE_NAMES[n] for n in names)
