@@ -132,6 +132,7 @@ def time_export(
     length_spread=0,
     timeout=1800,
     options=None,
+    then=(),
 ):
     """Time an exported model in a fresh Python subprocess.
 
@@ -148,15 +149,47 @@ def time_export(
         throughput_batch: if > 0, also measure pairs/s at this batch size.
         options: more request keys of ``serving/timing_worker.py`` (``inputs_file``,
             ``outputs_file``, ``precision``).
+        then: more inputs timed after these in the same process, on the same loaded model
+            (the worker's ``then``): each ``{"input_spec": ..., "batches": ...}``, optionally
+            ``warmup`` (default ``warmup``), ``seed``, ``length_spread`` (default these
+            arguments') and ``options`` (timing keys only; the model's are this call's).
 
     Returns:
         dict with ``first_call_s``, ``mean_s``, ``std_s``, ``median_ms``, ``p99_ms``,
         ``throughput_pairs_per_s``, ``interpreter``, ``times_s``, ``length_spread``,
-        ``load_average`` (the 1-minute load before and after timing).
+        ``load_average`` (the 1-minute load before and after timing); with ``then``, also
+        ``then``: one such dict per item, in order.
 
     Raises:
         RuntimeError: with the worker's stderr tail if it fails.
+        ValueError: a ``then`` item without ``input_spec`` or ``batches``, or with other keys.
     """
+    later = []
+    for item in then:
+        unknown = set(item) - {
+            "input_spec",
+            "batches",
+            "warmup",
+            "seed",
+            "length_spread",
+            "options",
+        }
+        if unknown or not {"input_spec", "batches"} <= set(item):
+            raise ValueError(
+                "a then item is {input_spec, batches[, warmup, seed, length_spread, options]}, "
+                f"got keys {sorted(item)}"
+            )
+        later.append(
+            dict(
+                inputs=item["input_spec"],
+                batches=int(item["batches"]),
+                warmup=int(item.get("warmup", warmup)),
+                throughput_batch=0,
+                seed=item.get("seed", seed),
+                length_spread=int(item.get("length_spread", length_spread)),
+                **(item.get("options") or {}),
+            )
+        )
     request = dict(
         path=os.fspath(path),
         signature=signature,
@@ -171,14 +204,17 @@ def time_export(
         length_spread=int(length_spread),
         **(options or {}),
     )
+    if later:
+        request["then"] = later
     result = run_worker(WORKER, request, timeout=timeout)
-    times = np.asarray(result["times_s"])
-    result.update(
-        mean_s=float(times.mean()),
-        std_s=float(times.std()),
-        median_ms=float(np.median(times) * 1e3),
-        p99_ms=float(np.percentile(times, 99) * 1e3),
-    )
+    for timed in [result, *result.get("then", [])]:
+        times = np.asarray(timed["times_s"])
+        timed.update(
+            mean_s=float(times.mean()),
+            std_s=float(times.std()),
+            median_ms=float(np.median(times) * 1e3),
+            p99_ms=float(np.percentile(times, 99) * 1e3),
+        )
     return result
 
 
@@ -198,13 +234,18 @@ def timed_batches(batch, batches=100):
     return batches if batch <= SMALL_BATCH else max(5, batches // 20)
 
 
-def time_table5(path, signature, input_spec, *, threads, batches=100, throughput_batch=0, **kw):
+def time_table5(
+    path, signature, input_spec, *, threads, batches=100, throughput_batch=0, then=(), **kw
+):
     """:func:`time_export` with the Table 5 protocol every re2_tf latency figure uses: a fresh
     process, ``threads`` intra-op threads and one inter-op thread, ``min(10, batches)``
     untimed batches after the first call, then ``batches`` timed ones (median reported), every
     batch a fresh draw with text lengths ``length ±`` :data:`TABLE5_LENGTH_SPREAD`; ``kw`` as
-    :func:`time_export`'s (``options``, ``seed``, ``timeout``, ``length_spread``)."""
+    :func:`time_export`'s (``options``, ``seed``, ``timeout``, ``length_spread``). ``then``:
+    more shapes timed so after these in the same process (each ``{"input_spec", "batches",
+    "options"}``; their warm-up ``min(10, batches)`` too), as :func:`time_export`'s."""
     kw.setdefault("length_spread", TABLE5_LENGTH_SPREAD)
+    then = [dict(item, warmup=min(10, int(item.get("batches", 0)))) for item in then]
     return time_export(
         path,
         signature,
@@ -214,6 +255,7 @@ def time_table5(path, signature, input_spec, *, threads, batches=100, throughput
         intra_op_threads=threads,
         inter_op_threads=1,
         throughput_batch=throughput_batch,
+        then=then,
         **kw,
     )
 

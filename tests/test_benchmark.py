@@ -316,6 +316,36 @@ def test_time_in_turn_alternates_paths_within_each_round_and_shape_and_drops_a_f
         benchmark.time_in_turn("aa", [8], 1, time_one)
 
 
+def test_one_process_times_several_shapes_on_the_inputs_their_own_processes_would(tmp_path):
+    # The serving choice times a candidate at every shape of a round in one process (the
+    # worker's `then`). Each shape must be timed on the draws a process of its own would time:
+    # the reference is each shape's table5_inputs digest, computed here without a worker.
+    import numpy as np
+    from test_runtimes import _tiny_export
+
+    export, featurizers = _tiny_export("re2", tmp_path / "export")
+    small, large = (benchmark.table5_inputs(featurizers, b, n) for b, n in ((2, 5), (6, 9)))
+    first, later = small.request(ids=True), large.request(ids=True)
+    item = {k: later[k] for k in ("input_spec", "seed", "length_spread")}
+    timed = benchmark.time_table5(
+        export, threads=1, batches=3, then=[dict(item, batches=4)], **first
+    )
+    (second,) = timed["then"]
+    assert timed["inputs_sha256"] == small.digest() != large.digest() == second["inputs_sha256"]
+    assert len(timed["times_s"]) == 3 and len(second["times_s"]) == 4
+    assert second["median_ms"] == np.median(second["times_s"]) * 1e3 > 0
+    assert second["interpreter"] == timed["interpreter"] == "tf.saved_model.load"
+    assert second["first_call_s"] > 0 and "then" not in second
+    # a later shape's memory is the process's so far (VmHWM never falls)
+    assert timed["peak_hwm_mib"] <= second["loaded_hwm_mib"] <= second["peak_hwm_mib"]
+    # checked before a process starts, or by the worker before it loads the model
+    with pytest.raises(ValueError, match="a then item is"):
+        benchmark.time_table5(export, threads=1, batches=1, then=[{"batches": 1}], **first)
+    with pytest.raises(RuntimeError, match=r"first request's keys: \['precision'\]"):
+        bf16 = dict(item, batches=1, options={"precision": "bf16"})
+        benchmark.time_table5(export, threads=1, batches=1, then=[bf16], **first)
+
+
 def _bench_routed_export(tmp_path, choice, keep=None):
     """Export RE2 1 block (random weights, ``--xla=false``), record ``choice`` as its
     ``serving_choice``, call ``keep(path)`` (to keep converted models beside it), run

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from test_runtimes import LABELS, _tiny_export
 
+from re2_tf import benchmarking
 from re2_tf.machine import cpu_units
 from re2_tf.serving import runtimes, serving_choice
 from re2_tf.serving.files import EXPORT_CONFIG_FILE
@@ -262,16 +263,43 @@ def test_a_core_installs_choice_measures_tensorflow_without_xla_and_litert_and_k
     export = tmp_path / "export"
     shutil.copytree(xla, export)
     monkeypatch.setattr(serving_choice, "installed_candidates", lambda: [("savedmodel", "f32")])
+    processes = []  # every timing process's request, the real worker run
+
+    def run_worker(script, request, **kw):
+        processes.append(request)
+        return real_run_worker(script, request, **kw)
+
+    real_run_worker = benchmarking.run_worker
+    monkeypatch.setattr(benchmarking, "run_worker", run_worker)
     choice = serving_choice.choose_serving(
         export,
         PAIRS,
         convertible=plain,
         bf16_export=tiny_bf16_export,
         tflite_export=tiny_tflite_export,
-        shapes=((4, 6),),
+        shapes=((4, 6), (16, 6)),
         threads=1,
     )
     rows = choice["candidates"]
+    # a round is one process per candidate timing both shapes, in turn; a close call's rounds
+    # one process per candidate at that shape (check_close_rounds: how many)
+    batch = [[r["inputs"]["text1"]["shape"][0]] for r in processes]
+    for request, batches in zip(processes, batch):
+        batches += [t["inputs"]["text1"]["shape"][0] for t in request.get("then", [])]
+    rounds = choice["rounds"] * len(rows)
+    assert batch[:rounds] == [[4, 16]] * rounds
+    assert [r["path"] for r in processes[: len(rows)]] == [
+        r["path"] for r in processes[len(rows) : rounds]
+    ]
+    assert all(r.get("shape_changes") for r in processes[: len(rows)])
+    assert not any(r.get("shape_changes") for r in processes[len(rows) :])
+    for key, size in (("4x6", 4), ("16x6", 16)):
+        check_close_rounds(choice, key)
+        extra = sum(len(r["rounds_ms"][key]) - choice["rounds"] for r in rows)
+        assert batch[rounds:].count([size]) == extra
+    assert len(processes) == rounds + sum(
+        len(r["rounds_ms"][k]) - choice["rounds"] for r in rows for k in ("4x6", "16x6")
+    )
     # with bfloat16 units, also TensorFlow without XLA under its oneDNN bfloat16 rewrite, and
     # the bfloat16 SavedModel of the same weights; then LiteRT on the TFLite export
     bf16 = [("savedmodel_noxla", "bf16"), ("savedmodel_bf16", "bf16")]

@@ -31,20 +31,24 @@ The rule (ours):
   :func:`re2_tf.serving.runtimes.agrees`, that ``--precision=measure`` and the lab's
   runtimes record apply too; its max |Δp| is recorded. A conversion
   or a run that fails makes the candidate ineligible, with the error recorded.
-- **Survival**: in its first round at each shape, after its first call, each candidate's
-  process is called on texts that change length one side at a time, each growing alone past
+- **Survival**: in its first round, at each shape after its first call there, each
+  candidate's process is called on texts that change length one side at a time, each growing alone past
   every length drawn (the timing worker's ``shape_changes``, untimed); a candidate whose
   process dies there is ineligible like any that fails to run (OpenVINO's bfloat16 FITN dies
   so: ``docs/performance.md``). Not for a packed-pair model, whose ids the worker cannot draw
   (its candidates cycle 4 fixed batches of different lengths); the choice's
   ``shape_changes`` says which.
-- **Speed**: each candidate is timed in a fresh process (:func:`re2_tf.benchmarking.time_table5`:
-  the Table 5 protocol, :func:`~re2_tf.benchmarking.table5_inputs` at each of :data:`SHAPES`,
-  fed to ``serving_ids``, so tokenisation is outside every candidate's time alike), in
-  :data:`ROUNDS` rounds of the candidates in turn, keeping each one's least median. A close
-  call is timed again: at a shape where more than one eligible candidate is within
-  :data:`CLOSE` of the least eligible median (:func:`close_candidates`), those candidates get
-  :data:`CLOSE_ROUNDS` more rounds in turn (a process the machine slows is slower, never
+- **Speed**: each candidate is timed with the Table 5 protocol
+  (:func:`re2_tf.benchmarking.time_table5`: :func:`~re2_tf.benchmarking.table5_inputs` at
+  each of :data:`SHAPES`, fed to ``serving_ids``, so tokenisation is outside every
+  candidate's time alike), in :data:`ROUNDS` rounds of the candidates in turn, keeping each
+  one's least median at each shape. In a round a candidate has one fresh process, which
+  loads it once and times it at every shape in turn, each on the draws a process of its own
+  would time (the timing worker's ``then``), so a round starts one process per candidate,
+  not one per candidate and shape. A close call is timed again: at a shape where more than
+  one eligible candidate is within :data:`CLOSE` of the least eligible median
+  (:func:`close_candidates`), those candidates get :data:`CLOSE_ROUNDS` more rounds in turn
+  there, a fresh process each (a process the machine slows is slower, never
   faster, so more rounds of the contenders make a slowed one's least median honest). At each
   timed shape the fastest eligible candidate is then chosen (:func:`pick`; ties keep the
   SavedModel), so one export may serve small batches through one runtime and large ones
@@ -324,33 +328,51 @@ def choose_serving(
             rows.append(row)
             paths.append(path)
 
-        def time_one(index, key, _round):
-            batch, request = requests[key]
-            options = dict(request["options"])
+        def time_one(index, keys, _round):
+            # one fresh process times the candidate at every shape of keys, in turn
             asked = runtimes.asked_precision(rows[index]["backend"], rows[index]["precision"])
-            if asked:
-                options["precision"] = asked
-            if _round == 0 and shape_changes:
-                # every candidate first survives its texts changing length, as in serving
-                options["shape_changes"] = True
+            shapes_ = []
+            for key in keys:
+                batch, request = requests[key]
+                options = dict(request["options"], **({"precision": asked} if asked else {}))
+                if _round == 0 and shape_changes:
+                    # every candidate first survives its texts changing length, as in serving
+                    options["shape_changes"] = True
+                shapes_.append(
+                    {
+                        "input_spec": request["input_spec"],
+                        "batches": benchmarking.timed_batches(batch, BATCHES),
+                        "seed": request["seed"],
+                        "length_spread": request["length_spread"],
+                        "options": options,
+                    }
+                )
+            first, later = shapes_[0], shapes_[1:]
+            for item in later:  # the model's keys are the first shape's
+                item["options"].pop("precision", None)
             timed = benchmarking.time_table5(
                 paths[index],
+                requests[keys[0]][1]["signature"],
                 threads=threads,
-                batches=benchmarking.timed_batches(batch, BATCHES),
-                **dict(request, options=options),
+                then=later,
+                **first,
             )
-            return round(timed["median_ms"], 3)
+            each = [timed, *timed.get("then", [])]
+            return {key: round(t["median_ms"], 3) for key, t in zip(keys, each)}
 
         def time_rounds(indices, keys, count):
-            # the candidates in turn, a fresh process each; the SavedModel's failure is raised
+            # the candidates in turn, a fresh process each covering every shape of keys; the
+            # SavedModel's failure is raised
+            keys = tuple(keys)
             timings, failures = benchmarking.time_in_turn(
-                indices, keys, count, time_one, required=(0,)
+                indices, [keys], count, time_one, required=(0,)
             )
-            for (index, key), medians in timings.items():
-                if medians:
-                    row = rows[index]
-                    row["rounds_ms"][key] = row["rounds_ms"].get(key, []) + medians
-                    row["median_ms"][key] = min(row["rounds_ms"][key])
+            for (index, _), medians in timings.items():
+                row = rows[index]
+                for by_key in medians:
+                    for key, median in by_key.items():
+                        row["rounds_ms"][key] = row["rounds_ms"].get(key, []) + [median]
+                        row["median_ms"][key] = min(row["rounds_ms"][key])
             for (index, _), error in failures.items():
                 rows[index].setdefault("error", runtimes.failure(error))
                 rows[index].pop("median_ms", None)

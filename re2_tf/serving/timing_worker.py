@@ -43,8 +43,19 @@ Request keys:
     onnxruntime_config: optional ``{key: value}`` session config entries for ONNX Runtime
             (``SessionOptions.add_session_config_entry``, e.g.
             ``{"session.intra_op.allow_spinning": "0"}``).
+    then: optional list of more requests timed after this one in the same process, on the
+            same loaded model: each a request of the keys above without the model's
+            (:data:`MODEL_KEYS`: ``path``, ``signature``, ``precision``, threads, ONNX
+            Runtime's config are the first request's; a ``then`` request that gives one is
+            an error) and without ``then``; its other keys are its own, with their
+            defaults where absent. Each draws its batches from a fresh generator of its
+            ``seed``, so it times the inputs a process of its own would (the same
+            ``inputs_sha256``). The serving choice times every shape of a round in one
+            process so (``re2_tf.serving.serving_choice``).
 
-Output keys: ``first_call_s`` (first call, includes XLA compilation / TFLite allocation),
+Output keys (for the first request; with ``then``, also ``then``: one such dict per request
+there, in order): ``first_call_s`` (first call at these inputs' shape, includes XLA
+compilation / TFLite allocation),
 ``times_s`` (list, one per timed batch), ``throughput_pairs_per_s`` (or null), ``interpreter``,
 ``inputs_sha256`` (:func:`inputs_digest` of the 4 batches drawn or loaded before timing: the
 same digest means the same inputs), ``length_spread`` (as requested) and ``load_average``
@@ -54,7 +65,8 @@ processes sharing the CPU). Memory (:func:`process_memory_mib`: this process's o
 ``loaded_hwm_mib`` (peak once the model is loaded, before any call), ``batches_hwm_mib`` (peak
 after the first call, the warm-up and the timed batches: what serving ``batches`` batches
 needed), ``peak_hwm_mib`` (peak at the end, after the throughput batches too) and
-``rss_mib`` (resident at the end). Records written before these keys have ``loaded_rss_mib`` /
+``rss_mib`` (resident at the end); with ``then``, a later request's peaks are the process's
+so far, the earlier requests' included. Records written before these keys have ``loaded_rss_mib`` /
 ``peak_rss_mib`` instead: ``getrusage``'s ``ru_maxrss``, which on Linux a process inherits from
 the one that started it, so they are at least that parent's peak, not the worker's own.
 """
@@ -170,11 +182,10 @@ def shape_change_inputs(spec, batch, rng, spread=0):
     return out
 
 
-def main(request):
-    # lazy: a fresh timing process imports only what its runtime needs
-    import numpy as np
-
-    rng = np.random.default_rng(request.get("seed", 0))
+def load(request):
+    """The runtime of ``request`` (its ``path``, ``signature``, threads and ``precision``)
+    loaded in this process: ``(call, interpreter_name)``, ``call(inputs) -> {output name:
+    np.ndarray}``."""
     intra, inter = request.get("intra_op_threads", 0), request.get("inter_op_threads", 0)
     path = request["path"]
     if path.endswith(".tflite"):
@@ -280,6 +291,16 @@ def main(request):
             out = fn(**{k: tf.constant(v) for k, v in inputs.items()})
             return {k: v.numpy() for k, v in out.items()}
 
+    return call, interpreter_name
+
+
+def time_inputs(call, request):
+    """Time ``call`` on ``request``'s inputs (the module docstring's keys other than the
+    model's) from a fresh generator of its ``seed``: the output dict of one request."""
+    # lazy: a fresh timing process imports only what its runtime needs
+    import numpy as np
+
+    rng = np.random.default_rng(request.get("seed", 0))
     spec, batch = request["inputs"], request["inputs"][next(iter(request["inputs"]))]["shape"][0]
     spread = int(request.get("length_spread", 0))
     if request.get("inputs_file"):
@@ -328,23 +349,45 @@ def main(request):
         probabilities = [call(inputs)["probabilities"] for inputs in batches]
         np.savez(request["outputs_file"], probabilities=np.concatenate(probabilities))
     end = process_memory_mib()
-    print(
-        json.dumps(
-            {
-                "first_call_s": first,
-                "times_s": times,
-                "throughput_pairs_per_s": throughput,
-                "interpreter": interpreter_name,
-                "inputs_sha256": inputs_digest(batches),
-                "loaded_hwm_mib": loaded["hwm"],
-                "batches_hwm_mib": after_batches["hwm"],
-                "peak_hwm_mib": end["hwm"],
-                "rss_mib": end["rss"],
-                "length_spread": spread,
-                "load_average": [load_before, load_after],
-            }
-        )
-    )
+    return {
+        "first_call_s": first,
+        "times_s": times,
+        "throughput_pairs_per_s": throughput,
+        "inputs_sha256": inputs_digest(batches),
+        "loaded_hwm_mib": loaded["hwm"],
+        "batches_hwm_mib": after_batches["hwm"],
+        "peak_hwm_mib": end["hwm"],
+        "rss_mib": end["rss"],
+        "length_spread": spread,
+        "load_average": [load_before, load_after],
+    }
+
+
+#: request keys that say which model runs and how: the first request's, never a ``then``'s
+MODEL_KEYS = (
+    "path",
+    "signature",
+    "precision",
+    "intra_op_threads",
+    "inter_op_threads",
+    "onnxruntime_config",
+)
+
+
+def main(request):
+    later = []
+    for more in request.get("then", []):  # checked before the model is loaded
+        given = sorted(set(more) & {*MODEL_KEYS, "then"})
+        if given:
+            raise ValueError(f"a then request gives the first request's keys: {given}")
+        later.append({k: request[k] for k in MODEL_KEYS if k in request} | more)
+    call, interpreter_name = load(request)
+    results = [time_inputs(call, r) for r in [request, *later]]
+    for result in results:
+        result["interpreter"] = interpreter_name
+    if later:
+        results[0]["then"] = results[1:]
+    print(json.dumps(results[0]))
 
 
 if __name__ == "__main__":
