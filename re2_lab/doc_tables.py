@@ -45,6 +45,9 @@ Kinds (paths relative to the repository root):
   ``re2-export`` with no flags chose on a core install (no OpenVINO, no ONNX Runtime) per
   trained run and timed batch: the default path beside every candidate's median, the default
   over the XLA SavedModel, and the default's labels against the SavedModel's;
+- ``export-cost <record.json>``: ``docs/runs/serving-choice/export_cost.py``'s record,
+  ``re2-export``'s wall seconds on a core install at two revisions, round by round: the
+  timing processes each export's serving choice started and what it chose per timed batch;
 - ``bf16_parts <record.json>``: ``docs/runs/serving-choice/bf16_parts.py``'s record,
   BERT+MatchLSTM's labels on a trained run's dev pairs per precision of its OpenVINO IR's
   two parts (``re2_tf.serving.runtimes.OPENVINO_PARTS``) and of the whole IR;
@@ -185,6 +188,8 @@ def generate(spec, root=REPO):
         return _agreement(_read(root / args[0]))
     if kind == "core-install" and len(args) == 1:
         return _core_install(_read(root / args[0]))
+    if kind == "export-cost" and len(args) == 1:
+        return _export_cost(_read(root / args[0]))
     if kind == "bf16_parts" and len(args) == 1:
         return _bf16_parts(_read(root / args[0]))
     if kind == "bf16_softmax" and len(args) == 1:
@@ -206,7 +211,7 @@ def generate(spec, root=REPO):
         "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
         "'runtimes <json> [table|order|choices|standing]', 'agreement <json>', "
-        "'core-install <json>', "
+        "'core-install <json>', 'export-cost <json>', "
         "'bf16_parts <json>', 'bf16_softmax <json>', "
         "'profiles <json>', 'phases <json>', 'probe-deaths <json>', 'ab <json>', "
         "'products <json>', "
@@ -417,6 +422,49 @@ def _core_install(record):
     versions = ", ".join(f"{k} {v}" for k, v in record["versions"].items())
     footer = (
         f"{describe_machine(record)}; {when}. Versions: {versions}. "
+        f"Command (in a core install): `{record['command']}`."
+    )
+    return "\n".join(lines + ["", footer])
+
+
+def _export_cost(record):
+    """``docs/runs/serving-choice/export_cost.py``'s record: per trained run and round,
+    ``re2-export``'s wall seconds at the revision before and after, the timing processes each
+    export's serving choice started, their ratio, and the path each chose per timed batch;
+    then the CPU, the revisions, each export's time and load average, and the command."""
+    from re2_lab.runtimes import CHOICE_NAMES
+    from re2_tf.machine import describe_machine
+
+    def chosen(timed):
+        return " / ".join(CHOICE_NAMES[(r["backend"], r["precision"])] for r in timed["routes"])
+
+    lines = [
+        "| run | round | before: `re2-export` s (timing processes) | after: `re2-export` s "
+        "(timing processes) | after ÷ before | chosen before (per timed batch) | chosen after |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    when = []
+    for name, run in record["runs"].items():
+        for k, pair in enumerate(run["rounds"], 1):
+            if set(pair) != {"before", "after"}:
+                continue  # a round a killed run left half done
+            before, after = pair["before"], pair["after"]
+            lines.append(
+                f"| `{name}` | {k} | {before['seconds']:.0f} ({before['processes']}) | "
+                f"{after['seconds']:.0f} ({after['processes']}) | "
+                f"{after['seconds'] / before['seconds']:.2f} | {chosen(before)} | "
+                f"{chosen(after)} |"
+            )
+            when += [
+                f"round {k} {label} {pair[label]['date']} (load average "
+                f"{pair[label]['loadavg'][0]} → {pair[label]['loadavg'][1]})"
+                for label in ("before", "after")
+            ]
+    versions = ", ".join(f"{k} {v}" for k, v in record["versions"].items())
+    revisions = record["revisions"]
+    footer = (
+        f"{describe_machine(record)}; before = {revisions['before'][:7]}, after = "
+        f"{revisions['after'][:7]}; {'; '.join(when)}. Versions: {versions}. "
         f"Command (in a core install): `{record['command']}`."
     )
     return "\n".join(lines + ["", footer])

@@ -530,6 +530,45 @@ def test_a_core_install_block_gives_each_batchs_default_beside_every_candidate(t
     )
 
 
+def test_an_export_cost_block_sets_each_rounds_two_revisions_side_by_side(tmp_path):
+    def timed(seconds, processes, large, date, load):
+        routes = [
+            {"batch": 8, "backend": "savedmodel", "precision": "f32"},
+            {"batch": 512, "backend": large[0], "precision": large[1]},
+        ]
+        return {"seconds": seconds, "processes": processes, "routes": routes, "date": date,
+                "loadavg": load}  # fmt: skip
+
+    bf16 = ("savedmodel_bf16", "bf16")
+    record = {
+        "command": "python export_cost.py --before=aaaaaaa --rounds=2 x=docs/runs/x",
+        "cpu": "Some CPU",
+        "cpu_features": ["avx512_bf16"],
+        "cpu_count": 2,
+        "versions": {"tensorflow": "2.21.0"},
+        "revisions": {"before": "a" * 40, "after": "b" * 40},
+        "runs": {
+            "docs/runs/x": {"run_dir": "x", "model": "re2", "rounds": [
+                {"before": timed(200.0, 28, bf16, "d1", [0.5, 1.5]),
+                 "after": timed(150.0, 18, ("savedmodel_noxla", "bf16"), "d2", [1.5, 1.25])},
+                {"before": timed(240.0, 28, bf16, "d3", [1.0, 2.0])},  # left half done
+            ]},
+        },
+    }  # fmt: skip
+    (tmp_path / "c.json").write_text(json.dumps(record))
+    lines = doc_tables.generate("export-cost c.json", tmp_path).splitlines()
+    assert len(lines) == 5 and lines[2] == (
+        "| `docs/runs/x` | 1 | 200 (28) | 150 (18) | 0.75 | savedmodel (XLA) / savedmodel bf16 "
+        "export (xla=False) | savedmodel (XLA) / savedmodel bf16 (xla=False) |"
+    )
+    assert lines[-1] == (
+        "2 cores of Some CPU (avx512_bf16); before = aaaaaaa, after = bbbbbbb; round 1 before "
+        "d1 (load average 0.5 → 1.5); round 1 after d2 (load average 1.5 → 1.25). Versions: "
+        "tensorflow 2.21.0. Command (in a core install): "
+        "`python export_cost.py --before=aaaaaaa --rounds=2 x=docs/runs/x`."
+    )
+
+
 def test_a_bf16_parts_block_lists_each_precision_of_the_two_parts(tmp_path):
     # the first row is a record's from before the non-finite count and compiles were kept: "—"
     record = {

@@ -3225,3 +3225,42 @@ def test_the_core_install_choice_is_its_rule_and_the_docs_say_its_record():
         f"{seconds[0]['--serving=savedmodel']:.0f}, {seconds[1]['--serving=savedmodel']:.0f} "
         f"and {seconds[2]['--serving=savedmodel']:.0f} s with `--serving=savedmodel`"
     ) in text
+
+
+def test_the_export_cost_record_counts_its_processes_and_the_docs_say_its_record():
+    """Issue 51: re2-export's serving choice before and after one timing process per candidate
+    per round (docs/runs/serving-choice/export_cost.json): a round before started one process
+    per candidate and timed batch, after one per candidate (no close call in these exports),
+    the exports chose the same paths, and docs/performance.md's sentences are the record's."""
+    record = json.loads((ROOT / "docs/runs/serving-choice/export_cost.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["revisions"]["before"].startswith("dc13331")
+    assert record["revisions"]["after"].startswith("9678820")
+    (run,) = record["runs"].values()
+    assert run["model"] == "re2" and len(run["rounds"]) == 2
+    before = [r["before"] for r in run["rounds"]]
+    after = [r["after"] for r in run["rounds"]]
+    for timed in before + after:
+        measured = [m for m in timed["candidates"].values() if isinstance(m, dict)]
+        assert len(measured) == len(timed["candidates"]) == 5 and all(
+            set(m) == {"8x20", "512x20"} for m in measured
+        )
+        shapes = 2 if timed in before else 1  # processes per candidate per round
+        assert timed["processes"] == 5 * 2 * shapes
+        assert [(r["batch"], r["backend"], r["precision"]) for r in timed["routes"]] == [
+            (8, "savedmodel", "f32"),
+            (512, "savedmodel_bf16", "bf16"),
+        ]
+    ratios = [a["seconds"] / b["seconds"] for a, b in zip(after, before)]
+    assert max(ratios) < 1
+    assert (
+        "The serving choice started 20 timing processes per export before the change and 10 "
+        "after it (5 candidates, 2 rounds; no close call in these exports), and `re2-export` "
+        f"took {before[0]['seconds']:.0f} and {before[1]['seconds']:.0f} s before against "
+        f"{after[0]['seconds']:.0f} and {after[1]['seconds']:.0f} s after: "
+        f"{ratios[0]:.2f} and {ratios[1]:.2f} of the time, round by round. All four exports "
+        "chose the same paths, the XLA SavedModel at 8 × 20 and the bfloat16 SavedModel at "
+        "512 × 20."
+    ) in text
+    assert "until commit 9678820 it started one per candidate and batch" in text
+    assert "at the revision before the change (dc13331)" in text
