@@ -13,10 +13,10 @@ labels of its held-out pairs *and* serves faster at every serving shape. fp32 ot
   measure. Building, loading and timing a second export in fresh processes is the slow part
   of an export, so the default leaves it to those who ask for it.
 - :func:`choose_precision` (``measure``) applies the whole rule: with bfloat16 units, the
-  model is exported in both precisions, each export is timed in a fresh process at every
-  serving shape (:func:`re2_tf.benchmarking.time_export`: batch x length of random inputs,
-  median of ``batches`` batches), and both exports score the same held-out pairs
-  (:class:`re2_tf.serving.predictor.Predictor`).
+  model is exported in both precisions, each export is timed in one fresh process at every
+  serving shape in turn (:func:`re2_tf.benchmarking.time_export` with ``then``: batch x
+  length of random inputs, median of ``batches`` batches), and both exports score the same
+  held-out pairs (:class:`re2_tf.serving.predictor.Predictor`).
 
 Either way the decision and its reason go into the export's ``export_config.json``
 (``precision_choice``; ``measured`` says which of the two made it), and ``re2-export``
@@ -128,19 +128,23 @@ def choose_precision(
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         for precision in ("fp32", "bf16"):
             path = export_model(model, Path(tmp) / precision, precision=precision, **export_kwargs)
-            medians[precision] = {}
-            for batch, length in shapes:
-                signature, spec = benchmarking.benchmark_inputs(featurizers, batch, length)
-                timed = benchmarking.time_export(
-                    path,
-                    signature,
-                    spec,
-                    batches=batches,
-                    warmup=min(10, batches),
-                    intra_op_threads=threads,
-                    inter_op_threads=1 if threads else 0,
-                )
-                medians[precision][f"{batch}x{length}"] = round(timed["median_ms"], 3)
+            # one fresh process times this export at every shape in turn
+            inputs = [benchmarking.benchmark_inputs(featurizers, b, n) for b, n in shapes]
+            (signature,) = {signature for signature, _ in inputs}
+            timed = benchmarking.time_export(
+                path,
+                signature,
+                inputs[0][1],
+                batches=batches,
+                warmup=min(10, batches),
+                intra_op_threads=threads,
+                inter_op_threads=1 if threads else 0,
+                then=[{"input_spec": spec, "batches": batches} for _, spec in inputs[1:]],
+            )
+            medians[precision] = {
+                f"{batch}x{length}": round(t["median_ms"], 3)
+                for (batch, length), t in zip(shapes, [timed, *timed.get("then", [])])
+            }
             predictor = Predictor(path, tokenize="python")
             probabilities[precision] = predictor.probabilities(
                 [a for a, _ in pairs], [b for _, b in pairs]

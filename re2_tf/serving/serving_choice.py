@@ -32,12 +32,12 @@ The rule (ours):
   runtimes record apply too; its max |Δp| is recorded. A conversion
   or a run that fails makes the candidate ineligible, with the error recorded.
 - **Survival**: in its first round, at each shape after its first call there, each
-  candidate's process is called on texts that change length one side at a time, each growing alone past
-  every length drawn (the timing worker's ``shape_changes``, untimed); a candidate whose
-  process dies there is ineligible like any that fails to run (OpenVINO's bfloat16 FITN dies
-  so: ``docs/performance.md``). Not for a packed-pair model, whose ids the worker cannot draw
-  (its candidates cycle 4 fixed batches of different lengths); the choice's
-  ``shape_changes`` says which.
+  candidate's process is called on texts that change length one side at a time, each
+  growing alone past every length drawn (the timing worker's ``shape_changes``, untimed); a
+  candidate whose process dies there is ineligible like any that fails to run (OpenVINO's
+  bfloat16 FITN dies so: ``docs/performance.md``). Not for a packed-pair model, whose ids
+  the worker cannot draw (its candidates cycle 4 fixed batches of different lengths); the
+  choice's ``shape_changes`` says which.
 - **Speed**: each candidate is timed with the Table 5 protocol
   (:func:`re2_tf.benchmarking.time_table5`: :func:`~re2_tf.benchmarking.table5_inputs` at
   each of :data:`SHAPES`, fed to ``serving_ids``, so tokenisation is outside every
