@@ -735,22 +735,12 @@ def test_precision_measure_is_fp32_without_measuring_on_a_cpu_without_bfloat16_u
 
 @pytest.mark.slow
 def test_precision_measure_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its_rule(
-    run_and_export, tmp_path, monkeypatch
+    run_and_export, tmp_path, monkeypatch, worker_requests
 ):
     from re2_tf.serving import auto_precision
     from re2_tf.serving.predictor import Predictor
 
     monkeypatch.setattr(auto_precision, "cpu_units", _cpu_with(True))
-    from re2_tf import benchmarking
-
-    processes = []  # every timing process's request, the real worker run
-
-    def run_worker(script, request, **kw):
-        processes.append(request)
-        return real_run_worker(script, request, **kw)
-
-    real_run_worker = benchmarking.run_worker
-    monkeypatch.setattr(benchmarking, "run_worker", run_worker)
     export_dir = export_run(
         run_and_export[0],
         tmp_path / "measure",
@@ -764,7 +754,7 @@ def test_precision_measure_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its
     # one process per export, timing both serving shapes in turn
     assert [
         [r["inputs"]["text1"]["shape"][0]] + [t["inputs"]["text1"]["shape"][0] for t in r["then"]]
-        for r in processes
+        for r in worker_requests
     ] == [[8, 128], [8, 128]]
     assert sorted(choice["median_ms"]) == ["bf16", "fp32"]
     assert all(sorted(m) == ["128x20", "8x20"] for m in choice["median_ms"].values())

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from test_runtimes import LABELS, _tiny_export
 
-from re2_tf import benchmarking
 from re2_tf.machine import cpu_units
 from re2_tf.serving import runtimes, serving_choice
 from re2_tf.serving.files import EXPORT_CONFIG_FILE
@@ -255,7 +254,7 @@ def test_a_savedmodel_export_serves_litert_only_where_it_keeps_a_model(tiny_expo
 
 @pytest.mark.slow  # 5 candidates timed in fresh processes, 2 rounds or more
 def test_a_core_installs_choice_measures_tensorflow_without_xla_and_litert_and_keeps_them(
-    tiny_export, tiny_bf16_export, tiny_tflite_export, tmp_path, monkeypatch
+    tiny_export, tiny_bf16_export, tiny_tflite_export, tmp_path, monkeypatch, worker_requests
 ):
     """What ``pip install re2_tf`` (no extra) measures: TensorFlow without XLA, the bfloat16
     SavedModel (bfloat16 units) and LiteRT need no other runtime."""
@@ -263,14 +262,7 @@ def test_a_core_installs_choice_measures_tensorflow_without_xla_and_litert_and_k
     export = tmp_path / "export"
     shutil.copytree(xla, export)
     monkeypatch.setattr(serving_choice, "installed_candidates", lambda: [("savedmodel", "f32")])
-    processes = []  # every timing process's request, the real worker run
-
-    def run_worker(script, request, **kw):
-        processes.append(request)
-        return real_run_worker(script, request, **kw)
-
-    real_run_worker = benchmarking.run_worker
-    monkeypatch.setattr(benchmarking, "run_worker", run_worker)
+    processes = worker_requests  # every timing process's request
     choice = serving_choice.choose_serving(
         export,
         PAIRS,
