@@ -58,6 +58,7 @@ from re2_tf.serving.timing_worker import inputs_digest, make_inputs, process_mem
 from re2_tf.training.losses import output_kind
 
 __all__ = [
+    "THEN_KEYS",
     "Table5Inputs",
     "benchmark_inputs",
     "exit_status",
@@ -117,6 +118,10 @@ def run_worker(script, request, *, timeout=1800):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+#: the keys of one of :func:`time_export`'s ``then`` items (the first two required)
+THEN_KEYS = ("input_spec", "batches", "warmup", "seed", "length_spread", "options")
+
+
 def time_export(
     path,
     signature,
@@ -166,15 +171,7 @@ def time_export(
     """
     later = []
     for item in then:
-        unknown = set(item) - {
-            "input_spec",
-            "batches",
-            "warmup",
-            "seed",
-            "length_spread",
-            "options",
-        }
-        if unknown or not {"input_spec", "batches"} <= set(item):
+        if not {"input_spec", "batches"} <= set(item) <= set(THEN_KEYS):
             raise ValueError(
                 "a then item is {input_spec, batches[, warmup, seed, length_spread, options]}, "
                 f"got keys {sorted(item)}"

@@ -330,11 +330,10 @@ def choose_serving(
 
         def time_one(index, keys, _round):
             # one fresh process times the candidate at every shape of keys, in turn
-            asked = runtimes.asked_precision(rows[index]["backend"], rows[index]["precision"])
             shapes_ = []
             for key in keys:
                 batch, request = requests[key]
-                options = dict(request["options"], **({"precision": asked} if asked else {}))
+                options = dict(request["options"])
                 if _round == 0 and shape_changes:
                     # every candidate first survives its texts changing length, as in serving
                     options["shape_changes"] = True
@@ -347,15 +346,15 @@ def choose_serving(
                         "options": options,
                     }
                 )
-            first, later = shapes_[0], shapes_[1:]
-            for item in later:  # the model's keys are the first shape's
-                item["options"].pop("precision", None)
+            asked = runtimes.asked_precision(rows[index]["backend"], rows[index]["precision"])
+            if asked:  # a key of the process's model: given with the first shape only
+                shapes_[0]["options"]["precision"] = asked
             timed = benchmarking.time_table5(
                 paths[index],
                 requests[keys[0]][1]["signature"],
                 threads=threads,
-                then=later,
-                **first,
+                then=shapes_[1:],
+                **shapes_[0],
             )
             each = [timed, *timed.get("then", [])]
             return {key: round(t["median_ms"], 3) for key, t in zip(keys, each)}
