@@ -10,7 +10,8 @@ average before and after, and from each export's ``serving_choice`` the timing p
 started (a round's process per candidate and shape before, per candidate after; a close
 call's per candidate and shape in both), every candidate's least medians and the routes.
 Refuses to run where OpenVINO or ONNX Runtime is installed. Writes ``export_cost.json``
-beside this file after every export (a killed run continues with the exports left).
+beside this file (or ``--json_out``) after every export (a killed run continues with the
+exports left; a record of other revisions is refused).
 
     python docs/runs/serving-choice/export_cost.py --before=<commit> --rounds=2 \\
         <run_dir>=<record dir> ...
@@ -100,8 +101,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--before", required=True)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--json_out", default=str(OUT), help="the record to write or continue")
     parser.add_argument("runs", nargs="+")
     args = parser.parse_args()
+    out = Path(args.json_out)
     found = [name for name in EXTRAS if installed(name)]
     if found:
         raise SystemExit(f"{', '.join(found)} installed: run this in a core install")
@@ -109,7 +112,7 @@ def main():
         raise SystemExit("re2_tf/ has uncommitted changes: commit the revision to measure")
     after = git("rev-parse", "HEAD")
     before = git("rev-parse", args.before)
-    record = json.loads(OUT.read_text()) if OUT.exists() else {
+    record = json.loads(out.read_text()) if out.exists() else {
         "command": None,
         **machine(),
         "versions": {
@@ -119,7 +122,7 @@ def main():
         "runs": {},
     }  # fmt: skip
     if record["revisions"] != {"before": before, "after": after}:
-        raise SystemExit(f"{OUT.name} measured {record['revisions']}: move it aside first")
+        raise SystemExit(f"{out.name} measured {record['revisions']}: move it aside first")
     with tempfile.TemporaryDirectory() as worktree:
         git("worktree", "add", "--detach", worktree, before)
         try:
@@ -149,9 +152,10 @@ def main():
                         record["command"] = (
                             "python docs/runs/serving-choice/export_cost.py "
                             f"--before={before[:7]} --rounds={args.rounds} "
+                            + (f"--json_out={args.json_out} " if out != OUT else "")
                             + " ".join(f"{v['run_dir']}={k}" for k, v in record["runs"].items())
                         )
-                        OUT.write_text(json.dumps(record, indent=2) + "\n")
+                        out.write_text(json.dumps(record, indent=2) + "\n")
         finally:
             git("worktree", "remove", "--force", worktree)
 
