@@ -455,8 +455,9 @@ def _export_cost(record):
                 f"{after['seconds'] / before['seconds']:.2f} | {chosen(before)} | "
                 f"{chosen(after)} |"
             )
+            run_name = f"`{name}` " if len(record["runs"]) > 1 else ""
             when += [
-                f"round {k} {label} {pair[label]['date']} (load average "
+                f"{run_name}round {k} {label} {pair[label]['date']} (load average "
                 f"{pair[label]['loadavg'][0]} → {pair[label]['loadavg'][1]})"
                 for label in ("before", "after")
             ]
