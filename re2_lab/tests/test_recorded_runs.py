@@ -3231,8 +3231,8 @@ def _export_cost_rounds(path, models):
     """An export_cost.py record's rounds, checked: ``models`` in order, 2 whole rounds each, 5
     candidates measured at both shapes, and each export's processes a round's (one per
     candidate and shape before, one per candidate after) plus close calls (2 more rounds of
-    at least 2 contenders at a shape: none, or at least 4). Returns ``{model: (before,
-    after)}``, each a list of the rounds' exports."""
+    at least 2 contenders at a shape: none, or at least 4). Returns the record and
+    ``{model: (before, after)}``, each a list of the rounds' exports."""
     record = json.loads((ROOT / path).read_text())
     assert record["revisions"]["before"].startswith("dc13331")
     assert [run["model"] for run in record["runs"].values()] == models
