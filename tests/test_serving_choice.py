@@ -275,9 +275,7 @@ def test_a_core_installs_choice_measures_tensorflow_without_xla_and_litert_and_k
     rows = choice["candidates"]
     # a round is one process per candidate timing both shapes, in turn; a close call's rounds
     # one process per candidate at that shape (check_close_rounds: how many)
-    batch = [[r["inputs"]["text1"]["shape"][0]] for r in processes]
-    for request, batches in zip(processes, batch):
-        batches += [t["inputs"]["text1"]["shape"][0] for t in request.get("then", [])]
+    batch = [[r["inputs"]["text1"]["shape"][0] for r in (q, *q.get("then", []))] for q in processes]
     rounds = choice["rounds"] * len(rows)
     assert batch[:rounds] == [[4, 16]] * rounds
     assert [r["path"] for r in processes[: len(rows)]] == [

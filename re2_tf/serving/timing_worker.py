@@ -380,7 +380,7 @@ def main(request):
         given = sorted(set(more) & {*MODEL_KEYS, "then"})
         if given:
             raise ValueError(f"a then request gives the first request's keys: {given}")
-        later.append({k: request[k] for k in MODEL_KEYS if k in request} | more)
+        later.append(dict(more))
     call, interpreter_name = load(request)
     results = [time_inputs(call, r) for r in [request, *later]]
     for result in results:
