@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import scipy.stats
 
 from re2_lab import roofline
 from re2_tf import benchmarking
@@ -38,6 +39,7 @@ __all__ = [
     "load",
     "markdown",
     "order",
+    "paired_rounds",
     "report",
     "shape_summary",
     "standing",
@@ -760,11 +762,41 @@ def _untimed(row):
     )
 
 
+def paired_rounds(default_row, fastest_row):
+    """The default's round medians less the fastest path's, round by round: the rounds of a
+    record run every path in turn, so round ``i`` of two paths met the same spell of the
+    machine. ``(mean ms, 95 % low, 95 % high, n)`` from Student's t with ``n - 1`` degrees
+    of freedom, or ``None`` when the two rows do not have the same two or more rounds."""
+    a = default_row.get("round_medians_ms") or []
+    b = fastest_row.get("round_medians_ms") or []
+    if len(a) != len(b) or len(a) < 2:
+        return None
+    differences = np.subtract(a, b)
+    n = len(differences)
+    mean = float(differences.mean())
+    half = float(scipy.stats.t.ppf(0.975, n - 1) * differences.std(ddof=1) / np.sqrt(n))
+    return mean, mean - half, mean + half, n
+
+
+def _paired_text(default_row, fastest_row):
+    paired = paired_rounds(default_row, fastest_row)
+    if paired is None:
+        return ""
+    mean, low, high, n = paired
+    # never all below 0 here: the default's least round would then be under the fastest's
+    verdict = "no difference detected" if low <= 0 else "the default is slower"
+    return (
+        f"; round by round, default − fastest {mean:+.2f} ms, 95 % interval {low:+.2f} to "
+        f"{high:+.2f} ms at n = {n} rounds: {verdict}"
+    )
+
+
 def standing(record, tolerance=0.05):
     """Where the default path stands, as Markdown: at how many of the record's model-shapes it
     is the fastest path that agrees (or within ``tolerance`` of it), and each other one with
-    its default, the fastest and the ratio; then each model's default over its floor at the
-    first shape, with the floor's bound."""
+    its default, the fastest and the ratio (and, where the two paths have the same rounds, the
+    difference round by round with its interval, :func:`paired_rounds`); then each model's
+    default over its floor at the first shape, with the floor's bound."""
     near, far, close, slow = 0, [], 0, []
     for entry in record["models"]:
         for batch, length in record["shapes"]:
@@ -788,11 +820,13 @@ def standing(record, tolerance=0.05):
                     f"{found['fastest']} {_number(found['fastest_ms'], '.2f')} ms"
                 )
                 continue
+            rows = _rows(record, entry["model"], batch, length)
             far.append(
                 f"{entry['model']} at {batch}×{length}: default {chosen} "
                 f"{found['default_ms']:.2f} ms, fastest {found['fastest']} "
                 f"{_number(found['fastest_ms'], '.2f')} ms "
                 f"({_number(found['over_fastest'], '.2f')}×)"
+                + _paired_text(rows[chosen], rows[found["fastest"]])
             )
     total = len(record["models"]) * len(record["shapes"])
     lines = [

@@ -415,6 +415,33 @@ def test_a_runtimes_standing_counts_the_shapes_where_the_default_is_fastest(tmp_
         "path at 1 of 2 model-shapes; not at Net 512×20 1.22× (savedmodel bf16 (xla=False) "
         "against onnxruntime).",
     ]
+    # with the two paths' rounds (timed in turn), the difference round by round and its 95 %
+    # interval, worked by hand: differences 80 and 100 ms, mean 90, standard error
+    # 14.142 / sqrt(2) = 10, t(0.975, 1 degree of freedom) = 12.706 from tables
+    record["rows"][9]["round_medians_ms"] = [800.0, 840.0]
+    record["rows"][8]["round_medians_ms"] = [720.0, 740.0]
+    (tmp_path / "r.json").write_text(json.dumps(record))
+
+    def first_line():
+        return doc_tables.generate("runtimes r.json standing", tmp_path).splitlines()[0]
+
+    assert first_line().endswith(
+        "fastest onnxruntime 720.00 ms (1.11×); round by round, default − fastest +90.00 ms, "
+        "95 % interval -37.06 to +217.06 ms at n = 2 rounds: no difference detected."
+    )
+    # differences 80, 84, 82: mean 82, s = 2, standard error 2 / sqrt(3) = 1.1547,
+    # t(0.975, 2) = 4.3027: half-width 4.968
+    record["rows"][9]["round_medians_ms"] = [800.0, 810.0, 805.0]
+    record["rows"][8]["round_medians_ms"] = [720.0, 726.0, 723.0]
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    assert first_line().endswith(
+        "round by round, default − fastest +82.00 ms, 95 % interval +77.03 to +86.97 ms at "
+        "n = 3 rounds: the default is slower."
+    )
+    # rounds that do not pair (a path timed in more rounds than the other): no interval
+    record["rows"][8]["round_medians_ms"] = [720.0, 725.0]
+    (tmp_path / "r.json").write_text(json.dumps(record))
+    assert first_line().endswith("fastest onnxruntime 720.00 ms (1.11×).")
     # a default the record has no time for (its labels fail the rule on the record's pairs,
     # or it did not run there): said in words, not as a time
     wrong = json.loads(json.dumps(record))

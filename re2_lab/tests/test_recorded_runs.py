@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from re2_lab import paper_values
+from re2_lab import runtimes as lab_runtimes
 from re2_tf import runs
 from re2_tf.serving import serving_choice
 
@@ -1353,6 +1354,7 @@ def test_the_openvino_bf16_bert_matchlstm_reading_is_its_records():
         f"{max(ov):.1f}, so the default is {min(ov) / min(export):.2f}× the least median there"
         in flat
     )
+    _assert_no_difference_detected(flat, {"round_medians_ms": ov}, {"round_medians_ms": export})
     earlier = _earlier_record("7326726", "docs/runs/runtimes/runtimes.json")
     rows = {
         r["runtime"]: r.get("median_ms")
@@ -1362,6 +1364,32 @@ def test_the_openvino_bf16_bert_matchlstm_reading_is_its_records():
     ratio = rows["savedmodel (xla=False)"] / rows["openvino bf16"]
     assert f"was {ratio:.2f}× the whole network in OpenVINO bfloat16" in flat
     assert "missed in this record's earlier version (commit 7326726)" in flat
+
+
+def _assert_no_difference_detected(flat, default_row, fastest_row):
+    """The docs' sentence on a miss of the default, round by round: the mean difference and
+    its 95 % interval (:func:`re2_lab.runtimes.paired_rounds`), which holds 0."""
+    mean, low, high, n = lab_runtimes.paired_rounds(default_row, fastest_row)
+    assert low <= 0 <= high
+    assert (
+        f"the default was {mean:.1f} ms slower on average, 95 % interval "
+        f"−{-low:.1f} to +{high:.1f} ms: no difference detected at n = {n} rounds." in flat
+    )
+
+
+def test_the_fitn_close_call_at_512_is_level_round_by_round():
+    """docs/performance.md: FITN at 512 x 20, where the default (TensorFlow's bfloat16
+    rewrite) is 1.06x the bfloat16 export's least median, is level with it round by round."""
+    flat = " ".join((ROOT / "docs/performance.md").read_text().split())
+    record = json.loads((ROOT / "docs/runs/runtimes/runtimes.json").read_text())
+    (entry,) = [m for m in record["models"] if m["model"] == "FITN"]
+    rows = {r["runtime"]: r for r in record["rows"] if (r["model"], r["batch"]) == ("FITN", 512)}
+    default = rows[entry["default"]["512x20"]]
+    fastest = rows["savedmodel bf16 export (xla=False)"]
+    assert min(rows, key=lambda k: rows[k].get("median_ms") or 1e9) == fastest["runtime"]
+    ratio = default["median_ms"] / fastest["median_ms"]
+    assert f"so the default is {ratio:.2f}× the fastest path there, outside the 5 %" in flat
+    _assert_no_difference_detected(flat, default, fastest)
 
 
 def test_the_runtime_profiles_sentence_on_re2_is_its_record():
