@@ -315,7 +315,7 @@ def report(records, models=None):
         header.append(f"{TASKS[name].title} (seeds)")
     header += [
         "params (w/o emb.)",
-        "latency ms (8×20, median)",
+        "SavedModel (XLA) latency ms (8×20, median)",
         "served pairs/s @ 128",
         "peak serving MiB",
         "training pairs/s"
@@ -610,7 +610,7 @@ def plot(summary, task, metric, path):
     ax.xaxis.set_major_formatter(plain)
     ax.xaxis.set_minor_formatter(plain)
     ax.tick_params(axis="x", which="minor", labelsize=7)
-    ax.set_xlabel("latency, ms per batch of 8 x 20 (median, log scale)")
+    ax.set_xlabel("SavedModel (XLA) latency, ms per batch of 8 x 20 (median, log scale)")
     ax.set_ylabel(f"{task} {metric} (mean ± std over seeds)")
     ax.grid(alpha=0.3)
     fig.tight_layout()
