@@ -3,12 +3,17 @@ r"""Training throughput under each ``--distribution``, and a scaling model built
 **Measurement** (:func:`measure`). Each model trains at its SNLI learning-check settings
 (``configs/<model>/snli_learning_check.flags``: the paper's SNLI architecture and recipe,
 batch 128 except where the flagfile says otherwise) on the SNLI dev file, in a fresh process
-per measurement, for ``warmup + updates`` updates with no evaluation in between; a Keras
+per measurement, for ``warmup + updates + 1`` updates with no evaluation in between; a Keras
 callback (:class:`UpdateTimer`) stamps the end of every update and
 
-    pairs/s = batch_size x updates / (time of the last update's end - time of the warm-up's end)
+    pairs/s = batch_size x updates / (time of the last timed update's end - the warm-up's end)
 
-The warm-up updates (tracing, the first allocations) are not counted. The modes
+The warm-up updates (tracing, the first allocations) are not counted, nor is the last update:
+a run that ends before its first scheduled evaluation evaluates at its last update
+(:class:`re2_tf.training.routine.ReleaseRoutine`), and that evaluation runs in the update's
+end, before this timer's stamp (:func:`timed_rate`; a record names the update it evaluated at,
+``evaluated_at_update``, and a measurement whose evaluation falls among the timed updates is an
+error). The modes
 (:data:`MODES`) are one process, ``mirrored`` over two logical CPU devices of one process, and
 two ``multi_worker`` processes on this host talking over loopback. Scaling efficiency is
 ``pairs/s of n replicas / (n x pairs/s of one process)``. Every measurement is one line of
@@ -64,6 +69,7 @@ __all__ = [
     "measure",
     "predict",
     "scaling_table",
+    "timed_rate",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,6 +131,24 @@ class UpdateTimer(keras.callbacks.Callback):
         self.times.append(time.perf_counter())
 
 
+def timed_rate(times, warmup, updates, batch_size):
+    """``(pairs/s, seconds per update)`` from :class:`UpdateTimer` stamps: the ``updates``
+    updates after the first ``warmup``, from the end of the last warm-up update to the end of
+    the last timed one; later stamps (the closing update, which ends with the run's
+    evaluation) are not read.
+
+    Raises:
+        RuntimeError: fewer than ``warmup + updates`` stamps, or ``updates`` below 1.
+    """
+    if updates < 1 or warmup < 1 or len(times) < warmup + updates:
+        raise RuntimeError(
+            f"{len(times)} updates were timed, {warmup} warm-up and {updates} timed needed: "
+            "nothing to measure"
+        )
+    seconds = times[warmup + updates - 1] - times[warmup - 1]
+    return batch_size * updates / seconds, seconds / updates
+
+
 def _child(spec):
     """In a measurement process: train ``spec["args"]`` with an :class:`UpdateTimer` and print
     one ``THROUGHPUT {json}`` line (the chief only)."""
@@ -134,21 +158,25 @@ def _child(spec):
     config = config_from_args(spec["args"])
     timer = UpdateTimer()
     started = time.perf_counter()
-    fit(config, callbacks=[timer])
+    result = fit(config, callbacks=[timer])
     task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {})
     if task.get("index", 0) != 0:
         return
-    warmup = spec["warmup"]
-    measured = timer.times[warmup:]
-    if len(measured) < 2:
-        raise RuntimeError(f"only {len(timer.times)} updates were timed: nothing to measure")
-    seconds = measured[-1] - timer.times[warmup - 1]
-    updates = len(measured)
+    warmup, updates = spec["warmup"], spec["updates"]
+    # the run's one evaluation (best_step: 0 without one) must not be among the timed updates
+    evaluated = result.best_step or None
+    if evaluated is not None and evaluated <= warmup + updates:
+        raise RuntimeError(
+            f"the run evaluated at update {evaluated}, among the timed updates "
+            f"{warmup + 1}..{warmup + updates}"
+        )
+    pairs_per_s, seconds_per_update = timed_rate(timer.times, warmup, updates, config.batch_size)
     record = {
-        "pairs_per_s": config.batch_size * updates / seconds,
-        "seconds_per_update": seconds / updates,
+        "pairs_per_s": pairs_per_s,
+        "seconds_per_update": seconds_per_update,
         "updates": updates,
         "warmup": warmup,
+        "evaluated_at_update": evaluated,
         "batch_size": config.batch_size,
         "trainable_parameters": timer.parameters,
         "allreduce_bytes": 4 * timer.parameters,
@@ -165,9 +193,9 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _run_processes(args, mode, warmup, timeout):
+def _run_processes(args, mode, warmup, updates, timeout):
     """Start ``mode.processes`` measurement processes; returns the chief's record."""
-    spec = json.dumps({"args": args, "warmup": warmup})
+    spec = json.dumps({"args": args, "warmup": warmup, "updates": updates})
     command = [sys.executable, "-m", "re2_lab.throughput", spec]
     envs = [dict(os.environ)]
     if mode.processes > 1:
@@ -239,7 +267,7 @@ def measure(
     Args:
         models: registered model names (each needs ``configs/<model>/snli_learning_check.flags``).
         data_dir: a prepared SNLI learning-check directory (``train.txt``: the SNLI dev file;
-            small ``dev.txt``/``test.txt``, scored once after the timed updates).
+            small ``dev.txt``/``test.txt``, scored at the closing update, after the timed ones).
         out: output directory; the records are appended to ``throughput.jsonl`` there.
         modes: names of :data:`MODES`.
         precisions: ``--mixed_precision`` values (mixed precision is measured in one
@@ -247,7 +275,8 @@ def measure(
         jit_compile: ``--jit_compile`` values; with ``True`` in it, each model is also
             measured XLA-compiled (one process, float32, ``--deterministic=false``, which XLA
             training needs).
-        warmup, updates: updates not timed, then timed.
+        warmup, updates: updates not timed, then timed (then one more, not timed: the run's
+            closing evaluation ends it).
         timeout: seconds allowed per measurement.
         log: called with one line per measurement.
 
@@ -290,7 +319,7 @@ def measure(
                     args = base + [
                         f"--run_dir={run_dir}/run",
                         "--progress=false",
-                        f"--max_samples={(warmup + updates) * batch}",
+                        f"--max_samples={(warmup + updates + 1) * batch}",
                         f"--eval_per_samples={10**9}",
                         "--noeval_epoch",
                         f"--distribution={mode.distribution}",
@@ -300,7 +329,7 @@ def measure(
                     ]
                     if jit:
                         args += ["--jit_compile", "--nodeterministic"]
-                    record = _run_processes(args, mode, warmup, timeout)
+                    record = _run_processes(args, mode, warmup, updates, timeout)
                 record.update(
                     model=model,
                     mode=name,

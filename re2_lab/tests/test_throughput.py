@@ -150,6 +150,9 @@ def test_measure_runs_each_mode_and_resumes(tmp_path, shared_data):
     ]
     for r in records:
         assert r["updates"] == 2 and r["batch_size"] == 128 and r["pairs_per_s"] > 0
+        # the run's one evaluation (it ends before its first scheduled one) is at the closing
+        # update: 1 warm-up + 2 timed + 1, outside the timed ones
+        assert r["evaluated_at_update"] == 4
         # the trainable parameters of RE2's SNLI architecture: 2,774,559 outside the
         # 300-d word embedding (whose rows depend on the vocabulary of the cut)
         embedding = r["trainable_parameters"] - 2_774_559
@@ -158,6 +161,16 @@ def test_measure_runs_each_mode_and_resumes(tmp_path, shared_data):
         ["re2"], data, tmp_path / "out", modes=modes, jit_compile=(False, True)
     )
     assert again == records
+
+
+def test_the_rate_reads_the_timed_updates_only():
+    # stamps at the end of updates 1..6 (s): warm-up 2, timed 3 (updates 3, 4, 5: from 2.0 to
+    # 5.0 s, 1 s each); update 6 ends with the run's evaluation (+7 s) and is not read
+    times = [0.5, 2.0, 3.0, 4.0, 5.0, 12.0]
+    assert throughput.timed_rate(times, 2, 3, 128) == (128.0, 1.0)
+    assert throughput.timed_rate(times[:5], 2, 3, 64) == (64.0, 1.0)
+    with pytest.raises(RuntimeError, match="5 updates were timed, 2 warm-up and 4 timed needed"):
+        throughput.timed_rate(times[:5], 2, 4, 128)
 
 
 def test_docs_prose_figures_follow_from_the_records():
