@@ -3,7 +3,7 @@ r"""Training throughput under each ``--distribution``, and a scaling model built
 **Measurement** (:func:`measure`). Each model trains at its SNLI learning-check settings
 (``configs/<model>/snli_learning_check.flags``: the paper's SNLI architecture and recipe,
 batch 128 except where the flagfile says otherwise) on the SNLI dev file, in a fresh process
-per measurement, for ``warmup + updates + 1`` updates with no evaluation in between; a Keras
+per measurement, for ``warmup + updates + 1`` updates with no evaluation before the last; a Keras
 callback (:class:`UpdateTimer`) stamps the end of every update and
 
     pairs/s = batch_size x updates / (time of the last timed update's end - the warm-up's end)
@@ -138,7 +138,8 @@ def timed_rate(times, warmup, updates, batch_size):
     evaluation) are not read.
 
     Raises:
-        RuntimeError: fewer than ``warmup + updates`` stamps, or ``updates`` below 1.
+        RuntimeError: fewer than ``warmup + updates`` stamps, or ``warmup`` or ``updates``
+            below 1.
     """
     if updates < 1 or warmup < 1 or len(times) < warmup + updates:
         raise RuntimeError(
