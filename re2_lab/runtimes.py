@@ -813,14 +813,14 @@ def standing(record, tolerance=0.05):
                 near += 1
                 continue
             chosen = entry["default"][_key(batch, length)]
+            rows = _rows(record, entry["model"], batch, length)
             if found["default_ms"] is None:  # no time to compare: say why, in words
-                why = _untimed(_rows(record, entry["model"], batch, length).get(chosen))
+                why = _untimed(rows.get(chosen))
                 far.append(
                     f"{entry['model']} at {batch}×{length}: default {chosen}, {why}; fastest "
                     f"{found['fastest']} {_number(found['fastest_ms'], '.2f')} ms"
                 )
                 continue
-            rows = _rows(record, entry["model"], batch, length)
             far.append(
                 f"{entry['model']} at {batch}×{length}: default {chosen} "
                 f"{found['default_ms']:.2f} ms, fastest {found['fastest']} "
