@@ -338,15 +338,14 @@ def report(records, models=None):
             _training(t),
         ]
         lines.append("| " + " | ".join(row) + " |")
-    machines = sorted(
-        {
-            throughput.describe_machine(r)
-            for r in [*serving.values(), *training.values()]
-            if r.get("cpu")
-        }
-    )
-    if machines:
-        lines += ["", f"Latency, serving and training speed measured on {'; '.join(machines)}."]
+    # each kind of record with its own host and date: the two are measured apart
+    measured = []
+    for kind, rows in (("latency and serving", serving), ("training speed", training)):
+        machines = sorted({throughput.describe_machine(r) for r in rows.values() if r.get("cpu")})
+        if machines:
+            measured.append(f"{kind} on {'; '.join(machines)}")
+    if measured:
+        lines += ["", f"Measured: {', '.join(measured)}."]
     fresh = {m: s for m, s in serving.items() if s.get("load_average")}
     if fresh:  # recorded by the timing worker since its batches are fresh draws
         fixed = [m for m in serving if m not in fresh]

@@ -129,8 +129,8 @@ def test_table_is_the_records_with_hand_computed_mean_and_std(tmp_path):
     # the CPU of the speed columns, from both kinds of record, each with its own date
     machine, _, memory = machine.partition(" Peak serving MiB")
     assert machine == (
-        "Latency, serving and training speed measured on 2 cores of CPU A (avx2), 2026-01-02; "
-        "4 cores of CPU B (vector units unknown), 2026-01-03."
+        "Measured: latency and serving on 2 cores of CPU A (avx2), 2026-01-02, training speed "
+        "on 4 cores of CPU B (vector units unknown), 2026-01-03."
     )
     assert memory.startswith(" of `re2`: recorded before the per-process measurement, ")
 
