@@ -1060,8 +1060,10 @@ def test_no_page_claims_the_comparison_had_one_budget():
         assert not false.findall(prose), page.name
 
 
-def test_the_runtimes_record_is_its_serving_choices_and_its_floors():
-    """`docs/runs/runtimes/runtimes.json` (the README's latency table): each model's default
+@pytest.mark.parametrize("name", ["runtimes.json", "runtimes-fresh.json"])
+def test_the_runtimes_record_is_its_serving_choices_and_its_floors(name):
+    """`docs/runs/runtimes/runtimes.json` and `runtimes-fresh.json` (the README's latency
+    table, one run of every variant): each model's default
     path at a shape is the candidate the choice's own timings make fastest among those agreeing
     on >= 99 % of its pairs (recomputed here); every path's figure is the least of its rounds'
     medians; RE2's FLOPs are tests/test_roofline.py's hand count at 8 and 512 pairs, and each
@@ -1079,7 +1081,7 @@ def test_the_runtimes_record_is_its_serving_choices_and_its_floors():
         ("openvino", "f32"): "openvino f32",
         ("openvino", "bf16"): "openvino bf16",
     }
-    record = json.loads((RUNS / "runtimes" / "runtimes.json").read_text())
+    record = json.loads((RUNS / "runtimes" / name).read_text())
     assert record["models"], "an empty record"
     for entry in record["models"]:
         candidates = entry["serving_choice"]["candidates"]
@@ -1130,6 +1132,40 @@ def test_the_runtimes_record_is_its_serving_choices_and_its_floors():
                 assert len(row["round_medians_ms"]) == record["rounds"] + extra.get(
                     row["runtime"], 0
                 )
+
+
+def test_the_one_run_runtimes_record_is_one_run_of_every_variant():
+    """docs/performance.md's "One run of every variant": runtimes-fresh.json has each benchmark
+    variant of every registered model once, none measured again, on the date the page names;
+    each part's measured peaks (the variant's ``peaks``) are within the resume tolerance of the
+    record's, and the page names them, part by part, as the record has them; the README's latency
+    table is generated from this record."""
+    from re2_tf import models
+
+    record = json.loads((RUNS / "runtimes" / "runtimes-fresh.json").read_text())
+    variants = [v for name in models.model_names() for v in models.get_spec(name).benchmark]
+    assert sorted(m["model"] for m in record["models"]) == sorted(variants)
+    assert not record.get("redone") and record["date"] == "2026-12-04"
+    parts = []
+    for entry in record["models"]:
+        peaks = (entry["peaks"]["float32"], entry["peaks"]["bfloat16"])
+        for got, ref in zip(peaks, (record["peaks"]["float32"], record["peaks"]["bfloat16"])):
+            assert abs(got / ref - 1) <= lab_runtimes.PEAK_TOLERANCE
+        if peaks not in parts:
+            parts.append(peaks)
+    flat = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+
+    def listed(values):
+        said = [f"{v / 1e9:.0f}" for v in values]
+        return ", ".join(said[:-1]) + " and " + said[-1] if len(said) > 1 else said[0]
+
+    f32, bf16 = listed([p[0] for p in parts]), listed([p[1] for p in parts])
+    assert f"(float32 {f32}, bfloat16 {bf16} GFLOP/s in its {len(parts)} parts)" in flat
+    assert "on one CPU on 2026-12-04" in flat
+    readme = README.read_text(encoding="utf-8")
+    assert "<!-- generated: runtimes docs/runs/runtimes/runtimes-fresh.json table brief -->" in (
+        readme
+    )
 
 
 def test_the_folded_pass_is_not_claimed_fastest_at_every_size():
