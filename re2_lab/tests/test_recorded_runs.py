@@ -1162,6 +1162,7 @@ def test_the_one_run_runtimes_record_is_one_run_of_every_variant():
     f32, bf16 = listed([p[0] for p in parts]), listed([p[1] for p in parts])
     assert f"(float32 {f32}, bfloat16 {bf16} GFLOP/s in its {len(parts)} parts)" in flat
     assert "on one CPU on 2026-12-04" in flat
+    assert len(variants) == 9 and "command run once over all nine variants" in flat
     readme = README.read_text(encoding="utf-8")
     assert "<!-- generated: runtimes docs/runs/runtimes/runtimes-fresh.json table brief -->" in (
         readme
