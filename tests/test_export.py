@@ -26,6 +26,7 @@ from re2_tf.data.vocab import Vocab
 from re2_tf.machine import cpu_units
 from re2_tf.models import build_re2
 from re2_tf.serving import folded
+from re2_tf.serving.backends import FoldedRE2Backend
 from re2_tf.serving.export import (
     BATCH_MISMATCH,
     ID_RANGE,
@@ -158,6 +159,49 @@ def test_an_unknown_convolution_form_is_refused():
     ids = tf.constant([[3, 4]], tf.int32)
     with pytest.raises(ValueError, match="convolution must be one of"):
         folded.re2_forward(params, ids, ids, convolution="fft")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_without_xla_the_products_kernels_are_graph_constants(precision):
+    # oneDNN keeps a constant kernel reordered for its blocked product kernels (a variable's
+    # is multiplied in its plain layout): without XLA every product's kernel is a Const of
+    # the traced graph, while the embedding, the biases and the temperatures stay variables
+    # (a constant all-zero bias would be folded away, and with it the fused bias). Under XLA
+    # every array stays a variable.
+    model = _tiny_model(50, seed=1)
+    head = model.get_layer("prediction").dense_2
+    dtype = tf.bfloat16 if precision == "bf16" else tf.float32
+    expected = tf.cast(head.kernel, dtype).numpy().astype(np.float32)  # W = V / ||V|| * g
+    ids = tf.constant([[3, 4, 5], [6, 0, 0]], tf.int32)
+    for xla in (False, True):
+        backend = FoldedRE2Backend(model, precision, xla=xla)
+        graph = (
+            tf.function(lambda a, b, backend=backend: backend({"text1": a, "text2": b}))
+            .get_concrete_function(ids, ids)
+            .graph
+        )
+        constants = [
+            tf.make_ndarray(op.get_attr("value")).astype(np.float32)
+            for op in graph.get_operations()
+            if op.type == "Const" and len(op.outputs[0].shape) >= 2
+        ]
+        held = {v.name.split(":")[0]: v.shape.rank for v in backend.variables}
+        has_head = any(c.shape == expected.shape and np.array_equal(c, expected) for c in constants)
+        if xla:
+            assert not has_head
+            assert {"pred/dense_2/kernel", "block0/fusion/k12"} <= set(held)
+        else:
+            assert has_head
+            assert {k: r for k, r in held.items() if r >= 2} == {"embedding": 2}
+            assert {"pred/dense_2/bias", "block0/fusion/b12", "block1/align/temperature"} <= set(
+                held
+            )
+        # Either way the backend computes the model's logits.
+        np.testing.assert_allclose(
+            backend({"text1": ids, "text2": ids}).numpy(),
+            model({"text1": ids, "text2": ids}, training=False).numpy(),
+            **({"atol": 1e-5} if precision == "fp32" else {"atol": 0.1, "rtol": 0.02}),
+        )
 
 
 # ------------------------------------------------------------------- SavedModel contract

@@ -28,6 +28,7 @@ form it computes by it).
 from __future__ import annotations
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from re2_tf.models.bert_matchlstm import head_logits
@@ -149,29 +150,55 @@ class KerasBackend(tf.Module):
 
 
 class _FoldedWeights(tf.Module):
-    """A folded parameter dict held for an export: its arrays as untrainable ``tf.Variable``s in
-    ``dtype``, tracked by the SavedModel under their keys with ``.`` for ``/``; its structure
+    """A folded parameter dict held for an export: its arrays in ``dtype``, as untrainable
+    ``tf.Variable``s tracked by the SavedModel under their keys with ``.`` for ``/``, or, with
+    ``constant_kernels``, its product weights as constants of the traced graph; its structure
     entries (layer counts, epsilon, flags: ``structure_keys``) kept apart as Python values.
+
+    Constant kernels are for exports run by TensorFlow's own kernels (``--xla=false``). There
+    TensorFlow's oneDNN product kernels (``_MklNativeFusedMatMul``, ``_MklNativeConv2D``) see
+    that their weight input is a graph constant (the layout pass's ``is_filter_const``): they
+    let oneDNN choose the weights' blocked layout, reorder them once and keep them, and run
+    the product on oneDNN's blocked (``brgemm``) kernels; given a variable, they reorder a
+    convolution's filter on every call and run a dense layer's product on plain-layout
+    weights. Biases stay variables: a constant all-zero bias (a freshly initialised model's)
+    is removed by Grappler's constant folding, and with it the bias-and-activation fusion into
+    the product. The profile and the timings: ``docs/performance.md``, "Constant kernels".
 
     Args:
         params: ``{name: array or structure value}`` from a ``fold_*`` function.
         structure_keys: the keys of ``params`` that are not arrays.
-        dtype: the variables' dtype.
+        dtype: the arrays' dtype.
+        constant_kernels: hold every array of rank 2 or more whose key does not start with
+            ``embedding`` (the products' kernels; embeddings are gathered, not multiplied)
+            as a constant rather than a variable.
     """
 
-    def __init__(self, params, structure_keys, dtype):
+    def __init__(self, params, structure_keys, dtype, constant_kernels=False):
         super().__init__(name="folded_weights")
         self._structure = {k: params[k] for k in structure_keys}
+        arrays = {k: v for k, v in params.items() if k not in self._structure}
+        constant = {
+            k
+            for k, v in arrays.items()
+            if constant_kernels and np.ndim(v) >= 2 and not k.startswith("embedding")
+        }
+        # Untracked: NumPy arrays, written into each traced graph as constants.
+        object.__setattr__(
+            self, "_constants", {k: tf.cast(arrays[k], dtype).numpy() for k in constant}
+        )
         self.arrays = {
             k.replace("/", "."): tf.Variable(tf.cast(v, dtype), trainable=False, name=k)
-            for k, v in params.items()
-            if k not in self._structure
+            for k, v in arrays.items()
+            if k not in constant
         }
 
     def params(self):
-        """The parameter dict again, arrays as the variables (read at trace time)."""
+        """The parameter dict again: arrays as the variables, and the constant kernels as
+        ``tf.constant``s made at trace time (``Const`` nodes of the traced graph)."""
         params = dict(self._structure)
         params.update({k.replace(".", "/"): v for k, v in self.arrays.items()})
+        params.update({k: tf.constant(v) for k, v in self._constants.items()})
         return params
 
 
@@ -181,7 +208,9 @@ class FoldedRE2Backend(tf.Module):
     Args:
         model: a model built by ``re2_tf.models.build_re2``.
         precision: ``fp32`` or ``bf16``.
-        xla: unused (the same graph either way).
+        xla: whether the export compiles the backend with XLA. Without XLA the products'
+            kernels are constants of the graph (``_FoldedWeights``' ``constant_kernels``);
+            under XLA, variables (XLA compiles the graph by its own rules).
         joint: run both texts as one sequence (see :func:`folded.re2_forward`).
     """
 
@@ -194,7 +223,9 @@ class FoldedRE2Backend(tf.Module):
         self._dtype = tf.bfloat16 if precision == "bf16" else tf.float32
         self._joint = bool(joint)
         params = folded_lib.fold_re2(model)
-        self.folded = _FoldedWeights(params, folded_lib.structure_of(params), self._dtype)
+        self.folded = _FoldedWeights(
+            params, folded_lib.structure_of(params), self._dtype, constant_kernels=not xla
+        )
 
     def __call__(self, features, convolution="conv1d"):
         return folded_lib.re2_forward(
@@ -253,7 +284,9 @@ class FoldedBertBackend(tf.Module):
             raise ValueError(f"{model.name}: expected one BERT backbone, found {len(backbones)}")
         self._dtype = tf.bfloat16 if precision == "bf16" else tf.float32
         params = folded_bert_lib.fold_bert(backbones[0])
-        self.folded = _FoldedWeights(params, folded_bert_lib.STRUCTURE_KEYS, self._dtype)
+        self.folded = _FoldedWeights(
+            params, folded_bert_lib.STRUCTURE_KEYS, self._dtype, constant_kernels=True
+        )
         # The head's layers run on the folded outputs; the model is held untracked and its
         # head's tf.Variables tracked directly (see KerasBackend).
         object.__setattr__(self, "model", model)
