@@ -174,7 +174,7 @@ def _measure(
 
 def export_ab(
     script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES, openvino=False,
-    bf16=False,
+    bf16=False, keep=None, out=None,
 ):  # fmt: skip
     """A change to the library timed against the revision ``before`` it: each benchmark
     variant (random weights) exported by ``before`` (checked out with :func:`checkout`) and
@@ -195,6 +195,11 @@ def export_ab(
         shapes: ``[(batch, length, timed batches)]``.
         openvino: add the OpenVINO paths.
         bf16: add each side's bfloat16 export without XLA (``bf16 xla=False``).
+        keep: the path names to time on each side (``XLA``, ``xla=False``, ``onnxruntime``,
+            ``bf16 xla=False``, ``openvino f32``, ``openvino bf16``); all by default.
+            ``XLA``, the agreement's reference, is always timed.
+        out: a JSON file the record is written to after each variant (a killed run keeps
+            the variants it finished).
 
     Returns:
         The record (:func:`re2_lab.roofline.ab_record`): ``before``/``after`` commits,
@@ -225,7 +230,13 @@ def export_ab(
                 work = tmp / variant.replace(" ", "_")
                 paths = paired_sides(
                     {
-                        side: _exports(source, work / side, model, variant, precisions, bf16)
+                        side: {
+                            name: path
+                            for name, path in _exports(
+                                source, work / side, model, variant, precisions, bf16
+                            ).items()
+                            if keep is None or name in {"XLA", *keep}
+                        }
                         for side, source in (("before", old), ("after", Path(repo)))
                     }
                 )
@@ -233,6 +244,8 @@ def export_ab(
                     record, variant, paths, featurizers, shapes, rounds, work,
                     reference="before XLA",
                 )  # fmt: skip
+                if out is not None:
+                    Path(out).write_text(json.dumps(record, indent=1) + "\n")
                 print(f"| {variant} | " + " | ".join(
                     f"{key} {statistics.median(v):.2f} ms" for key, v in medians.items()
                 ) + " |", flush=True)  # fmt: skip
@@ -339,9 +352,10 @@ def paths_ab_main(script, variants, paths, **options):
 
 def export_ab_main(script, variants, **options):
     """A ``docs/runs/`` A/B script's main: :func:`export_ab` of ``variants`` with the
-    script's ``--before=<revision>``, ``--rounds=N`` (3 by default) and
-    ``--variants=<name>,...`` (those of ``variants`` to measure; all by default) arguments,
-    the record written beside ``script`` as ``<its stem>.json``.
+    script's ``--before=<revision>``, ``--rounds=N`` (3 by default),
+    ``--variants=<name>,...`` (those of ``variants`` to measure; all by default) and
+    ``--paths=<name>,...`` (:func:`export_ab`'s ``keep``) arguments, the record written beside
+    ``script`` as ``<its stem>.json``.
 
     Args:
         script: the script's ``__file__``, inside the repository's ``docs/runs/``.
@@ -358,8 +372,11 @@ def export_ab_main(script, variants, **options):
         if unknown:
             raise ValueError(f"--variants: {unknown} not among {list(known)}")
         variants = [known[v] for v in args["variants"].split(",")]
+    if "paths" in args:
+        options["keep"] = args["paths"].split(",")
     record = export_ab(
         str(script.relative_to(repo)), args, variants,
-        before=args["before"], rounds=int(args.get("rounds", 3)), repo=repo, **options,
+        before=args["before"], rounds=int(args.get("rounds", 3)), repo=repo,
+        out=script.with_suffix(".json"), **options,
     )  # fmt: skip
     script.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
