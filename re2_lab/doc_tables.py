@@ -74,7 +74,11 @@ Kinds (paths relative to the repository root):
   product of a network timed alone in each runtime: per batch and product (``batch x m x k
   x n``), each runtime's median ms over the rounds and the GFLOP/s that gives, then all the
   products' sum per round (median and range); then, where the record has them, the whole
-  network's paths, agreement and profiles as an ``ab`` record's; the CPU and the command.
+  network's paths, agreement and profiles as an ``ab`` record's; the CPU and the command;
+- ``onednn <record.json>``: ``docs/runs/roofline/onednn_primitives.py``'s record, the oneDNN
+  primitives TensorFlow ran per call for one export at two revisions: per variant, batch and
+  (kind, implementation), how many ran per call and their ms per call before and after, then
+  every primitive's ms per call; the CPU and the command.
 
 ``python -m re2_lab.cli.summarize --update_docs README.md docs/*.md`` rewrites every block from
 the records, and
@@ -184,6 +188,8 @@ def generate(spec, root=REPO):
         return _training_ab(record) if "models" in record else _paths_ab(record)
     if kind == "products" and len(args) == 1:
         return _products(_read(root / args[0]))
+    if kind == "onednn" and len(args) == 1:
+        return _onednn(_read(root / args[0]))
     if kind == "agreement" and len(args) == 1:
         return _agreement(_read(root / args[0]))
     if kind == "core-install" and len(args) == 1:
@@ -214,7 +220,7 @@ def generate(spec, root=REPO):
         "'core-install <json>', 'export-cost <json>', "
         "'bf16_parts <json>', 'bf16_softmax <json>', "
         "'profiles <json>', 'phases <json>', 'probe-deaths <json>', 'ab <json>', "
-        "'products <json>', "
+        "'products <json>', 'onednn <json>', "
         "'growth <jsonl>' or 'tests <ci log>'"
     )
 
@@ -720,6 +726,41 @@ def _products(record):
     return (
         "\n".join(lines) + f"\n\n{record['rounds']} rounds, {record['threads']} threads, on "
         f"{describe_machine(record)}: `{record['command']}`"
+    )
+
+
+def _onednn(record):
+    from re2_lab.throughput import describe_machine
+
+    lines = [
+        "| variant | batch | primitive: implementation | before: per call (ms) "
+        "| after: per call (ms) |",
+        "|---|---|---|---:|---:|",
+    ]
+
+    def cell(entry):
+        return f"{entry['per_call']:g} ({entry['ms']:.3f})" if entry else "—"
+
+    for variant, sides in record["variants"].items():
+        batches = sorted({int(key.split("@")[1]) for key in sides})
+        for batch in batches:
+            before, after = sides[f"before@{batch}"], sides[f"after@{batch}"]
+            for key in list(before) + [k for k in after if k not in before]:
+                lines.append(
+                    f"| {variant} | {batch} × 20 | {key} | {cell(before.get(key))} "
+                    f"| {cell(after.get(key))} |"
+                )
+            lines.append(
+                f"| {variant} | {batch} × 20 | **all** | "
+                f"{sum(e['per_call'] for e in before.values()):g} "
+                f"({sum(e['ms'] for e in before.values()):.3f}) | "
+                f"{sum(e['per_call'] for e in after.values()):g} "
+                f"({sum(e['ms'] for e in after.values()):.3f}) |"
+            )
+    return (
+        "\n".join(lines) + f"\n\nbefore = {record['before'][:7]}, after = "
+        f"{record['after'][:7]}; {record['calls']} calls per export and batch, "
+        f"{record['threads']} threads, on {describe_machine(record)}: `{record['command']}`"
     )
 
 

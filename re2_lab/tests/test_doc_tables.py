@@ -2,6 +2,7 @@
 hand-written records whose tables are worked out here by hand."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -774,6 +775,73 @@ def test_a_product_kernels_record_reads_as_ms_gflops_and_summed_rounds(tmp_path)
         "2.00 (2.00-2.00) |"
     )
     assert lines[-1] == "3 rounds, 2 threads, on 2 cores of X (avx2), 2026-01-02: `c3`"
+
+
+def test_an_onednn_block_sets_each_primitive_before_beside_after(tmp_path):
+    # by hand: before ran 4 gemm inner products (1.2 ms) and 2 reorders (0.3 ms) per call, 6
+    # primitives in 1.5 ms; after 4 brgemm ones (0.6 ms), no reorder: 4 in 0.6 ms
+    record = {
+        "command": "c4",
+        "cpu": "X",
+        "cpu_features": ["avx2"],
+        "cpu_count": 2,
+        "date": "2026-01-02 10:00 UTC",
+        "rounds": 1,
+        "threads": 2,
+        "before": "a" * 40,
+        "after": "b" * 40,
+        "calls": 20,
+        "variants": {
+            "V": {
+                "before@8": {
+                    "inner_product: x64:gemm:jit": {"per_call": 4, "ms": 1.2},
+                    "reorder: jit:uni": {"per_call": 2, "ms": 0.3},
+                },
+                "after@8": {"inner_product: brgemm:avx512_core_bf16": {"per_call": 4, "ms": 0.6}},
+            }
+        },
+    }
+    (tmp_path / "o.json").write_text(json.dumps(record))
+    lines = doc_tables.generate("onednn o.json", tmp_path).splitlines()
+    assert lines[2:6] == [
+        "| V | 8 × 20 | inner_product: x64:gemm:jit | 4 (1.200) | — |",
+        "| V | 8 × 20 | reorder: jit:uni | 2 (0.300) | — |",
+        "| V | 8 × 20 | inner_product: brgemm:avx512_core_bf16 | — | 4 (0.600) |",
+        "| V | 8 × 20 | **all** | 6 (1.500) | 4 (0.600) |",
+    ]
+    assert lines[-1] == (
+        "before = aaaaaaa, after = bbbbbbb; 20 calls per export and batch, 2 threads, on 2 "
+        "cores of X (avx2), 2026-01-02: `c4`"
+    )
+
+
+def test_onednn_verbose_lines_are_summed_per_kind_and_implementation():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "onednn_primitives",
+        Path(__file__).resolve().parents[2] / "docs/runs/roofline/onednn_primitives.py",
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    line = "onednn_verbose,v1,primitive,exec,cpu,{},{},fwd,src:bf16,,mb8ic4oc2,{}"
+    stdout = "\n".join(
+        [
+            line.format("reorder", "jit:uni", 9.0),  # a warm-up call's: not counted
+            "=== calls",
+            line.format("inner_product", "x64:gemm:jit", 0.5),
+            line.format("reorder", "jit:uni", 0.1),
+            "onednn_verbose,v1,primitive,create:cache_miss,cpu,reorder,jit:uni,x,0.2",
+            line.format("inner_product", "x64:gemm:jit", 0.7),
+            "=== end",
+            line.format("reorder", "jit:uni", 9.0),
+        ]
+    )
+    # 2 calls: the gemm ran twice in 1.2 ms (1 per call, 0.6 ms), the reorder once in 0.1
+    assert module.primitives(stdout, 2) == {
+        "inner_product: x64:gemm:jit": {"per_call": 1.0, "ms": 0.6},
+        "reorder: jit:uni": {"per_call": 0.5, "ms": 0.05},
+    }
 
 
 def test_a_bench_record_of_getrusage_memory_is_noted_as_such(tmp_path):
