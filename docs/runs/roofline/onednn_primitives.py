@@ -43,7 +43,8 @@ benchmarking.export_benchmark_model(
     spec, spec.benchmark[variant]["hparams"], out, xla=False, precision="bf16"
 )
 """
-#: Run in a fresh process with ``ONEDNN_VERBOSE=1``: only TensorFlow and NumPy.
+#: Run in a fresh process with ``ONEDNN_VERBOSE=1``: only TensorFlow and NumPy (and
+#: TensorFlow Text where the export's WordPiece needs its ops, as ``timing_worker.py``).
 WORKER = r"""
 import sys
 import numpy as np
@@ -51,7 +52,15 @@ import tensorflow as tf
 path, signature, inputs_file, calls = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 tf.config.threading.set_intra_op_parallelism_threads(2)
 tf.config.threading.set_inter_op_parallelism_threads(1)
-function = tf.saved_model.load(path).signatures[signature]
+try:
+    loaded = tf.saved_model.load(path)
+except Exception as error:  # BERT's WordPiece exports use TF Text ops: register them
+    if "Op type not registered" not in str(error):
+        raise
+    import tensorflow_text  # noqa: F401
+
+    loaded = tf.saved_model.load(path)
+function = loaded.signatures[signature]
 data = np.load(inputs_file)
 batches = [
     {k.split("/", 1)[1]: tf.constant(data[k]) for k in data.files if k.startswith(f"{i}/")}
