@@ -3373,3 +3373,102 @@ def test_the_export_cost_record_counts_its_processes_and_the_docs_say_its_record
     assert (after[1]["processes"], before[1]["processes"]) == (20, 24)
     assert after[1]["seconds"] > before[1]["seconds"]
     assert "(20 against 24 processes all told, 10 against 4 of them close calls)" in text
+
+
+def test_constant_kernels_reading_is_its_records():
+    """docs/performance.md's reading of docs/runs/roofline/onednn_primitives.json and
+    constant_kernels_ab.json: the primitives' implementations and per-call totals before and
+    after the products' kernels became graph constants, every path's time after over before
+    paired round by round, the conclusions drawn from them (read against the XLA control's
+    spread), the bfloat16 export against OpenVINO bf16 in the same run, the profile figures
+    quoted, and every path's agreement."""
+    onednn = json.loads((RUNS / "roofline" / "onednn_primitives.json").read_text())
+    record = json.loads((RUNS / "roofline" / "constant_kernels_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    for r in (onednn, record):
+        assert r["before"].startswith("82dff8e") and r["cpu"] == "AMD EPYC"
+    assert record["rounds"] == 3 and record["after"].startswith("669f92b")
+    assert f"`{record['command']}` (run at 669f92b, which has the change)" in text
+
+    # the primitives: every folded dense layer on brgemm after, the head's one gemm left
+    for variant, sides in onednn["variants"].items():
+        for batch in (8, 512):
+            before, after = sides[f"before@{batch}"], sides[f"after@{batch}"]
+            assert "inner_product: brgemm:avx512_core_bf16" not in before
+            gemm = after.get("inner_product: x64:gemm:jit", {"per_call": 0})["per_call"]
+            assert gemm == (1 if variant == "BERT (h_0)" else 0)
+    re2 = onednn["variants"]["RE2 1 block"]
+    assert re2["before@8"]["reorder: jit:uni"]["per_call"] == 5
+    assert re2["after@8"]["reorder: jit:uni"]["per_call"] == 2
+    assert "per-call reorders went from 5 to 2" in text
+
+    def total(variant, side, batch):
+        return sum(e["ms"] for e in onednn["variants"][variant][f"{side}@{batch}"].values())
+
+    one, three, bert = "RE2 1 block", "RE2 3 blocks", "BERT (h_0)"
+    assert (
+        f"RE2 1 block's primitives took {total(one, 'before', 8):.2f} against "
+        f"{total(one, 'after', 8):.2f} ms per call at 8 × 20 and "
+        f"{total(one, 'before', 512):.2f} against {total(one, 'after', 512):.2f} at 512 × 20, "
+        f"BERT (h_0)'s {total(bert, 'before', 8):.2f} against {total(bert, 'after', 8):.2f} and "
+        f"{total(bert, 'before', 512):.2f} against {total(bert, 'after', 512):.2f}"
+    ) in text
+
+    def paired(variant, path, batch):
+        return _after_over_before(record, variant, path, batch)
+
+    for variant in (one, three, bert):
+        for path in ("XLA", "xla=False", "bf16 xla=False", "openvino bf16"):
+            label = "XLA (the default export)" if path == "XLA" else path
+            row = f"| {variant} | {label} | {_ratio_cell(paired(variant, path, 8))} | "
+            assert row + f"{_ratio_cell(paired(variant, path, 512))} |" in text
+    control = [paired(v, "XLA", 8)[1] for v in (one, three)]
+    assert f"took {control[0]:.2f} (RE2 1 block) and {control[1]:.2f} (RE2 3 blocks)" in text
+    gains = {
+        (one, 8): "at 8 × 20 on RE2 1 block",
+        (three, 8): "and RE2 3 blocks",
+        (three, 512): "and at 512 × 20 on RE2 3 blocks",
+        (bert, 512): "and BERT (h_0)",
+    }
+    for (variant, batch), words in gains.items():
+        median, _, most, _ = paired(variant, "bf16 xla=False", batch)
+        assert most < 1
+        assert f"{words} ({median:.2f}, every round at most {most:.2f})" in text
+    for variant, batch in ((one, 512), (bert, 8)):
+        median, least, most, _ = paired(variant, "bf16 xla=False", batch)
+        assert least < 1 < most
+        assert f"({median:.2f}, rounds from {least:.2f} to {most:.2f})" in text
+    f32 = paired(one, "xla=False", 8)
+    assert f32[2] < 1 and f"on RE2 1 block ({f32[0]:.2f}, every round at most {f32[2]:.2f})" in text
+
+    def against(variant, batch, side):
+        def median(path):
+            return statistics.median(record["variants"][variant][f"{side} {path}@{batch}"])
+
+        return median("bf16 xla=False") / median("openvino bf16")
+
+    assert (
+        f"the bfloat16 export is now {against(one, 8, 'after'):.2f}× at 8 × 20 on RE2 1 block "
+        f"({against(one, 8, 'before'):.2f}× before) and {against(three, 8, 'after'):.2f}× on "
+        f"RE2 3 blocks ({against(three, 8, 'before'):.2f}×), {against(bert, 8, 'after'):.2f}× "
+        f"on BERT (h_0) ({against(bert, 8, 'before'):.2f}×); at 512 × 20 it is faster than "
+        f"OpenVINO bf16 on both RE2 sizes ({against(one, 512, 'after'):.2f}× and "
+        f"{against(three, 512, 'after'):.2f}×) and {against(bert, 512, 'after'):.2f}× on BERT"
+    ) in text
+    assert all(against(v, 8, "after") > 1.2 for v in (one, three, bert))
+    assert all(against(v, 512, "after") < 1 for v in (one, three))
+    kinds = record["profiles"][one]["after bf16 xla=False@8"]
+    products = ("_MklNativeFusedMatMul", "_MklNativeFusedConv2D", "_MklBatchMatMulV2")
+    k = kinds["kinds"]
+    assert (
+        f"(`_MklNativeFusedMatMul` {k[products[0]]:.2f}, `_MklNativeFusedConv2D` "
+        f"{k[products[1]]:.2f}, `_MklBatchMatMulV2` {k[products[2]]:.2f} thread-ms per call) "
+        f"took {sum(k[p] for p in products):.2f} of the {kinds['op_ms']:.2f} thread-ms in "
+        f"kernels, and `ConcatV2` alone {k['ConcatV2']:.2f}"
+    ) in text
+    f32_rows, bf16_rows = _agreement_rows(record)
+    assert all(row["argmax_agreement"] == 1.0 for row in f32_rows)
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in f32_rows):.0e}" in text
+    assert min(row["argmax_agreement"] for row in bf16_rows) >= 0.995
+    assert "on at least 99.5 % of each shape's pairs, before and after alike" in text
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in bf16_rows):.0e}; random" in text

@@ -15,11 +15,13 @@ when the export asks for it); no Keras and no ``re2_tf`` code is needed to serve
 ``re2_folded``
     RE2 from folded weights (:mod:`re2_tf.serving.folded`: weight normalisation folded into
     plain kernels, fusion G1/G2 as one matmul, the two texts run as one sequence); fp32 or
-    bf16 (weights and compute in bfloat16, logits float32).
+    bf16 (weights and compute in bfloat16, logits float32). Without XLA the products' kernels
+    are constants of the exported graph (``_FoldedWeights``).
 ``bert_folded``
     BERT+MatchLSTM with its BERT as a forward pass over plain weights
     (:mod:`re2_tf.serving.folded_bert`) and the model's own head layers on its outputs, in an
-    ``--xla=false`` export; under XLA the Keras model (``keras``). fp32 or bf16.
+    ``--xla=false`` export, its products' kernels constants of the graph as ``re2_folded``'s;
+    under XLA the Keras model (``keras``). fp32 or bf16.
 
 Every backend takes ``xla``: whether the export compiles it with XLA (a backend may pick the
 form it computes by it).
