@@ -5,9 +5,9 @@ after a change (issue 51, item 1: the profile behind "Constant kernels" in
 For each benchmark variant (random weights) the ``--before`` git revision and this checkout
 each export ``--xla=false --precision=bf16``. For each export and batch (8 x 20 and 512 x 20,
 on :func:`re2_lab.roofline.ab_inputs`' batches), a fresh process with 2 intra-op threads and
-``ONEDNN_VERBOSE=1`` loads the export, makes 5 untimed calls, then ``--calls`` calls whose
-verbose lines it keeps. oneDNN writes one line per primitive it executes, with the
-primitive's kind, the implementation oneDNN chose (``brgemm:avx512_core_bf16``,
+``ONEDNN_VERBOSE=1`` loads the export as the timing worker does, makes 5 untimed calls,
+then ``--calls`` calls whose verbose lines it keeps. oneDNN writes one line per primitive it
+executes, with the primitive's kind, the implementation oneDNN chose (``brgemm:avx512_core_bf16``,
 ``x64:gemm:jit``, ...) and its time in ms. The record sums them per (kind, implementation):
 how many ran per call and their ms per call.
 
@@ -43,34 +43,27 @@ benchmarking.export_benchmark_model(
     spec, spec.benchmark[variant]["hparams"], out, xla=False, precision="bf16"
 )
 """
-#: Run in a fresh process with ``ONEDNN_VERBOSE=1``: only TensorFlow and NumPy (and
-#: TensorFlow Text where the export's WordPiece needs its ops, as ``timing_worker.py``).
+#: Run in a fresh process with ``ONEDNN_VERBOSE=1``: the export loaded and its batches read
+#: by the library's timing worker (``re2_tf/serving/timing_worker.py``, a script: this process
+#: imports TensorFlow, not re2_tf), with 2 intra-op threads and 1 inter-op thread.
 WORKER = r"""
+import importlib.util
 import sys
-import numpy as np
-import tensorflow as tf
+from pathlib import Path
+sys.path.insert(
+    0, str(Path(importlib.util.find_spec("re2_tf").submodule_search_locations[0]) / "serving")
+)
+from timing_worker import load, read_batches
 path, signature, inputs_file, calls = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-tf.config.threading.set_intra_op_parallelism_threads(2)
-tf.config.threading.set_inter_op_parallelism_threads(1)
-try:
-    loaded = tf.saved_model.load(path)
-except Exception as error:  # BERT's WordPiece exports use TF Text ops: register them
-    if "Op type not registered" not in str(error):
-        raise
-    import tensorflow_text  # noqa: F401
-
-    loaded = tf.saved_model.load(path)
-function = loaded.signatures[signature]
-data = np.load(inputs_file)
-batches = [
-    {k.split("/", 1)[1]: tf.constant(data[k]) for k in data.files if k.startswith(f"{i}/")}
-    for i in range(4)
-]
+call, _ = load(
+    {"path": path, "signature": signature, "intra_op_threads": 2, "inter_op_threads": 1}
+)
+batches = read_batches(inputs_file)
 for i in range(5):
-    function(**batches[i % 4])
+    call(batches[i % 4])
 print("=== calls", flush=True)
 for i in range(calls):
-    function(**batches[i % 4])
+    call(batches[i % 4])
 print("=== end", flush=True)
 """
 
