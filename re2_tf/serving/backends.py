@@ -159,7 +159,7 @@ class _FoldedWeights(tf.Module):
 
     Constant kernels are for exports run by TensorFlow's own kernels (``--xla=false``). There
     TensorFlow's oneDNN product kernels (``_MklNativeFusedMatMul``, ``_MklNativeConv2D``) see
-    that their weight input is a graph constant (the layout pass's ``is_filter_const``): they
+    that their weight input is a graph constant: they
     let oneDNN choose the weights' blocked layout, reorder them once and keep them, and run
     the product on oneDNN's blocked (``brgemm``) kernels; given a variable, they reorder a
     convolution's filter on every call and run a dense layer's product on plain-layout
