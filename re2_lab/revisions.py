@@ -374,9 +374,8 @@ def export_ab_main(script, variants, **options):
         variants = [known[v] for v in args["variants"].split(",")]
     if "paths" in args:
         options["keep"] = args["paths"].split(",")
-    record = export_ab(
+    return export_ab(
         str(script.relative_to(repo)), args, variants,
         before=args["before"], rounds=int(args.get("rounds", 3)), repo=repo,
         out=script.with_suffix(".json"), **options,
     )  # fmt: skip
-    script.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")

@@ -25,10 +25,8 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from re2_lab.revisions import checkout, commit
+from re2_lab.revisions import _script_arguments, checkout, commit
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
 VARIANTS = "re2:RE2 1 block,bert_matchlstm:BERT (h_0)"
 #: ``(batch, length)`` of each run.
 SHAPES = ((8, 20), (512, 20))
@@ -93,33 +91,34 @@ def main():
     from re2_tf.models import get_spec
     from re2_tf.serving import runtimes
 
-    args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+    script, repo, args = _script_arguments(__file__)
     calls = int(args.get("calls", 20))
     chosen = [tuple(v.split(":", 1)) for v in args.get("variants", VARIANTS).split(",")]
-    script = str(Path(__file__).resolve().relative_to(REPO))
     record = ab_record(
-        script, args, 1, before=commit(REPO, args["before"]), after=commit(REPO),
-        calls=calls, variants={},
+        str(script.relative_to(repo)), args, 1, before=commit(repo, args["before"]),
+        after=commit(repo), calls=calls, variants={},
     )  # fmt: skip
-    out = HERE / "onednn_primitives.json"
+    out = script.with_suffix(".json")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        with checkout(args["before"], tmp / "before_checkout", REPO) as old:
+        with checkout(args["before"], tmp / "before_checkout", repo) as old:
             for model, variant in chosen:
                 spec = get_spec(model)
                 hparams = dict(spec.defaults(), **spec.benchmark[variant]["hparams"])
                 featurizers = benchmarking.synthetic_featurizers(spec, hparams, 30000)
                 work = tmp / variant.replace(" ", "_")
+                work.mkdir()
+                for batch, length in SHAPES:  # one inputs file per batch, for both sides
+                    ab_inputs(featurizers, batch, length, work)
                 entry = record["variants"][variant] = {}
-                for side, source in (("before", old), ("after", REPO)):
+                for side, source in (("before", old), ("after", repo)):
                     export = work / side
                     subprocess.run(
                         [sys.executable, "-c", EXPORT, str(export), model, variant],
                         check=True, capture_output=True, cwd=source,
                         env=dict(os.environ, PYTHONPATH=str(source)),
                     )  # fmt: skip
-                    for batch, length in SHAPES:
-                        ab_inputs(featurizers, batch, length, work)
+                    for batch, _ in SHAPES:
                         run = subprocess.run(
                             [sys.executable, "-c", WORKER, str(export), runtimes.SIGNATURE,
                              str(work / f"inputs_{batch}.npz"), str(calls)],
