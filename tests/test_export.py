@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.core.protobuf import config_pb2
+from tensorflow.core.protobuf import config_pb2, saved_model_pb2
 from tensorflow.python.util import _pywrap_util_port
 from test_serving_choice import fastest_agreeing
 from weights import randomize_weights
@@ -950,6 +950,41 @@ def test_an_xla_false_re2_export_keeps_a_portable_signature_for_converters(
 
     assert "Conv2D" in op_types(loaded_plain.signatures["serving_ids"])
     assert not {"Conv2D", "Conv1D"} & op_types(portable)
+
+
+def test_an_xla_false_export_holds_each_constant_kernel_once_per_model_function(
+    run_and_export, tmp_path
+):
+    """Without XLA the products' kernels are constants of the traced model function; every
+    signature that runs that function calls one trace of it, so saved_model.pb holds the
+    head's weight-normed kernel twice -- once in the function serving_default and
+    serving_ids share, once in serving_ids_portable's (its products form) -- not once per
+    signature."""
+    run_dir, _, model, _ = run_and_export
+    plain = export_run(
+        run_dir, tmp_path / "plain", max_length=64, length_buckets=[8, 16, 32], xla=False,
+        serving=SAVEDMODEL,
+    )  # fmt: skip
+    expected = model.get_layer("prediction").dense_2.kernel.numpy()  # W = V / ||V|| * g
+
+    def holders(library):
+        return [
+            f.signature.name
+            for f in library.function
+            for n in f.node_def
+            if n.op == "Const" and np.array_equal(tf.make_ndarray(n.attr["value"].tensor), expected)
+        ]
+
+    saved = saved_model_pb2.SavedModel()
+    saved.ParseFromString((plain / "saved_model.pb").read_bytes())
+    assert len(holders(saved.meta_graphs[0].graph_def.library)) == 2
+    signatures = tf.saved_model.load(str(plain)).signatures
+    held = {
+        name: holders(signatures[name].graph.as_graph_def().library)
+        for name in ("serving_default", "serving_ids", "serving_ids_portable")
+    }
+    assert all(len(h) == 1 for h in held.values()), held
+    assert held["serving_default"] == held["serving_ids"] != held["serving_ids_portable"]
 
 
 def test_litert_loop_form_is_set_for_the_trace_only():

@@ -159,13 +159,15 @@ class _FoldedWeights(tf.Module):
 
     Constant kernels are for exports run by TensorFlow's own kernels (``--xla=false``). There
     TensorFlow's oneDNN product kernels (``_MklNativeFusedMatMul``, ``_MklNativeConv2D``) see
-    that their weight input is a graph constant: they
-    let oneDNN choose the weights' blocked layout, reorder them once and keep them, and run
-    the product on oneDNN's blocked (``brgemm``) kernels; given a variable, they reorder a
-    convolution's filter on every call and run a dense layer's product on plain-layout
-    weights. Biases stay variables: a constant all-zero bias (a freshly initialised model's)
-    is removed by Grappler's constant folding, and with it the bias-and-activation fusion into
-    the product. The profile and the timings: ``docs/performance.md``, "Constant kernels".
+    that their weight input is a graph constant: they let oneDNN choose the weights' blocked
+    layout, reorder them once and keep them, and run the product on oneDNN's blocked
+    (``brgemm``) kernels; given a variable, they reorder a convolution's filter on every call
+    and run a dense layer's product on plain-layout weights. Biases stay variables: a
+    constant all-zero bias (a freshly initialised model's) is removed by Grappler's constant
+    folding, and with it the bias-and-activation fusion into the product. Every trace of a
+    function that calls :meth:`params` holds its own copy of the constants, so the export
+    traces each model function once (:class:`re2_tf.serving.export.ServingModule`). The
+    profile and the timings: ``docs/performance.md``, "Constant kernels".
 
     Args:
         params: ``{name: array or structure value}`` from a ``fold_*`` function.

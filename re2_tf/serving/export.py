@@ -221,7 +221,7 @@ def _probabilities(outputs, output):
     return tf.nn.softmax(outputs, axis=-1)
 
 
-def _model_function(backend, output, features, with_probabilities=True):
+def _model_function(backend, output, with_probabilities, features):
     """What the export's model function computes (``jit_compile`` when ``xla``).
 
     With ``with_probabilities`` (the XLA export), the model's outputs, their probabilities and
@@ -236,8 +236,9 @@ def _model_function(backend, output, features, with_probabilities=True):
     bfloat16 rewrite and the output softmax").
 
     Args:
-        backend, output, features: as :func:`_model_outputs`.
+        backend, output: as :func:`_model_outputs`.
         with_probabilities: whether to compute the probabilities and the label id here.
+        features: as :func:`_model_outputs`.
 
     Returns:
         ``{"outputs": float32 [batch] or [batch, classes] (:func:`_model_outputs`)}``, with
@@ -696,18 +697,20 @@ class ServingModule(tf.Module):
         )
         self._max_length = int(max_length)
         self._buckets = _buckets_for(int(max_length), length_buckets)
+        # One trace of each model function, over the features' general shapes, called by
+        # every signature that runs it: a trace holds its own copy of the graph's constants
+        # (the constant kernels of re2_tf.serving.backends._FoldedWeights), so a trace per
+        # caller would write them into the SavedModel once per caller.
         self._core = tf.function(
-            functools.partial(_model_function, backend, output, with_probabilities=self._xla),
+            functools.partial(_model_function, backend, output, self._xla),
             jit_compile=self._xla,
-            reduce_retracing=True,
-        )
+        ).get_concrete_function(self.feature_signature())
         self.serve_features = _features_signature(self)
         self.serve_text = _text_signature(self)
         portable = _portable_form(backend, self._xla)
         self._portable_core = portable and tf.function(
-            functools.partial(_model_function, portable, output, with_probabilities=False),
-            reduce_retracing=True,
-        )
+            functools.partial(_model_function, portable, output, False)
+        ).get_concrete_function(self.feature_signature())
         self.serve_portable = portable and _features_signature(self, self._portable_core)
 
     def feature_signature(self):
