@@ -134,6 +134,16 @@ def _exports(source, out, model, variant, openvino=(), bf16=False):
     return paths
 
 
+def saved_model_sizes(path):
+    """``{"saved_model.pb": bytes, "variables": bytes}``: the size on disk of the SavedModel
+    at ``path``'s graph file and of every file under its ``variables/``."""
+    path = Path(path)
+    return {
+        "saved_model.pb": (path / "saved_model.pb").stat().st_size,
+        "variables": sum(f.stat().st_size for f in (path / "variables").rglob("*") if f.is_file()),
+    }
+
+
 def paired_sides(sides):
     """``{"<side> <name>": path}`` from ``{side: {name: path}}``, each name's sides next to
     each other (``before X``, ``after X``, ``before Y``, ...; a name one side lacks in its
@@ -203,8 +213,9 @@ def export_ab(
 
     Returns:
         The record (:func:`re2_lab.roofline.ab_record`): ``before``/``after`` commits,
-        ``variants`` (``{variant: {"before XLA": [ms per round], ...}}``), ``agreement``
-        and ``profiles`` per variant.
+        ``variants`` (``{variant: {"before XLA": [ms per round], ...}}``), ``agreement``,
+        ``profiles`` and ``sizes`` (each SavedModel path's :func:`saved_model_sizes`) per
+        variant.
     """
     # lazy: TensorFlow (through these) only for an A/B, not for checkout()'s callers
     from re2_lab.roofline import ab_record
@@ -218,7 +229,7 @@ def export_ab(
         script, args, rounds,
         before=commit(repo, before),
         after=commit(repo),
-        variants={}, agreement={}, profiles={},
+        variants={}, agreement={}, profiles={}, sizes={},
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -240,6 +251,11 @@ def export_ab(
                         for side, source in (("before", old), ("after", Path(repo)))
                     }
                 )
+                record["sizes"][variant] = {
+                    name: saved_model_sizes(path)
+                    for name, (path, _) in paths.items()
+                    if (Path(path) / "saved_model.pb").is_file()
+                }
                 medians = _measure(
                     record, variant, paths, featurizers, shapes, rounds, work,
                     reference="before XLA",

@@ -175,3 +175,15 @@ def test_each_paths_two_sides_are_timed_back_to_back():
         ("after openvino f32", "a/ov"),
         ("after bf16", "a/bf16"),
     ]
+
+
+def test_saved_model_sizes_are_the_graph_file_and_every_variables_file(tmp_path):
+    from re2_lab.revisions import saved_model_sizes
+
+    (tmp_path / "variables" / "nested").mkdir(parents=True)
+    (tmp_path / "saved_model.pb").write_bytes(b"x" * 1234)
+    (tmp_path / "variables" / "variables.index").write_bytes(b"i" * 56)
+    (tmp_path / "variables" / "variables.data-00000-of-00001").write_bytes(b"d" * 7000)
+    (tmp_path / "variables" / "nested" / "more").write_bytes(b"m" * 9)
+    (tmp_path / "fingerprint.pb").write_bytes(b"f" * 100)  # neither the graph nor a variable
+    assert saved_model_sizes(tmp_path) == {"saved_model.pb": 1234, "variables": 56 + 7000 + 9}
