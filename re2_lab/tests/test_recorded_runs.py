@@ -3472,3 +3472,24 @@ def test_constant_kernels_reading_is_its_records():
     assert min(row["argmax_agreement"] for row in bf16_rows) >= 0.995
     assert "on at least 99.5 % of each shape's pairs, before and after alike" in text
     assert f"max |Δp| at most {max(row['max_abs_dp'] for row in bf16_rows):.0e}; random" in text
+
+
+def test_shared_trace_reading_is_its_records():
+    """docs/performance.md's "One trace per model function": shared_trace_ab.json's sizes on
+    disk before and after every signature called one trace of the model function, each
+    --xla=false graph file under half its size before, the variables within a kilobyte."""
+    record = json.loads((RUNS / "roofline" / "shared_trace_ab.json").read_text())
+    text = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert record["before"].startswith("0f3e744") and record["cpu"] == "AMD EPYC"
+    assert f"`{record['command']}`" in " ".join(text.split())
+    for variant, sizes in record["sizes"].items():
+        for path in ("XLA", "xla=False", "bf16 xla=False"):
+            before, after = sizes[f"before {path}"], sizes[f"after {path}"]
+            assert abs(before["variables"] - after["variables"]) < 1000  # bytes
+            if "xla=False" in path:
+                assert after["saved_model.pb"] < before["saved_model.pb"] / 2
+
+            def cell(s):
+                return f"{s['saved_model.pb'] / 1e6:.1f} + {s['variables'] / 1e6:.1f}"
+
+            assert f"| {variant} | {path} | {cell(before)} | {cell(after)} |" in text
