@@ -3482,14 +3482,14 @@ def test_shared_trace_reading_is_its_records():
     text = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
     assert record["before"].startswith("0f3e744") and record["cpu"] == "AMD EPYC"
     assert f"`{record['command']}`" in " ".join(text.split())
+
+    def cell(s):
+        return f"{s['saved_model.pb'] / 1e6:.1f} + {s['variables'] / 1e6:.1f}"
+
     for variant, sizes in record["sizes"].items():
         for path in ("XLA", "xla=False", "bf16 xla=False"):
             before, after = sizes[f"before {path}"], sizes[f"after {path}"]
             assert abs(before["variables"] - after["variables"]) < 1000  # bytes
             if "xla=False" in path:
                 assert after["saved_model.pb"] < before["saved_model.pb"] / 2
-
-            def cell(s):
-                return f"{s['saved_model.pb'] / 1e6:.1f} + {s['variables'] / 1e6:.1f}"
-
             assert f"| {variant} | {path} | {cell(before)} | {cell(after)} |" in text
