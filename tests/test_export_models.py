@@ -245,15 +245,16 @@ LOADER_PAIRS = (
 
 
 def _export_variants(name, model, featurizers, export_dir, tmp_path):
-    """``{variant: export dir}``: the default export, ``--xla=false``, and (for RE2's folded
-    backend and one Keras-backend model) ``--precision=bf16``."""
+    """``{variant: export dir}``: the default export, ``--xla=false``, and (for RE2's and
+    BERT's folded passes, the latter with oneDNN's ``_MklLayerNorm`` where this TensorFlow has
+    it, and one Keras-backend model) ``--precision=bf16``."""
     run_dir = json.loads((Path(export_dir) / "assets" / "export_config.json").read_text())[
         "run_dir"
     ]
     variants = {"default": Path(export_dir)}
     options = dict(max_length=MAX_LENGTH, length_buckets=[MAX_LENGTH], serving="savedmodel")
     variants["no_xla"] = export_run(run_dir, tmp_path / "no_xla", xla=False, **options)
-    if name in ("re2", "match_srnn"):
+    if name in ("re2", "match_srnn", "bert_matchlstm"):
         variants["bf16"] = export_run(run_dir, tmp_path / "bf16", precision="bf16", **options)
     return variants
 

@@ -213,3 +213,40 @@ def test_dense_layers_run_as_fused_products(dtype):
     expected.append(("BiasAdd", "Tanh"))
     assert fused == sorted(expected)
     assert not [n.op for n in nodes if n.op in ("BiasAdd", "Erfc", "Tanh", "MatMul")]
+
+
+def test_bfloat16_layer_norms_run_as_onednn_fused_kernels():
+    """In bfloat16 every LayerNorm (the embeddings' and two per layer) is one
+    ``_MklLayerNorm`` kernel, and no ``Mean`` of the plain form is left (module docstring,
+    rewrite 4)."""
+    if not folded_bert._has_fused_layer_norm(tf.bfloat16):
+        pytest.skip("this TensorFlow registers no bfloat16 _MklLayerNorm kernel on the CPU")
+    nodes = _optimised_bert_graph(tf.bfloat16)
+    layers = 2
+    assert [n.op for n in nodes].count("_MklLayerNorm") == 1 + 2 * layers
+    assert not [n.op for n in nodes if n.op in ("Mean", "Rsqrt", "SquaredDifference")]
+    # float32 keeps the plain form every TensorFlow and converter reads
+    assert "_MklLayerNorm" not in [n.op for n in _optimised_bert_graph(tf.float32)]
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_bfloat16_layer_norm_equals_numpy(eager):
+    """The bfloat16 LayerNorm against float64 NumPy on the same bfloat16 inputs, scale and
+    offset: statistics in float32 or better, so the only error is the output's rounding to
+    bfloat16 (8 bits of mantissa; one ulp is at most 2^-7 of the value). The rows' mean is
+    large against their spread, where a mean kept in bfloat16 (an ulp of 0.25 at 50) would
+    miss by a tenth of a standard deviation."""
+    rng = np.random.default_rng(3)
+    rows, hidden = 37, 384  # BERT's width; rows not a multiple of any vector width
+    x = tf.cast(rng.normal(50.0, 1.0, (rows, hidden)), tf.bfloat16)
+    gamma = tf.cast(rng.normal(1.0, 0.3, hidden), tf.bfloat16)
+    beta = tf.cast(rng.normal(0.0, 0.5, hidden), tf.bfloat16)
+    x64, g64, b64 = (np.asarray(tf.cast(t, tf.float64)) for t in (x, gamma, beta))
+    mean = x64.mean(-1, keepdims=True)
+    expected = (x64 - mean) / np.sqrt(((x64 - mean) ** 2).mean(-1, keepdims=True) + 1e-12)
+    expected = expected * g64 + b64
+    run = folded_bert._layer_norm
+    got = run(x, gamma, beta, 1e-12) if eager else tf.function(run)(x, gamma, beta, 1e-12)
+    assert got.dtype == tf.bfloat16
+    got = np.asarray(tf.cast(got, tf.float64))
+    np.testing.assert_array_less(np.abs(got - expected), 2.0**-7 * np.abs(expected) + 1e-6)

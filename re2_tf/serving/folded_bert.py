@@ -17,6 +17,15 @@ outputs). Three rewrites of keras-hub's graph, exact up to float rounding:
    hidden]``), with the query's scale ``1 / sqrt(head_dim)`` folded into its kernel and bias.
 3. **The residual sums follow the output products' ``BiasAdd``** (the same optimiser fuses
    one of the two per layer into its product).
+4. **In bfloat16, each LayerNorm is oneDNN's fused kernel** (``_MklLayerNorm``, TensorFlow's
+   oneDNN op, where this TensorFlow registers it on the CPU for bfloat16: its x86 builds):
+   one kernel where the plain form runs about ten (casts, two means, the normalisation and
+   the affine part). The pass names the op itself: TensorFlow's graph optimiser did not
+   rewrite the plain forms into it (``docs/performance.md``, "BERT's LayerNorms as one
+   oneDNN kernel"). Its statistics are float32
+   (oneDNN's), its scale and offset bfloat16 (the op's one dtype). A SavedModel holding it
+   loads only in a TensorFlow that registers it; float32 keeps the plain form, which every
+   TensorFlow and the other runtimes' converters read.
 
 Everything else follows keras-hub 0.32 line by line: token, position and segment embeddings
 summed and LayerNorm'd; per layer (post-LayerNorm, BERT's order) the masked multi-head
@@ -25,7 +34,8 @@ sum and LayerNorm, the feed-forward pair (the checkpoint's activation: exact GEL
 approximation) with its residual sum and LayerNorm; the pooler ``tanh(W h_[CLS] + b)``.
 Dropout is the identity at inference. In bfloat16 (``dtype=tf.bfloat16``: weights and products
 in bfloat16) the LayerNorm statistics and the softmax are computed in float32, as Keras's
-``mixed_bfloat16`` policy keeps them, and the outputs are float32.
+``mixed_bfloat16`` policy keeps them, and the outputs are float32; the LayerNorms' scale and
+offset are rounded to bfloat16 where the fused kernel runs them (rewrite 4).
 
 Reference: Devlin et al., "BERT", NAACL 2019 (Sec. 3); Vaswani et al., "Attention Is All You
 Need", 2017 (Sec. 3.2); keras-hub 0.32 ``BertBackbone``, ``TransformerEncoder``. Why it exists
@@ -39,6 +49,7 @@ import math
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.framework import kernels, op_def_library
 
 from re2_tf._compat import transformer_parts
 from re2_tf.serving.folded import _dense_rows, _np
@@ -129,9 +140,35 @@ def fold_bert(backbone) -> dict:
     return p
 
 
+def _has_fused_layer_norm(dtype) -> bool:
+    """Whether this TensorFlow registers oneDNN's fused LayerNorm (``_MklLayerNorm``) on the
+    CPU for ``dtype``."""
+    wanted = dtype.as_datatype_enum
+    return any(
+        kernel.device_type == "CPU"
+        and any(c.name == "T" and wanted in c.allowed_values.list.type for c in kernel.constraint)
+        for kernel in kernels.get_registered_kernels_for_op("_MklLayerNorm").kernel
+    )
+
+
+def _fused_layer_norm_op(x, scale, offset, epsilon):
+    """``_MklLayerNorm`` in the graph being built (it has no Python wrapper)."""
+    _, _, op, _ = op_def_library._apply_op_helper(
+        "_MklLayerNorm", x=x, scale=scale, offset=offset, epsilon=epsilon, name="LayerNorm"
+    )
+    return op.outputs[0]
+
+
+_fused_layer_norm_eager = tf.function(_fused_layer_norm_op, autograph=False)
+
+
 def _layer_norm(x, gamma, beta, epsilon):
     """LayerNorm over the last axis (biased variance), statistics in float32; ``x``'s dtype
-    out."""
+    out. A bfloat16 ``x`` goes through oneDNN's fused kernel where it is registered (its scale
+    and offset then in bfloat16; module docstring, rewrite 4)."""
+    if x.dtype == tf.bfloat16 and _has_fused_layer_norm(tf.bfloat16):
+        fused = _fused_layer_norm_eager if tf.executing_eagerly() else _fused_layer_norm_op
+        return fused(x, tf.cast(gamma, x.dtype), tf.cast(beta, x.dtype), float(epsilon))
     x32 = tf.cast(x, tf.float32)
     mean, variance = tf.nn.moments(x32, axes=[-1], keepdims=True)
     y = (x32 - mean) * tf.math.rsqrt(variance + epsilon)
@@ -147,7 +184,8 @@ def bert_forward(params, token_ids, segment_ids, padding_mask, dtype=tf.float32)
             rows).
         padding_mask: int32 ``[batch, L]``, 1 on tokens, 0 on padding (after the tokens).
         dtype: ``tf.float32`` or ``tf.bfloat16``, the dtype of the weights, the products and
-            the states between them (LayerNorm statistics and softmax: float32).
+            the states between them (LayerNorm statistics and softmax: float32; in bfloat16
+            the LayerNorms are oneDNN's fused kernel where registered, rewrite 4).
 
     Returns:
         ``{"sequence_output": float32 [batch, L, hidden], "pooled_output": float32 [batch,
