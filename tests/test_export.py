@@ -95,19 +95,23 @@ def run_and_export(tmp_path_factory):
     return run_dir, export_dir, model, vocab
 
 
+@pytest.fixture(scope="module")
+def no_xla_export(run_and_export, tmp_path_factory):
+    """The same run's ``--xla=false`` export (for TF Serving), with the default's options."""
+    return export_run(
+        run_and_export[0],
+        tmp_path_factory.mktemp("export") / "re2_no_xla",
+        max_length=64,
+        length_buckets=[8, 16, 32],
+        xla=False,
+        serving=SAVEDMODEL,
+    )
+
+
 @pytest.fixture(scope="module", params=[True, False], ids=["xla", "no_xla"])
-def loaded(request, run_and_export, tmp_path_factory):
+def loaded(request, run_and_export, no_xla_export):
     """The default (XLA) export and the ``--xla=false`` one (for TF Serving), same run."""
-    run_dir, export_dir = run_and_export[:2]
-    if not request.param:
-        export_dir = export_run(
-            run_dir,
-            tmp_path_factory.mktemp("export") / "re2_no_xla",
-            max_length=64,
-            length_buckets=[8, 16, 32],
-            xla=False,
-            serving=SAVEDMODEL,
-        )
+    export_dir = run_and_export[1] if request.param else no_xla_export
     return tf.saved_model.load(str(export_dir))
 
 
@@ -906,17 +910,14 @@ def test_dense_rows_fuse_bias_and_activation_into_the_product(dtype, activation)
 
 
 def test_an_xla_false_re2_export_keeps_a_portable_signature_for_converters(
-    run_and_export, tmp_path
+    run_and_export, no_xla_export
 ):
     """RE2's --xla=false export carries serving_ids_portable (the encoder's convolutions as
     matrix products, what OpenVINO and ONNX Runtime convert): the Keras model's
     probabilities, the same checks as serving_ids, no convolution op in its graph while
     serving_ids keeps one; the XLA export, which does not convert, has none."""
-    run_dir, export_dir, model, vocab = run_and_export
-    plain = export_run(
-        run_dir, tmp_path / "plain", max_length=64, length_buckets=[8, 16, 32], xla=False,
-        serving=SAVEDMODEL,
-    )  # fmt: skip
+    _, export_dir, model, vocab = run_and_export
+    plain = no_xla_export
     loaded_plain = tf.saved_model.load(str(plain))
     assert set(loaded_plain.signatures) == {
         "serving_default",
@@ -953,18 +954,14 @@ def test_an_xla_false_re2_export_keeps_a_portable_signature_for_converters(
 
 
 def test_an_xla_false_export_holds_each_constant_kernel_once_per_model_function(
-    run_and_export, tmp_path
+    run_and_export, no_xla_export
 ):
     """Without XLA the products' kernels are constants of the traced model function; every
     signature that runs that function calls one trace of it, so saved_model.pb holds the
     head's weight-normed kernel twice -- once in the function serving_default and
     serving_ids share, once in serving_ids_portable's (its products form) -- not once per
     signature."""
-    run_dir, _, model, _ = run_and_export
-    plain = export_run(
-        run_dir, tmp_path / "plain", max_length=64, length_buckets=[8, 16, 32], xla=False,
-        serving=SAVEDMODEL,
-    )  # fmt: skip
+    model, plain = run_and_export[2], no_xla_export
     expected = model.get_layer("prediction").dense_2.kernel.numpy()  # W = V / ||V|| * g
 
     def holders(library):
