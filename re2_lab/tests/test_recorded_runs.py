@@ -12,6 +12,7 @@ filtered reference files (`WikiQA-{dev,test}-filtered.ref`, counted by the test;
 splits.
 """
 
+import collections
 import json
 import math
 import re
@@ -3493,3 +3494,93 @@ def test_shared_trace_reading_is_its_records():
             if "xla=False" in path:
                 assert after["saved_model.pb"] < before["saved_model.pb"] / 2
             assert f"| {variant} | {path} | {cell(before)} | {cell(after)} |" in text
+
+
+def test_fused_layer_norm_reading_is_its_records():
+    """docs/performance.md's "BERT's LayerNorms as one oneDNN kernel": layer_norm_forms.json's
+    table (no form but the library's bfloat16 one ran ``_MklLayerNorm``) and
+    fused_layer_norm_ab.json's paired ratios, the unchanged graphs' spread, the profile
+    figures, the bfloat16 SavedModel against OpenVINO bf16 and the agreement."""
+    forms = json.loads((RUNS / "roofline" / "layer_norm_forms.json").read_text())
+    record = json.loads((RUNS / "roofline" / "fused_layer_norm_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    for r in (forms, record):
+        assert r["cpu"] == "Intel(R) Xeon(R) Processor" and "amx_bf16" in r["cpu_features"]
+        assert f"`{r['command']}`" in text
+    assert forms["fused_kernel_registered"] and forms["rows"] == [344, 22016]
+
+    def kernels(key):
+        counts = collections.Counter(k for k in forms["kernels"][key] if k != "Cast")
+        return ", ".join(f"`{k}`" + (f" ×{n}" if n > 1 else "") for k, n in sorted(counts.items()))
+
+    for key, ran in forms["kernels"].items():
+        assert ("_MklLayerNorm" in ran) == (key == "re2_tf | bfloat16"), key
+    for form in {key.split(" | ")[0] for key in forms["kernels"]}:
+
+        def ms(dtype, rows, form=form):
+            return statistics.median(forms["medians_ms"][f"{form} | {dtype} @{rows}"])
+
+        diffs = forms["max_abs_diff_from_numpy"]
+        worst = max(diffs[f"{form} | bfloat16 @{n}"] for n in (344, 22016))
+        assert (
+            f"| {form} | {kernels(form + ' | bfloat16')} | {ms('float32', 344):.2f} | "
+            f"{ms('bfloat16', 344):.2f} | {ms('float32', 22016):.1f} | {ms('bfloat16', 22016):.1f} "
+            f"| {worst:.3f} |"
+        ) in text
+
+    assert record["before"].startswith("eee9fa0") and record["after"].startswith("6e50192")
+    variant = "BERT (h_0)"
+
+    def paired(path, batch):
+        return _after_over_before(record, variant, path, batch)
+
+    for path in ("XLA", "bf16 xla=False", "openvino bf16"):
+        label = "XLA (the default export)" if path == "XLA" else path
+        row = f"| {variant} | {label} | {_ratio_cell(paired(path, 8))} | "
+        assert row + f"{_ratio_cell(paired(path, 512))} |" in text
+    controls = [
+        r for path in ("XLA", "openvino bf16") for b in (8, 512) for r in paired(path, b)[3]
+    ]
+    assert max(abs(r - 1) for r in controls) <= 0.04
+    assert "The two unchanged graphs moved by at most 4 % in any round" in text
+    (m8, _, most8, _), (m512, _, most512, _) = (paired("bf16 xla=False", b) for b in (8, 512))
+    assert most8 < 1 and most512 < 1
+    assert (
+        f"took {m8:.2f} of its earlier time at 8 × 20 (every round at most {most8:.2f}) and "
+        f"{m512:.2f} at 512 × 20 (every round at most {most512:.2f})"
+    ) in text
+    profiles = record["profiles"][variant]
+    before, after = profiles["before bf16 xla=False@8"], profiles["after bf16 xla=False@8"]
+    k = before["kinds"]
+    assert (
+        f"took {k['Cast']:.2f}, {k['Mean']:.2f}, {k['Mul']:.2f} and {k['SquaredDifference']:.2f} "
+        f"thread-ms per call, beside {k['_MklNativeFusedMatMul']:.2f} in the products"
+    ) in text
+    a = after["kinds"]
+    assert "Mean" not in a and "SquaredDifference" not in a
+    assert (
+        f"the kernels took {after['op_ms']:.2f} thread-ms per call against {before['op_ms']:.2f}: "
+        f"`_MklLayerNorm` took {a['_MklLayerNorm']:.2f}, `Cast` {a['Cast']:.2f}"
+    ) in text
+
+    def against(side, batch):
+        def median(path):
+            return statistics.median(record["variants"][variant][f"{side} {path}@{batch}"])
+
+        return median("bf16 xla=False") / median("openvino bf16")
+
+    assert (
+        f"now {against('after', 8):.2f}× at 8 × 20 ({against('before', 8):.2f}× before) and "
+        f"{against('after', 512):.2f}× at 512 × 20 ({against('before', 512):.2f}× before)"
+    ) in text
+    assert against("after", 8) > 1.2 > 1 > against("after", 512)
+    agreement = record["agreement"][variant]
+    assert agreement["after bf16 xla=False@8"]["argmax_agreement"] == 1.0
+    share = agreement["after bf16 xla=False@512"]["argmax_agreement"]
+    was = agreement["before bf16 xla=False@512"]["argmax_agreement"]
+    dp, dp_was = (agreement[f"{s} bf16 xla=False@512"]["max_abs_dp"] for s in ("after", "before"))
+    assert dp >= agreement["after bf16 xla=False@8"]["max_abs_dp"]
+    assert (
+        f"on {100 * share:.1f} % of the 2,048 at 512 × 20 ({100 * was:.1f} % before; max |Δp| "
+        f"{dp:.1e} against {dp_was:.1e}"
+    ) in text
