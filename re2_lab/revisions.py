@@ -371,7 +371,7 @@ def export_ab_main(script, variants, **options):
     script's ``--before=<revision>``, ``--rounds=N`` (3 by default),
     ``--variants=<name>,...`` (those of ``variants`` to measure; all by default) and
     ``--paths=<name>,...`` (:func:`export_ab`'s ``keep``) arguments, the record written beside
-    ``script`` as ``<its stem>.json``.
+    ``script`` as ``<its stem>.json`` (or ``--json_out=<file name>``).
 
     Args:
         script: the script's ``__file__``, inside the repository's ``docs/runs/``.
@@ -393,5 +393,5 @@ def export_ab_main(script, variants, **options):
     return export_ab(
         str(script.relative_to(repo)), args, variants,
         before=args["before"], rounds=int(args.get("rounds", 3)), repo=repo,
-        out=script.with_suffix(".json"), **options,
+        out=script.with_name(args.get("json_out", script.stem + ".json")), **options,
     )  # fmt: skip

@@ -15,6 +15,7 @@ Writes ``fused_layer_norm_ab.json`` beside this file, after each variant.
 
     python docs/runs/roofline/fused_layer_norm_ab.py --before=<git revision> [--rounds=3]
         [--variants="BERT (h_0),BERT+MatchLSTM"] [--paths="bf16 xla=False,openvino bf16"]
+        [--json_out=fused_layer_norm_ab.json]
 """
 
 from re2_lab.revisions import export_ab_main
