@@ -2202,6 +2202,16 @@ def _after_over_before(record, variant, path, batch):
     return statistics.median(ratios), min(ratios), max(ratios), ratios
 
 
+def _bf16_over_openvino(record, variant, side, batch):
+    """An export A/B record's ``side`` (``before``/``after``) bfloat16 SavedModel over OpenVINO
+    bf16, the rounds' medians."""
+
+    def median(path):
+        return statistics.median(record["variants"][variant][f"{side} {path}@{batch}"])
+
+    return median("bf16 xla=False") / median("openvino bf16")
+
+
 def _ratio_cell(r):
     """A docs cell of :func:`_after_over_before`: ``median (least to most)``."""
     return f"{r[0]:.2f} ({r[1]:.2f} to {r[2]:.2f})"
@@ -3443,10 +3453,7 @@ def test_constant_kernels_reading_is_its_records():
     assert f32[2] < 1 and f"on RE2 1 block ({f32[0]:.2f}, every round at most {f32[2]:.2f})" in text
 
     def against(variant, batch, side):
-        def median(path):
-            return statistics.median(record["variants"][variant][f"{side} {path}@{batch}"])
-
-        return median("bf16 xla=False") / median("openvino bf16")
+        return _bf16_over_openvino(record, variant, side, batch)
 
     assert (
         f"the bfloat16 export is now {against(one, 8, 'after'):.2f}× at 8 × 20 on RE2 1 block "
@@ -3564,10 +3571,7 @@ def test_fused_layer_norm_reading_is_its_records():
     ) in text
 
     def against(side, batch):
-        def median(path):
-            return statistics.median(record["variants"][variant][f"{side} {path}@{batch}"])
-
-        return median("bf16 xla=False") / median("openvino bf16")
+        return _bf16_over_openvino(record, variant, side, batch)
 
     assert (
         f"now {against('after', 8):.2f}× at 8 × 20 ({against('before', 8):.2f}× before) and "
