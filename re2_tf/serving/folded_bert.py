@@ -6,8 +6,7 @@ arrays and the packed pair's ids that computes the backbone's ``sequence_output`
 ``pooled_output`` (``backbone(inputs, training=False)``), up to float rounding. It is what an
 ``--xla=false`` export of BERT+MatchLSTM runs (backend ``bert_folded``,
 :class:`re2_tf.serving.backends.FoldedBertBackend`, which runs the model's own head on its
-outputs). Five rewrites of keras-hub's graph, exact up to float rounding (4 and 5 in bfloat16
-only):
+outputs). Three rewrites of keras-hub's graph, exact up to float rounding:
 
 1. **Every dense layer is a 2-D product** with its bias as a ``BiasAdd`` and its activation
    after it (:func:`re2_tf.serving.folded._dense_rows`), the form in which TensorFlow's graph
@@ -23,21 +22,10 @@ only):
    one kernel where the plain form runs about ten (casts, two means, the normalisation and
    the affine part). The pass names the op itself: TensorFlow's graph optimiser did not
    rewrite the plain forms into it (``docs/performance.md``, "BERT's LayerNorms as one
-   oneDNN kernel"). Its statistics are float32 (oneDNN's), its scale and offset bfloat16
-   (the op's one dtype). A SavedModel holding it loads only in a TensorFlow that registers
-   it; float32 keeps the plain form, which every TensorFlow and the other runtimes'
-   converters read.
-5. **In bfloat16, query, key and value come out head-major** (``[batch, heads, L,
-   head_dim]``): one batched product of the rows, broadcast over the ``3 * heads`` slices of
-   the joint kernel laid out ``[3 * heads, hidden, head_dim]``, plus its bias, where the
-   2-D product needs a reshape and a transpose per projection before the attention's
-   products; and the padding mask is an additive float32 bias computed once, ``-1e9`` on the
-   padded keys (Keras's ``Softmax`` with a mask adds the same), where the plain form selects
-   ``float32.min`` per layer. The softmax gives the padded keys weight 0 either way (a
-   packed pair always keeps its ``[CLS]``). The bias is added after the product, so ``q``,
-   ``k`` and ``v`` are rounded to bfloat16 twice (product, then sum), once in the 2-D
-   form. float32 keeps the 2-D form (``docs/performance.md``, "BERT's attention
-   head-major").
+   oneDNN kernel"). Its statistics are float32
+   (oneDNN's), its scale and offset bfloat16 (the op's one dtype). A SavedModel holding it
+   loads only in a TensorFlow that registers it; float32 keeps the plain form, which every
+   TensorFlow and the other runtimes' converters read.
 
 Everything else follows keras-hub 0.32 line by line: token, position and segment embeddings
 summed and LayerNorm'd; per layer (post-LayerNorm, BERT's order) the masked multi-head
@@ -57,7 +45,6 @@ over plain weights"), from its record ``docs/runs/roofline/folded_bert_ab.json``
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -153,7 +140,6 @@ def fold_bert(backbone) -> dict:
     return p
 
 
-@functools.cache
 def _has_fused_layer_norm(dtype) -> bool:
     """Whether this TensorFlow registers oneDNN's fused LayerNorm (``_MklLayerNorm``) on the
     CPU for ``dtype``."""
@@ -189,20 +175,6 @@ def _layer_norm(x, gamma, beta, epsilon):
     return tf.cast(y * tf.cast(gamma, tf.float32) + tf.cast(beta, tf.float32), x.dtype)
 
 
-def _head_major_qkv(rows, kernel, bias, batch, length, heads):
-    """Query, key and value, each bfloat16 ``[batch, heads, L, head_dim]``, from ``rows``
-    (``[batch * L, hidden]``) and the joint projection's ``kernel`` (``[hidden, 3 *
-    hidden]``, query | key | value, each head-major) and ``bias`` (``[3 * hidden]``) as one
-    batched product (module docstring, rewrite 5). With constant weights TensorFlow's graph
-    optimiser folds their re-layout into constants."""
-    hidden = kernel.shape[0]
-    head_dim = hidden // heads
-    slices = tf.transpose(tf.reshape(kernel, [hidden, 3 * heads, head_dim]), [1, 0, 2])
-    x = tf.reshape(rows, [batch, 1, length, hidden])
-    qkv = tf.matmul(x, slices) + tf.reshape(bias, [3 * heads, 1, head_dim])
-    return tf.split(qkv, 3, axis=1)
-
-
 def bert_forward(params, token_ids, segment_ids, padding_mask, dtype=tf.float32):
     """BERT's encoder and pooler on the packed pair, from :func:`fold_bert`'s arrays.
 
@@ -213,8 +185,7 @@ def bert_forward(params, token_ids, segment_ids, padding_mask, dtype=tf.float32)
         padding_mask: int32 ``[batch, L]``, 1 on tokens, 0 on padding (after the tokens).
         dtype: ``tf.float32`` or ``tf.bfloat16``, the dtype of the weights, the products and
             the states between them (LayerNorm statistics and softmax: float32; in bfloat16
-            the LayerNorms are oneDNN's fused kernel where registered, rewrite 4, and the
-            attention's projections head-major, rewrite 5).
+            the LayerNorms are oneDNN's fused kernel where registered, rewrite 4).
 
     Returns:
         ``{"sequence_output": float32 [batch, L, hidden], "pooled_output": float32 [batch,
@@ -250,26 +221,13 @@ def bert_forward(params, token_ids, segment_ids, padding_mask, dtype=tf.float32)
         + tf.gather(P["embeddings/segment"], segment_ids)
     )
     rows = norm(tf.reshape(x, [-1, hidden]), "embeddings/norm")  # [batch * L, hidden]
-    head_major = dtype == tf.bfloat16  # rewrite 5
-    if head_major:  # Keras's Softmax: -1e9 added on what its mask drops
-        padded = -1e9 * (1.0 - tf.cast(padding_mask, tf.float32))
-        mask_bias = tf.reshape(padded, [batch, 1, 1, length])
-    else:
-        keep = tf.reshape(tf.cast(padding_mask, tf.bool), [batch, 1, 1, length])  # keys kept
+    keep = tf.reshape(tf.cast(padding_mask, tf.bool), [batch, 1, 1, length])  # keys kept
     for i in range(P["num_layers"]):
         # === Self-attention (Vaswani et al. Eq. 1; keras MultiHeadAttention) ===
-        if head_major:
-            q, k, v = _head_major_qkv(
-                rows, P[f"layer{i}/qkv/kernel"], P[f"layer{i}/qkv/bias"], batch, length, heads
-            )
-        else:
-            q, k, v = map(split_heads, tf.split(dense(rows, f"layer{i}/qkv"), 3, axis=-1))
-        scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)
-        if head_major:
-            weights = tf.nn.softmax(scores + mask_bias, axis=-1)
-        else:
-            weights = tf.nn.softmax(tf.where(keep, scores, tf.float32.min), axis=-1)
-        context = tf.matmul(tf.cast(weights, dtype), v)  # [batch, heads, L, head_dim]
+        q, k, v = tf.split(dense(rows, f"layer{i}/qkv"), 3, axis=-1)
+        scores = tf.cast(tf.matmul(split_heads(q), split_heads(k), transpose_b=True), tf.float32)
+        weights = tf.nn.softmax(tf.where(keep, scores, tf.float32.min), axis=-1)
+        context = tf.matmul(tf.cast(weights, dtype), split_heads(v))  # [batch, heads, L, dim]
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, hidden])
         # === Output projection, residual sum, LayerNorm (post-LN) ===
         rows = norm(dense(context, f"layer{i}/attention_output") + rows, f"layer{i}/attention_norm")
