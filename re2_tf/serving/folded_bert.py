@@ -6,7 +6,8 @@ arrays and the packed pair's ids that computes the backbone's ``sequence_output`
 ``pooled_output`` (``backbone(inputs, training=False)``), up to float rounding. It is what an
 ``--xla=false`` export of BERT+MatchLSTM runs (backend ``bert_folded``,
 :class:`re2_tf.serving.backends.FoldedBertBackend`, which runs the model's own head on its
-outputs). Three rewrites of keras-hub's graph, exact up to float rounding:
+outputs). Four rewrites of keras-hub's graph, exact up to float rounding (the fourth in
+bfloat16 only):
 
 1. **Every dense layer is a 2-D product** with its bias as a ``BiasAdd`` and its activation
    after it (:func:`re2_tf.serving.folded._dense_rows`), the form in which TensorFlow's graph
@@ -22,10 +23,10 @@ outputs). Three rewrites of keras-hub's graph, exact up to float rounding:
    one kernel where the plain form runs about ten (casts, two means, the normalisation and
    the affine part). The pass names the op itself: TensorFlow's graph optimiser did not
    rewrite the plain forms into it (``docs/performance.md``, "BERT's LayerNorms as one
-   oneDNN kernel"). Its statistics are float32
-   (oneDNN's), its scale and offset bfloat16 (the op's one dtype). A SavedModel holding it
-   loads only in a TensorFlow that registers it; float32 keeps the plain form, which every
-   TensorFlow and the other runtimes' converters read.
+   oneDNN kernel"). Its statistics are float32 (oneDNN's), its scale and offset bfloat16
+   (the op's one dtype). A SavedModel holding it loads only in a TensorFlow that registers
+   it; float32 keeps the plain form, which every TensorFlow and the other runtimes'
+   converters read.
 
 Everything else follows keras-hub 0.32 line by line: token, position and segment embeddings
 summed and LayerNorm'd; per layer (post-LayerNorm, BERT's order) the masked multi-head
@@ -45,6 +46,7 @@ over plain weights"), from its record ``docs/runs/roofline/folded_bert_ab.json``
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -140,6 +142,7 @@ def fold_bert(backbone) -> dict:
     return p
 
 
+@functools.cache
 def _has_fused_layer_norm(dtype) -> bool:
     """Whether this TensorFlow registers oneDNN's fused LayerNorm (``_MklLayerNorm``) on the
     CPU for ``dtype``."""
