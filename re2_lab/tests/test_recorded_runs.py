@@ -3588,3 +3588,66 @@ def test_fused_layer_norm_reading_is_its_records():
         f"on {100 * share:.1f} % of the 2,048 at 512 × 20 ({100 * was:.1f} % before; max |Δp| "
         f"{dp:.1e} against {dp_was:.1e}"
     ) in text
+
+
+def test_fused_layer_norm_matchlstm_reading_is_its_records():
+    """docs/performance.md's reading of fused_layer_norm_ab-matchlstm.json (BERT+MatchLSTM):
+    the paired ratios, the controls' spread at each shape (at 8 x 20 the bfloat16 gain is not
+    told apart from it), the bfloat16 SavedModel against OpenVINO bf16 and the default export,
+    the head's kernels in the profile and the agreement."""
+    record = json.loads((RUNS / "roofline" / "fused_layer_norm_ab-matchlstm.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["cpu"] == "Intel(R) Xeon(R) Processor" and "amx_bf16" in record["cpu_features"]
+    assert f"`{record['command']}`" in text and "--variants=BERT+MatchLSTM" in record["command"]
+    assert record["before"].startswith("eee9fa0") and record["after"].startswith("c558475")
+    variant = "BERT+MatchLSTM"
+
+    def paired(path, batch):
+        return _after_over_before(record, variant, path, batch)
+
+    for path in ("XLA", "bf16 xla=False", "openvino bf16"):
+        label = "XLA (the default export)" if path == "XLA" else path
+        row = f"| {variant} | {label} | {_ratio_cell(paired(path, 8))} | "
+        assert row + f"{_ratio_cell(paired(path, 512))} |" in text
+    controls512 = [r for path in ("XLA", "openvino bf16") for r in paired(path, 512)[3]]
+    assert max(abs(r - 1) for r in controls512) <= 0.02
+    assert "At 512 × 20 the unchanged graphs moved by at most 2 % in any round" in text
+    m512, _, most512, _ = paired("bf16 xla=False", 512)
+    assert f"the bfloat16 export took {m512:.2f} of its earlier time (every round at most " in text
+    assert f"{most512:.2f})" in text and most512 < min(controls512)
+    _, least_ov, most_ov, _ = paired("openvino bf16", 8)
+    m8, _, most8, _ = paired("bf16 xla=False", 8)
+    assert most8 >= least_ov  # the 8 x 20 gain is within the control's spread
+    assert (
+        f"OpenVINO bf16, unchanged, gave ratios from {least_ov:.2f} to {most_ov:.2f}, so the "
+        f"bfloat16 export's {m8:.2f} there (at most {most8:.2f}) is not told apart"
+    ) in text
+
+    def median(side, path, batch):
+        return statistics.median(record["variants"][variant][f"{side} {path}@{batch}"])
+
+    assert (
+        f"the bfloat16 SavedModel is {_bf16_over_openvino(record, variant, 'after', 8):.2f}× at "
+        f"8 × 20 ({_bf16_over_openvino(record, variant, 'before', 8):.2f}× before) and "
+        f"{_bf16_over_openvino(record, variant, 'after', 512):.2f}× at 512 × 20 "
+        f"({_bf16_over_openvino(record, variant, 'before', 512):.2f}× before)"
+    ) in text
+    over_xla = median("after", "bf16 xla=False", 8) / median("after", "XLA", 8)
+    assert f"at 8 × 20 it takes {over_xla:.2f}× the default export's time" in text
+    kinds = record["profiles"][variant]["after bf16 xla=False@8"]["kinds"]
+    assert (
+        f"`_MklMatMul` took {kinds['_MklMatMul']:.2f} thread-ms per call and `Tanh` "
+        f"{kinds['Tanh']:.2f}"
+    ) in text
+    assert f"beside {kinds['_MklNativeFusedMatMul']:.2f} in `_MklNativeFusedMatMul`" in text
+    agreement = record["agreement"][variant]
+    assert agreement["after bf16 xla=False@8"]["argmax_agreement"] == 1.0
+    share, was = (
+        agreement[f"{s} bf16 xla=False@512"]["argmax_agreement"] for s in ("after", "before")
+    )
+    dps = {f"{agreement[f'{s} bf16 xla=False@512']['max_abs_dp']:.1e}" for s in ("after", "before")}
+    assert len(dps) == 1
+    assert (
+        f"on {100 * share:.1f} % of the 2,048 at 512 × 20 ({100 * was:.1f} % before; max |Δp| "
+        f"{dps.pop()} before and after"
+    ) in text
