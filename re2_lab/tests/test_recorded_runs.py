@@ -3651,3 +3651,45 @@ def test_fused_layer_norm_matchlstm_reading_is_its_records():
         f"on {100 * share:.1f} % of the 2,048 at 512 × 20 ({100 * was:.1f} % before; max |Δp| "
         f"{dps.pop()} before and after"
     ) in text
+
+
+def test_head_major_attention_reading_is_its_records():
+    """docs/performance.md's "BERT's attention head-major: tried and reverted":
+    head_major_attention_ab.json's paired ratios (slower at 512 x 20 in every round, beyond
+    the unchanged graphs' spread) and the profile figures that explain it."""
+    record = json.loads((RUNS / "roofline" / "head_major_attention_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["cpu"] == "Intel(R) Xeon(R) Processor" and "amx_bf16" in record["cpu_features"]
+    assert f"`{record['command']}`" in text
+    assert record["before"].startswith("6468fa0") and record["after"].startswith("e63d653")
+    variant = "BERT (h_0)"
+
+    def paired(path, batch):
+        return _after_over_before(record, variant, path, batch)
+
+    for path in ("XLA", "bf16 xla=False", "openvino bf16"):
+        label = "XLA (the default export)" if path == "XLA" else path
+        row = f"| {variant} | {label} | {_ratio_cell(paired(path, 8))} | "
+        assert row + f"{_ratio_cell(paired(path, 512))} |" in text
+    _, least, most, _ = paired("bf16 xla=False", 512)
+    controls = [r for path in ("XLA", "openvino bf16") for r in paired(path, 512)[3]]
+    assert least > max(controls)
+    assert (
+        f"every round of the head-major export was slower ({least:.2f} to {most:.2f}), beyond "
+        f"the unchanged graphs' spread ({min(controls):.2f} to {max(controls):.2f})"
+    ) in text
+    assert paired("bf16 xla=False", 8)[0] >= 1
+    profiles = record["profiles"][variant]
+    b8 = profiles["before bf16 xla=False@8"]["kinds"]
+    assert f"`_MklTranspose` ({b8['_MklTranspose']:.2f} thread-ms per call in the record" in text
+    assert f"`SelectV2` ({b8['SelectV2']:.2f})" in text
+    b, a = (profiles[f"{s} bf16 xla=False@512"]["kinds"] for s in ("before", "after"))
+    assert "SelectV2" not in a
+    assert (
+        f"the transposes went from {b['_MklTranspose']:.2f} to {a['_MklTranspose']:.2f} "
+        f"thread-ms per call and the select ({b['SelectV2']:.2f}) went, but "
+        f"`_MklBatchMatMulV2` rose from {b['_MklBatchMatMulV2']:.2f} to "
+        f"{a['_MklBatchMatMulV2']:.2f} while the 2-D products (`_MklNativeFusedMatMul`) fell "
+        f"only from {b['_MklNativeFusedMatMul']:.2f} to {a['_MklNativeFusedMatMul']:.2f}"
+    ) in text
+    assert f"`AddV2` rise from {b['AddV2']:.2f} to {a['AddV2']:.2f}" in text
