@@ -2217,6 +2217,16 @@ def _ratio_cell(r):
     return f"{r[0]:.2f} ({r[1]:.2f} to {r[2]:.2f})"
 
 
+def _ratio_rows_read(record, variant, paths, text):
+    """``text`` holds an export A/B record's after ÷ before row of each of ``paths`` for
+    ``variant`` (:func:`_ratio_cell` at 8 x 20 and 512 x 20; the XLA path labelled as the
+    default export)."""
+    for path in paths:
+        label = "XLA (the default export)" if path == "XLA" else path
+        cells = (_ratio_cell(_after_over_before(record, variant, path, b)) for b in (8, 512))
+        assert f"| {variant} | {label} | " + " | ".join(cells) + " |" in text
+
+
 def _agreement_rows(record):
     """An A/B record's agreement rows, ``(float32 paths', bfloat16 paths')``."""
     rows = [(k, row) for a in record["agreement"].values() for k, row in a.items()]
@@ -3541,10 +3551,7 @@ def test_fused_layer_norm_reading_is_its_records():
     def paired(path, batch):
         return _after_over_before(record, variant, path, batch)
 
-    for path in ("XLA", "bf16 xla=False", "openvino bf16"):
-        label = "XLA (the default export)" if path == "XLA" else path
-        row = f"| {variant} | {label} | {_ratio_cell(paired(path, 8))} | "
-        assert row + f"{_ratio_cell(paired(path, 512))} |" in text
+    _ratio_rows_read(record, variant, ("XLA", "bf16 xla=False", "openvino bf16"), text)
     controls = [
         r for path in ("XLA", "openvino bf16") for b in (8, 512) for r in paired(path, b)[3]
     ]
@@ -3605,10 +3612,7 @@ def test_fused_layer_norm_matchlstm_reading_is_its_records():
     def paired(path, batch):
         return _after_over_before(record, variant, path, batch)
 
-    for path in ("XLA", "bf16 xla=False", "openvino bf16"):
-        label = "XLA (the default export)" if path == "XLA" else path
-        row = f"| {variant} | {label} | {_ratio_cell(paired(path, 8))} | "
-        assert row + f"{_ratio_cell(paired(path, 512))} |" in text
+    _ratio_rows_read(record, variant, ("XLA", "bf16 xla=False", "openvino bf16"), text)
     controls512 = [r for path in ("XLA", "openvino bf16") for r in paired(path, 512)[3]]
     assert max(abs(r - 1) for r in controls512) <= 0.02
     assert "At 512 × 20 the unchanged graphs moved by at most 2 % in any round" in text
@@ -3667,10 +3671,7 @@ def test_head_major_attention_reading_is_its_records():
     def paired(path, batch):
         return _after_over_before(record, variant, path, batch)
 
-    for path in ("XLA", "bf16 xla=False", "openvino bf16"):
-        label = "XLA (the default export)" if path == "XLA" else path
-        row = f"| {variant} | {label} | {_ratio_cell(paired(path, 8))} | "
-        assert row + f"{_ratio_cell(paired(path, 512))} |" in text
+    _ratio_rows_read(record, variant, ("XLA", "bf16 xla=False", "openvino bf16"), text)
     _, least, most, _ = paired("bf16 xla=False", 512)
     controls = [r for path in ("XLA", "openvino bf16") for r in paired(path, 512)[3]]
     assert least > max(controls)
