@@ -1,16 +1,13 @@
 """BERT's attention head-major in the bfloat16 SavedModel, before and after (issue 51, item
 2: the bfloat16 SavedModel against OpenVINO bf16 at 8 x 20).
 
-Before, the bfloat16 pass of ``re2_tf/serving/folded_bert.py`` computed query, key and value
-as one 2-D product and moved each into heads with a reshape and a transpose, and masked the
-padded keys with a select per layer; after (rewrite 5 of its docstring), they come out of one
-batched product head-major and the mask is one additive bias. The benchmark variants (random
-weights) are exported by the ``--before`` git revision and by this checkout, as the default
-export (XLA), ``--xla=false``, ``--xla=false --precision=bf16`` and OpenVINO (float32 and, on
-a CPU with bfloat16 units, bfloat16) converted from the ``--xla=false`` export, whose graph
-the change leaves as it was; the paths are timed alternately in fresh processes at batch
-8 x 20 and 512 x 20 on the same batches, with their probabilities against the "before" default
-export's, and each SavedModel is profiled once per shape (``re2_lab.revisions.export_ab``).
+Before, the bfloat16 pass of ``re2_tf/serving/folded_bert.py`` computes query, key and value
+as one 2-D product and moves each into heads with a reshape and a transpose, and masks the
+padded keys with a select per layer; e63d653 computed them head-major from one batched
+product and masked with one additive bias (run at e63d653 against its parent; the change was
+slower and 168cd9d reverted it: ``docs/performance.md``, "BERT's attention head-major: tried
+and reverted"). The protocol is :func:`re2_lab.revisions.export_ab`'s (exports by both
+revisions, timed alternately in fresh processes at 8 x 20 and 512 x 20, agreement, profiles).
 Writes ``head_major_attention_ab.json`` beside this file, after each variant.
 
     python docs/runs/roofline/head_major_attention_ab.py --before=<git revision> [--rounds=3]
