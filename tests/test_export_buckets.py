@@ -1,4 +1,5 @@
-"""XLA compiles BERT+MatchLSTM's export once per length bucket, not once per packed length.
+"""XLA compiles BERT+MatchLSTM's export once per length bucket, not once per packed length:
+the float32 export (the whole model compiled) and the bf16 one (its head compiled).
 
 A tiny BERT+MatchLSTM (random 2-layer backbone, whole-word tokens: one piece per word) is
 exported with the default length buckets and served in a fresh process that logs every XLA
@@ -71,10 +72,12 @@ SERVE = textwrap.dedent(
 )
 
 
-@pytest.fixture(scope="module")
-def export_dir(tmp_path_factory):
+@pytest.fixture(scope="module", params=[("fp32", "keras"), ("bf16", "bert_folded")])
+def export_dir(request, tmp_path_factory):
     """``(model, export directory)``: a tiny BERT+MatchLSTM exported with XLA and the default
-    length buckets."""
+    length buckets, in float32 (XLA compiles the whole model) or in bf16 through the
+    ``bert_folded`` backend (XLA compiles the head only, BERT runs uncompiled)."""
+    precision, backend = request.param
     featurizer = PackedPair(WholeWordTokenizer(), max_length=PAIR_LENGTH)
     featurizer.fit(WORDS)
     keras.utils.set_random_seed(0)
@@ -97,6 +100,8 @@ def export_dir(tmp_path_factory):
         label_names=["a", "b", "c"],
         max_length=PAIR_LENGTH,
         length_buckets=DEFAULT_LENGTH_BUCKETS,
+        precision=precision,
+        backend=backend,
     )
     return model, directory
 

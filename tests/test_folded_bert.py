@@ -139,6 +139,42 @@ def test_under_xla_the_backend_holds_the_models_own_variables_and_no_folded_weig
     assert not {id(v) for v in folded.folded.variables} & {id(v.value) for v in model.variables}
 
 
+@pytest.mark.parametrize("head", ["matchlstm", "bert"])
+def test_bf16_under_xla_compiles_the_head_only(head):
+    """``xla=True`` in bf16: BERT is the bfloat16 pass run by TensorFlow's kernels, the
+    float32 head one XLA-compiled function; the logits are the model's within bfloat16's
+    error, and the uncompiled bf16 backend's to float32's (the same head, compiled or not)."""
+    model = random_model(head, "hidden")
+    x = features()
+    expected = model(x, training=False).numpy()
+    backend = make_backend("bert_folded", model, "bf16", xla=True)
+    assert backend.jit_compile is False  # the export must not compile the whole
+    plain = make_backend("bert_folded", model, "bf16", xla=False)
+    assert plain.jit_compile is False
+    assert make_backend("bert_folded", model, "fp32", xla=True).jit_compile is True
+    graph = (
+        tf.function(backend)
+        .get_concrete_function({k: tf.TensorSpec([None, None], tf.int32) for k in KEYS})
+        .graph.as_graph_def()
+    )
+    calls = [n for n in graph.node if n.op in ("StatefulPartitionedCall", "PartitionedCall")]
+    compiled = [n for n in calls if n.attr["_XlaMustCompile"].b]
+    assert len(compiled) == 1, [n.name for n in calls]
+    # BERT's bfloat16 products are in the uncompiled graph, not in the compiled function
+    outer_bf16 = [n for n in graph.node if n.op == "MatMul" and n.attr["T"].type == tf.bfloat16]
+    outer_bf16 += [
+        n for n in graph.node if n.op == "BatchMatMulV2" and n.attr["T"].type == tf.bfloat16
+    ]
+    assert outer_bf16
+    head_fn = next(
+        f for f in graph.library.function if f.signature.name == compiled[0].attr["f"].func.name
+    )
+    assert not [n for n in head_fn.node_def if n.attr["T"].type == tf.bfloat16]
+    hybrid = backend(x).numpy()
+    np.testing.assert_allclose(hybrid, plain(x).numpy(), atol=1e-4, rtol=1e-4)
+    np.testing.assert_allclose(hybrid, expected, atol=0.15 * np.abs(expected).max())
+
+
 def test_precision_and_model_are_checked():
     model = random_model("bert", "hidden")
     with pytest.raises(ValueError, match="precision"):

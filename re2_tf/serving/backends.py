@@ -21,10 +21,12 @@ when the export asks for it); no Keras and no ``re2_tf`` code is needed to serve
     BERT+MatchLSTM with its BERT as a forward pass over plain weights
     (:mod:`re2_tf.serving.folded_bert`) and the model's own head layers on its outputs, in an
     ``--xla=false`` export, its products' kernels constants of the graph as ``re2_folded``'s;
-    under XLA the Keras model (``keras``). fp32 or bf16.
+    under XLA the Keras model (``keras``) in fp32, and in bf16 the pass without XLA with only
+    the head compiled by XLA. fp32 or bf16.
 
 Every backend takes ``xla``: whether the export compiles it with XLA (a backend may pick the
-form it computes by it).
+form it computes by it). A backend whose ``jit_compile`` attribute is ``False`` compiles what
+it compiles itself, and the export does not compile its call as a whole.
 """
 
 from __future__ import annotations
@@ -253,15 +255,25 @@ class FoldedBertBackend(tf.Module):
     :func:`folded_bert.bert_forward`) and the model's own head (any of ``BERT_HEADS``,
     :func:`re2_tf.models.bert_matchlstm.head_logits`) in float32 on its outputs.
 
-    Under XLA (``xla=True``) it is :class:`KerasBackend`: XLA compiles keras-hub's graph and
-    fuses it by its own rules; the pass is written for TensorFlow's oneDNN kernels without
-    XLA (``docs/performance.md``, "BERT's encoder as a forward pass over plain weights").
+    Under XLA (``xla=True``) in ``fp32`` it is :class:`KerasBackend`: XLA compiles
+    keras-hub's graph and fuses it by its own rules; the pass is written for TensorFlow's
+    oneDNN kernels without XLA (``docs/performance.md``, "BERT's encoder as a forward pass
+    over plain weights"). Under XLA in ``bf16`` it is both: BERT is the pass in bfloat16 on
+    TensorFlow's oneDNN kernels (which run bfloat16 products on the CPU's bfloat16 units;
+    XLA's CPU compiler does not), and only the float32 head is compiled by XLA, in a
+    function of its own (``jit_compile``: :attr:`jit_compile` is then ``False``, so the
+    export does not compile the whole; ``docs/performance.md``, "BERT in bfloat16, its head
+    under XLA").
 
     Args:
         model: a model built by ``re2_tf.models.build_bert_matchlstm``.
         precision: ``fp32`` or ``bf16`` (BERT's weights and products in bfloat16, its
             LayerNorm statistics and softmax in float32; the head in float32).
-        xla: whether the export compiles the backend with XLA.
+        xla: whether the export compiles the backend, or in ``bf16`` its head, with XLA.
+
+    Attributes:
+        jit_compile: whether the export compiles this backend's call as a whole with XLA
+            (``False`` where the backend compiles a part of it itself).
 
     Raises:
         ValueError: another precision, or a model without a BERT backbone.
@@ -273,7 +285,8 @@ class FoldedBertBackend(tf.Module):
         super().__init__(name="bert_folded")
         if precision not in self.precisions:
             raise ValueError(f"precision must be one of {self.precisions}, got {precision!r}")
-        if xla:
+        self.jit_compile = bool(xla) and precision != "bf16"
+        if self.jit_compile:
             object.__setattr__(self, "_keras", KerasBackend(model, precision))
             self.model_variables = self._keras.model_variables
             return
@@ -296,13 +309,22 @@ class FoldedBertBackend(tf.Module):
         object.__setattr__(self, "model", model)
         backbone_variables = {id(v) for v in backbones[0].variables}
         self.head_variables = [v.value for v in model.variables if id(v) not in backbone_variables]
+        # Untracked, as the model: the head's compiled function is traced inside the export's
+        # model function, not saved as a function of its own.
+        object.__setattr__(
+            self, "_head", tf.function(self._head_logits, jit_compile=True) if xla else None
+        )
+
+    def _head_logits(self, outputs, inputs):
+        outputs = {key: tf.cast(value, tf.float32) for key, value in outputs.items()}
+        return tf.cast(head_logits(self.model, outputs, inputs), tf.float32)
 
     def __call__(self, features):
         if self._keras is not None:
             return self._keras(features)
         inputs = {key: features[key] for key in ("token_ids", "segment_ids", "padding_mask")}
         outputs = folded_bert_lib.bert_forward(self.folded.params(), **inputs, dtype=self._dtype)
-        return tf.cast(head_logits(self.model, outputs, inputs), tf.float32)
+        return (self._head or self._head_logits)(outputs, inputs)
 
 
 BACKENDS = {"keras": KerasBackend, "re2_folded": FoldedRE2Backend, "bert_folded": FoldedBertBackend}

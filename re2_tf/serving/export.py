@@ -625,7 +625,9 @@ class ServingModule(tf.Module):
         lower: lower-case while tokenising (the prepared training data is lower-cased).
         max_length: tokens kept per text (longer texts are truncated, and counted).
         length_buckets: lengths inputs are padded to when ``xla``.
-        xla: save the model function with ``jit_compile=True``.
+        xla: save the model function with ``jit_compile=True`` (a backend whose
+            ``jit_compile`` attribute is ``False`` compiles its own part instead;
+            :mod:`re2_tf.serving.backends`).
         extra_assets: ``{name: path}`` more files to carry as assets (``flags.txt``, ...).
 
     Raises:
@@ -703,7 +705,7 @@ class ServingModule(tf.Module):
         # caller would write them into the SavedModel once per caller.
         self._core = tf.function(
             functools.partial(_model_function, backend, output, self._xla),
-            jit_compile=self._xla,
+            jit_compile=self._xla and getattr(backend, "jit_compile", True),
         ).get_concrete_function(self.feature_signature())
         self.serve_features = _features_signature(self)
         self.serve_text = _text_signature(self)
@@ -824,7 +826,8 @@ def export_model(
         max_length, length_buckets, xla: see :class:`ServingModule`.
         fmt: ``savedmodel`` or ``tflite``.
         precision: ``fp32``; ``bf16`` (SavedModel: RE2's folded weights in bfloat16,
-            BERT+MatchLSTM's without XLA too (:mod:`re2_tf.serving.folded_bert`), or for
+            BERT+MatchLSTM's BERT too (:mod:`re2_tf.serving.folded_bert`; with ``xla``
+            only its float32 head is compiled: ``backends.FoldedBertBackend``), or for
             the other models a copy under Keras's ``mixed_bfloat16`` policy,
             ``re2_tf.serving.backends.bfloat16_copy``) or ``int8`` (TFLite dynamic-range
             quantisation: int8 weights, float activations).
