@@ -25,7 +25,8 @@ AB_SHAPES = ((8, 20, 100), (512, 20, 5))
 #: Run in the checkout being measured (its own ``re2_tf``): export a benchmark variant, XLA
 #: and not, and convert the latter for ONNX Runtime and, given a further argument
 #: ``openvino``, for OpenVINO too (as the serving choice converts); given ``bf16``, also
-#: export it in bfloat16 without XLA (``bf16_noxla``). Prints ``<backend> <path>`` of each
+#: export it in bfloat16 without XLA (``bf16_noxla``), given ``bf16xla`` in bfloat16 with XLA
+#: (``bf16_xla``). Prints ``<backend> <path>`` of each
 #: converted file, one a line.
 EXPORT = r"""
 import sys
@@ -42,7 +43,9 @@ if "bf16" in sys.argv[4:]:
     benchmarking.export_benchmark_model(
         spec, hparams, out / "bf16_noxla", xla=False, precision="bf16"
     )
-for backend in ["onnxruntime"] + [a for a in sys.argv[4:] if a != "bf16"]:
+if "bf16xla" in sys.argv[4:]:
+    benchmarking.export_benchmark_model(spec, hparams, out / "bf16_xla", precision="bf16")
+for backend in ["onnxruntime"] + [a for a in sys.argv[4:] if a not in ("bf16", "bf16xla")]:
     print(backend, runtimes.convert(out / "noxla", backend, out / backend))
 """
 
@@ -107,14 +110,15 @@ def checkout(revision, where, repo):
         )
 
 
-def _exports(source, out, model, variant, openvino=(), bf16=False):
+def _exports(source, out, model, variant, openvino=(), bf16=False, bf16_xla=False):
     """``{path name suffix: (path, OpenVINO precision or None)}`` of the exports of
     ``model``'s benchmark ``variant`` made by the checkout ``source`` (:data:`EXPORT`), with
-    an ``openvino <precision>`` path per precision in ``openvino`` and, with ``bf16``, a
-    ``bf16 xla=False`` path."""
+    an ``openvino <precision>`` path per precision in ``openvino``, with ``bf16`` a
+    ``bf16 xla=False`` path and with ``bf16_xla`` a ``bf16 XLA`` path."""
     proc = subprocess.run(
         [sys.executable, "-c", EXPORT, str(out), model, variant]
-        + (["openvino"] if openvino else []) + (["bf16"] if bf16 else []),
+        + (["openvino"] if openvino else []) + (["bf16"] if bf16 else [])
+        + (["bf16xla"] if bf16_xla else []),
         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(source)),
         cwd=source, timeout=3600,
     )  # fmt: skip
@@ -129,6 +133,8 @@ def _exports(source, out, model, variant, openvino=(), bf16=False):
              "onnxruntime": (Path(converted["onnxruntime"]), None)}  # fmt: skip
     if bf16:
         paths["bf16 xla=False"] = (out / "bf16_noxla", None)
+    if bf16_xla:
+        paths["bf16 XLA"] = (out / "bf16_xla", None)
     for precision in openvino:
         paths[f"openvino {precision}"] = (Path(converted["openvino"]), precision)
     return paths
@@ -184,7 +190,7 @@ def _measure(
 
 def export_ab(
     script, args, variants, *, before, rounds, repo, shapes=AB_SHAPES, openvino=False,
-    bf16=False, keep=None, out=None,
+    bf16=False, bf16_xla=False, keep=None, out=None,
 ):  # fmt: skip
     """A change to the library timed against the revision ``before`` it: each benchmark
     variant (random weights) exported by ``before`` (checked out with :func:`checkout`) and
@@ -205,8 +211,10 @@ def export_ab(
         shapes: ``[(batch, length, timed batches)]``.
         openvino: add the OpenVINO paths.
         bf16: add each side's bfloat16 export without XLA (``bf16 xla=False``).
+        bf16_xla: add each side's bfloat16 export with XLA (``bf16 XLA``).
         keep: the path names to time on each side (``XLA``, ``xla=False``, ``onnxruntime``,
-            ``bf16 xla=False``, ``openvino f32``, ``openvino bf16``); all by default.
+            ``bf16 xla=False``, ``bf16 XLA``, ``openvino f32``, ``openvino bf16``); all by
+            default.
             ``XLA``, the agreement's reference, is always timed.
         out: a JSON file the record is written to after each variant (a killed run keeps
             the variants it finished).
@@ -244,7 +252,13 @@ def export_ab(
                         side: {
                             name: path
                             for name, path in _exports(
-                                source, work / side, model, variant, precisions, bf16
+                                source,
+                                work / side,
+                                model,
+                                variant,
+                                precisions,
+                                bf16,
+                                bf16_xla,
                             ).items()
                             if keep is None or name in {"XLA", *keep}
                         }
@@ -376,7 +390,7 @@ def export_ab_main(script, variants, **options):
     Args:
         script: the script's ``__file__``, inside the repository's ``docs/runs/``.
         variants: ``[(model name, benchmark variant)]``.
-        options: more keywords of :func:`export_ab` (``openvino``, ``bf16``).
+        options: more keywords of :func:`export_ab` (``openvino``, ``bf16``, ``bf16_xla``).
 
     Raises:
         ValueError: ``--variants`` names a variant that is not in ``variants``.

@@ -91,6 +91,11 @@ def test_an_export_ab_side_converts_for_openvino_when_asked(tmp_path):
     assert set(plain) == {"XLA", "xla=False", "onnxruntime"}
     paths = _exports(repo, tmp_path / "b", "match_srnn", "Match-SRNN", ("f32",))
     assert set(paths) == {"XLA", "xla=False", "onnxruntime", "openvino f32"}
+    both = _exports(repo, tmp_path / "c", "match_srnn", "Match-SRNN", bf16=True, bf16_xla=True)
+    assert set(both) == {"XLA", "xla=False", "onnxruntime", "bf16 xla=False", "bf16 XLA"}
+    for name, xla in (("bf16 xla=False", False), ("bf16 XLA", True)):
+        config = json.loads((both[name][0] / "assets" / "export_config.json").read_text())
+        assert (config["precision"], config["xla"]) == ("bf16", xla), name
     (onnx, none), (xml, precision) = paths["onnxruntime"], paths["openvino f32"]
     assert none is None and precision == "f32"
     assert onnx.suffix == ".onnx" and xml.suffix == ".xml"
