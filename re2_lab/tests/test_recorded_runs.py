@@ -3694,3 +3694,45 @@ def test_head_major_attention_reading_is_its_records():
         f"only from {b['_MklNativeFusedMatMul']:.2f} to {a['_MklNativeFusedMatMul']:.2f}"
     ) in text
     assert f"`AddV2` rise from {b['AddV2']:.2f} to {a['AddV2']:.2f}" in text
+
+
+def test_bf16_xla_head_reading_is_its_records():
+    """docs/performance.md's "BERT in bfloat16, its head under XLA": bf16_xla_head_ab.json's
+    paired ratios (faster at both shapes in every round, beyond the unchanged paths' spread),
+    the bfloat16 XLA export against the ``--xla=false`` one and OpenVINO bf16, its agreement,
+    and the profile figure that explains 512 x 20."""
+    record = json.loads((RUNS / "roofline" / "bf16_xla_head_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["cpu"] == "Intel(R) Xeon(R) Processor" and "amx_bf16" in record["cpu_features"]
+    assert f"`{record['command']}`" in text
+    assert record["before"].startswith("ae1933e")
+    variant = "BERT+MatchLSTM"
+    times = record["variants"][variant]
+    _ratio_rows_read(record, variant, ("bf16 XLA", "bf16 xla=False", "openvino bf16", "XLA"), text)
+    for batch in (8, 512):
+        _, _, most, _ = _after_over_before(record, variant, "bf16 XLA", batch)
+        controls = [
+            r
+            for path in ("XLA", "bf16 xla=False", "openvino bf16")
+            for r in _after_over_before(record, variant, path, batch)[3]
+        ]
+        assert most < min(controls)
+
+    def median(path, batch):
+        return statistics.median(times[f"after {path}@{batch}"])
+
+    hybrid = {b: median("bf16 XLA", b) for b in (8, 512)}
+    assert f"{hybrid[8] / median('bf16 xla=False', 8):.2f} at 8 × 20" in text
+    assert f"but {hybrid[512] / median('bf16 xla=False', 512):.2f} at 512 × 20" in text
+    assert hybrid[8] < median("bf16 xla=False", 8) and hybrid[512] > median("bf16 xla=False", 512)
+    over = {b: hybrid[b] / median("openvino bf16", b) for b in (8, 512)}
+    assert f"{over[8]:.2f}× at 8 × 20 and {over[512]:.2f}× at 512 × 20" in text
+    assert over[8] > 1.2 >= over[512]
+    agreement = record["agreement"][variant]
+    assert agreement["after bf16 XLA@8"]["argmax_agreement"] == 1.0
+    a512 = agreement["after bf16 XLA@512"]["argmax_agreement"]
+    plain512 = agreement["after bf16 xla=False@512"]["argmax_agreement"]
+    assert f"on {100 * a512:.1f} % at 512 × 20 (the `--xla=false` bf16 export's " in text
+    assert f"{100 * plain512:.1f} %)" in text
+    dot = record["profiles"][variant]["after bf16 XLA@512"]["kinds"]["dot"]
+    assert f"({dot:.2f} thread-ms per call in the profile above)" in text
