@@ -387,8 +387,13 @@ def _core_install(record):
     from re2_lab.runtimes import CHOICE_NAMES
     from re2_tf.machine import describe_machine
 
-    # every path of the serving choice that needs no extra, in the choice's order
-    names = [key for key in CHOICE_NAMES if key[0] not in ("onnxruntime", "openvino")]
+    # every path of the serving choice that needs no extra and some run measured, in the
+    # choice's order
+    measured = {(c["backend"], c["precision"]) for run in record["runs"]
+                for c in run["serving_choice"]["candidates"]}  # fmt: skip
+    names = [
+        key for key in CHOICE_NAMES if key[0] not in ("onnxruntime", "openvino") and key in measured
+    ]
     lines = [
         "| run | batch | **default** (path) | "
         + " | ".join(CHOICE_NAMES[n] for n in names)

@@ -58,6 +58,7 @@ CHOICE_NAMES = {
     ("savedmodel_noxla", "f32"): "savedmodel (xla=False)",
     ("savedmodel_noxla", "bf16"): "savedmodel bf16 (xla=False)",
     ("savedmodel_bf16", "bf16"): "savedmodel bf16 export (xla=False)",
+    ("savedmodel_bf16_xla", "bf16"): "savedmodel bf16 export (XLA)",
     ("tflite", "f32"): "tflite",
     ("onnxruntime", "f32"): "onnxruntime",
     ("openvino", "f32"): "openvino f32",

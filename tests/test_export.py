@@ -35,7 +35,7 @@ from re2_tf.serving.export import (
     export_model,
 )
 from re2_tf.serving.predictor import installed
-from re2_tf.serving.run_export import export_run
+from re2_tf.serving.run_export import export_run, twin_exports
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample"
@@ -729,6 +729,24 @@ def test_default_export_measures_tensorflows_litert_and_the_installed_runtimes(
         assert (made["precision"], made["xla"]) == ("bf16", False)
     for path in kept.values():
         assert (export_dir / "runtimes" / path).exists(), path
+
+
+def test_the_serving_choice_exports_the_bfloat16_xla_twin_only_where_xla_compiles_a_part():
+    """The twins beside an export, by hand: the xla=False one for an XLA export; with
+    bfloat16 units and an fp32 export, the xla=False bf16 one, and the bf16 XLA one only for
+    a backend whose bf16 XLA export leaves its bfloat16 products to oneDNN (bert_folded)."""
+    plain, bf16, bf16_xla = ("fp32", False), ("bf16", False), ("bf16", True)
+    assert twin_exports("fp32", True, "bert_folded", True) == {
+        "plain": plain,
+        "bf16": bf16,
+        "bf16_xla": bf16_xla,
+    }
+    for backend in ("re2_folded", "keras"):  # XLA compiles their bfloat16 export whole
+        assert twin_exports("fp32", True, backend, True) == {"plain": plain, "bf16": bf16}
+    assert twin_exports("fp32", False, "bert_folded", True) == {"bf16": bf16}
+    assert twin_exports("fp32", True, "bert_folded", False) == {"plain": plain}
+    assert twin_exports("bf16", True, "bert_folded", True) == {"plain": ("bf16", False)}
+    assert twin_exports("bf16", False, "bert_folded", True) == {}
 
 
 def test_precision_auto_exports_once_and_times_nothing(run_and_export, tmp_path, monkeypatch):

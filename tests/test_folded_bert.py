@@ -24,7 +24,7 @@ from re2_tf.machine import cpu_units  # noqa: E402
 from re2_tf.models import build_bert_matchlstm  # noqa: E402
 from re2_tf.models.bert_matchlstm import BERT_HEADS, CLS_OUTPUTS  # noqa: E402
 from re2_tf.serving import folded_bert  # noqa: E402
-from re2_tf.serving.backends import FoldedBertBackend, make_backend  # noqa: E402
+from re2_tf.serving.backends import FoldedBertBackend, compiles_part, make_backend  # noqa: E402
 
 KEYS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -152,6 +152,11 @@ def test_bf16_under_xla_compiles_the_head_only(head):
     plain = make_backend("bert_folded", model, "bf16", xla=False)
     assert plain.jit_compile is False
     assert make_backend("bert_folded", model, "fp32", xla=True).jit_compile is True
+    # what the serving choice reads before exporting: the part-compiled form is bf16's only
+    assert compiles_part("bert_folded", "bf16") and not compiles_part("bert_folded", "fp32")
+    assert not compiles_part("re2_folded", "bf16") and not compiles_part("keras", "bf16")
+    with pytest.raises(KeyError, match="unknown serving backend"):
+        compiles_part("nope", "bf16")
     graph = (
         tf.function(backend)
         .get_concrete_function({k: tf.TensorSpec([None, None], tf.int32) for k in KEYS})
@@ -161,11 +166,8 @@ def test_bf16_under_xla_compiles_the_head_only(head):
     compiled = [n for n in calls if n.attr["_XlaMustCompile"].b]
     assert len(compiled) == 1, [n.name for n in calls]
     # BERT's bfloat16 products are in the uncompiled graph, not in the compiled function
-    outer_bf16 = [n for n in graph.node if n.op == "MatMul" and n.attr["T"].type == tf.bfloat16]
-    outer_bf16 += [
-        n for n in graph.node if n.op == "BatchMatMulV2" and n.attr["T"].type == tf.bfloat16
-    ]
-    assert outer_bf16
+    products = ("MatMul", "BatchMatMulV2")
+    assert [n for n in graph.node if n.op in products and n.attr["T"].type == tf.bfloat16]
     head_fn = next(
         f for f in graph.library.function if f.signature.name == compiled[0].attr["f"].func.name
     )

@@ -645,7 +645,36 @@ def test_a_bfloat16_savedmodel_is_kept_beside_an_export_and_serves_in_its_own_pr
     # what a runtime process is asked: nothing to rewrite in a bfloat16 graph
     assert runtimes.asked_precision("savedmodel_bf16", "bf16") is None
     assert runtimes.asked_precision("savedmodel_noxla", "bf16") == "bf16"
-    assert [runtimes.served_precision(b) for b in runtimes.BACKENDS] == ["f32"] * 5 + ["bf16"]
+    assert [runtimes.served_precision(b) for b in runtimes.BACKENDS] == ["f32"] * 5 + ["bf16"] * 2
+
+
+def test_a_bfloat16_xla_export_is_kept_beside_an_export_and_serves_in_its_own_precision(tmp_path):
+    """BERT+MatchLSTM's bf16 XLA export (BERT's bfloat16 pass uncompiled, the head under XLA),
+    kept as ``savedmodel_bf16_xla``: only such an export is one, it serves in bfloat16, close
+    to the float32 SavedModel of the same random weights and to the xla=False bf16 export
+    (the same bfloat16 BERT pass; the head compiled or not)."""
+    pytest.importorskip("keras_hub")
+    xla, featurizers = _tiny_export("bert_matchlstm", tmp_path / "xla", xla=True)
+    bf16_xla, _ = _tiny_export("bert_matchlstm", tmp_path / "bf16_xla", xla=True, precision="bf16")
+    bf16, _ = _tiny_export("bert_matchlstm", tmp_path / "bf16", precision="bf16")
+    assert runtimes.convert(bf16_xla, "savedmodel_bf16_xla") == bf16_xla  # itself
+    with pytest.raises(ValueError, match="export with --xla=true --precision=bf16"):
+        runtimes.convert(xla, "savedmodel_bf16_xla")  # nothing kept
+    with pytest.raises(ValueError, match="xla=False"):
+        runtimes.convert(bf16, "savedmodel_bf16_xla", xla / "runtimes")  # not an XLA export
+    kept = runtimes.convert(bf16_xla, "savedmodel_bf16_xla", xla / "runtimes")
+    assert kept == xla / "runtimes" / "savedmodel_bf16_xla" and (kept / "saved_model.pb").exists()
+    assert runtimes.convert(xla, "savedmodel_bf16_xla") == kept
+    served = runtimes.load(xla, "savedmodel_bf16_xla")
+    reference, uncompiled = runtimes.load(xla, "savedmodel"), runtimes.load(bf16, "savedmodel")
+    assert (served.path, served.precision) == (kept, "bf16")
+    assert runtimes.asked_precision("savedmodel_bf16_xla", "bf16") is None
+    with pytest.raises(ValueError, match="is a bf16 SavedModel"):
+        runtimes.load(xla, "savedmodel_bf16_xla", precision="f32")
+    for x in benchmarking.table5_inputs(featurizers, 4, 6).id_batches():
+        got, want = served(x)["probabilities"], reference(x)["probabilities"]
+        assert np.isfinite(got).all() and 0 < np.abs(got - want).max() < 5e-2
+        np.testing.assert_allclose(got, uncompiled(x)["probabilities"], atol=1e-4)
 
 
 def test_savedmodel_noxla_in_bf16_runs_tensorflows_bfloat16_rewrite_for_its_calls_only(tmp_path):

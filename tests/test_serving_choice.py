@@ -359,3 +359,40 @@ def test_a_core_installs_choice_measures_tensorflow_without_xla_and_litert_and_k
     # with no other runtime and no twin given there is nothing to measure
     choice = serving_choice.choose_serving(plain, PAIRS, shapes=((4, 6),), threads=1)
     assert not choice["measured"] and choice["reason"] == serving_choice.NOTHING_TO_MEASURE
+
+
+@pytest.mark.slow  # 2 candidates of a BERT model timed in fresh processes, 2 rounds or more
+def test_a_bert_export_measures_its_bfloat16_xla_twin_and_serves_it_as_measured(
+    tmp_path, monkeypatch
+):
+    """BERT+MatchLSTM's bf16 XLA export (BERT's bfloat16 pass on oneDNN, the head under XLA)
+    is a candidate of its own where the CPU has bfloat16 units: timed, scored on the pairs
+    against the SavedModel, kept as ``runtimes/savedmodel_bf16_xla``, and served by a
+    Predictor with the outputs the choice scored."""
+    pytest.importorskip("keras_hub")
+    export, _ = _tiny_export("bert_matchlstm", tmp_path / "xla", xla=True)
+    twin, _ = _tiny_export("bert_matchlstm", tmp_path / "bf16_xla", xla=True, precision="bf16")
+    monkeypatch.setattr(serving_choice, "installed_candidates", lambda: [("savedmodel", "f32")])
+    choice = serving_choice.choose_serving(
+        export, PAIRS, bf16_xla_export=twin, shapes=((4, 6),), threads=1
+    )
+    if not cpu_units()["bfloat16"]:  # nothing but the SavedModel: nothing measured
+        assert not choice["measured"] and choice["reason"] == serving_choice.NOTHING_TO_MEASURE
+        return
+    rows = choice["candidates"]
+    assert [(r["backend"], r["precision"]) for r in rows] == [
+        ("savedmodel", "f32"),
+        ("savedmodel_bf16_xla", "bf16"),
+    ]
+    assert all("4x6" in r["median_ms"] for r in rows), rows
+    assert (export / "runtimes" / "savedmodel_bf16_xla" / "saved_model.pb").exists()
+    best = fastest_agreeing(rows, "4x6")
+    assert (choice["backend"], choice["precision"]) == (best["backend"], best["precision"])
+    # served as measured: the float32 SavedModel's labels on the pairs within bfloat16's error
+    texts1, texts2 = [a for a, _ in PAIRS], [b for _, b in PAIRS]
+    want = Predictor(export, tokenize="python", backend="savedmodel").probabilities(texts1, texts2)
+    served = Predictor(export, backend="savedmodel_bf16_xla")
+    assert served.precision == "bf16" and served.tokenize == "python"
+    got = served.probabilities(texts1, texts2)
+    assert np.isfinite(got).all() and 0 < np.abs(got - want).max() < 5e-2
+    assert np.abs(got - want).max() == pytest.approx(rows[1]["max_abs_dp"], rel=1e-6)

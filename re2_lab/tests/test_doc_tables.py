@@ -544,6 +544,14 @@ def test_a_core_install_block_gives_each_batchs_default_beside_every_candidate(t
     }  # fmt: skip
     (tmp_path / "c.json").write_text(json.dumps(record))
     lines = doc_tables.generate("core-install c.json", tmp_path).splitlines()
+    # a column per path some run measured, none for the bf16 XLA twin no run had
+    assert lines[0].split(" | ")[3:8] == [
+        "savedmodel (XLA)",
+        "savedmodel (xla=False)",
+        "savedmodel bf16 (xla=False)",
+        "savedmodel bf16 export (xla=False)",
+        "tflite",
+    ]
     assert lines[2:4] == [
         "| `docs/runs/x` | 8×20 | **8.0** (tflite) | 10.0 | 12.0 | fails | 11.0 | 8.0 | 0.80 | "
         "1.0000 (3.0e-07) |",

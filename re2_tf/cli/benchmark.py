@@ -109,7 +109,8 @@ def define_flags(flag_values=FLAGS):
         "openvino/onnxruntime convert the --xla=false export's serving_ids "
         "(re2_tf.serving.runtimes); savedmodel_noxla: the --xla=false SavedModel (with "
         "--saved_model: the one an XLA export's serving choice kept); savedmodel_bf16: the "
-        "--xla=false --precision=bf16 SavedModel (likewise).",
+        "--xla=false --precision=bf16 SavedModel (likewise); savedmodel_bf16_xla: the "
+        "--precision=bf16 XLA export an export's serving choice kept.",
         flag_values=flag_values,
     )
     flags.DEFINE_bool(

@@ -88,7 +88,8 @@ def define_flags(flag_values=FLAGS):
         "SavedModel's serving_ids (re2_tf.serving.runtimes; pip install -e '.[openvino]' / "
         "'.[onnx]') and tokenise in Python; savedmodel_noxla / savedmodel_bf16: TensorFlow "
         "without XLA (the --xla=false SavedModel, float32 / bfloat16, an export's serving "
-        "choice kept), tokenising in Python.",
+        "choice kept), savedmodel_bf16_xla: the --precision=bf16 XLA export it kept, "
+        "tokenising in Python.",
         flag_values=flag_values,
     )
     flags.mark_flag_as_required("export_dir", flag_values=flag_values)

@@ -26,7 +26,8 @@ when the export asks for it); no Keras and no ``re2_tf`` code is needed to serve
 
 Every backend takes ``xla``: whether the export compiles it with XLA (a backend may pick the
 form it computes by it). A backend whose ``jit_compile`` attribute is ``False`` compiles what
-it compiles itself, and the export does not compile its call as a whole.
+it compiles itself, and the export does not compile its call as a whole; the precisions in
+which it does so under XLA are its ``xla_part_precisions`` (:func:`compiles_part`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ __all__ = [
     "FoldedBertBackend",
     "FoldedRE2Backend",
     "bfloat16_copy",
+    "compiles_part",
     "make_backend",
     "policy_copy",
 ]
@@ -274,18 +276,21 @@ class FoldedBertBackend(tf.Module):
     Attributes:
         jit_compile: whether the export compiles this backend's call as a whole with XLA
             (``False`` where the backend compiles a part of it itself).
+        xla_part_precisions: the precisions in which, under XLA, it compiles only a part of
+            its call (its head), ``("bf16",)``: :func:`compiles_part`.
 
     Raises:
         ValueError: another precision, or a model without a BERT backbone.
     """
 
     precisions = ("fp32", "bf16")
+    xla_part_precisions = ("bf16",)
 
     def __init__(self, model, precision="fp32", xla=False):
         super().__init__(name="bert_folded")
         if precision not in self.precisions:
             raise ValueError(f"precision must be one of {self.precisions}, got {precision!r}")
-        self.jit_compile = bool(xla) and precision != "bf16"
+        self.jit_compile = bool(xla) and precision not in self.xla_part_precisions
         if self.jit_compile:
             object.__setattr__(self, "_keras", KerasBackend(model, precision))
             self.model_variables = self._keras.model_variables
@@ -316,7 +321,7 @@ class FoldedBertBackend(tf.Module):
         )
 
     def _head_logits(self, outputs, inputs):
-        outputs = {key: tf.cast(value, tf.float32) for key, value in outputs.items()}
+        # bert_forward's outputs are float32 in either precision
         return tf.cast(head_logits(self.model, outputs, inputs), tf.float32)
 
     def __call__(self, features):
@@ -328,6 +333,18 @@ class FoldedBertBackend(tf.Module):
 
 
 BACKENDS = {"keras": KerasBackend, "re2_folded": FoldedRE2Backend, "bert_folded": FoldedBertBackend}
+
+
+def compiles_part(name, precision):
+    """Whether backend ``name``, in an XLA export in ``precision`` (``fp32``, ``bf16``),
+    compiles only a part of its call with XLA and runs the rest on TensorFlow's own kernels
+    (its class's ``xla_part_precisions``; ``bert_folded`` in ``bf16``: BERT's bfloat16
+    products on oneDNN, the head under XLA). Such an export is a serving-choice candidate of
+    its own (:mod:`re2_tf.serving.serving_choice`, ``savedmodel_bf16_xla``). Raises
+    ``KeyError`` for an unknown name."""
+    if name not in BACKENDS:
+        raise KeyError(f"unknown serving backend {name!r}; known: {sorted(BACKENDS)}")
+    return precision in getattr(BACKENDS[name], "xla_part_precisions", ())
 
 
 def make_backend(name, model, precision="fp32", xla=False):

@@ -43,7 +43,8 @@ the LiteRT model a SavedModel export keeps where its serving choice measured it,
 SavedModel's ``serving_ids`` converted by
 :mod:`re2_tf.serving.runtimes` (optional extras ``.[openvino]`` / ``.[onnx]``), or
 ``savedmodel_noxla`` / ``savedmodel_bf16``: TensorFlow without XLA on the SavedModels kept
-beside the export (float32; bfloat16), fed by the ``python`` tokenisation as TFLite is. Not
+beside the export (float32; bfloat16), or ``savedmodel_bf16_xla``: the bfloat16 XLA export
+kept there (a part compiled by XLA), each fed by the ``python`` tokenisation as TFLite is. Not
 told (the default), a Predictor serves what the export recorded (:func:`default_routes`):
 the TFLite file, or the runtimes ``re2-export`` measured fastest on its CPU per batch size
 (:mod:`re2_tf.serving.serving_choice`), or the SavedModel.
@@ -93,6 +94,7 @@ PACKAGES = {
     "openvino": ("openvino",),
     "savedmodel_noxla": (),
     "savedmodel_bf16": (),
+    "savedmodel_bf16_xla": (),
 }
 
 
@@ -254,16 +256,16 @@ class Predictor:
         tokenize: ``auto``, ``graph`` or ``python`` (see module docstring).
         batch_size: pairs per model call (>= 1).
         backend: ``savedmodel``, ``tflite``, ``openvino``, ``onnxruntime``,
-            ``savedmodel_noxla`` or ``savedmodel_bf16`` (module docstring); ``None`` = what
-            the export recorded (:func:`default_routes`).
+            ``savedmodel_noxla``, ``savedmodel_bf16`` or ``savedmodel_bf16_xla`` (module
+            docstring); ``None`` = what the export recorded (:func:`default_routes`).
         precision: ``f32`` or ``bf16``: OpenVINO's inference precision, or for
             ``savedmodel_noxla`` TensorFlow's oneDNN bfloat16 rewrite
             (:func:`re2_tf.serving.runtimes.load`); ``None`` = the recorded choice's with
             ``backend=None``, else the backend's own (``f32``; ``bf16`` for
-            ``savedmodel_bf16``, the kept bfloat16 SavedModel). The other runtimes run the
-            export's own precision (asking them for another is a ValueError:
-            :func:`re2_tf.serving.runtimes.served_precision`; with ``backend=None`` it
-            applies to the routes these serve).
+            ``savedmodel_bf16`` and ``savedmodel_bf16_xla``, the kept bfloat16 SavedModels).
+            The other runtimes run the export's own precision (asking them for another is a
+            ValueError: :func:`re2_tf.serving.runtimes.served_precision`; with
+            ``backend=None`` it applies to the routes these serve).
 
     Attributes:
         routes: ``[{"batch", "backend", "precision"}]``: which runtime serves a call of how

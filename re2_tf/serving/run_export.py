@@ -19,9 +19,10 @@ from re2_tf.machine import cpu_units
 from re2_tf.models import get_spec
 from re2_tf.serving import serving_choice
 from re2_tf.serving.auto_precision import choose_precision, known_precision
+from re2_tf.serving.backends import compiles_part
 from re2_tf.serving.export import CHOICES, export_model
 
-__all__ = ["export_run"]
+__all__ = ["export_run", "twin_exports"]
 
 
 def export_run(run_dir, export_dir, *, precision="fp32", serving="auto", max_pairs=1000, **kwargs):
@@ -49,8 +50,10 @@ def export_run(run_dir, export_dir, *, precision="fp32", serving="auto", max_pai
     runtimes are converted from an ``xla=False`` SavedModel of the same weights, made in a
     temporary directory when the export itself uses XLA; on a CPU with bfloat16 units an
     ``fp32`` export's candidates include an ``xla=False`` ``bf16`` SavedModel of the same
-    weights, made likewise, and an ``fp32`` export's a ``--format=tflite`` export of the same
-    model, for LiteRT); ``"savedmodel"`` measures nothing.
+    weights, made likewise, and, where the model's ``bf16`` XLA export compiles only a part
+    with XLA (:func:`~re2_tf.serving.backends.compiles_part`), that export too; an ``fp32``
+    export's candidates include a ``--format=tflite`` export of the same model, for LiteRT);
+    ``"savedmodel"`` measures nothing.
     The decision is ``export_config.json``'s ``serving_choice``, which
     :class:`~re2_tf.serving.predictor.Predictor` follows.
 
@@ -111,13 +114,34 @@ def _dev_pairs(run_dir, max_pairs):
     return [(ex.text1, ex.text2) for ex in examples[:max_pairs]]
 
 
+def twin_exports(precision, xla, backend, bf16_units):
+    """The SavedModels of the same weights :func:`export_run`'s serving choice exports beside
+    an export in ``precision`` (with ``xla``; ``backend``: the model's serving backend;
+    ``bf16_units``: whether the CPU has bfloat16 units): ``{name: (precision, xla)}``.
+
+    ``plain``: the ``xla=False`` export the other runtimes are converted from (for an XLA
+    export; ``savedmodel_noxla``). With bfloat16 units, for an ``fp32`` export: ``bf16``, the
+    ``xla=False`` bfloat16 export (``savedmodel_bf16``), and, where the backend's bfloat16
+    XLA export compiles only a part with XLA (:func:`~re2_tf.serving.backends.compiles_part`;
+    XLA's CPU compiler runs no bfloat16 product on the units, so a wholly compiled one is no
+    candidate), ``bf16_xla`` (``savedmodel_bf16_xla``).
+    """
+    bf16 = precision == "fp32" and bool(bf16_units)
+    needed = {
+        "plain": (bool(xla), (precision, False)),
+        "bf16": (bf16, ("bf16", False)),
+        "bf16_xla": (bf16 and bool(xla) and compiles_part(backend, "bf16"), ("bf16", True)),
+    }
+    return {name: twin for name, (wanted, twin) in needed.items() if wanted}
+
+
 def _chosen_serving(run_dir, model, export_dir, precision, extra, kwargs, max_pairs):
     pairs = _dev_pairs(run_dir, max_pairs)
     if not pairs:
         return serving_choice.choose_serving(export_dir, pairs)  # nothing to check: no twin
-    # with bfloat16 units, a bfloat16 SavedModel of the same weights is a candidate too
-    bf16 = precision == "fp32" and cpu_units()["bfloat16"]
-    needed = {"plain": (kwargs.get("xla", True), precision), "bf16": (bf16, "bf16")}
+    needed = twin_exports(
+        precision, kwargs.get("xla", True), kwargs["backend"], cpu_units()["bfloat16"]
+    )
     with tempfile.TemporaryDirectory() as tmp:
         twins = {
             name: export_model(
@@ -125,10 +149,9 @@ def _chosen_serving(run_dir, model, export_dir, precision, extra, kwargs, max_pa
                 Path(tmp) / name,
                 precision=twin_precision,
                 extra_config=extra,
-                **dict(kwargs, xla=False),
+                **dict(kwargs, xla=twin_xla),
             )
-            for name, (wanted, twin_precision) in needed.items()
-            if wanted
+            for name, (twin_precision, twin_xla) in needed.items()
         }
         litert = None
         if precision == "fp32":  # LiteRT: the same model through the TFLite converter
@@ -147,6 +170,7 @@ def _chosen_serving(run_dir, model, export_dir, precision, extra, kwargs, max_pa
             pairs,
             convertible=twins.get("plain"),
             bf16_export=twins.get("bf16"),
+            bf16_xla_export=twins.get("bf16_xla"),
             tflite_export=litert,
             log=logging.info,
         )

@@ -38,6 +38,13 @@ convolutions as matrix products):
   bfloat16 weights, :mod:`re2_tf.serving.folded_bert`; the other models: their Keras
   ``mixed_bfloat16`` copy), so nothing is rewritten: its precision is its own, ``bf16``
   (:data:`OWN_PRECISION`);
+- ``savedmodel_bf16_xla``: TensorFlow on a ``--precision=bf16`` XLA export of the same
+  weights, kept beside the export likewise, made only for a model whose bfloat16 XLA export
+  compiles just a part with XLA (:func:`re2_tf.serving.backends.compiles_part`;
+  BERT+MatchLSTM: BERT's bfloat16 pass on oneDNN, the float32 head under XLA). XLA's CPU
+  compiler runs no bfloat16 product on the CPU's bfloat16 units, so a wholly compiled
+  bfloat16 export is no candidate (``docs/performance.md``). Its precision is ``bf16``, its
+  own;
 - ``tflite`` beside a SavedModel: the LiteRT model of a ``--format=tflite`` export of the
   same model (:func:`keep_tflite`; the TFLite converter reads the Keras model, not the
   SavedModel, so it is exported, not converted), kept as ``<export>/runtimes/model.tflite``
@@ -115,8 +122,9 @@ __all__ = [
     "versions",
 ]
 
-#: Every ``--backend``; the last four are made from an ``--xla=false`` SavedModel
-#: (:data:`CONVERTED`).
+#: Every ``--backend``; the last five are made from another SavedModel of the same weights
+#: (:data:`CONVERTED`): an ``--xla=false`` one, or for ``savedmodel_bf16_xla`` a bfloat16 XLA
+#: export.
 BACKENDS = (
     "savedmodel",
     "tflite",
@@ -124,17 +132,20 @@ BACKENDS = (
     "onnxruntime",
     "savedmodel_noxla",
     "savedmodel_bf16",
+    "savedmodel_bf16_xla",
 )
 #: Backend -> name of its file (or folder) in ``<export>/runtimes/``: OpenVINO's IR and ONNX
 #: converted from an ``--xla=false`` SavedModel; ``savedmodel_noxla``: that SavedModel
 #: itself, kept beside an XLA export (TensorFlow without XLA, a :mod:`serving_choice
 #: <re2_tf.serving.serving_choice>` candidate); ``savedmodel_bf16``: an ``--xla=false
-#: --precision=bf16`` SavedModel of the same weights, kept beside the export (:data:`KEPT`).
+#: --precision=bf16`` SavedModel of the same weights, kept beside the export (:data:`KEPT`);
+#: ``savedmodel_bf16_xla``: a ``--precision=bf16`` XLA export of them, kept likewise.
 CONVERTED = {
     "openvino": "serving_ids.xml",
     "onnxruntime": "serving_ids.onnx",
     "savedmodel_noxla": "savedmodel_noxla",
     "savedmodel_bf16": "savedmodel_bf16",
+    "savedmodel_bf16_xla": "savedmodel_bf16_xla",
 }
 #: The backends that are a SavedModel kept as it is (copied, not converted) -> how it must
 #: have been made, as its ``export_config.json`` says (no such file: a float32 function
@@ -142,12 +153,14 @@ CONVERTED = {
 KEPT = {
     "savedmodel_noxla": {"xla": False},
     "savedmodel_bf16": {"xla": False, "precision": "bf16"},
+    "savedmodel_bf16_xla": {"xla": True, "precision": "bf16"},
 }
 #: Where a SavedModel export keeps the LiteRT model of the same weights (:func:`keep_tflite`).
 KEPT_TFLITE = Path("runtimes") / TFLITE_FILE
 #: A backend's own precision where it is not ``f32``: what it runs when not asked, and the
-#: only precision it serves (``savedmodel_bf16`` is a bfloat16 graph).
-OWN_PRECISION = {"savedmodel_bf16": "bf16"}
+#: only precision it serves (``savedmodel_bf16`` and ``savedmodel_bf16_xla`` are bfloat16
+#: graphs).
+OWN_PRECISION = {"savedmodel_bf16": "bf16", "savedmodel_bf16_xla": "bf16"}
 #: Suffixes of the two parts an OpenVINO IR ``<name>.xml`` is saved in when its export names
 #: ``float32_layers`` (:func:`split_openvino`): ``<name>.bf16_part.xml`` (bf16 under a bf16
 #: hint) and ``<name>.f32_part.xml`` (always f32), fed one after the other. The first part's
@@ -549,19 +562,19 @@ def convert(export_dir, backend, cache_dir=None):
         backend: ``openvino`` (IR ``.xml``), ``onnxruntime`` (``.onnx``),
             ``savedmodel_noxla`` (a copy of an ``--xla=false`` export, the folder
             ``savedmodel_noxla``; an XLA export has one only where ``re2-export`` measured
-            the serving choice, which keeps it) or ``savedmodel_bf16`` (likewise a copy of an
-            ``--xla=false --precision=bf16`` export, kept where the serving choice made one).
+            the serving choice, which keeps it), ``savedmodel_bf16`` (likewise a copy of an
+            ``--xla=false --precision=bf16`` export, kept where the serving choice made one)
+            or ``savedmodel_bf16_xla`` (likewise, of a ``--precision=bf16`` XLA export).
         cache_dir: where the file is written; default ``<export_dir>/runtimes`` (a temporary
             folder when that cannot be written).
 
     Returns:
-        ``Path`` of the converted file (for ``savedmodel_noxla`` and ``savedmodel_bf16``: the
-        folder, or, for an export that is one itself (:data:`KEPT`) without ``cache_dir``,
-        ``export_dir`` itself).
+        ``Path`` of the converted file (for the kept SavedModels, :data:`KEPT`: the folder,
+        or, for an export that is one itself without ``cache_dir``, ``export_dir`` itself).
 
     Raises:
-        ValueError: an unknown backend or not a SavedModel export; ``savedmodel_noxla`` or
-        ``savedmodel_bf16`` of an export that is not one and has none kept. ConversionError:
+        ValueError: an unknown backend or not a SavedModel export; a kept SavedModel
+        (:data:`KEPT`) of an export that is not one and has none kept. ConversionError:
         the converter's unsupported ops. MissingPackageError: the converter is not installed.
     """
     if backend not in CONVERTED:
@@ -799,8 +812,8 @@ def load(export_dir, backend, *, threads=0, precision=None, cache_dir=None):
             the IR's :data:`OPENVINO_PARTS` beside it: the first part in bf16, the
             ``float32_layers`` part in f32); for ``savedmodel_noxla``, ``bf16`` runs it under
             TensorFlow's oneDNN bfloat16 rewrite (:data:`TF_BF16_REWRITE`); the others run the
-            export's own precision, ``savedmodel_bf16`` ``bf16`` (:data:`OWN_PRECISION`).
-            ``None``: the backend's own (``f32`` but for ``savedmodel_bf16``).
+            export's own precision, ``savedmodel_bf16`` and ``savedmodel_bf16_xla`` ``bf16``
+            (:data:`OWN_PRECISION`). ``None``: the backend's own (``f32`` but for those).
         cache_dir: see :func:`convert`.
 
     Raises:

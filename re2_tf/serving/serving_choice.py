@@ -16,12 +16,18 @@ The rule (ours):
   :data:`re2_tf.serving.runtimes.TF_BF16_REWRITE`), and on such a CPU a bfloat16 SavedModel of
   the same weights (``savedmodel_bf16``: exported ``--xla=false --precision=bf16``, a graph
   bfloat16 as built; for RE2 the folded pass with bfloat16 weights, whose dense layers'
-  bias and activation fuse into oneDNN's product: :mod:`re2_tf.serving.folded`); and LiteRT
+  bias and activation fuse into oneDNN's product: :mod:`re2_tf.serving.folded`), and for a
+  model whose bfloat16 XLA export compiles only a part with XLA
+  (:func:`re2_tf.serving.backends.compiles_part`; BERT+MatchLSTM's head, BERT's bfloat16
+  pass left to oneDNN) that export too (``savedmodel_bf16_xla``; XLA's CPU compiler runs no
+  bfloat16 product on the bfloat16 units, so a wholly compiled bfloat16 export is none);
+  and LiteRT
   (``tflite``) on a ``--format=tflite`` export of the same model, where one is given (the
   TFLite converter reads the Keras model, so ``re2-export`` exports one beside the others;
   a model it cannot convert is a candidate with the converter's error). The others are made
   from an ``--xla=false`` SavedModel of the same weights (converted, or for
-  ``savedmodel_noxla`` and ``savedmodel_bf16`` copied: :func:`re2_tf.serving.runtimes.convert`)
+  ``savedmodel_noxla`` and ``savedmodel_bf16`` copied, as ``savedmodel_bf16_xla`` is from its
+  export: :func:`re2_tf.serving.runtimes.convert`)
   and kept in ``<export>/runtimes/``, the LiteRT model too
   (:func:`re2_tf.serving.runtimes.keep_tflite`). TensorFlow without XLA, the bfloat16
   SavedModel and LiteRT need no extra: a core install measures them against the SavedModel.
@@ -139,18 +145,22 @@ def installed_candidates():
     return found
 
 
-def tensorflow_candidates(noxla=True, bf16_export=False):
-    """``[(backend, precision)]`` of TensorFlow without XLA the rule adds: for an XLA export
+def tensorflow_candidates(noxla=True, bf16_export=False, bf16_xla_export=False):
+    """``[(backend, precision)]`` of TensorFlow's other paths the rule adds: for an XLA export
     (``noxla``) ``("savedmodel_noxla", "f32")``, then ``("savedmodel_noxla", "bf16")``
     (TensorFlow's oneDNN bfloat16 rewrite) where the CPU has bfloat16 units
     (:func:`re2_tf.machine.cpu_units`); with a bfloat16 SavedModel of the same weights
-    (``bf16_export``) and those units, ``("savedmodel_bf16", "bf16")`` last."""
+    (``bf16_export``) and those units, ``("savedmodel_bf16", "bf16")``; with a bfloat16 XLA
+    export of them (``bf16_xla_export``) and those units, ``("savedmodel_bf16_xla", "bf16")``
+    last."""
     units = cpu_units()["bfloat16"]
     found = [("savedmodel_noxla", "f32")] if noxla else []
     if noxla and units:
         found.append(("savedmodel_noxla", "bf16"))
     if bf16_export and units:
         found.append(("savedmodel_bf16", "bf16"))
+    if bf16_xla_export and units:
+        found.append(("savedmodel_bf16_xla", "bf16"))
     return found
 
 
@@ -223,6 +233,7 @@ def choose_serving(
     *,
     convertible=None,
     bf16_export=None,
+    bf16_xla_export=None,
     tflite_export=None,
     candidates=None,
     shapes=SHAPES,
@@ -245,14 +256,19 @@ def choose_serving(
         bf16_export: an ``xla=False``, ``precision="bf16"`` SavedModel of the same model,
             the candidate ``savedmodel_bf16`` (kept as ``<export_dir>/runtimes/
             savedmodel_bf16``) where the CPU has bfloat16 units.
+        bf16_xla_export: a ``precision="bf16"`` XLA export of the same model that compiles
+            only a part with XLA (:func:`re2_tf.serving.backends.compiles_part`), the
+            candidate ``savedmodel_bf16_xla`` (kept as ``<export_dir>/runtimes/
+            savedmodel_bf16_xla``) where the CPU has bfloat16 units.
         tflite_export: a ``--format=tflite`` export of the same model, the candidate
             ``tflite`` (its model kept as ``<export_dir>/runtimes/model.tflite``), or the
             ``ValueError`` its export raised (the candidate's recorded error).
         candidates: ``[(backend, precision)]`` (default :func:`installed_candidates`, and
             after the SavedModel :func:`tensorflow_candidates`: ``savedmodel_noxla`` where
             ``export_dir`` is an XLA export and ``convertible`` is given, ``savedmodel_bf16``
-            where ``bf16_export`` is, then ``("tflite", "f32")`` where ``tflite_export``
-            is); the SavedModel is always the first.
+            where ``bf16_export`` is, ``savedmodel_bf16_xla`` where ``bf16_xla_export`` is,
+            then ``("tflite", "f32")`` where ``tflite_export`` is); the SavedModel is always
+            the first.
         shapes: ``(batch, words per text)`` shapes timed.
         threads: intra-op threads of the timing processes (0: each runtime's default).
         rounds: timing rounds; a candidate's median at a shape is the least of its rounds'
@@ -283,7 +299,10 @@ def choose_serving(
     if candidates is None:
         noxla = bool(config.get("xla")) and convertible is not None
         litert = [("tflite", "f32")] if tflite_export is not None else []
-        found[:0] = tensorflow_candidates(noxla, bf16_export is not None) + litert
+        found[:0] = (
+            tensorflow_candidates(noxla, bf16_export is not None, bf16_xla_export is not None)
+            + litert
+        )
     unmeasured = {"backend": "savedmodel", "precision": "f32", "measured": False}
     if not found:
         return dict(unmeasured, reason=NOTHING_TO_MEASURE)
@@ -320,7 +339,8 @@ def choose_serving(
                 except ValueError as error:  # the TFLite converter's, as export_model raises
                     path, row["error"] = None, runtimes.failure(error)
             elif backend != "savedmodel":
-                source = bf16_export if backend == "savedmodel_bf16" else convertible
+                sources = {"savedmodel_bf16": bf16_export, "savedmodel_bf16_xla": bf16_xla_export}
+                source = sources.get(backend, convertible)
                 try:
                     path = runtimes.convert(source, backend, export_dir / "runtimes")
                 except runtimes.ConversionError as error:
