@@ -11,9 +11,10 @@ and after, and the command's wall seconds beside those of the same command with
 ``--serving=savedmodel`` (run first: the export alone, nothing measured). Refuses to run
 where OpenVINO or ONNX Runtime is installed (their candidates would be measured: that is
 ``docs/runs/runtimes/``'s record). Writes ``core_install.json`` beside
-this file, adding runs not in it yet (a killed run continues with the runs left).
+this file (``--json_out=<path>``: that file instead, e.g. another CPU's record), adding runs not
+in it yet (a killed run continues with the runs left); a record of another CPU is refused.
 
-    python docs/runs/serving-choice/core_install.py <run_dir>=<record dir> ...
+    python docs/runs/serving-choice/core_install.py [--json_out=<path>] <run_dir>=<record dir> ...
 """
 
 import datetime
@@ -67,7 +68,11 @@ def main():
     found = [name for name in EXTRAS if installed(name)]
     if found:
         raise SystemExit(f"{', '.join(found)} installed: run this in a core install")
-    record = json.loads(OUT.read_text()) if OUT.exists() else {
+    args = sys.argv[1:]
+    out = OUT
+    if args and args[0].startswith("--json_out="):
+        out = Path(args.pop(0).split("=", 1)[1]).resolve()
+    record = json.loads(out.read_text()) if out.exists() else {
         "command": None,
         **machine(),
         "versions": {
@@ -75,8 +80,11 @@ def main():
         },
         "runs": [],
     }  # fmt: skip
+    here = machine()
+    if (record["cpu"], record["cpu_features"]) != (here["cpu"], here["cpu_features"]):
+        raise SystemExit(f"{out} was measured on {record['cpu']}: give this CPU its own file")
     done = {r["run"] for r in record["runs"]}
-    for pair in sys.argv[1:]:
+    for pair in args:
         run_dir, record_dir = pair.split("=", 1)
         if record_dir in done:
             continue
@@ -84,9 +92,10 @@ def main():
             record["runs"].append(measure(run_dir, record_dir, tmp))
         record["command"] = " ".join(
             ["python docs/runs/serving-choice/core_install.py"]
+            + ([f"--json_out={out.relative_to(ROOT)}"] if out != OUT else [])
             + [f"{r['run_dir']}={r['run']}" for r in record["runs"]]
         )
-        OUT.write_text(json.dumps(record, indent=2) + "\n")
+        out.write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":
