@@ -3313,6 +3313,66 @@ def test_the_core_install_choice_is_its_rule_and_the_docs_say_its_record():
     ) in text
 
 
+def test_the_bert_core_install_choice_takes_each_bfloat16_form_where_it_is_faster():
+    """Issue 51: re2-export with no flags on BERT+MatchLSTM's quick-start run in a core install
+    (docs/runs/serving-choice/core_install-amx.json): its bfloat16 XLA export is a candidate
+    beside the xla=False one, each batch's route is the rule's (by hand), and
+    docs/performance.md's sentences are the record's."""
+    path = "docs/runs/serving-choice/core_install-amx.json"
+    record = json.loads((ROOT / path).read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert {"avx512_bf16", "amx_bf16"} <= set(record["cpu_features"])
+    (run,) = record["runs"]
+    assert run["model"] == "bert_matchlstm" and (ROOT / run["run"] / "results.json").exists()
+    choice = run["serving_choice"]
+    rows = {(r["backend"], r["precision"]): r for r in choice["candidates"]}
+    assert list(rows) == [
+        ("savedmodel", "f32"),
+        ("savedmodel_noxla", "f32"),
+        ("savedmodel_noxla", "bf16"),
+        ("savedmodel_bf16", "bf16"),
+        ("savedmodel_bf16_xla", "bf16"),
+        ("tflite", "f32"),
+    ]
+    assert choice["pairs"] == 1000
+    routes, close = [], []
+    for batch, length in choice["shapes"]:
+        key = f"{batch}x{length}"
+        agreeing = [r for name, r in rows.items()
+                    if name == ("savedmodel", "f32")
+                    or r["label_agreement"] >= choice["min_agreement"]]  # fmt: skip
+        for r in agreeing:  # a candidate's median is the least of its rounds
+            assert r["median_ms"][key] == min(r["rounds_ms"][key])
+        best = min(agreeing, key=lambda r: r["median_ms"][key])
+        routes.append((batch, best["backend"], best["precision"]))
+        near = 1.2 * best["median_ms"][key]
+        close += [r for r in agreeing if r is not best and r["median_ms"][key] <= near]
+    assert [(r["batch"], r["backend"], r["precision"]) for r in choice["routes"]] == routes
+    assert routes == [(8, "savedmodel_bf16_xla", "bf16"), (512, "savedmodel_bf16", "bf16")]
+    assert not close and all(len(r["rounds_ms"]["8x20"]) == 2 for r in rows.values())
+    ms = {name: r["median_ms"] for name, r in rows.items()}
+    saved, xla, plain = ms[("savedmodel", "f32")], ms[routes[0][1:]], ms[routes[1][1:]]
+    dp = {f"{rows[n]['max_abs_dp']:.1e}" for n in (routes[0][1:], routes[1][1:])}
+    agreement = {f"{rows[n]['label_agreement']:.3f}" for n in (routes[0][1:], routes[1][1:])}
+    assert len(dp) == len(agreement) == 1
+    seconds = run["export_seconds"]
+    assert (
+        f"chose the bfloat16 XLA export at 8 × 20, at {xla['8x20'] / saved['8x20']:.2f}× the XLA "
+        f"SavedModel's time ({xla['8x20']:.1f} against {saved['8x20']:.1f} ms), and the "
+        f"`--xla=false` bfloat16 export at 512 × 20, at {plain['512x20'] / saved['512x20']:.2f}× "
+        f"({plain['512x20']:,.1f} against {saved['512x20']:,.1f} ms); both give the "
+        f"SavedModel's labels on {agreement.pop()} of 1,000 dev pairs (max |Δp| {dp.pop()})"
+    ) in text
+    assert (
+        f"the XLA one took {xla['8x20'] / plain['8x20']:.2f}× the `--xla=false` one's time at "
+        f"8 × 20 and {xla['512x20'] / plain['512x20']:.2f}× at 512 × 20"
+    ) in text
+    assert (
+        f"made `re2-export` take {seconds['default']:.0f} s, against "
+        f"{seconds['--serving=savedmodel']:.0f} s with `--serving=savedmodel`"
+    ) in text
+
+
 def _export_cost_rounds(path, models):
     """An export_cost.py record's rounds, checked: ``models`` in order, 2 whole rounds each, 5
     candidates measured at both shapes, and each export's processes a round's (one per
