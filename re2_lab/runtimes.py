@@ -29,6 +29,7 @@ from re2_tf import benchmarking
 from re2_tf.machine import cpu_units, describe_machine, machine
 from re2_tf.models import get_spec
 from re2_tf.serving import runtimes, serving_choice
+from re2_tf.serving.run_export import twin_exports
 
 __all__ = [
     "SHAPES",
@@ -67,11 +68,11 @@ CHOICE_NAMES = {
 #: Columns of :func:`table`, in order after the default.
 RUNTIMES = tuple(
     ["savedmodel (XLA)", "savedmodel (xla=False)", "savedmodel bf16 (xla=False)"]
-    + ["savedmodel bf16 export (xla=False)"]
+    + ["savedmodel bf16 export (xla=False)", "savedmodel bf16 export (XLA)"]
     + ["tflite", "onnxruntime", "openvino f32", "openvino bf16"]
 )
 #: The runtimes that are the SavedModel itself (TensorFlow serving the export, no conversion).
-SAVEDMODEL = RUNTIMES[:4]
+SAVEDMODEL = RUNTIMES[:5]
 #: This report's runtime name -> serving_choice's backend.
 BACKEND_OF = {name: backend for (backend, _), name in CHOICE_NAMES.items()}
 #: How far the best SavedModel may be from the fastest path (issue 51's target).
@@ -139,10 +140,15 @@ def _model_rows(
         return path, featurizers
 
     xla_path, featurizers = export("xla")
-    plain_path, _ = export("noxla", xla=False)
     units = cpu_units()["bfloat16"]
-    # with bfloat16 units: the SavedModel of the same weights exported in bfloat16
-    bf16_path = export("bf16", xla=False, precision="bf16")[0] if units else None
+    # the SavedModels of the same weights re2-export's serving choice makes beside the
+    # default: xla=False, and with bfloat16 units its bfloat16 exports
+    twins = {
+        name: export(name, xla=xla, precision=precision)[0]
+        for name, (precision, xla) in twin_exports("fp32", True, spec.export_backend, units).items()
+    }
+    plain_path, bf16_path = twins["plain"], twins.get("bf16")
+    bf16_xla_path = twins.get("bf16_xla")
     start = time.perf_counter()
     try:  # LiteRT: the TFLite converter reads the Keras model
         tflite_path, tflite_error = export("tflite", fmt="tflite")[0], None
@@ -162,6 +168,7 @@ def _model_rows(
         pairs,
         convertible=plain_path,
         bf16_export=bf16_path,
+        bf16_xla_export=bf16_xla_path,
         tflite_export=tflite_path or tflite_error,
         shapes=shapes,
         threads=threads,
@@ -178,6 +185,8 @@ def _model_rows(
     if units:  # TensorFlow's oneDNN bfloat16 rewrite of the same SavedModel, and the bf16 one
         targets.append(("savedmodel bf16 (xla=False)", "bf16", plain_path, "—", None))
         targets.append(("savedmodel bf16 export (xla=False)", "bf16", bf16_path, "—", None))
+    if bf16_xla_path:  # a model whose bfloat16 XLA export compiles only a part with XLA
+        targets.append(("savedmodel bf16 export (XLA)", "bf16", bf16_xla_path, "—", None))
     targets.append(tflite_target)
     for backend in ("onnxruntime", "openvino"):
         start = time.perf_counter()
@@ -674,6 +683,7 @@ def table(record, history=True):
         "savedmodel (xla=False)": "SavedModel no XLA",
         "savedmodel bf16 (xla=False)": "SavedModel bf16 rewrite no XLA",
         "savedmodel bf16 export (xla=False)": "SavedModel bf16 export no XLA",
+        "savedmodel bf16 export (XLA)": "SavedModel bf16 export XLA",
         "tflite": "TFLite",
         "onnxruntime": "ONNX Runtime",
         "openvino f32": "OpenVINO f32",
