@@ -335,6 +335,12 @@ class FoldedBertBackend(tf.Module):
 BACKENDS = {"keras": KerasBackend, "re2_folded": FoldedRE2Backend, "bert_folded": FoldedBertBackend}
 
 
+def _backend_class(name):
+    if name not in BACKENDS:
+        raise KeyError(f"unknown serving backend {name!r}; known: {sorted(BACKENDS)}")
+    return BACKENDS[name]
+
+
 def compiles_part(name, precision):
     """Whether backend ``name``, in an XLA export in ``precision`` (``fp32``, ``bf16``),
     compiles only a part of its call with XLA and runs the rest on TensorFlow's own kernels
@@ -342,14 +348,10 @@ def compiles_part(name, precision):
     products on oneDNN, the head under XLA). Such an export is a serving-choice candidate of
     its own (:mod:`re2_tf.serving.serving_choice`, ``savedmodel_bf16_xla``). Raises
     ``KeyError`` for an unknown name."""
-    if name not in BACKENDS:
-        raise KeyError(f"unknown serving backend {name!r}; known: {sorted(BACKENDS)}")
-    return precision in getattr(BACKENDS[name], "xla_part_precisions", ())
+    return precision in getattr(_backend_class(name), "xla_part_precisions", ())
 
 
 def make_backend(name, model, precision="fp32", xla=False):
     """Instantiate backend ``name`` for ``model`` (``xla``: whether the export compiles it with
     XLA). Raises ``KeyError`` for an unknown name."""
-    if name not in BACKENDS:
-        raise KeyError(f"unknown serving backend {name!r}; known: {sorted(BACKENDS)}")
-    return BACKENDS[name](model, precision, xla=xla)
+    return _backend_class(name)(model, precision, xla=xla)

@@ -326,6 +326,7 @@ def choose_serving(
         # every timing process first, then the outputs, scored in this process, then the
         # close calls' timing processes
         paths = []
+        sources = {"savedmodel_bf16": bf16_export, "savedmodel_bf16_xla": bf16_xla_export}
         for backend, precision in found:
             row = {"backend": backend, "precision": precision, "median_ms": {}, "rounds_ms": {}}
             path = export_dir
@@ -339,7 +340,6 @@ def choose_serving(
                 except ValueError as error:  # the TFLite converter's, as export_model raises
                     path, row["error"] = None, runtimes.failure(error)
             elif backend != "savedmodel":
-                sources = {"savedmodel_bf16": bf16_export, "savedmodel_bf16_xla": bf16_xla_export}
                 source = sources.get(backend, convertible)
                 try:
                     path = runtimes.convert(source, backend, export_dir / "runtimes")

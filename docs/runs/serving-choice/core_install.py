@@ -72,15 +72,15 @@ def main():
     out = OUT
     if args and args[0].startswith("--json_out="):
         out = Path(args.pop(0).split("=", 1)[1]).resolve()
+    here = machine()
     record = json.loads(out.read_text()) if out.exists() else {
         "command": None,
-        **machine(),
+        **here,
         "versions": {
             k: v for k, v in runtimes.versions().items() if k in ("tensorflow", "ai-edge-litert")
         },
         "runs": [],
     }  # fmt: skip
-    here = machine()
     if (record["cpu"], record["cpu_features"]) != (here["cpu"], here["cpu_features"]):
         raise SystemExit(f"{out} was measured on {record['cpu']}: give this CPU its own file")
     done = {r["run"] for r in record["runs"]}
