@@ -205,3 +205,17 @@ def test_the_records_command_needs_its_prepared_directory(tmp_path, capsys):
         "datasets (or give --check)\n"
     )
     assert records.main([f"--runs={tmp_path / 'none'}", "--check"]) == 1
+
+
+def test_the_index_names_every_measurement_record():
+    """docs/runs/README.md names each JSON record the measurement directories hold (the ones
+    whose files the index lists by name), so none is committed without saying what it is and
+    which command made it."""
+    index = (RUNS / "README.md").read_text()
+    unnamed = [
+        path.relative_to(RUNS).as_posix()
+        for directory in ("roofline", "runtimes", "serving-choice", "training-profile")
+        for path in sorted((RUNS / directory).glob("*.json"))
+        if f"`{path.name}`" not in index
+    ]
+    assert not unnamed, f"not in docs/runs/README.md: {unnamed}"
