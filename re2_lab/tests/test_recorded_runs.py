@@ -1673,6 +1673,25 @@ def _earlier_record(commit, path):
     return json.loads(shown.stdout)
 
 
+def _fastest_agreeing(record, model, batch, savedmodel=False):
+    """A runtimes record's fastest row of ``model`` at ``batch`` that ran and agrees (of the
+    SavedModel paths only, with ``savedmodel``)."""
+    rows = [
+        r
+        for r in record["rows"]
+        if (r["model"], r["batch"]) == (model, batch) and r.get("agrees") and r.get("median_ms")
+    ]
+    if savedmodel:
+        rows = [r for r in rows if r["runtime"].startswith("savedmodel")]
+    return min(rows, key=lambda r: r["median_ms"])
+
+
+def _saved_over_fastest(record, model, batch):
+    """The fastest agreeing SavedModel path's median over the fastest agreeing path's."""
+    saved = _fastest_agreeing(record, model, batch, savedmodel=True)
+    return saved["median_ms"] / _fastest_agreeing(record, model, batch)["median_ms"]
+
+
 def test_the_bfloat16_savedmodel_reading_is_its_record():
     """docs/performance.md's "The bfloat16 SavedModel as a path": runtimes-amx.json's RE2
     variants, measured again with the bfloat16 export (savedmodel_bf16) as a path and a
@@ -1684,13 +1703,6 @@ def test_the_bfloat16_savedmodel_reading_is_its_record():
     start = text.index("**The bfloat16 SavedModel as a path.**")
     reading = text[start : text.index("####", start)]
     export = "savedmodel bf16 export (xla=False)"
-
-    def best(rec, model, batch, saved):
-        rows = [r for r in rec["rows"] if (r["model"], r["batch"]) == (model, batch)]
-        rows = [r for r in rows if r.get("agrees") and r.get("median_ms")]
-        if saved:
-            rows = [r for r in rows if r["runtime"].startswith("savedmodel")]
-        return min(rows, key=lambda r: r["median_ms"])
 
     re2 = ["RE2 1 block", "RE2 2 blocks", "RE2 3 blocks"]
     redone = {r["model"] for r in record["redone"] if "e559063" in r.get("reason", "")}
@@ -1704,12 +1716,18 @@ def test_the_bfloat16_savedmodel_reading_is_its_record():
         (8, ["2.05", "2.12", "2.36"], ["2.54", "2.68", "2.72"], "savedmodel (XLA)"),
     ):
         for model, now_text, then_text in zip(re2, now_say, then_say):
-            saved, fastest = best(record, model, batch, True), best(record, model, batch, False)
+            saved, fastest = (
+                _fastest_agreeing(record, model, batch, True),
+                _fastest_agreeing(record, model, batch),
+            )
             assert saved["runtime"] == export and fastest["runtime"] == "openvino bf16"
             ratio = saved["median_ms"] / fastest["median_ms"]
             assert f"{ratio:.2f}" == now_text and f"{now_text}×" in reading
             within += ratio <= 1.2
-            before = best(earlier, model, batch, True), best(earlier, model, batch, False)
+            before = (
+                _fastest_agreeing(earlier, model, batch, True),
+                _fastest_agreeing(earlier, model, batch),
+            )
             assert before[0]["runtime"] == then_path
             assert f"{before[0]['median_ms'] / before[1]['median_ms']:.2f}" == then_text
             assert f"{then_text}×" in reading
@@ -1749,30 +1767,22 @@ def test_the_bert_matchlstm_bfloat16_exports_reading_is_its_record():
             if (r["model"], r["batch"]) == (model, batch) and r.get("median_ms")
         }
 
-    def saved_over_fastest(rec, batch):
-        good = {k: r["median_ms"] for k, r in rows(rec, batch).items() if r.get("agrees")}
-        saved = min(v for k, v in good.items() if k.startswith("savedmodel"))
-        return saved / min(good.values())
-
     def ms(runtime, batch):
         return f"{rows(record, batch)[runtime]['median_ms']:,.1f}"
 
-    at8, at512 = rows(record, 8), rows(record, 512)
-    good8 = {k: r for k, r in at8.items() if r["agrees"]}
-    assert min(good8, key=lambda k: good8[k]["median_ms"]) == "openvino bf16"
-    saved8 = {k: r for k, r in good8.items() if k.startswith("savedmodel")}
-    assert min(saved8, key=lambda k: saved8[k]["median_ms"]) == xla
+    at512 = rows(record, 512)
+    assert _fastest_agreeing(record, model, 8)["runtime"] == "openvino bf16"
+    assert _fastest_agreeing(record, model, 8, savedmodel=True)["runtime"] == xla
     for runtime in (xla, noxla, "savedmodel (XLA)", "openvino bf16"):
         assert ms(runtime, 8) in reading, runtime
-    assert f"takes {saved_over_fastest(record, 8):.2f}× OpenVINO bf16's" in reading
-    assert f"float32 XLA export at {saved_over_fastest(earlier, 8):.2f}×)" in reading
-    good512 = {k: r for k, r in at512.items() if r["agrees"]}
-    assert min(good512, key=lambda k: good512[k]["median_ms"]) == noxla
+    assert f"takes {_saved_over_fastest(record, model, 8):.2f}× OpenVINO bf16's" in reading
+    assert f"float32 XLA export at {_saved_over_fastest(earlier, model, 8):.2f}×)" in reading
+    assert _fastest_agreeing(record, model, 512)["runtime"] == noxla
     ratio = at512[noxla]["median_ms"] / at512["openvino bf16"]["median_ms"]
     assert f"{ms(noxla, 512)} ms against OpenVINO bf16's {ms('openvino bf16', 512)}" in reading
-    assert f"({ratio:.2f}×; {saved_over_fastest(earlier, 512):.2f}×" in reading
+    assert f"({ratio:.2f}×; {_saved_over_fastest(earlier, model, 512):.2f}×" in reading
     assert f"the XLA export took {ms(xla, 512)} there" in reading
-    assert saved_over_fastest(record, 512) <= 1.2 < saved_over_fastest(record, 8)
+    assert _saved_over_fastest(record, model, 512) <= 1.2 < _saved_over_fastest(record, model, 8)
     entry = next(m for m in record["models"] if m["model"] == model)
     assert entry["default"] == {"8x20": "openvino bf16", "512x20": noxla}
     choice = entry["serving_choice"]
@@ -2840,19 +2850,9 @@ def test_the_amx_runtimes_reading_is_its_record():
     re2 = [m for m in amx["models"] if m["model"].startswith("RE2")]
     assert re2 and all(set(m["default"].values()) == {"openvino bf16"} for m in re2)
 
-    def saved_over_fastest(record, model, batch):
-        rows = [r for r in record["rows"] if r["model"] == model and r["batch"] == batch]
-        good = [r["median_ms"] for r in rows if r.get("agrees") and r.get("median_ms")]
-        saved = [
-            r["median_ms"]
-            for r in rows
-            if r["runtime"].startswith("savedmodel") and r.get("agrees") and r.get("median_ms")
-        ]
-        return min(saved) / min(good)
-
     for m in re2:
         for batch in (8, 512):
-            assert saved_over_fastest(amx, m["model"], batch) > saved_over_fastest(
+            assert _saved_over_fastest(amx, m["model"], batch) > _saved_over_fastest(
                 amd, m["model"], batch
             )
 
