@@ -284,11 +284,12 @@ def export_ab(
 
 def paths_ab(
     script, args, variants, paths, *, rounds, out, reference, shapes=AB_SHAPES,
-    environments=None, requests=None, unscored=(), bf16=False, **fields,
+    environments=None, requests=None, unscored=(), bf16=False, bf16_xla=False, **fields,
 ):  # fmt: skip
     """Serving paths of each benchmark variant (random weights), all exported by this
     checkout: the default export (XLA) and ``--xla=false`` (with ``bf16``, also
-    ``--xla=false --precision=bf16``, as ``work / "bf16"``), ONNX Runtime converted from the
+    ``--xla=false --precision=bf16``, as ``work / "bf16"``; with ``bf16_xla``,
+    ``--precision=bf16``, as ``work / "bf16_xla"``), ONNX Runtime converted from the
     ``--xla=false`` export, and what ``paths`` makes of them; timed alternately in fresh
     processes on the same batches (:func:`re2_lab.roofline.alternate_paths`, 2 intra-op
     threads unless ``requests`` say otherwise); every path's
@@ -311,6 +312,7 @@ def paths_ab(
             (:func:`re2_lab.roofline.alternate_paths`; ``intra_op_threads`` for its profile
             too); recorded as ``request``.
         bf16: also export the bfloat16 SavedModel without XLA (``work / "bf16"``).
+        bf16_xla: also export the bfloat16 SavedModel with XLA (``work / "bf16_xla"``).
         unscored: names of paths left out of the agreement (outputs that mean nothing).
         fields: more keys of the record, before ``variants``.
 
@@ -343,6 +345,10 @@ def paths_ab(
             if bf16:
                 benchmarking.export_benchmark_model(
                     spec, hparams, work / "bf16", xla=False, precision="bf16"
+                )
+            if bf16_xla:
+                benchmarking.export_benchmark_model(
+                    spec, hparams, work / "bf16_xla", precision="bf16"
                 )
             onnx = runtimes.convert(plain, "onnxruntime", work / "ort")
             _measure(

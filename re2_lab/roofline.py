@@ -684,6 +684,7 @@ def profile_export(
     calls=20,
     warmup=10,
     threads=2,
+    inter_op_threads=1,
     seed=0,
     precision="f32",
     inputs_file=None,
@@ -720,7 +721,7 @@ def profile_export(
             calls=int(calls),
             warmup=int(warmup),
             intra_op_threads=threads,
-            inter_op_threads=1,
+            inter_op_threads=inter_op_threads,
             seed=seed,
             logdir=logdir,
             precision=precision,
@@ -1088,8 +1089,14 @@ def environment(variables):
 
 
 def _path_threads(requests, name, threads):
-    """A path's intra-op threads: its ``requests``' ``intra_op_threads``, else ``threads``."""
-    return (requests or {}).get(name, {}).get("intra_op_threads", threads)
+    """A path's thread keywords for :func:`re2_tf.benchmarking.time_table5` and
+    :func:`profile_export`: ``threads`` (intra-op) and ``inter_op_threads``, its ``requests``'
+    ``intra_op_threads`` / ``inter_op_threads`` where given, else ``threads`` and 1."""
+    request = (requests or {}).get(name, {})
+    return {
+        "threads": request.get("intra_op_threads", threads),
+        "inter_op_threads": request.get("inter_op_threads", 1),
+    }
 
 
 def alternate_paths(
@@ -1117,7 +1124,8 @@ def alternate_paths(
             processes get beside the ones they inherit (:func:`environment`).
         requests: ``{name: {key: value}}``, more request keys of a path's timing processes
             (``re2_tf/serving/timing_worker.py``: ``onnxruntime_config``, ...);
-            ``intra_op_threads`` there replaces ``threads`` for that path.
+            ``intra_op_threads`` there replaces ``threads`` for that path, and
+            ``inter_op_threads`` its one inter-op thread.
 
     Returns:
         ``{"<name>@<batch>": [median ms per round]}``; with ``outputs``, also
@@ -1138,7 +1146,9 @@ def alternate_paths(
         path, precision = paths[name]
         options = {"inputs_file": str(workdir / f"inputs_{batch}.npz")}
         options.update(
-            (k, v) for k, v in (requests or {}).get(name, {}).items() if k != "intra_op_threads"
+            (k, v)
+            for k, v in (requests or {}).get(name, {}).items()
+            if k not in ("intra_op_threads", "inter_op_threads")
         )
         path_threads = _path_threads(requests, name, threads)
         if precision:
@@ -1148,7 +1158,7 @@ def alternate_paths(
             options["outputs_file"] = str(workdir / "outputs.npz")
         with environment((environments or {}).get(name)):
             timed = benchmarking.time_table5(
-                path, runtimes.SIGNATURE, specs[batch], threads=path_threads,
+                path, runtimes.SIGNATURE, specs[batch], **path_threads,
                 batches=by_batch[batch][2], options=options,
             )  # fmt: skip
         if keep:
@@ -1185,7 +1195,8 @@ def ab_profiles(
     rewrite, as :func:`alternate_paths` times it) once per shape on :func:`ab_inputs`'s
     batches (its file), with :func:`profile_export` (20 calls at batch <= 64, 3 above; 3
     untimed), each in ``environments``' variables for its name and with ``threads`` intra-op
-    threads or its ``requests``' ``intra_op_threads``, as :func:`alternate_paths` times it.
+    threads or its ``requests``' ``intra_op_threads`` (and ``inter_op_threads``), as
+    :func:`alternate_paths` times it.
 
     Returns:
         ``{"<name>@<batch>": {"wall_ms", "op_ms", "kinds", "ops", "phases"}}``: ms per call
@@ -1210,7 +1221,7 @@ def ab_profiles(
                     input_spec,
                     calls=20 if batch <= 64 else 3,
                     warmup=3,
-                    threads=_path_threads(requests, name, threads),
+                    **_path_threads(requests, name, threads),
                     precision=precision or "f32",
                     inputs_file=Path(workdir) / f"inputs_{batch}.npz",
                 )

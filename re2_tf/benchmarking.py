@@ -232,10 +232,12 @@ def timed_batches(batch, batches=100):
 
 
 def time_table5(
-    path, signature, input_spec, *, threads, batches=100, throughput_batch=0, then=(), **kw
-):
+    path, signature, input_spec, *, threads, batches=100, throughput_batch=0, then=(),
+    inter_op_threads=1, **kw,
+):  # fmt: skip
     """:func:`time_export` with the Table 5 protocol every re2_tf latency figure uses: a fresh
-    process, ``threads`` intra-op threads and one inter-op thread, ``min(10, batches)``
+    process, ``threads`` intra-op threads and one inter-op thread (``inter_op_threads``: more,
+    for a measurement of TensorFlow's inter-op pool itself), ``min(10, batches)``
     untimed batches after the first call, then ``batches`` timed ones (median reported), every
     batch a fresh draw with text lengths ``length ±`` :data:`TABLE5_LENGTH_SPREAD`; ``kw`` as
     :func:`time_export`'s (``options``, ``seed``, ``timeout``, ``length_spread``). ``then``:
@@ -250,7 +252,7 @@ def time_table5(
         batches=batches,
         warmup=min(10, batches),
         intra_op_threads=threads,
-        inter_op_threads=1,
+        inter_op_threads=inter_op_threads,
         throughput_batch=throughput_batch,
         then=then,
         **kw,

@@ -116,9 +116,9 @@ def test_an_export_ab_side_converts_for_openvino_when_asked(tmp_path):
 def test_paths_ab_times_profiles_and_compares_each_path_with_its_environment_and_request(tmp_path):
     """A real A/B on Match-SRNN at one small shape: the default export twice, once in
     processes whose XLA_FLAGS name a flag XLA does not know, then with a request naming an
-    inputs file that does not exist, then with a request of intra-op threads TensorFlow
-    refuses, each of which must fail the workers (so environments and requests reach them),
-    then twice plainly; identical paths agree exactly."""
+    inputs file that does not exist, then with requests of intra-op and of inter-op threads
+    TensorFlow refuses, each of which must fail the workers (so environments and requests
+    reach them), then twice plainly; identical paths agree exactly."""
     from re2_lab.revisions import paths_ab
 
     def paths(xla, plain, onnx, work):
@@ -138,6 +138,11 @@ def test_paths_ab_times_profiles_and_compares_each_path_with_its_environment_and
     # a path's own intra-op threads reach its timing process (TensorFlow refuses a string)
     with pytest.raises(RuntimeError, match="'str' object cannot be interpreted as an integer"):
         broken = {"again": {"intra_op_threads": "two"}}
+        paths_ab("docs/runs/x.py", {}, [("match_srnn", "Match-SRNN")], paths, out=out,
+                 requests=broken, **common)  # fmt: skip
+    # and so do its inter-op threads, which are not an option of the worker's request
+    with pytest.raises(RuntimeError, match="'str' object cannot be interpreted as an integer"):
+        broken = {"again": {"inter_op_threads": "two"}}
         paths_ab("docs/runs/x.py", {}, [("match_srnn", "Match-SRNN")], paths, out=out,
                  requests=broken, **common)  # fmt: skip
     record = paths_ab(
