@@ -3221,6 +3221,93 @@ def test_intra_threads_ab_reading_is_its_record():
     assert f"labels on at least {least:.4f} of the pairs (max |Δp| {most:.1e};" in text
 
 
+def test_inter_threads_ab_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/inter_threads_ab.json: the eight
+    paired ratios per variant and shape (median and range over the rounds), the medians and
+    profile figures it quotes, its agreement bounds, and what it concludes: at 8 x 20 two
+    inter-op threads on one intra-op thread make the bf16 SavedModel faster where the graph
+    branches and bring BERT+MatchLSTM within 1.2x of OpenVINO bf16 (not RE2 1 block or BERT
+    (h_0)), while at 512 x 20 the second intra-op thread pays more."""
+    record = json.loads((RUNS / "roofline" / "inter_threads_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    bf16, xla = "savedmodel bf16 export (xla=False)", "savedmodel bf16 export (XLA)"
+    openvino = "openvino bf16"
+    two, one_two = f"{bf16}, 2 inter-op threads", f"{bf16}, 1 intra-op thread, 2 inter-op threads"
+    xla_one_two = f"{xla}, 1 intra-op thread, 2 inter-op threads"
+    assert record["rounds"] == 3 and record["threads"] == 2
+    assert record["request"] == {
+        two: {"intra_op_threads": 2, "inter_op_threads": 2},
+        one_two: {"intra_op_threads": 1, "inter_op_threads": 2},
+        xla_one_two: {"intra_op_threads": 1, "inter_op_threads": 2},
+    }
+    matchlstm, re2_1, bert, re2_3 = "BERT+MatchLSTM", "RE2 1 block", "BERT (h_0)", "RE2 3 blocks"
+    assert list(record["variants"]) == [matchlstm, re2_1, bert, re2_3]
+
+    def ratios(variant, batch, a, b):
+        times = record["variants"][variant]
+        return [x / y for x, y in zip(times[f"{a}@{batch}"], times[f"{b}@{batch}"])]
+
+    def cell(q):
+        return f"{statistics.median(q):.2f} ({min(q):.2f}–{max(q):.2f})"
+
+    pairs = [(two, bf16), (one_two, bf16), (xla_one_two, xla), (bf16, openvino), (xla, openvino),
+             (two, openvino), (one_two, openvino), (xla_one_two, openvino)]  # fmt: skip
+    for variant in record["variants"]:
+        for batch in (8, 512):
+            cells = [cell(ratios(variant, batch, a, b)) for a, b in pairs]
+            assert f"| {variant} @ {batch} | " + " | ".join(cells) + " |" in text
+
+    def medians(batch, a, b, variants):
+        found = [statistics.median(ratios(v, batch, a, b)) for v in variants]
+        return found, " / ".join(f"{x:.2f}" for x in found)
+
+    branching = (matchlstm, re2_1, re2_3)
+    faster, quoted = medians(8, one_two, bf16, branching)
+    assert max(faster) < 0.7
+    assert f"the bfloat16 SavedModel without XLA took {quoted} of its protocol time" in text
+    chain = ratios(bert, 8, one_two, bf16)
+    assert min(chain) > 0.9 and f"BERT (h_0), one chain of layers, {cell(chain)}" in text
+    near, quoted = medians(8, one_two, openvino, (*branching, bert))
+    assert near[0] < 1.2 and near[2] < 1.25 and near[1] > 1.2 and near[3] > 1.2
+    assert f"Against OpenVINO bf16 that path is {quoted}×" in text
+    protocol = {p: statistics.median(ratios(matchlstm, 8, p, openvino)) for p in (bf16, xla)}
+    assert min(protocol, key=protocol.get) == xla and protocol[xla] > 1.2
+    assert f"against {protocol[xla]:.2f}× for its fastest SavedModel under the protocol" in text
+    bert_xla = statistics.median(ratios(bert, 8, xla_one_two, openvino))
+    assert bert_xla > 1.2 and f"1 + 2 threads: {bert_xla:.2f}×)" in text
+    profiles = record["profiles"][matchlstm]
+    busy, protocol_profile = profiles[f"{one_two}@8"], profiles[f"{bf16}@8"]
+    assert (
+        busy["op_ms"] > busy["wall_ms"] and protocol_profile["op_ms"] < protocol_profile["wall_ms"]
+    )
+    assert (
+        f"kernels took {busy['op_ms']:.2f} thread-ms per call against a call of "
+        f"{busy['wall_ms']:.2f} ms under the profiler on 1 + 2 threads "
+        f"({protocol_profile['op_ms']:.2f} against {protocol_profile['wall_ms']:.2f} under the "
+        "protocol)"
+    ) in text
+    every = (matchlstm, re2_1, bert, re2_3)
+    slower, quoted = medians(512, one_two, bf16, every)
+    assert min(slower) > 1.3 and f"on 1 + 2 threads the SavedModel took {quoted} of its" in text
+    level, quoted = medians(512, two, bf16, every)
+    assert max(abs(x - 1) for x in level) <= 0.04
+    re2_level = ratios(re2_1, 512, two, bf16)
+    assert min(re2_level) > 1 and f"{min(re2_level):.2f}–{max(re2_level):.2f}" == "1.03–1.05"
+    assert (
+        f"within 4 % of the protocol ({quoted}; RE2 1 block slower in every round, 1.03–1.05)"
+        in text
+    )
+    default, quoted = medians(8, two, bf16, branching)
+    assert max(default) < 0.9 and f"where the graph branches ({quoted})" in text
+    assert abs(statistics.median(ratios(bert, 8, two, bf16)) - 1) <= 0.04
+    assert "within 4 % of it elsewhere (medians)" in text
+    rows = [row for a in record["agreement"].values() for row in a.values()]
+    least = min(row["argmax_agreement"] for row in rows)
+    most = max(row["max_abs_dp"] for row in rows)
+    assert least >= 0.99
+    assert f"labels on at least {least:.4f} of the pairs (max |Δp| {most:.1e};" in text
+
+
 def test_product_kernels_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/product_kernels.json: per runtime,
     the median over the rounds of the products' summed time; the whole network's medians; the
