@@ -1673,6 +1673,18 @@ def _earlier_record(commit, path):
     return json.loads(shown.stdout)
 
 
+def _paired_ratios(record, variant, batch, a, b):
+    """An A/B record's path ``a`` over path ``b`` for ``variant`` at ``batch``, round by round
+    (``record["variants"][variant]["<path>@<batch>"]`` holds one median per round)."""
+    times = record["variants"][variant]
+    return [x / y for x, y in zip(times[f"{a}@{batch}"], times[f"{b}@{batch}"])]
+
+
+def _median_range(q):
+    """``"median (least–most)"`` of paired ratios, as performance.md's A/B readings give them."""
+    return f"{statistics.median(q):.2f} ({min(q):.2f}–{max(q):.2f})"
+
+
 def _fastest_agreeing(record, model, batch, savedmodel=False):
     """A runtimes record's fastest row of ``model`` at ``batch`` that ran and agrees (of the
     SavedModel paths only, with ``savedmodel``)."""
@@ -2221,8 +2233,7 @@ def test_spatial_gru_ab_reading_is_its_record():
     text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
 
     def paired(variant, a, b, batch):
-        times = record["variants"][variant]
-        ratios = [x / y for x, y in zip(times[f"{a}@{batch}"], times[f"{b}@{batch}"])]
+        ratios = _paired_ratios(record, variant, batch, a, b)
         assert len(ratios) == record["rounds"] == 3
         return statistics.median(ratios), min(ratios), max(ratios)
 
@@ -3075,15 +3086,14 @@ def test_eigen_threads_ab_reading_is_its_record():
     assert "`--xla_cpu_multi_thread_eigen=false`" in text
 
     def paired(variant, batch):
-        times = record["variants"][variant]
-        return [s / d for s, d in zip(times[f"{single}@{batch}"], times[f"{default}@{batch}"])]
+        return _paired_ratios(record, variant, batch, single, default)
 
     cells = {}
     for variant in ("RE2 1 block", "RE2 3 blocks", "Match-SRNN", "DRCN"):
         row = []
         for batch in (8, 512):
             q = cells[variant, batch] = paired(variant, batch)
-            row.append(f"{statistics.median(q):.2f} ({min(q):.2f}–{max(q):.2f})")
+            row.append(_median_range(q))
         assert f"| {variant} | {row[0]} | {row[1]} |" in text
     assert "No gain detected at n = 3." in text
     assert all(min(q) <= 1 <= max(q) for (_, batch), q in cells.items() if batch == 8)
@@ -3124,9 +3134,8 @@ def test_spin_ab_reading_is_its_record():
     }
 
     def ratio(variant, batch, a, b):
-        times = record["variants"][variant]
-        q = [x / y for x, y in zip(times[f"{a}@{batch}"], times[f"{b}@{batch}"])]
-        return q, f"{statistics.median(q):.2f} ({min(q):.2f}–{max(q):.2f})"
+        q = _paired_ratios(record, variant, batch, a, b)
+        return q, _median_range(q)
 
     slower = []
     for variant in ("RE2 1 block", "Match-SRNN"):
@@ -3173,11 +3182,9 @@ def test_intra_threads_ab_reading_is_its_record():
     assert list(record["variants"]) == variants
 
     def ratios(variant, batch, a, b):
-        times = record["variants"][variant]
-        return [x / y for x, y in zip(times[f"{a}@{batch}"], times[f"{b}@{batch}"])]
+        return _paired_ratios(record, variant, batch, a, b)
 
-    def cell(q):
-        return f"{statistics.median(q):.2f} ({min(q):.2f}–{max(q):.2f})"
+    cell = _median_range
 
     pairs = [(one(bf16), bf16), (one(openvino), openvino), (bf16, openvino),
              (one(bf16), openvino), (one(bf16), one(openvino))]  # fmt: skip
@@ -3244,11 +3251,9 @@ def test_inter_threads_ab_reading_is_its_record():
     assert list(record["variants"]) == [matchlstm, re2_1, bert, re2_3]
 
     def ratios(variant, batch, a, b):
-        times = record["variants"][variant]
-        return [x / y for x, y in zip(times[f"{a}@{batch}"], times[f"{b}@{batch}"])]
+        return _paired_ratios(record, variant, batch, a, b)
 
-    def cell(q):
-        return f"{statistics.median(q):.2f} ({min(q):.2f}–{max(q):.2f})"
+    cell = _median_range
 
     pairs = [(two, bf16), (one_two, bf16), (xla_one_two, xla), (bf16, openvino), (xla, openvino),
              (two, openvino), (one_two, openvino), (xla_one_two, openvino)]  # fmt: skip
