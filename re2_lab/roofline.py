@@ -1088,6 +1088,10 @@ def environment(variables):
                 os.environ[name] = value
 
 
+#: The request keys :func:`_path_threads` turns into a path's thread keywords.
+_THREAD_KEYS = ("intra_op_threads", "inter_op_threads")
+
+
 def _path_threads(requests, name, threads):
     """A path's thread keywords for :func:`re2_tf.benchmarking.time_table5` and
     :func:`profile_export`: ``threads`` (intra-op) and ``inter_op_threads``, its ``requests``'
@@ -1146,9 +1150,7 @@ def alternate_paths(
         path, precision = paths[name]
         options = {"inputs_file": str(workdir / f"inputs_{batch}.npz")}
         options.update(
-            (k, v)
-            for k, v in (requests or {}).get(name, {}).items()
-            if k not in ("intra_op_threads", "inter_op_threads")
+            (k, v) for k, v in (requests or {}).get(name, {}).items() if k not in _THREAD_KEYS
         )
         path_threads = _path_threads(requests, name, threads)
         if precision:

@@ -140,7 +140,7 @@ def test_paths_ab_times_profiles_and_compares_each_path_with_its_environment_and
         broken = {"again": {"intra_op_threads": "two"}}
         paths_ab("docs/runs/x.py", {}, [("match_srnn", "Match-SRNN")], paths, out=out,
                  requests=broken, **common)  # fmt: skip
-    # and so do its inter-op threads, which are not an option of the worker's request
+    # and so do its inter-op threads (a key of the request, not of the timing options)
     with pytest.raises(RuntimeError, match="'str' object cannot be interpreted as an integer"):
         broken = {"again": {"inter_op_threads": "two"}}
         paths_ab("docs/runs/x.py", {}, [("match_srnn", "Match-SRNN")], paths, out=out,

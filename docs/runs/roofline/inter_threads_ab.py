@@ -17,6 +17,8 @@ first for OpenVINO as the serving choice converts, and times:
   whole) with 2 and 1, and with 1 and 2;
 - OpenVINO bf16 with 2 threads, as the record times it.
 
+Then:
+
 - **Timing.** The paths are timed alternately in fresh processes at batch 8 x 20 and
   512 x 20 on the same batches (``re2_lab.roofline.alternate_paths``).
 - **Agreement.** Each path's probabilities against the float32 SavedModel's.
