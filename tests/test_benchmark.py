@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from re2_tf import benchmarking as benchmark
+from re2_tf.machine import machine
 
 
 @pytest.mark.slow
@@ -420,11 +421,16 @@ def test_cli_times_a_kept_bfloat16_savedmodel_in_its_own_precision(tmp_path):
     route = {"batch": 8, "backend": "savedmodel_bf16", "precision": "bf16"}
     stdout, row = _bench_routed_export(
         tmp_path,
-        dict(route, measured=True, routes=[route]),
+        # measured on this CPU on 1 intra-op + 2 inter-op threads: timed on those
+        dict(route, measured=True, routes=[route], tf_threads=[1, 2], **machine()),
         # kept, as the serving choice keeps it
         keep=lambda path: convert(twin, "savedmodel_bf16", path / "runtimes"),
     )
-    assert "through savedmodel_bf16 bf16, what it serves a batch of 8 pairs" in stdout
+    assert (
+        "through savedmodel_bf16 bf16 on TensorFlow threads 1 + 2, what it serves a batch of 8"
+        in stdout
+    )
+    assert row["tf_threads"] == [1, 2]  # as the timing process's TensorFlow reports them
     assert (row["runtime"], row["precision"]) == ("savedmodel_bf16", "bf16")
     assert row["interpreter"] == "tf.saved_model.load"  # no "(oneDNN bfloat16 rewrite)"
 

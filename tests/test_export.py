@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, saved_model_pb2
 from tensorflow.python.util import _pywrap_util_port
-from test_serving_choice import fastest_agreeing
+from test_serving_choice import fastest_agreeing, on_threads, threads_by_hand
 from weights import randomize_weights
 
 from re2_tf import runs
@@ -712,10 +712,20 @@ def test_default_export_measures_tensorflows_litert_and_the_installed_runtimes(
     if installed("openvino"):
         want += [("openvino", "f32")] + ([("openvino", "bf16")] if units else [])
     rows = serving["candidates"]
-    assert [(c["backend"], c["precision"]) for c in rows] == want
-    # the rule by hand, per timed batch
-    for chosen, key in zip(serving["routes"], ("8x20", "512x20")):
-        best = fastest_agreeing(rows, key, serving["min_agreement"])
+    # TensorFlow's candidates once per thread setting for this process's cores, the others once
+    cores = len(os.sched_getaffinity(0))
+    settings = [[cores, cores], [cores, 1], [max(cores // 2, 1), 2]]
+    settings = [s for i, s in enumerate(settings) if s not in settings[:i]]
+    assert serving["tf_thread_settings"] == settings
+    assert [(c["backend"], c["precision"], c.get("threads")) for c in rows] == [
+        (b, p, s) for b, p in want if b.startswith("savedmodel") for s in settings
+    ] + [(b, p, None) for b, p in want if not b.startswith("savedmodel")]  # fmt: skip
+    # the rule by hand: the thread setting, then per timed batch on it
+    keys = ("8x20", "512x20")
+    assert serving["tf_threads"] == threads_by_hand(rows, keys, serving["min_agreement"])
+    served = on_threads(rows, serving["tf_threads"])
+    for chosen, key in zip(serving["routes"], keys):
+        best = fastest_agreeing(served, key, serving["min_agreement"])
         assert (chosen["backend"], chosen["precision"]) == (best["backend"], best["precision"])
     # every candidate's model is kept where re2-predict finds it
     kept = {"savedmodel_noxla": "savedmodel_noxla/saved_model.pb", "tflite": "model.tflite"}

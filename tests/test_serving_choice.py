@@ -5,15 +5,23 @@ measurement whose choice serves the SavedModel's labels."""
 
 import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from test_runtimes import LABELS, _tiny_export
 
-from re2_tf.machine import cpu_units
+from re2_tf.machine import cpu_units, machine
 from re2_tf.serving import runtimes, serving_choice
 from re2_tf.serving.files import EXPORT_CONFIG_FILE
-from re2_tf.serving.predictor import Predictor, default_routes, installed, route
+from re2_tf.serving.predictor import (
+    Predictor,
+    default_routes,
+    installed,
+    recorded_tf_threads,
+    route,
+)
 
 PAIRS = [
     ("w5 w9 w17 w3", "w5 w9 w40"),
@@ -53,13 +61,76 @@ def fastest_agreeing(rows, key, min_agreement=0.99):
     return min(agreeing, key=lambda r: r["median_ms"][key])
 
 
-def _candidate(backend, precision, small, large, agreement=1.0):
+def on_threads(rows, threads):
+    """By hand: the candidates a process on TensorFlow ``threads`` serves through, the
+    SavedModel timed there first."""
+    mine = [r for r in rows if "threads" not in r or r["threads"] == list(threads)]
+    return [r for r in mine if r["backend"] == "savedmodel"] + [
+        r for r in mine if r["backend"] != "savedmodel"
+    ]
+
+
+def threads_by_hand(rows, keys, min_agreement=0.99):
+    """The served TensorFlow thread setting by hand: per setting the SavedModel was timed
+    at, its fastest agreeing median at each key; the setting whose worst ratio to the best
+    of all settings is least, the first on ties."""
+    settings = [r["threads"] for r in rows if r["backend"] == "savedmodel"]
+    best = [
+        {k: fastest_agreeing(on_threads(rows, s), k, min_agreement)["median_ms"][k] for k in keys}
+        for s in settings
+    ]
+    worst = [max(b[k] / min(o[k] for o in best) for k in keys) for b in best]
+    return settings[worst.index(min(worst))]
+
+
+def _candidate(backend, precision, small, large, agreement=1.0, threads=None):
     return {
         "backend": backend,
         "precision": precision,
         "median_ms": {"8x20": small, "512x20": large},
         "label_agreement": agreement,
+        **({"threads": list(threads)} if threads else {}),
     }
+
+
+def test_tensorflow_is_timed_on_its_default_the_protocols_and_half_the_cores_twice():
+    assert serving_choice.tf_thread_settings(2) == [(2, 2), (2, 1), (1, 2)]
+    assert serving_choice.tf_thread_settings(1) == [(1, 1), (1, 2)]
+    assert serving_choice.tf_thread_settings(8) == [(8, 8), (8, 1), (4, 2)]
+
+
+def test_the_served_thread_setting_loses_least_at_its_worst_shape():
+    # worked by hand: per setting, the best that agrees at 8x20 and 512x20
+    #   (2, 2): min(10, OV 7) = 7,   min(100, OV 95) = 95   -> worst 7/6 = 1.17
+    #   (2, 1): 7,                    90                     -> worst 7/6 = 1.17
+    #   (1, 2): min(6, noxla 5 disagrees) = 6, 95            -> worst 95/90 = 1.06: served
+    rows = [
+        _candidate("savedmodel", "f32", 10.0, 100.0, threads=(2, 2)),
+        _candidate("savedmodel", "f32", 12.0, 90.0, threads=(2, 1)),
+        _candidate("savedmodel", "f32", 6.0, 150.0, threads=(1, 2)),
+        _candidate("savedmodel_noxla", "f32", 5.0, 80.0, agreement=0.9, threads=(1, 2)),
+        _candidate("openvino", "bf16", 7.0, 95.0),
+    ]
+    keys = ["8x20", "512x20"]
+    assert serving_choice.pick_threads(rows, keys) == [1, 2]
+    assert threads_by_hand(rows, keys) == [1, 2]
+    # one shape alone: 8x20 is 6 on (1, 2); 512x20 is 90 on (2, 1)
+    assert serving_choice.pick_threads(rows, ["8x20"]) == [1, 2]
+    assert serving_choice.pick_threads(rows, ["512x20"]) == [2, 1]
+    # without (1, 2): 7 on both, 95 on (2, 2) and 90 on (2, 1): (2, 1) loses nothing
+    assert serving_choice.pick_threads(rows[:2] + rows[4:], keys) == [2, 1]
+    # ties keep the first setting: OpenVINO serves both shapes whichever TensorFlow's threads
+    tie = [_candidate("savedmodel", "f32", 10.0, 100.0, threads=(2, 2)),
+           _candidate("savedmodel", "f32", 12.0, 96.0, threads=(2, 1)), rows[4]]  # fmt: skip
+    assert serving_choice.pick_threads(tie, keys) == [2, 2]
+    assert serving_choice.pick_threads(tie[1::-1] + tie[2:], keys) == [2, 1]
+    # the disagreeing candidate counts where the threshold lets it: (1, 2) serves 5 and 80
+    assert serving_choice.pick_threads(rows, keys, min_agreement=0.8) == [1, 2]
+    untimed = [
+        dict(r, median_ms={"8x20": 1.0}) if r["backend"] == "savedmodel" else r for r in rows
+    ]
+    with pytest.raises(ValueError, match="not timed at every shape"):
+        serving_choice.pick_threads(untimed, keys)
 
 
 def test_the_rule_keeps_the_fastest_agreeing_candidate_per_shape():
@@ -170,6 +241,58 @@ def test_a_predictor_follows_the_recorded_routes_only_where_it_can(tiny_export, 
     assert Predictor(copy, tokenize="graph").routes == [saved]
 
 
+_THREADS_SCRIPT = """
+import json, logging, sys
+logging.basicConfig(level=logging.WARNING)
+from re2_tf.serving.predictor import Predictor
+predictor = Predictor(sys.argv[1])
+outputs = predictor.probabilities(["w5 w9"], ["w9 w17"])
+print(json.dumps({"tf_threads": predictor.tf_threads, "finite": bool((outputs == outputs).all())}))
+"""
+
+
+def _threads_in_a_fresh_process(export):
+    proc = subprocess.run(
+        [sys.executable, "-c", _THREADS_SCRIPT, str(export)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
+
+
+def test_a_predictor_serves_on_the_tensorflow_threads_its_choice_measured(
+    tiny_export, tmp_path, caplog
+):
+    xla, _ = tiny_export
+    route = {"batch": 8, "backend": "savedmodel", "precision": "f32"}
+    chosen = {"backend": "savedmodel", "precision": "f32", "routes": [route], "measured": True}
+    here = dict(chosen, tf_threads=[1, 2], **machine())
+    copy = _with_choice(xla, tmp_path / "here", here)
+    config = json.loads((copy / "assets" / EXPORT_CONFIG_FILE).read_text())
+    assert recorded_tf_threads(config) == ((1, 2), None)
+    # a fresh process (TensorFlow has run nothing): its pools are the recorded ones
+    got, stderr = _threads_in_a_fresh_process(copy)
+    assert got == {"tf_threads": [1, 2], "finite": True}, stderr
+    # measured on another CPU: TensorFlow's defaults (0, 0), and a warning says why
+    there = dict(here, cpu_count=here["cpu_count"] + 64)
+    other = _with_choice(xla, tmp_path / "there", there)
+    config = json.loads((other / "assets" / EXPORT_CONFIG_FILE).read_text())
+    threads, note = recorded_tf_threads(config)
+    assert threads is None and f"{there['cpu_count']} cores" in note and "not this CPU" in note
+    got, stderr = _threads_in_a_fresh_process(other)
+    assert got["tf_threads"] == [0, 0] and "not this CPU" in stderr
+    # none recorded (an export measured before, or --serving=savedmodel): nothing set
+    assert recorded_tf_threads({"serving_choice": chosen}) == (None, None)
+    # this process has run TensorFlow: its pools stay, and a warning says so
+    odd = dict(here, tf_threads=[3, 5])
+    with caplog.at_level("WARNING"):
+        predictor = Predictor(_with_choice(xla, tmp_path / "odd", odd))
+    assert predictor.tf_threads != (3, 5)
+    assert "threads could not be set to (3, 5)" in caplog.text
+
+
 def test_without_another_runtime_or_a_twin_nothing_is_measured(tiny_export, monkeypatch):
     xla, _ = tiny_export
     # a core install (no OpenVINO, no ONNX Runtime) and no twin of the export given
@@ -200,11 +323,19 @@ def test_a_measured_choice_is_the_rules_and_serves_the_savedmodels_labels(tiny_e
     candidates = [("savedmodel", "f32"), ("openvino", "f32"), ("openvino", "bf16")]
     shapes = ((4, 6), (64, 6))
     choice = serving_choice.choose_serving(
-        export, PAIRS, convertible=plain, candidates=candidates, shapes=shapes, threads=1
+        export,
+        PAIRS,
+        convertible=plain,
+        candidates=candidates,
+        shapes=shapes,
+        threads=1,
+        tf_threads=[(1, 1)],  # one setting: this test is OpenVINO's (the slow one times more)
     )
     assert choice["measured"] and choice["pairs"] == len(PAIRS)
     rows = choice["candidates"]
     assert [(r["backend"], r["precision"]) for r in rows] == candidates
+    assert rows[0]["threads"] == [1, 1] and "threads" not in rows[1]
+    assert (choice["tf_threads"], choice["tf_thread_settings"]) == ([1, 1], [[1, 1]])
     assert all(set(r["median_ms"]) == {"4x6", "64x6"} for r in rows)
     assert (choice["rounds"], choice["close"]) == (serving_choice.ROUNDS, serving_choice.CLOSE)
     assert choice["shape_changes"] is True  # word ids: the worker draws (and grows) them
@@ -283,6 +414,10 @@ def test_a_core_installs_choice_measures_tensorflow_without_xla_and_litert_and_k
     ]
     assert all(r.get("shape_changes") for r in processes[: len(rows)])
     assert not any(r.get("shape_changes") for r in processes[len(rows) :])
+    # each TensorFlow candidate's process on its own threads; LiteRT's on the one thread
+    assert [(q["intra_op_threads"], q["inter_op_threads"]) for q in processes[: len(rows)]] == [
+        tuple(r.get("threads", (1, 1))) for r in rows
+    ]
     for key, size in (("4x6", 4), ("16x6", 16)):
         check_close_rounds(choice, key)
         extra = sum(len(r["rounds_ms"][key]) - choice["rounds"] for r in rows)
@@ -292,24 +427,34 @@ def test_a_core_installs_choice_measures_tensorflow_without_xla_and_litert_and_k
     )
     # with bfloat16 units, also TensorFlow without XLA under its oneDNN bfloat16 rewrite, and
     # the bfloat16 SavedModel of the same weights; then LiteRT on the TFLite export
+    # each TensorFlow one at each thread setting for one core (1 + 1 and 1 + 2)
     bf16 = [("savedmodel_noxla", "bf16"), ("savedmodel_bf16", "bf16")]
     bf16 = bf16 if cpu_units()["bfloat16"] else []
-    assert [(r["backend"], r["precision"]) for r in rows] == [
-        ("savedmodel", "f32"),
-        ("savedmodel_noxla", "f32"),
-        *bf16,
-        ("tflite", "f32"),
-    ]
-    # measured, and the rule by hand
-    best = fastest_agreeing(rows, "4x6")
+    settings = [[1, 1], [1, 2]]
+    assert choice["tf_thread_settings"] == settings
+    assert [(r["backend"], r["precision"], r.get("threads")) for r in rows] == [
+        (b, p, s) for b, p in [("savedmodel", "f32"), ("savedmodel_noxla", "f32"), *bf16]
+        for s in settings
+    ] + [("tflite", "f32", None)]  # fmt: skip
+    # measured, and the rule by hand: the thread setting, then per shape on it
+    keys = ["4x6", "16x6"]
     assert choice["measured"] and choice["pairs"] == len(PAIRS)
-    assert (choice["backend"], choice["precision"]) == (best["backend"], best["precision"])
-    assert rows[1]["label_agreement"] == 1.0 and rows[1]["max_abs_dp"] < 1e-5  # same function
-    for row in rows[2 : 2 + len(bf16)]:  # the same function, rounded: close but not equal
+    assert choice["tf_threads"] == threads_by_hand(rows, keys)
+    served = on_threads(rows, choice["tf_threads"])
+    for key, chosen in zip(keys, choice["routes"]):
+        best = fastest_agreeing(served, key)
+        assert (chosen["backend"], chosen["precision"]) == (best["backend"], best["precision"])
+    assert (choice["backend"], choice["precision"]) == (
+        choice["routes"][0]["backend"],
+        choice["routes"][0]["precision"],
+    )
+    for row in rows[2:4]:  # the same function: the SavedModel's labels and outputs
+        assert row["label_agreement"] == 1.0 and row["max_abs_dp"] < 1e-5, row
+    for row in rows[4 : 4 + 2 * len(bf16)]:  # the same function, rounded: close, not equal
         assert 0 < row["max_abs_dp"] < 5e-2 and "median_ms" in row, row
     for name in ["savedmodel_noxla"] + ["savedmodel_bf16"] * bool(bf16):
         assert (export / "runtimes" / name / "saved_model.pb").exists()
-    litert = rows[2 + len(bf16)]  # float32 in another runtime: the SavedModel's outputs
+    litert = rows[-1]  # float32 in another runtime: the SavedModel's outputs
     assert litert["label_agreement"] == 1.0 and litert["max_abs_dp"] < 1e-5, litert
     assert "median_ms" in litert and (export / "runtimes" / "model.tflite").exists()
     # a choice that serves large batches through it: followed, with the SavedModel's outputs
@@ -328,11 +473,11 @@ def test_a_core_installs_choice_measures_tensorflow_without_xla_and_litert_and_k
     if bf16:  # served as the choice measured them
         served = Predictor(export, backend="savedmodel_noxla", precision="bf16")
         got = served.probabilities(texts1, texts2)
-        assert np.abs(got - want).max() == pytest.approx(rows[2]["max_abs_dp"], rel=1e-6)
+        assert np.abs(got - want).max() == pytest.approx(rows[4]["max_abs_dp"], rel=1e-6)
         served = Predictor(export, backend="savedmodel_bf16")
         assert served.precision == "bf16" and served.tokenize == "python"
         got = served.probabilities(texts1, texts2)
-        assert np.abs(got - want).max() == pytest.approx(rows[3]["max_abs_dp"], rel=1e-6)
+        assert np.abs(got - want).max() == pytest.approx(rows[6]["max_abs_dp"], rel=1e-6)
     # LiteRT, kept in the export: served on request and where the choice routes to it, with
     # the SavedModel's outputs (TensorFlow's kernels against LiteRT's)
     served = Predictor(export, backend="tflite")
@@ -374,8 +519,8 @@ def test_a_bert_export_measures_its_bfloat16_xla_twin_and_serves_it_as_measured(
     twin, _ = _tiny_export("bert_matchlstm", tmp_path / "bf16_xla", xla=True, precision="bf16")
     monkeypatch.setattr(serving_choice, "installed_candidates", lambda: [("savedmodel", "f32")])
     choice = serving_choice.choose_serving(
-        export, PAIRS, bf16_xla_export=twin, shapes=((4, 6),), threads=1
-    )
+        export, PAIRS, bf16_xla_export=twin, shapes=((4, 6),), threads=1, tf_threads=[(1, 1)]
+    )  # one thread setting: the slow core-install test above times several
     if not cpu_units()["bfloat16"]:  # nothing but the SavedModel: nothing measured
         assert not choice["measured"] and choice["reason"] == serving_choice.NOTHING_TO_MEASURE
         return

@@ -29,7 +29,10 @@ command with the ops it named.
 ``--saved_model`` without ``--backend`` times what that export serves a batch of ``--batch``
 pairs through when nothing is told (:func:`re2_tf.serving.predictor.default_routes`: the
 route ``re2-export --serving=auto`` recorded, as ``re2-predict`` and ``Matcher.from_export``
-follow it; the SavedModel for an export without one), and prints it. Without
+follow it; the SavedModel for an export without one), and prints it; a TensorFlow route is
+timed on the TensorFlow threads the export's choice measured it on
+(:func:`re2_tf.serving.predictor.recorded_tf_threads`) unless ``--intra_op_threads`` or
+``--inter_op_threads`` is given. Without
 ``--input_spec``, an re2_tf export is fed :func:`re2_tf.benchmarking.table5_inputs` of its
 own featurisers through ``serving_ids``.
 """
@@ -57,7 +60,13 @@ from re2_tf.models import get_spec
 from re2_tf.models.spec import model_names
 from re2_tf.serving import runtimes
 from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE
-from re2_tf.serving.predictor import default_routes, export_featurizers, route
+from re2_tf.serving.predictor import (
+    TENSORFLOW_BACKENDS,
+    default_routes,
+    export_featurizers,
+    recorded_tf_threads,
+    route,
+)
 from re2_tf.serving.runtimes import MissingPackageError
 
 __all__ = ["define_flags", "main", "run"]
@@ -191,9 +200,16 @@ def _main(argv):
             routes, note = default_routes(export, config)
             served = route(routes, FLAGS.batch)
             backend, precision = served["backend"], served["precision"]
+            recorded, threads_note = recorded_tf_threads(config)
+            told = FLAGS.intra_op_threads or FLAGS.inter_op_threads
+            on = ""
+            if recorded and backend in TENSORFLOW_BACKENDS and not told:
+                threads = dict(intra_op_threads=recorded[0], inter_op_threads=recorded[1])
+                on = f" on TensorFlow threads {recorded[0]} + {recorded[1]}"
+            notes = "; ".join(n for n in (note, threads_note) if n)
             print(
-                f"re2-bench: timing {export} through {backend} {precision}, what it serves a "
-                f"batch of {FLAGS.batch} pairs through" + (f" ({note})" if note else "")
+                f"re2-bench: timing {export} through {backend} {precision}{on}, what it serves "
+                f"a batch of {FLAGS.batch} pairs through" + (f" ({notes})" if notes else "")
             )
         with tempfile.TemporaryDirectory() as tmp:  # the inputs file, if any
             options, draw = {}, {}

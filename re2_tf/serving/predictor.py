@@ -77,6 +77,7 @@ from pathlib import Path
 
 import numpy as np
 
+from re2_tf.machine import machine
 from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE
 from re2_tf.serving.runtimes import (
     CONVERTED,
@@ -87,6 +88,9 @@ from re2_tf.serving.runtimes import (
     served_precision,
     tflite_path,
 )
+
+#: The backends TensorFlow runs, on its process-wide thread pools.
+TENSORFLOW_BACKENDS = ("savedmodel", "savedmodel_noxla", "savedmodel_bf16", "savedmodel_bf16_xla")
 
 #: Converted backend -> the Python packages it needs.
 PACKAGES = {
@@ -159,12 +163,53 @@ def default_routes(export_dir, config):
     return routes, note
 
 
+def recorded_tf_threads(config):
+    """``(threads, note)``: the TensorFlow thread setting an export's ``serving_choice``
+    measured its routes on (``tf_threads``: ``(intra, inter)``,
+    :func:`re2_tf.serving.serving_choice.pick_threads`), or ``None`` (TensorFlow's default)
+    where it records none or was measured on another CPU (:func:`re2_tf.machine.machine`:
+    another ``cpu`` or ``cpu_count``; ``note`` then says so)."""
+    choice = config.get("serving_choice") or {}
+    if not choice.get("tf_threads"):
+        return None, None
+    here = machine()
+    if (choice.get("cpu"), choice.get("cpu_count")) != (here["cpu"], here["cpu_count"]):
+        return None, (
+            f"the export's TensorFlow threads {choice['tf_threads']} were measured on "
+            f"{choice.get('cpu_count')} cores of {choice.get('cpu')}, not this CPU "
+            f"({here['cpu_count']} cores of {here['cpu']}): TensorFlow's default threads"
+        )
+    return tuple(int(n) for n in choice["tf_threads"]), None
+
+
+def set_tf_threads(tf, threads):
+    """Size TensorFlow's thread pools in this process: ``threads`` ``(intra, inter)`` (0: that
+    pool's default). TensorFlow fixes them once it has run anything, so then they are left
+    as they are. Returns ``(in_effect, note)``: the ``(intra, inter)`` TensorFlow reports
+    afterwards (0: its default) and, where ``threads`` could not be set, why."""
+    threading = tf.config.threading
+    try:
+        threading.set_intra_op_parallelism_threads(int(threads[0]))
+        threading.set_inter_op_parallelism_threads(int(threads[1]))
+        note = None
+    except RuntimeError as error:  # "... cannot be modified after initialization"
+        note = f"TensorFlow's threads could not be set to {tuple(threads)}: {error}"
+    in_effect = (
+        threading.get_intra_op_parallelism_threads(),
+        threading.get_inter_op_parallelism_threads(),
+    )
+    return in_effect, note
+
+
 __all__ = [
     "InputError",
     "MissingOpError",
     "PACKAGES",
     "Predictor",
+    "TENSORFLOW_BACKENDS",
     "default_routes",
+    "recorded_tf_threads",
+    "set_tf_threads",
     "export_featurizers",
     "installed",
     "route",
@@ -266,12 +311,20 @@ class Predictor:
             The other runtimes run the export's own precision (asking them for another is a
             ValueError: :func:`re2_tf.serving.runtimes.served_precision`; with
             ``backend=None`` it applies to the routes these serve).
+        tf_threads: ``(intra, inter)`` TensorFlow threads set before loading (0: that pool's
+            default; :func:`set_tf_threads`); ``None`` = with ``backend=None`` the setting
+            the export's choice measured its routes on, where it was measured on this CPU
+            (:func:`recorded_tf_threads`), else TensorFlow's default. TensorFlow sizes its
+            pools once per process: where it has already run, they stay as they are and a
+            warning says so.
 
     Attributes:
         routes: ``[{"batch", "backend", "precision"}]``: which runtime serves a call of how
             many pairs (:func:`route`; one route unless the export's choice has several).
         backend, precision: the first route's (``precision`` as asked; OpenVINO may fall
             back to ``f32`` on a CPU without bfloat16 units).
+        tf_threads: ``(intra, inter)`` TensorFlow threads in effect after loading (0: that
+            pool's default).
 
     Raises:
         FileNotFoundError: not an export directory. ValueError: ``graph`` with a backend
@@ -282,7 +335,15 @@ class Predictor:
         ONNX Runtime cannot take the export, or is not installed.
     """
 
-    def __init__(self, export_dir, tokenize="auto", batch_size=64, backend=None, precision=None):
+    def __init__(
+        self,
+        export_dir,
+        tokenize="auto",
+        batch_size=64,
+        backend=None,
+        precision=None,
+        tf_threads=None,
+    ):
         # lazy: a TFLite or OpenVINO/ONNX Runtime export is served without TensorFlow
         import tensorflow as tf
 
@@ -298,10 +359,15 @@ class Predictor:
         tflite = (self.export_dir / TFLITE_FILE).exists()
         if backend is None and tokenize == "graph":  # raw text: only the SavedModel takes it
             backend = "tflite" if tflite else "savedmodel"
+        logger = logging.getLogger(__name__)
         if backend is None:
             routes, note = default_routes(self.export_dir, self.config)
             if note:
-                logging.getLogger(__name__).warning("%s", note)
+                logger.warning("%s", note)
+            if tf_threads is None:
+                tf_threads, note = recorded_tf_threads(self.config)
+                if note:
+                    logger.warning("%s", note)
             if precision:
                 routes = [dict(r, precision=precision) for r in routes]
         else:
@@ -316,6 +382,14 @@ class Predictor:
                 )
             if r["backend"] == "tflite":
                 tflite_path(self.export_dir)  # a SavedModel export must keep one
+        if tf_threads is not None:  # before anything runs TensorFlow here
+            _, note = set_tf_threads(tf, tf_threads)
+            if note:
+                logger.warning("%s", note)
+        self.tf_threads = (
+            tf.config.threading.get_intra_op_parallelism_threads(),
+            tf.config.threading.get_inter_op_parallelism_threads(),
+        )
         ids_only = any(r["backend"] != "savedmodel" for r in routes)
         if tokenize == "auto":
             tokenize = (

@@ -62,6 +62,20 @@ The rule (ours):
   a log scale (:func:`~re2_tf.serving.predictor.route`; with the default shapes, up to 64
   pairs take the 8-pair choice).
 
+- **TensorFlow's threads**: TensorFlow sizes its intra-op and inter-op thread pools once per
+  process, so one process serves every TensorFlow route on one setting. Every TensorFlow
+  candidate (the SavedModel and its ``savedmodel_*`` twins) is therefore timed at each
+  setting of :func:`tf_thread_settings` (for ``c`` cores: ``(c, c)``, TensorFlow's own
+  default; ``(c, 1)``, Table 5's protocol, one op at a time; ``(c // 2, 2)``, two
+  independent ops at once, e.g. RE2's two texts through one encoder, on half the cores
+  each), each setting a candidate of its own (``threads``: ``[intra, inter]``), while
+  OpenVINO, ONNX Runtime and LiteRT set their threads per model and are timed once. The
+  setting served (:func:`pick_threads`) is the one whose routes lose least at their worst
+  shape against the best routes any setting gives (ties keep the first, TensorFlow's
+  default); the choice records it as ``tf_threads`` and a
+  :class:`~re2_tf.serving.predictor.Predictor` sets TensorFlow's pools to it before
+  loading (:func:`~re2_tf.serving.predictor.recorded_tf_threads`).
+
 Where no candidate but the SavedModel is left (no other runtime installed and no twin of
 the export given, e.g. a core install's ``--xla=false --precision=bf16`` export), nothing is
 measured and the export is served by its SavedModel (``measured`` False, the reason names the
@@ -70,7 +84,8 @@ candidate's medians and agreement, the CPU) is the export's ``export_config.json
 ``serving_choice``, and ``re2-export`` prints it on stderr. What the rule picks per model on
 our CPU is in ``docs/performance.md``.
 
-Library: :func:`choose_serving`, :func:`pick`, :func:`installed_candidates`,
+Library: :func:`choose_serving`, :func:`pick`, :func:`pick_threads`,
+:func:`tf_thread_settings`, :func:`installed_candidates`,
 and :func:`~re2_tf.serving.predictor.default_routes` (what a
 :class:`~re2_tf.serving.predictor.Predictor` serves through).
 """
@@ -79,6 +94,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import tempfile
 from pathlib import Path
 
@@ -88,7 +104,12 @@ from re2_tf import benchmarking
 from re2_tf.machine import cpu_units, machine
 from re2_tf.serving import runtimes
 from re2_tf.serving.files import EXPORT_CONFIG_FILE
-from re2_tf.serving.predictor import Predictor, export_featurizers, installed
+from re2_tf.serving.predictor import (
+    TENSORFLOW_BACKENDS,
+    Predictor,
+    export_featurizers,
+    installed,
+)
 
 __all__ = [
     "CHOICES",
@@ -101,8 +122,10 @@ __all__ = [
     "close_candidates",
     "installed_candidates",
     "pick",
+    "pick_threads",
     "record_choice",
     "tensorflow_candidates",
+    "tf_thread_settings",
 ]
 
 #: ``--serving`` values: measure among the installed runtimes, or the SavedModel unmeasured.
@@ -162,6 +185,57 @@ def tensorflow_candidates(noxla=True, bf16_export=False, bf16_xla_export=False):
     if bf16_xla_export and units:
         found.append(("savedmodel_bf16_xla", "bf16"))
     return found
+
+
+def tf_thread_settings(cores=0):
+    """TensorFlow's thread settings the rule times its TensorFlow candidates at (the module
+    docstring): ``[(intra, inter)]`` for ``cores`` cores (0: the cores this process may run
+    on), ``[(c, c), (c, 1), (max(c // 2, 1), 2)]`` without repeats, TensorFlow's default
+    first (our rule)."""
+    c = int(cores) or len(os.sched_getaffinity(0))
+    return list(dict.fromkeys([(c, c), (c, 1), (max(c // 2, 1), 2)]))
+
+
+def _tf_rows(rows, setting):
+    """The candidates a process on TensorFlow thread ``setting`` can serve through: the
+    other runtimes, and the TensorFlow ones timed at ``setting``, the SavedModel first."""
+    setting = list(setting)
+    chosen = [r for r in rows if r.get("threads", setting) == setting]
+    return sorted(chosen, key=lambda r: r["backend"] != "savedmodel")
+
+
+def pick_threads(candidates, shapes, min_agreement=MIN_AGREEMENT):
+    """The TensorFlow thread setting the rule serves on (the module docstring).
+
+    Args:
+        candidates: as :func:`pick`'s, each TensorFlow one with ``threads`` (``[intra,
+            inter]``), the others without; the SavedModel timed at every setting.
+        shapes: the keys of ``median_ms`` to compare.
+        min_agreement: least label agreement of an eligible candidate.
+
+    Returns:
+        ``[intra, inter]``: of the settings the SavedModel was timed at every shape at, the
+        one whose worst ratio over ``shapes`` of its best eligible median to the best of any
+        setting is least (the first, in the SavedModel rows' order, on ties).
+
+    Raises:
+        ValueError: the SavedModel was timed at every shape at no setting.
+    """
+    settings = [
+        r["threads"]
+        for r in candidates
+        if r["backend"] == "savedmodel"
+        and "threads" in r
+        and all(k in (r.get("median_ms") or {}) for k in shapes)
+    ]
+    if not settings:
+        raise ValueError(f"the SavedModel was not timed at every shape of {list(shapes)}")
+    best = {
+        s: {k: pick(_tf_rows(candidates, s), k, min_agreement)["median_ms"][k] for k in shapes}
+        for s in map(tuple, settings)
+    }
+    least = {k: min(b[k] for b in best.values()) for k in shapes}
+    return list(min(best, key=lambda s: max(best[s][k] / least[k] for k in shapes)))
 
 
 def _shape_key(batch, length):
@@ -238,6 +312,7 @@ def choose_serving(
     candidates=None,
     shapes=SHAPES,
     threads=0,
+    tf_threads=None,
     rounds=ROUNDS,
     close=CLOSE,
     close_rounds=CLOSE_ROUNDS,
@@ -270,7 +345,11 @@ def choose_serving(
             then ``("tflite", "f32")`` where ``tflite_export`` is); the SavedModel is always
             the first.
         shapes: ``(batch, words per text)`` shapes timed.
-        threads: intra-op threads of the timing processes (0: each runtime's default).
+        threads: intra-op threads of the timing processes of OpenVINO, ONNX Runtime and
+            LiteRT (0: each runtime's default), and the cores :func:`tf_thread_settings`
+            is given.
+        tf_threads: ``[(intra, inter)]`` TensorFlow's candidates are each timed at (default
+            ``tf_thread_settings(threads)``); the first is the reference's.
         rounds: timing rounds; a candidate's median at a shape is the least of its rounds'
             (a process the machine slows is slower, never faster).
         close, close_rounds: a shape's close candidates (:func:`close_candidates` with
@@ -281,9 +360,11 @@ def choose_serving(
 
     Returns:
         the JSON-serialisable ``serving_choice``: ``backend``, ``precision`` (at the first
-        shape), ``reason``, ``measured``; where measured also ``routes`` (per shape:
+        shape), ``reason``, ``measured``; where measured also ``tf_threads`` (``[intra,
+        inter]``: :func:`pick_threads`), ``tf_thread_settings``, ``routes`` (per shape:
         ``batch``, ``backend``, ``precision``; :func:`~re2_tf.serving.predictor.route`),
-        ``candidates`` (each with ``median_ms`` per ``"<batch>x<length>"``, ``rounds_ms``
+        ``candidates`` (each with ``median_ms`` per ``"<batch>x<length>"``, a TensorFlow
+        one with ``threads``, ``rounds_ms``
         (every round's median, the close rounds' last), ``label_agreement``, ``max_abs_dp``
         or ``error``), ``pairs``, ``shapes``, ``threads``, ``rounds``, ``close``,
         ``close_rounds``, ``shape_changes`` (whether every candidate's first round called it
@@ -312,6 +393,9 @@ def choose_serving(
         return dict(unmeasured, reason="no held-out pairs to check other runtimes against")
     featurizers = export_featurizers(export_dir, config)
     convertible = Path(convertible or export_dir)
+    settings = [tuple(map(int, s)) for s in (tf_threads or tf_thread_settings(threads))]
+    if not settings or len(set(settings)) != len(settings) or min(map(min, settings)) < 1:
+        raise ValueError(f"tf_threads must be distinct (intra, inter) pairs >= 1, got {settings}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         requests = {}
@@ -345,8 +429,13 @@ def choose_serving(
                     path = runtimes.convert(source, backend, export_dir / "runtimes")
                 except runtimes.ConversionError as error:
                     path, row["error"] = None, runtimes.failure(error)
-            rows.append(row)
-            paths.append(path)
+            if backend not in TENSORFLOW_BACKENDS:
+                rows.append(row)
+                paths.append(path)
+                continue
+            for intra, inter in settings:  # one candidate per TensorFlow thread setting
+                rows.append(dict(row, threads=[intra, inter], median_ms={}, rounds_ms={}))
+                paths.append(path)
 
         def time_one(index, keys, _round):
             # one fresh process times the candidate at every shape of keys, in turn
@@ -369,10 +458,12 @@ def choose_serving(
             asked = runtimes.asked_precision(rows[index]["backend"], rows[index]["precision"])
             if asked:  # a key of the process's model: given with the first shape only
                 shapes_[0]["options"]["precision"] = asked
+            intra, inter = rows[index].get("threads", (threads, 1))
             timed = benchmarking.time_table5(
                 paths[index],
                 requests[keys[0]][1]["signature"],
-                threads=threads,
+                threads=intra,
+                inter_op_threads=inter,
                 then=shapes_[1:],
                 **shapes_[0],
             )
@@ -406,10 +497,13 @@ def choose_serving(
             log(f"serving=auto: {row['backend']} {row['precision']}: "
                 f"{row.get('median_ms', row.get('error'))}")  # fmt: skip
     routes, parts = [], []
-    saved_ms = rows[0]["median_ms"]
+    keys = [_shape_key(batch, length) for batch, length in shapes]
+    served_threads = pick_threads(rows, keys, min_agreement)
+    served = _tf_rows(rows, served_threads)
+    saved_ms = served[0]["median_ms"]
     for batch, length in shapes:
         key = _shape_key(batch, length)
-        chosen = pick(rows, key, min_agreement)
+        chosen = pick(served, key, min_agreement)
         routes.append(
             {"batch": batch, "backend": chosen["backend"], "precision": chosen["precision"]}
         )
@@ -422,8 +516,13 @@ def choose_serving(
         "backend": first["backend"],
         "precision": first["precision"],
         "routes": routes,
-        "reason": "per timed batch, the fastest that agrees: " + ", ".join(parts),
+        "reason": (
+            f"on TensorFlow threads {served_threads[0]} + {served_threads[1]}, per timed "
+            "batch, the fastest that agrees: " + ", ".join(parts)
+        ),
         "measured": True,
+        "tf_threads": served_threads,
+        "tf_thread_settings": [list(s) for s in settings],
         "candidates": rows,
         "pairs": len(pairs),
         "shapes": [list(s) for s in shapes],
@@ -440,19 +539,29 @@ def choose_serving(
 def _score(export_dir, rows, pairs):
     """Score every timed candidate of ``rows`` on ``pairs`` in this process: its
     ``label_agreement`` and ``max_abs_dp`` against the SavedModel's (``rows[0]``), or its
-    ``error`` (and no ``median_ms``) where it fails or gives a non-finite output."""
+    ``error`` (and no ``median_ms``) where it fails or gives a non-finite output. A runtime
+    timed at several TensorFlow thread settings is scored once (threads change no output)."""
     texts1, texts2 = [a for a, _ in pairs], [b for _, b in pairs]
     reference = None  # the SavedModel's probabilities on the pairs
+    outputs = {}  # (backend, precision) -> its probabilities or its error
     for row in rows:
         if "error" in row:
             row.pop("median_ms", None)
             continue
         try:
-            served = Predictor(
-                export_dir, tokenize="python", backend=row["backend"], precision=row["precision"]
-            )
-            probabilities = served.probabilities(texts1, texts2)
-            del served
+            where = (row["backend"], row["precision"])
+            if where not in outputs:
+                try:
+                    served = Predictor(
+                        export_dir, tokenize="python", backend=where[0], precision=where[1]
+                    )
+                    outputs[where] = served.probabilities(texts1, texts2)
+                    del served
+                except (RuntimeError, ValueError) as error:
+                    outputs[where] = error
+            if isinstance(outputs[where], Exception):
+                raise outputs[where]
+            probabilities = outputs[where]
         except (RuntimeError, ValueError) as error:
             if row is rows[0]:
                 raise

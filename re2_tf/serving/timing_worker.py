@@ -57,6 +57,8 @@ Output keys (for the first request; with ``then``, also ``then``: one such dict 
 there, in order): ``first_call_s`` (first call at these inputs' shape, includes XLA
 compilation / TFLite allocation),
 ``times_s`` (list, one per timed batch), ``throughput_pairs_per_s`` (or null), ``interpreter``,
+for a SavedModel ``tf_threads`` (``[intra, inter]`` as TensorFlow reports its pools after the
+run, 0 for a pool's default),
 ``inputs_sha256`` (:func:`inputs_digest` of the 4 batches drawn or loaded before timing: the
 same digest means the same inputs), ``length_spread`` (as requested) and ``load_average``
 (``os.getloadavg()``'s 1-minute load before the first call and after the last timed one: other
@@ -383,8 +385,15 @@ def main(request):
         later.append(dict(more))
     call, interpreter_name = load(request)
     results = [time_inputs(call, r) for r in [request, *later]]
+    ran = {"interpreter": interpreter_name}
+    if interpreter_name.startswith("tf.saved_model.load"):  # the pools TensorFlow ran on
+        threading = sys.modules["tensorflow"].config.threading
+        ran["tf_threads"] = [
+            threading.get_intra_op_parallelism_threads(),
+            threading.get_inter_op_parallelism_threads(),
+        ]
     for result in results:
-        result["interpreter"] = interpreter_name
+        result.update(ran)
     if later:
         results[0]["then"] = results[1:]
     print(json.dumps(results[0]))
