@@ -3228,6 +3228,83 @@ def test_intra_threads_ab_reading_is_its_record():
     assert f"labels on at least {least:.4f} of the pairs (max |Δp| {most:.1e};" in text
 
 
+def test_served_threads_reading_is_its_record():
+    """docs/performance.md's reading of docs/runs/roofline/served_threads.json: each variant's
+    serving choice keeps the thread setting and the routes the rule gives by hand (the
+    setting whose fastest agreeing candidate loses least at its worst batch against the
+    fastest of any setting, the first on ties; per batch the fastest agreeing candidate on it),
+    the table's cells are the record's least medians, and the sentences' figures are its."""
+    record = json.loads((RUNS / "roofline" / "served_threads.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["threads"] == 2 and record["cpu_count"] == 2
+
+    def agreeing(choice):
+        return [
+            r
+            for r in choice["candidates"]
+            if "median_ms" in r and r["label_agreement"] >= choice["min_agreement"]
+        ]
+
+    def fastest(rows, key):
+        return min(rows, key=lambda r: r["median_ms"][key])
+
+    def cell(row, key):
+        return f"{row['median_ms'][key]:.2f} ({row['backend']} {row['precision']})"
+
+    for variant, choice in record["variants"].items():
+        assert choice["measured"] and choice["pairs"] == 2048
+        settings = choice["tf_thread_settings"]
+        assert settings == [[2, 2], [2, 1], [1, 2]]
+        rows = agreeing(choice)
+        keys = [f"{b}x{n}" for b, n in choice["shapes"]]
+        best = {
+            tuple(t): {k: fastest([r for r in rows if r.get("threads", t) == t], k) for k in keys}
+            for t in settings
+        }
+        least = {k: min(b[k]["median_ms"][k] for b in best.values()) for k in keys}
+        worst = {t: max(b[k]["median_ms"][k] / least[k] for k in keys) for t, b in best.items()}
+        served = min(worst, key=worst.get)  # the first of the least on ties
+        assert choice["tf_threads"] == list(served), variant
+        for key, route in zip(keys, choice["routes"]):
+            chosen = best[served][key]
+            assert (route["backend"], route["precision"]) == (
+                chosen["backend"],
+                chosen["precision"],
+            )
+            tf = [fastest([r for r in rows if r.get("threads") == t], key) for t in settings]
+            other = fastest([r for r in rows if "threads" not in r], key)
+            ratio = chosen["median_ms"][key] / fastest(rows, key)["median_ms"][key]
+            batch = key.split("x")[0]
+            line = (
+                f"| {variant} | {batch} | " + " | ".join(cell(r, key) for r in tf)
+                + f" | {cell(other, key)} | {cell(chosen, key)} on {served[0]} + {served[1]} |"
+                + f" {ratio:.2f} |"
+            )  # fmt: skip
+            assert line in text, line
+    # RE2 1 block: OpenVINO bf16 fastest at both batches, so TensorFlow's default is kept
+    re2 = record["variants"]["RE2 1 block"]
+    assert re2["tf_threads"] == [2, 2]
+    assert {(r["backend"], r["precision"]) for r in re2["routes"]} == {("openvino", "bf16")}
+    bf16 = {
+        tuple(r["threads"]): r["median_ms"]
+        for r in re2["candidates"]
+        if r["backend"] == "savedmodel_bf16"
+    }
+    assert min(bf16, key=lambda t: bf16[t]["8x20"]) == (1, 2)
+    assert min(bf16, key=lambda t: bf16[t]["512x20"]) == (2, 1)
+    assert (
+        f"took {bf16[(1, 2)]['8x20']:.2f} ms at 8 × 20 on 1 + 2 threads against "
+        f"{bf16[(2, 2)]['8x20']:.2f} on 2 + 2, and {bf16[(2, 1)]['512x20']:.2f} ms at 512 × 20 on "
+        f"2 + 1 against {bf16[(1, 2)]['512x20']:.2f} on 1 + 2"
+    ) in text
+    (xla,) = [
+        r for r in re2["candidates"] if r["backend"] == "savedmodel" and r["threads"] == [2, 2]
+    ]
+    first, second = xla["rounds_ms"]["512x20"][:2]
+    assert first / second > 1.4
+    assert f"rounds at 512 × 20 on 2 + 2 threads took {first:.2f} and {second:.2f} ms" in text
+
+
 def test_inter_threads_ab_reading_is_its_record():
     """docs/performance.md's reading of docs/runs/roofline/inter_threads_ab.json: the eight
     paired ratios per variant and shape (median and range over the rounds), the medians and
