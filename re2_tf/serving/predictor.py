@@ -167,7 +167,7 @@ def recorded_tf_threads(config):
     """``(threads, note)``: the TensorFlow thread setting an export's ``serving_choice``
     measured its routes on (``tf_threads``: ``(intra, inter)``,
     :func:`re2_tf.serving.serving_choice.pick_threads`), or ``None`` (TensorFlow's default)
-    where it records none or was measured on another CPU (:func:`re2_tf.machine.machine`:
+    where it records none or its choice was made on another CPU (:func:`re2_tf.machine.machine`:
     another ``cpu`` or ``cpu_count``; ``note`` then says so)."""
     choice = config.get("serving_choice") or {}
     if not choice.get("tf_threads"):
@@ -313,7 +313,7 @@ class Predictor:
             ``backend=None`` it applies to the routes these serve).
         tf_threads: ``(intra, inter)`` TensorFlow threads set before loading (0: that pool's
             default; :func:`set_tf_threads`); ``None`` = with ``backend=None`` the setting
-            the export's choice measured its routes on, where it was measured on this CPU
+            the export's choice timed its routes on, where the choice was made on this CPU
             (:func:`recorded_tf_threads`), else TensorFlow's default. TensorFlow sizes its
             pools once per process: where it has already run, they stay as they are and a
             warning says so.
