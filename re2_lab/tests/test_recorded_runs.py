@@ -3274,6 +3274,7 @@ def test_served_threads_reading_is_its_record():
             tf = [fastest([r for r in rows if r.get("threads") == t], key) for t in settings]
             other = fastest([r for r in rows if "threads" not in r], key)
             ratio = chosen["median_ms"][key] / fastest(rows, key)["median_ms"][key]
+            assert ratio == 1  # "the setting served loses nothing at either batch"
             batch = key.split("x")[0]
             line = (
                 f"| {variant} | {batch} | " + " | ".join(cell(r, key) for r in tf)
@@ -3303,6 +3304,37 @@ def test_served_threads_reading_is_its_record():
     first, second = xla["rounds_ms"]["512x20"][:2]
     assert first / second > 1.4
     assert f"rounds at 512 × 20 on 2 + 2 threads took {first:.2f} and {second:.2f} ms" in text
+    # BERT+MatchLSTM: OpenVINO bf16 at 8 x 20, the bf16 SavedModel at 512 x 20, on 2 + 2
+    bert = record["variants"]["BERT+MatchLSTM"]
+    assert bert["tf_threads"] == [2, 2]
+    assert [(r["backend"], r["precision"]) for r in bert["routes"]] == [
+        ("openvino", "bf16"),
+        ("savedmodel_bf16", "bf16"),
+    ]
+    found = {(r["backend"], tuple(r.get("threads", ()))): r for r in bert["candidates"]}
+    saved = {t: found[("savedmodel_bf16", t)] for t in ((2, 2), (1, 2))}
+    openvino = found[("openvino", ())]
+    near = saved[(1, 2)]["median_ms"]["8x20"] / openvino["median_ms"]["8x20"]
+    assert 1 < near < 1.05
+    assert (
+        f"(1131.80 ms against OpenVINO bf16's {openvino['median_ms']['512x20']:.2f})" in text
+        and saved[(2, 2)]["median_ms"]["512x20"] == 1131.804
+    )
+    assert (
+        f"On 1 + 2 threads its bfloat16 SavedModel took {saved[(1, 2)]['median_ms']['8x20']:.2f} "
+        f"ms at 8 × 20, {near:.2f}× OpenVINO bf16's {openvino['median_ms']['8x20']:.2f} "
+        f"({saved[(2, 2)]['median_ms']['8x20']:.2f} on 2 + 2), but "
+        f"{saved[(1, 2)]['median_ms']['512x20']:.2f} ms at 512 × 20"
+    ) in text
+    agreement = {(r["backend"], r["precision"]): r["label_agreement"] for r in bert["candidates"]}
+    assert agreement[("savedmodel_noxla", "bf16")] < bert["min_agreement"]
+    assert (
+        f"agree with the float32 one on {agreement[('savedmodel_bf16', 'bf16')]:.4f} "
+        f"(`savedmodel_bf16`) and {agreement[('savedmodel_bf16_xla', 'bf16')]:.4f} "
+        f"(`savedmodel_bf16_xla`) of the pairs and OpenVINO bf16 on "
+        f"{agreement[('openvino', 'bf16')]:.4f}; TensorFlow's bfloat16 rewrite of the float32 "
+        f"SavedModel agrees on {agreement[('savedmodel_noxla', 'bf16')]:.4f}"
+    ) in text
 
 
 def test_inter_threads_ab_reading_is_its_record():
