@@ -175,7 +175,7 @@ def recorded_tf_threads(config):
     here = machine()
     if (choice.get("cpu"), choice.get("cpu_count")) != (here["cpu"], here["cpu_count"]):
         return None, (
-            f"the export's TensorFlow threads {choice['tf_threads']} were measured on "
+            f"the export's TensorFlow threads {choice['tf_threads']} were chosen on "
             f"{choice.get('cpu_count')} cores of {choice.get('cpu')}, not this CPU "
             f"({here['cpu_count']} cores of {here['cpu']}): TensorFlow's default threads"
         )
