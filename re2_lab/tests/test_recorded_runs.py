@@ -3304,7 +3304,14 @@ def test_served_threads_reading_is_its_record():
     first, second = xla["rounds_ms"]["512x20"][:2]
     assert first / second > 1.4
     assert f"rounds at 512 × 20 on 2 + 2 threads took {first:.2f} and {second:.2f} ms" in text
-    # BERT+MatchLSTM: OpenVINO bf16 at 8 x 20, the bf16 SavedModel at 512 x 20, on 2 + 2
+    # BERT+MatchLSTM and RE2 3 blocks: OpenVINO bf16 at 8 x 20, the bf16 SavedModel at
+    # 512 x 20, on 2 + 2
+    assert list(record["variants"]) == ["RE2 1 block", "BERT+MatchLSTM", "RE2 3 blocks"]
+    three = record["variants"]["RE2 3 blocks"]
+    assert three["tf_threads"] == [2, 2] and [r["backend"] for r in three["routes"]] == [
+        "openvino",
+        "savedmodel_bf16",
+    ]
     bert = record["variants"]["BERT+MatchLSTM"]
     assert bert["tf_threads"] == [2, 2]
     assert [(r["backend"], r["precision"]) for r in bert["routes"]] == [
