@@ -3324,9 +3324,9 @@ def test_served_threads_reading_is_its_record():
     near = saved[(1, 2)]["median_ms"]["8x20"] / openvino["median_ms"]["8x20"]
     assert 1 < near < 1.05
     assert (
-        f"(1131.80 ms against OpenVINO bf16's {openvino['median_ms']['512x20']:.2f})" in text
-        and saved[(2, 2)]["median_ms"]["512x20"] == 1131.804
-    )
+        f"({saved[(2, 2)]['median_ms']['512x20']:.2f} ms against OpenVINO bf16's "
+        f"{openvino['median_ms']['512x20']:.2f})"
+    ) in text
     assert (
         f"On 1 + 2 threads its bfloat16 SavedModel took {saved[(1, 2)]['median_ms']['8x20']:.2f} "
         f"ms at 8 × 20, {near:.2f}× OpenVINO bf16's {openvino['median_ms']['8x20']:.2f} "
