@@ -4,6 +4,7 @@ install's measurement of TensorFlow's and LiteRT's paths, and (with OpenVINO ins
 measurement whose choice serves the SavedModel's labels."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -242,12 +243,17 @@ def test_a_predictor_follows_the_recorded_routes_only_where_it_can(tiny_export, 
 
 
 _THREADS_SCRIPT = """
-import json, logging, sys
+import json, logging, os, sys
 logging.basicConfig(level=logging.WARNING)
 from re2_tf.serving.predictor import Predictor
 predictor = Predictor(sys.argv[1])
 outputs = predictor.probabilities(["w5 w9"], ["w9 w17"])
-print(json.dumps({"tf_threads": predictor.tf_threads, "finite": bool((outputs == outputs).all())}))
+# the threads of TensorFlow's inter-op pool, as Linux names them: what the process started
+tasks = os.listdir("/proc/self/task")
+names = [open(f"/proc/self/task/{t}/comm").read().strip() for t in tasks]
+finite = bool((outputs == outputs).all())
+pool = names.count("tf_Compute")
+print(json.dumps({"tf_threads": predictor.tf_threads, "finite": finite, "inter_op_pool": pool}))
 """
 
 
@@ -268,13 +274,18 @@ def test_a_predictor_serves_on_the_tensorflow_threads_its_choice_measured(
     xla, _ = tiny_export
     route = {"batch": 8, "backend": "savedmodel", "precision": "f32"}
     chosen = {"backend": "savedmodel", "precision": "f32", "routes": [route], "measured": True}
-    here = dict(chosen, tf_threads=[1, 2], **machine())
+    inter = os.cpu_count() + 3  # never TensorFlow's default on this machine
+    here = dict(chosen, tf_threads=[1, inter], **machine())
     copy = _with_choice(xla, tmp_path / "here", here)
     config = json.loads((copy / "assets" / EXPORT_CONFIG_FILE).read_text())
-    assert recorded_tf_threads(config) == ((1, 2), None)
-    # a fresh process (TensorFlow has run nothing): its pools are the recorded ones
+    assert recorded_tf_threads(config) == ((1, inter), None)
+    # a fresh process (TensorFlow has run nothing): its pools are the recorded ones, by
+    # TensorFlow's getters and by the inter-op threads the process started (TensorFlow
+    # starts one such pool per runtime it makes, each of the set size)
     got, stderr = _threads_in_a_fresh_process(copy)
-    assert got == {"tf_threads": [1, 2], "finite": True}, stderr
+    pool = got.pop("inter_op_pool")
+    assert got == {"tf_threads": [1, inter], "finite": True}, stderr
+    assert pool > 0 and pool % inter == 0, pool
     # measured on another CPU: TensorFlow's defaults (0, 0), and a warning says why
     there = dict(here, cpu_count=here["cpu_count"] + 64)
     other = _with_choice(xla, tmp_path / "there", there)

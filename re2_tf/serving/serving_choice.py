@@ -536,6 +536,17 @@ def choose_serving(
     }
 
 
+def _served_probabilities(export_dir, where, texts1, texts2):
+    """The probabilities, float32 ``[pairs, labels]``, that ``where`` = ``(backend,
+    precision)`` serves from ``export_dir`` on the pairs, or the ``RuntimeError`` or
+    ``ValueError`` it fails with."""
+    try:
+        served = Predictor(export_dir, tokenize="python", backend=where[0], precision=where[1])
+        return served.probabilities(texts1, texts2)
+    except (RuntimeError, ValueError) as error:
+        return error
+
+
 def _score(export_dir, rows, pairs):
     """Score every timed candidate of ``rows`` on ``pairs`` in this process: its
     ``label_agreement`` and ``max_abs_dp`` against the SavedModel's (``rows[0]``), or its
@@ -548,24 +559,14 @@ def _score(export_dir, rows, pairs):
         if "error" in row:
             row.pop("median_ms", None)
             continue
-        try:
-            where = (row["backend"], row["precision"])
-            if where not in outputs:
-                try:
-                    served = Predictor(
-                        export_dir, tokenize="python", backend=where[0], precision=where[1]
-                    )
-                    outputs[where] = served.probabilities(texts1, texts2)
-                    del served
-                except (RuntimeError, ValueError) as error:
-                    outputs[where] = error
-            if isinstance(outputs[where], Exception):
-                raise outputs[where]
-            probabilities = outputs[where]
-        except (RuntimeError, ValueError) as error:
+        where = (row["backend"], row["precision"])
+        if where not in outputs:
+            outputs[where] = _served_probabilities(export_dir, where, texts1, texts2)
+        probabilities = outputs[where]
+        if isinstance(probabilities, Exception):
             if row is rows[0]:
-                raise
-            row["error"] = runtimes.failure(error)
+                raise probabilities
+            row["error"] = runtimes.failure(probabilities)
             row.pop("median_ms", None)
             continue
         finite = np.isfinite(probabilities).all(axis=-1)
