@@ -175,6 +175,10 @@ def _model_rows(
         log=log,
     )  # with its default rounds, as re2-export
     model["serving_choice"] = choice
+    # TensorFlow's paths are timed on the threads a served process sets for them (the
+    # choice's tf_threads; an unmeasured choice leaves TensorFlow on the protocol's)
+    tf_threads = list(choice.get("tf_threads") or (threads, 1))
+    model["tf_threads"] = tf_threads
     model["default"] = {  # per timed shape: the route a call of that many pairs takes
         _key(batch, length): CHOICE_NAMES[(r["backend"], r["precision"])]
         for (batch, length), r in zip(shapes, choice.get("routes") or [choice] * len(shapes))
@@ -221,16 +225,19 @@ def _model_rows(
             row = {"model": variant, "runtime": runtime, "precision": precision}
             row.update(batch=batch, length=length, conversion=status, convert_s=seconds)
             row.update(batches=inputs[(batch, length)][2], round_medians_ms=[])
+            if runtime in SAVEDMODEL:
+                row["threads"] = tf_threads
             found[(runtime, (batch, length))] = row
     paths = {runtime: path for runtime, _, path, _, _ in targets}
 
     def time_one(runtime, shape, round_):
         row, (inputs_file, input_spec, count) = found[(runtime, shape)], inputs[shape]
         outputs = tmp / f"out_{shape[0]}_{runtime}.npz"
+        intra, inter = row.get("threads") or (threads, 1)
         try:
             timed = benchmarking.time_export(
                 paths[runtime], runtimes.SIGNATURE, input_spec, batches=count,
-                warmup=min(10, count), intra_op_threads=threads, inter_op_threads=1,
+                warmup=min(10, count), intra_op_threads=intra, inter_op_threads=inter,
                 throughput_batch=0,
                 options={"inputs_file": str(inputs_file),
                          "precision": runtimes.asked_precision(
@@ -348,7 +355,10 @@ def report(
     :func:`~re2_tf.serving.runtimes.cpu_has_bf16`) -- is timed again here, in ``rounds``
     rounds of a fresh process per path in turn (:func:`re2_tf.benchmarking.time_export`:
     :func:`re2_tf.benchmarking.timed_batches` of ``batches`` timed batches, after up to 10
-    untimed; each process's median ms), and a path's figure is the least of its
+    untimed; each process's median ms; the SavedModel paths on TensorFlow's threads as the
+    served default sets them, the choice's ``tf_threads``, kept as the variant's
+    ``tf_threads`` and each such row's ``threads``; the other runtimes on ``threads``), and
+    a path's figure is the least of its
     rounds' medians (a process slowed by the machine is slower, never faster; at a shape, the
     paths in a close call, :func:`close_paths`, get :data:`CLOSE_ROUNDS` more rounds), on the
     same 4 batches of ``serving_ids`` inputs per shape (the first 4 of
@@ -376,7 +386,7 @@ def report(
         ``shapes``, ``batches``, ``versions``, ``bf16_units``, ``peaks``, ``loadavg`` (1-minute
         load average at the start and after each variant), ``min_agreement`` (the agreement
         rule's: :func:`judge`), ``models`` (per
-        variant: ``default``, ``serving_choice``, ``floors``, ``peaks``,
+        variant: ``default``, ``serving_choice``, ``tf_threads``, ``floors``, ``peaks``,
         ``xla_export_openvino``) and
         ``rows`` (per variant, shape and path).
 
@@ -538,6 +548,7 @@ def _header(record, history=True):
         f"{load} (at the start and after each model)"
         + (f"; measured peaks {_peaks_text(record['peaks'])}" if record.get("peaks") else "")
         + _close_text(record)
+        + _tf_threads_text(record)
         + (_history_text(record) if history else _latest_text(record))
         + f". Versions: {versions_text}."
     )
@@ -567,6 +578,22 @@ def _latest_text(record):
         return ""
     return "; each variant's rows from one run: " + "; ".join(
         f"{', '.join(models)} on {date}" for date, models in sorted(dates.items(), reverse=True)
+    )
+
+
+def _tf_threads_text(record):
+    """TensorFlow's threads (intra-op + inter-op) each variant's SavedModel paths ran on: the
+    serving choice's ``tf_threads``, as a served process sets them ("as served"), or, for a
+    variant measured before they were kept, ``threads`` + 1."""
+    settings = {}
+    for entry in record["models"]:
+        intra, inter = entry.get("tf_threads") or (record["threads"], 1)
+        served = ", as served" if entry.get("tf_threads") else ""
+        settings.setdefault(f"{intra} + {inter}{served}", []).append(entry["model"])
+    if not settings:
+        return ""
+    return "; the SavedModel paths on TensorFlow's intra-op + inter-op threads " + "; ".join(
+        f"{setting} ({', '.join(models)})" for setting, models in settings.items()
     )
 
 

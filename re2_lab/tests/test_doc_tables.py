@@ -315,7 +315,8 @@ def test_a_runtimes_table_puts_the_default_first_beside_the_fastest_and_the_floo
         "2 cores of Some CPU (avx2), 2026-01-02; 2 thread(s); batches 8×20 and 512×20; per path "
         "the least of 2 round(s)' medians (each round a fresh process per path, in turn; 100 "
         "batches at batch ≤ 64 and 5 above); 1-minute load average 0.5 → 1.2 (at the start and "
-        "after each model). Versions: openvino 1.0, onnxruntime 2.0."
+        "after each model); the SavedModel paths on TensorFlow's intra-op + inter-op threads "
+        "2 + 1 (Net). Versions: openvino 1.0, onnxruntime 2.0."
     )
     assert doc_tables.generate("runtimes r.json table", tmp_path).splitlines() == [
         header,
@@ -360,6 +361,7 @@ def test_a_brief_runtimes_table_dates_each_variants_rows_in_place_of_the_redo_hi
     record = _runtimes_record()
     other = json.loads(json.dumps(record["models"][0]))
     other["model"] = "Other"
+    other["tf_threads"] = [1, 2]  # measured since the serving choice keeps its threads
     record["models"].append(other)
     record["rows"] += [dict(row, model="Other") for row in record["rows"]]
     record["redone"] = [
@@ -373,8 +375,9 @@ def test_a_brief_runtimes_table_dates_each_variants_rows_in_place_of_the_redo_hi
     assert "reason" not in brief[0] and "--redo" not in brief[0]
     # the record's own date for Net, the later of Other's two redos for Other
     assert brief[0].endswith(
-        "(at the start and after each model); each variant's rows from one run: Other on "
-        "2026-01-05; Net on 2026-01-02. Versions: openvino 1.0, onnxruntime 2.0."
+        "(at the start and after each model); the SavedModel paths on TensorFlow's intra-op + "
+        "inter-op threads 2 + 1 (Net); 1 + 2, as served (Other); each variant's rows from one "
+        "run: Other on 2026-01-05; Net on 2026-01-02. Versions: openvino 1.0, onnxruntime 2.0."
     )
     assert brief[1:] == full[1:]
     # one date for every variant: nothing to add
@@ -382,7 +385,9 @@ def test_a_brief_runtimes_table_dates_each_variants_rows_in_place_of_the_redo_hi
     (tmp_path / "r.json").write_text(json.dumps(record))
     lines = doc_tables.generate("runtimes r.json table brief", tmp_path).splitlines()
     assert lines[0].endswith(
-        "(at the start and after each model). Versions: openvino 1.0, onnxruntime 2.0."
+        "(at the start and after each model); the SavedModel paths on TensorFlow's intra-op + "
+        "inter-op threads 2 + 1 (Net); 1 + 2, as served (Other). Versions: openvino 1.0, "
+        "onnxruntime 2.0."
     )
 
 
@@ -1013,7 +1018,7 @@ def test_a_close_call_in_the_runtimes_record_is_the_agreeing_paths_near_the_fast
     assert (
         "(at the start and after each model); measured peaks float32 100 GFLOP/s; a close call "
         "timed again for B: at a shape, the agreeing paths within 20% of the fastest, 2 more "
-        "rounds in turn. Versions"
+        "rounds in turn; the SavedModel paths"
     ) in runtimes._header(record)
     del record["models"][1]["close_rounds"]
     assert "close call" not in runtimes._header(record)
