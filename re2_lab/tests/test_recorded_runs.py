@@ -4121,3 +4121,35 @@ def test_bf16_xla_head_reading_is_its_records():
     assert f"{100 * plain512:.1f} %)" in text
     dot = record["profiles"][variant]["after bf16 XLA@512"]["kinds"]["dot"]
     assert f"({dot:.2f} thread-ms per call in the profile above)" in text
+
+
+def test_runtimes_amx_served_times_tensorflow_on_its_served_threads():
+    """docs/runs/runtimes/runtimes-amx-served.json (docs/performance.md, "The runtimes record
+    with TensorFlow on its served threads"): one CPU and one run of the command, each
+    variant's SavedModel rows timed on the threads its serving choice picked (the choice's
+    ``tf_threads``, one of its ``tf_thread_settings``), every other runtime on the record's
+    threads, and each variant's default per shape the choice's route there."""
+    record = json.loads((RUNS / "runtimes" / "runtimes-amx-served.json").read_text())
+    assert record["command"] == (
+        "python -m re2_lab.cli.runtimes --all_variants "
+        "--json_out=docs/runs/runtimes/runtimes-amx-served.json"
+    )
+    assert "redone" not in record  # no variant measured again: one run, continued in place
+    assert record["cpu_count"] == 2 and record["threads"] == 2 and record["bf16_units"]
+    assert record["models"], "the record holds no variant"
+    for entry in record["models"]:
+        choice = entry["serving_choice"]
+        assert choice["measured"] and choice["tf_threads"] in choice["tf_thread_settings"]
+        assert entry["tf_threads"] == choice["tf_threads"], entry["model"]
+        rows = [r for r in record["rows"] if r["model"] == entry["model"]]
+        for row in rows:
+            if row["runtime"] in lab_runtimes.SAVEDMODEL:
+                assert row["threads"] == choice["tf_threads"], (entry["model"], row["runtime"])
+            else:
+                assert "threads" not in row
+        for (batch, length), route in zip(record["shapes"], choice["routes"]):
+            chosen = lab_runtimes.CHOICE_NAMES[(route["backend"], route["precision"])]
+            assert route["batch"] == batch
+            assert entry["default"][f"{batch}x{length}"] == chosen, entry["model"]
+    text = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert "<!-- generated: runtimes docs/runs/runtimes/runtimes-amx-served.json table -->" in text
