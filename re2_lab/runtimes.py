@@ -85,6 +85,12 @@ PEAK_TOLERANCE = 0.15
 PEAK_MEASUREMENTS = 3
 
 
+def _protocol_threads(threads):
+    """The protocol's ``(intra-op, inter-op)`` threads: ``threads`` and one inter-op thread
+    (the other runtimes' setting, and TensorFlow's where no choice measured its own)."""
+    return threads, 1
+
+
 def _key(batch, length):
     return f"{batch}x{length}"
 
@@ -177,7 +183,7 @@ def _model_rows(
     model["serving_choice"] = choice
     # TensorFlow's paths are timed on the threads a served process sets for them (the
     # choice's tf_threads; an unmeasured choice leaves TensorFlow on the protocol's)
-    tf_threads = list(choice.get("tf_threads") or (threads, 1))
+    tf_threads = list(choice.get("tf_threads") or _protocol_threads(threads))
     model["tf_threads"] = tf_threads
     model["default"] = {  # per timed shape: the route a call of that many pairs takes
         _key(batch, length): CHOICE_NAMES[(r["backend"], r["precision"])]
@@ -233,7 +239,7 @@ def _model_rows(
     def time_one(runtime, shape, round_):
         row, (inputs_file, input_spec, count) = found[(runtime, shape)], inputs[shape]
         outputs = tmp / f"out_{shape[0]}_{runtime}.npz"
-        intra, inter = row.get("threads") or (threads, 1)
+        intra, inter = row.get("threads") or _protocol_threads(threads)
         try:
             timed = benchmarking.time_export(
                 paths[runtime], runtimes.SIGNATURE, input_spec, batches=count,
@@ -587,7 +593,7 @@ def _tf_threads_text(record):
     variant measured before they were kept, ``threads`` + 1."""
     settings = {}
     for entry in record["models"]:
-        intra, inter = entry.get("tf_threads") or (record["threads"], 1)
+        intra, inter = entry.get("tf_threads") or _protocol_threads(record["threads"])
         served = ", as served" if entry.get("tf_threads") else ""
         settings.setdefault(f"{intra} + {inter}{served}", []).append(entry["model"])
     if not settings:
