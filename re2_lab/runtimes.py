@@ -257,6 +257,8 @@ def _model_rows(
         row["median_ms"] = min(row["round_medians_ms"])
         row["loadavg"] = row.get("loadavg", []) + [os.getloadavg()[0]]
         row["peak_hwm_mib"] = max(row.get("peak_hwm_mib") or 0, timed["peak_hwm_mib"] or 0)
+        if "tf_threads" in timed:  # the pools the worker's TensorFlow reports it ran on
+            row["threads_reported"] = row.get("threads_reported", []) + [timed["tf_threads"]]
         if round_ == 0:
             row.update({k: timed[k] for k in ("p99_ms", "first_call_s", "interpreter")})
             row["inputs_sha256"] = timed["inputs_sha256"]
@@ -363,7 +365,9 @@ def report(
     :func:`re2_tf.benchmarking.timed_batches` of ``batches`` timed batches, after up to 10
     untimed; each process's median ms; the SavedModel paths on TensorFlow's threads as the
     served default sets them, the choice's ``tf_threads``, kept as the variant's
-    ``tf_threads`` and each such row's ``threads``; the other runtimes on ``threads``), and
+    ``tf_threads`` and each such row's ``threads``, with the pools the timing process's
+    TensorFlow reports per round as the row's ``threads_reported``; the other runtimes on
+    ``threads``), and
     a path's figure is the least of its
     rounds' medians (a process slowed by the machine is slower, never faster; at a shape, the
     paths in a close call, :func:`close_paths`, get :data:`CLOSE_ROUNDS` more rounds), on the
