@@ -1061,10 +1061,19 @@ def test_no_page_claims_the_comparison_had_one_budget():
         assert not false.findall(prose), page.name
 
 
-@pytest.mark.parametrize("name", ["runtimes.json", "runtimes-fresh.json"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "runtimes.json",
+        "runtimes-fresh.json",
+        "runtimes-amx-served.json",
+        "runtimes-amx-served-2.json",
+    ],
+)
 def test_the_runtimes_record_is_its_serving_choices_and_its_floors(name):
-    """`docs/runs/runtimes/runtimes.json` and `runtimes-fresh.json` (the README's latency
-    table, one run of every variant): each model's default
+    """`docs/runs/runtimes/runtimes.json`, `runtimes-fresh.json` (the README's latency
+    table, one run of every variant) and the two records with TensorFlow on its served
+    threads, `runtimes-amx-served.json` and `runtimes-amx-served-2.json`: each model's default
     path at a shape is the candidate the choice's own timings make fastest among those agreeing
     on >= 99 % of its pairs (recomputed here); every path's figure is the least of its rounds'
     medians; RE2's FLOPs are tests/test_roofline.py's hand count at 8 and 512 pairs, and each
@@ -4136,17 +4145,50 @@ REPORTED_BEFORE = {
 }
 
 
-def test_runtimes_amx_served_times_tensorflow_on_its_served_threads():
-    """docs/runs/runtimes/runtimes-amx-served.json (docs/performance.md, "The runtimes record
-    with TensorFlow on its served threads"): one CPU and one run of the command, each
-    variant's SavedModel rows timed on the threads its serving choice picked (the choice's
-    ``tf_threads``, one of its ``tf_thread_settings``), every other runtime on the record's
-    threads, and each variant's default per shape the choice's route there."""
-    record = json.loads((RUNS / "runtimes" / "runtimes-amx-served.json").read_text())
-    assert record["command"] == (
-        "python -m re2_lab.cli.runtimes --all_variants "
-        "--json_out=docs/runs/runtimes/runtimes-amx-served.json"
+def test_the_second_served_record_is_on_a_host_the_first_refuses():
+    """docs/performance.md, "The same command on a slower host of the same kind":
+    runtimes-amx-served-2.json was begun afresh because its host's measured peaks are more
+    than the resume tolerance (re2_lab.runtimes.PEAK_TOLERANCE) from runtimes-amx-served.json's,
+    on a CPU of the same name and features; the page's peaks and percentages are the
+    records'."""
+    first, second = (
+        json.loads((RUNS / "runtimes" / name).read_text())
+        for name in ("runtimes-amx-served.json", "runtimes-amx-served-2.json")
     )
+    for key in ("cpu", "cpu_features", "cpu_count", "threads", "shapes", "batches", "rounds"):
+        assert first[key] == second[key], key
+    below = {}
+    for precision in ("float32", "bfloat16"):
+        ratio = second["peaks"][precision] / first["peaks"][precision]
+        assert 1 - ratio > lab_runtimes.PEAK_TOLERANCE, precision
+        below[precision] = round(100 * (1 - ratio))
+    flat = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+
+    def gflops(record, precision):
+        return f"{record['peaks'][precision] / 1e9:,.0f}"
+
+    assert (
+        f"float32 {gflops(second, 'float32')} and bfloat16 {gflops(second, 'bfloat16')} "
+        "GFLOP/s (`docs/runs/runtimes/runtimes-amx-served-2.json`), are "
+        f"{below['float32']} % and {below['bfloat16']} % below that record's "
+        f"{gflops(first, 'float32')} and {gflops(first, 'bfloat16')}, beyond the "
+        f"{100 * lab_runtimes.PEAK_TOLERANCE:.0f} % within which"
+    ) in flat
+
+
+@pytest.mark.parametrize("name", ["runtimes-amx-served.json", "runtimes-amx-served-2.json"])
+def test_runtimes_amx_served_times_tensorflow_on_its_served_threads(name):
+    """docs/runs/runtimes/runtimes-amx-served.json and runtimes-amx-served-2.json
+    (docs/performance.md, "The runtimes record with TensorFlow on its served threads"): one
+    CPU and one run of the command each, each variant's SavedModel rows timed on the threads
+    its serving choice picked (the choice's ``tf_threads``, one of its
+    ``tf_thread_settings``), every other runtime on the record's threads, and each variant's
+    default per shape the choice's route there."""
+    record = json.loads((RUNS / "runtimes" / name).read_text())
+    assert record["command"] == (
+        f"python -m re2_lab.cli.runtimes --all_variants --json_out=docs/runs/runtimes/{name}"
+    )
+    before = REPORTED_BEFORE if name == "runtimes-amx-served.json" else set()
     assert "redone" not in record  # no variant measured again: one run, continued in place
     assert record["cpu_count"] == 2 and record["threads"] == 2 and record["bf16_units"]
     assert record["models"], "the record holds no variant"
@@ -4162,15 +4204,15 @@ def test_runtimes_amx_served_times_tensorflow_on_its_served_threads():
                 assert "threads" not in row
             # the variants measured after the lab kept them: the pools the timing process's
             # own TensorFlow reported, one per round it ran, each the setting asked for
-            if entry["model"] not in REPORTED_BEFORE and row["runtime"] in lab_runtimes.SAVEDMODEL:
+            if entry["model"] not in before and row["runtime"] in lab_runtimes.SAVEDMODEL:
                 reported = row.get("threads_reported", [])
                 assert len(reported) == len(row["round_medians_ms"]), (entry["model"], row)
                 assert all(r == row["threads"] for r in reported), (entry["model"], reported)
-            elif entry["model"] not in REPORTED_BEFORE:
+            elif entry["model"] not in before:
                 assert "threads_reported" not in row  # TFLite, ONNX Runtime, OpenVINO
         for (batch, length), route in zip(record["shapes"], choice["routes"]):
             chosen = lab_runtimes.CHOICE_NAMES[(route["backend"], route["precision"])]
             assert route["batch"] == batch
             assert entry["default"][f"{batch}x{length}"] == chosen, entry["model"]
     text = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
-    assert "<!-- generated: runtimes docs/runs/runtimes/runtimes-amx-served.json table -->" in text
+    assert f"<!-- generated: runtimes docs/runs/runtimes/{name} table -->" in text
