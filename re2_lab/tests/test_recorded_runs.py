@@ -4169,7 +4169,7 @@ def test_the_second_served_record_is_on_a_host_the_first_refuses():
 
     assert (
         f"float32 {gflops(second, 'float32')} and bfloat16 {gflops(second, 'bfloat16')} "
-        "GFLOP/s (`docs/runs/runtimes/runtimes-amx-served-2.json`), are "
+        "GFLOP/s (`docs/runs/runtimes/runtimes-amx-served-2.json`), which are "
         f"{below['float32']} % and {below['bfloat16']} % below that record's "
         f"{gflops(first, 'float32')} and {gflops(first, 'bfloat16')}, beyond the "
         f"{100 * lab_runtimes.PEAK_TOLERANCE:.0f} % within which"
