@@ -4146,7 +4146,7 @@ REPORTED_BEFORE = {
 
 
 def test_the_second_served_record_is_on_a_host_the_first_refuses():
-    """docs/performance.md, "The same command on a slower host of the same kind":
+    """docs/performance.md, "The same command on a slower CPU of the same kind":
     runtimes-amx-served-2.json was begun afresh because its host's measured peaks are more
     than the resume tolerance (re2_lab.runtimes.PEAK_TOLERANCE) from runtimes-amx-served.json's,
     on a CPU of the same name and features; the page's peaks and percentages are the
@@ -4200,16 +4200,14 @@ def test_runtimes_amx_served_times_tensorflow_on_its_served_threads(name):
         for row in rows:
             if row["runtime"] in lab_runtimes.SAVEDMODEL:
                 assert row["threads"] == choice["tf_threads"], (entry["model"], row["runtime"])
-            else:
-                assert "threads" not in row
-            # the variants measured after the lab kept them: the pools the timing process's
-            # own TensorFlow reported, one per round it ran, each the setting asked for
-            if entry["model"] not in before and row["runtime"] in lab_runtimes.SAVEDMODEL:
-                reported = row.get("threads_reported", [])
-                assert len(reported) == len(row["round_medians_ms"]), (entry["model"], row)
-                assert all(r == row["threads"] for r in reported), (entry["model"], reported)
-            elif entry["model"] not in before:
-                assert "threads_reported" not in row  # TFLite, ONNX Runtime, OpenVINO
+                # the variants measured after the lab kept them: the pools the timing
+                # process's own TensorFlow reported, one per round it ran, each the setting
+                if entry["model"] not in before:
+                    reported = row.get("threads_reported", [])
+                    assert len(reported) == len(row["round_medians_ms"]), (entry["model"], row)
+                    assert all(r == row["threads"] for r in reported), (entry["model"], reported)
+            else:  # TFLite, ONNX Runtime, OpenVINO
+                assert "threads" not in row and "threads_reported" not in row
         for (batch, length), route in zip(record["shapes"], choice["routes"]):
             chosen = lab_runtimes.CHOICE_NAMES[(route["backend"], route["precision"])]
             assert route["batch"] == batch
