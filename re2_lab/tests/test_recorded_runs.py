@@ -1144,6 +1144,25 @@ def test_the_runtimes_record_is_its_serving_choices_and_its_floors(name):
                 )
 
 
+def _parts_peaks_said(record):
+    """How docs/performance.md names a runtimes record's parts' measured peaks, after checking
+    each variant's ``peaks`` (its part's) is within the resume tolerance of the record's."""
+    parts = []
+    for entry in record["models"]:
+        peaks = (entry["peaks"]["float32"], entry["peaks"]["bfloat16"])
+        for got, ref in zip(peaks, (record["peaks"]["float32"], record["peaks"]["bfloat16"])):
+            assert abs(got / ref - 1) <= lab_runtimes.PEAK_TOLERANCE, entry["model"]
+        if peaks not in parts:
+            parts.append(peaks)
+
+    def listed(values):
+        said = [f"{v / 1e9:,.0f}" for v in values]
+        return ", ".join(said[:-1]) + " and " + said[-1] if len(said) > 1 else said[0]
+
+    f32, bf16 = listed([p[0] for p in parts]), listed([p[1] for p in parts])
+    return f"(float32 {f32}, bfloat16 {bf16} GFLOP/s in its {len(parts)} parts)"
+
+
 def test_the_one_run_runtimes_record_is_one_run_of_every_variant():
     """docs/performance.md's "One run of every variant": runtimes-fresh.json has each benchmark
     variant of every registered model once, none measured again, on the date the page names;
@@ -1156,21 +1175,8 @@ def test_the_one_run_runtimes_record_is_one_run_of_every_variant():
     variants = [v for name in models.model_names() for v in models.get_spec(name).benchmark]
     assert sorted(m["model"] for m in record["models"]) == sorted(variants)
     assert not record.get("redone") and record["date"] == "2026-12-04"
-    parts = []
-    for entry in record["models"]:
-        peaks = (entry["peaks"]["float32"], entry["peaks"]["bfloat16"])
-        for got, ref in zip(peaks, (record["peaks"]["float32"], record["peaks"]["bfloat16"])):
-            assert abs(got / ref - 1) <= lab_runtimes.PEAK_TOLERANCE
-        if peaks not in parts:
-            parts.append(peaks)
     flat = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
-
-    def listed(values):
-        said = [f"{v / 1e9:.0f}" for v in values]
-        return ", ".join(said[:-1]) + " and " + said[-1] if len(said) > 1 else said[0]
-
-    f32, bf16 = listed([p[0] for p in parts]), listed([p[1] for p in parts])
-    assert f"(float32 {f32}, bfloat16 {bf16} GFLOP/s in its {len(parts)} parts)" in flat
+    assert _parts_peaks_said(record) in flat
     assert "on one CPU on 2026-12-04" in flat
     assert len(variants) == 9 and "command run once over all nine variants" in flat
     readme = README.read_text(encoding="utf-8")
@@ -4175,20 +4181,7 @@ def test_the_second_served_record_is_on_a_host_the_first_refuses():
         f"{gflops(first, 'float32')} and {gflops(first, 'bfloat16')}, beyond the "
         f"{100 * lab_runtimes.PEAK_TOLERANCE:.0f} % within which"
     ) in flat
-    parts = []
-    for entry in second["models"]:
-        peaks = (entry["peaks"]["float32"], entry["peaks"]["bfloat16"])
-        for got, ref in zip(peaks, (second["peaks"]["float32"], second["peaks"]["bfloat16"])):
-            assert abs(got / ref - 1) <= lab_runtimes.PEAK_TOLERANCE
-        if peaks not in parts:
-            parts.append(peaks)
-
-    def listed(values):
-        said = [f"{v / 1e9:,.0f}" for v in values]
-        return ", ".join(said[:-1]) + " and " + said[-1] if len(said) > 1 else said[0]
-
-    f32, bf16 = listed([p[0] for p in parts]), listed([p[1] for p in parts])
-    assert f"(float32 {f32}, bfloat16 {bf16} GFLOP/s in its {len(parts)} parts)" in flat
+    assert _parts_peaks_said(second) in flat
 
 
 @pytest.mark.parametrize("name", ["runtimes-amx-served.json", "runtimes-amx-served-2.json"])
