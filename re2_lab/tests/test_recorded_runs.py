@@ -1071,9 +1071,10 @@ def test_no_page_claims_the_comparison_had_one_budget():
     ],
 )
 def test_the_runtimes_record_is_its_serving_choices_and_its_floors(name):
-    """`docs/runs/runtimes/runtimes.json`, `runtimes-fresh.json` (the README's latency
-    table, one run of every variant) and the two records with TensorFlow on its served
-    threads, `runtimes-amx-served.json` and `runtimes-amx-served-2.json`: each model's default
+    """`docs/runs/runtimes/runtimes.json`, `runtimes-fresh.json` (one run of every variant on
+    an AMD EPYC) and the two records with TensorFlow on its served threads,
+    `runtimes-amx-served.json` and `runtimes-amx-served-2.json` (the README's latency table,
+    one run of every variant): each model's default
     path at a shape is the candidate the choice's own timings make fastest among those agreeing
     on >= 99 % of its pairs (recomputed here); every path's figure is the least of its rounds'
     medians; RE2's FLOPs are tests/test_roofline.py's hand count at 8 and 512 pairs, and each
@@ -1164,25 +1165,26 @@ def _parts_peaks_said(record):
 
 
 def test_the_one_run_runtimes_record_is_one_run_of_every_variant():
-    """docs/performance.md's "One run of every variant": runtimes-fresh.json has each benchmark
-    variant of every registered model once, none measured again, on the date the page names;
-    each part's measured peaks (the variant's ``peaks``) are within the resume tolerance of the
-    record's, and the page names them, part by part, as the record has them; the README's latency
-    table is generated from this record."""
-    from re2_tf import models
-
+    """docs/performance.md's "One run of every variant on an AMD EPYC": runtimes-fresh.json has
+    each benchmark variant of every registered model once, none measured again, on the date the
+    page names; each part's measured peaks (the variant's ``peaks``) are within the resume
+    tolerance of the record's, and the page names them, part by part, as the record has them."""
     record = json.loads((RUNS / "runtimes" / "runtimes-fresh.json").read_text())
-    variants = [v for name in models.model_names() for v in models.get_spec(name).benchmark]
-    assert sorted(m["model"] for m in record["models"]) == sorted(variants)
+    assert sorted(m["model"] for m in record["models"]) == sorted(_benchmark_variants())
     assert not record.get("redone") and record["date"] == "2026-12-04"
     flat = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
     assert _parts_peaks_said(record) in flat
     assert "on one CPU on 2026-12-04" in flat
-    assert len(variants) == 9 and "command run once over all nine variants" in flat
-    readme = README.read_text(encoding="utf-8")
-    assert "<!-- generated: runtimes docs/runs/runtimes/runtimes-fresh.json table brief -->" in (
-        readme
-    )
+    assert "command run once over all nine variants" in flat
+
+
+def _benchmark_variants():
+    """Every registered model's benchmark variants (nine)."""
+    from re2_tf import models
+
+    variants = [v for name in models.model_names() for v in models.get_spec(name).benchmark]
+    assert len(variants) == 9
+    return variants
 
 
 def test_the_folded_pass_is_not_claimed_fastest_at_every_size():
@@ -3583,6 +3585,59 @@ def test_the_litert_reading_is_its_record():
     assert "No difference between the protocols was detected at 5 rounds" in flat
 
 
+def test_the_noxla_protocols_check_is_its_record():
+    """docs/performance.md, "Bi-Match-SRNN at 8 × 20: the record's timing and the choice's
+    differ": noxla_protocols.json timed Bi-Match-SRNN's XLA and xla=False SavedModels in 20
+    rounds under the three protocols on the choice's 2 + 2 threads; each paired interval
+    (Student's t over the rounds, computed here with scipy) and count of rounds XLA won is as
+    the page says."""
+    import scipy.stats
+
+    flat = " ".join((ROOT / "docs/performance.md").read_text(encoding="utf-8").split())
+    check = json.loads((RUNS / "runtimes/noxla_protocols.json").read_text())
+    assert (check["variant"], check["shape"], check["rounds"]) == ("Bi-Match-SRNN", "8x20", 20)
+    assert (check["threads"], check["inter_op_threads"]) == (2, 2)
+    served = json.loads((RUNS / "runtimes/runtimes-amx-served-2.json").read_text())
+    (entry,) = [m for m in served["models"] if m["model"] == "Bi-Match-SRNN"]
+    assert entry["tf_threads"] == [2, 2] and entry["default"]["8x20"] == "savedmodel (XLA)"
+    assert check["cpu"] == served["cpu"]
+
+    def difference(protocol):  # XLA less xla=False, round by round
+        def times(path):
+            return [
+                t["median_ms"]
+                for t in sorted(check["timings"], key=lambda t: t["round"])
+                if (t["protocol"], t["path"]) == (protocol, path)
+            ]
+
+        xla, noxla = times("savedmodel (XLA)"), times("savedmodel (xla=False)")
+        assert len(xla) == len(noxla) == 20
+        return [a - b for a, b in zip(xla, noxla)]
+
+    def interval(values):
+        n, mean = len(values), sum(values) / len(values)
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+        half = scipy.stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+        return f"{mean:+.2f} ms, 95 % interval {mean - half:+.2f} to {mean + half:+.2f} ms".replace(
+            "-", "−"
+        )
+
+    said = {
+        "record": "this record's protocol: ",
+        "choice": "the choice's later rounds: ",
+        "choice round 0": "the choice's first rounds: ",
+    }
+    for protocol, start in said.items():
+        diffs = difference(protocol)
+        won = sum(d < 0 for d in diffs)
+        assert f"{start}{interval(diffs)}" in flat.replace("ms at n = 20", "ms"), protocol
+        assert f"(XLA faster in {won} of 20" in flat.split(start, 1)[1][:160], protocol
+    apart = [a - b for a, b in zip(difference("record"), difference("choice"))]
+    mean, text = sum(apart) / 20, interval(apart)
+    assert f"later rounds' by {text[: text.index(' ms')]} ms (95 % interval" in flat
+    assert f"{text.split('interval ')[1]})" in flat and mean > 0
+
+
 def test_the_core_install_choice_is_its_rule_and_the_docs_say_its_record():
     """Issue 51: what re2-export with no flags chose on a core install
     (docs/runs/serving-choice/core_install.json): only TensorFlow's paths and LiteRT were
@@ -4157,7 +4212,8 @@ def test_the_second_served_record_is_on_a_host_the_first_refuses():
     than the resume tolerance (re2_lab.runtimes.PEAK_TOLERANCE) from runtimes-amx-served.json's,
     on a CPU of the same name and features; the page's peaks and percentages are the
     records'; each part's measured peaks (a variant's ``peaks``) are within that tolerance of
-    the record's, and the page names them part by part."""
+    the record's, and the page names them part by part; it holds each benchmark variant of every
+    registered model once, and the README's latency table is generated from it."""
     first, second = (
         json.loads((RUNS / "runtimes" / name).read_text())
         for name in ("runtimes-amx-served.json", "runtimes-amx-served-2.json")
@@ -4182,6 +4238,12 @@ def test_the_second_served_record_is_on_a_host_the_first_refuses():
         f"{100 * lab_runtimes.PEAK_TOLERANCE:.0f} % within which"
     ) in flat
     assert _parts_peaks_said(second) in flat
+    assert sorted(m["model"] for m in second["models"]) == sorted(_benchmark_variants())
+    assert "It holds all nine variants, and the README's latency table is generated from it" in (
+        flat
+    )
+    marker = "<!-- generated: runtimes docs/runs/runtimes/runtimes-amx-served-2.json table brief"
+    assert marker in README.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", ["runtimes-amx-served.json", "runtimes-amx-served-2.json"])
