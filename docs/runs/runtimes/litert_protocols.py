@@ -11,7 +11,11 @@ SavedModel, the record's rounds then 1.05x); the defaults repeat that check.
   (``shape_changes``);
 - ``choice``: its later rounds (the same without ``shape_changes``);
 - ``record``: as ``re2_lab.runtimes`` times a path: 100 batches cycling the first 4 batches of
-  the same inputs, written once (``inputs_file``).
+  the same inputs, written once (``inputs_file``);
+- ``drawn 100``: the choice's later rounds with 100 timed batches (the record's count);
+- ``fixed 30``: the record's protocol with 30 timed batches (the choice's count).
+
+``--protocols`` picks among them (default the first three, the DRCN check's).
 
 The exports are the runtimes record's for ``--variant`` (its benchmark hyperparameters, random
 weights, seed 0), the ``--paths`` of: ``savedmodel (XLA)`` (the default export),
@@ -22,6 +26,7 @@ runtimes records time them on the setting the variant's serving choice picked). 
 
     PYTHONPATH=. python docs/runs/runtimes/litert_protocols.py [--rounds=5] [--variant=DRCN]
         [--paths="savedmodel (XLA),tflite"] [--shape=8x20] [--inter_op=1] [--json_out=...]
+        [--protocols="choice round 0,choice,record"]
 """
 
 import datetime
@@ -43,7 +48,15 @@ PATHS = ARGS.get("paths", "savedmodel (XLA),tflite").split(",")
 SHAPE = ARGS.get("shape", "8x20")
 INTER_OP = int(ARGS.get("inter_op", 1))
 JSON_OUT = Path(ARGS.get("json_out", HERE / "litert_protocols.json"))
-PROTOCOLS = ("choice round 0", "choice", "record")
+#: protocol: (timed batches, the 4 fixed batches cycled, shape changes first)
+KNOWN = {
+    "choice round 0": (30, False, True),
+    "choice": (30, False, False),
+    "record": (100, True, False),
+    "drawn 100": (100, False, False),
+    "fixed 30": (30, True, False),
+}
+PROTOCOLS = ARGS.get("protocols", "choice round 0,choice,record").split(",")
 #: ``--paths`` names: (export format, XLA)
 EXPORTS = {
     "savedmodel (XLA)": ("savedmodel", True),
@@ -65,6 +78,9 @@ def main():
     unknown = [p for p in PATHS if p not in EXPORTS]
     if unknown or len(PATHS) != len(set(PATHS)):
         raise SystemExit(f"--paths: distinct names of {sorted(EXPORTS)}, got {PATHS}")
+    unknown = [p for p in PROTOCOLS if p not in KNOWN]
+    if unknown or len(PROTOCOLS) != len(set(PROTOCOLS)):
+        raise SystemExit(f"--protocols: distinct names of {sorted(KNOWN)}, got {PROTOCOLS}")
     batch, length = map(int, SHAPE.split("x"))
     spec, hparams = benchmark_variant(VARIANT)
     record = dict(
@@ -81,6 +97,9 @@ def main():
     )
     if INTER_OP != 1:  # TensorFlow's inter-op threads (the DRCN check ran on 1)
         record["inter_op_threads"] = INTER_OP
+    if "protocols" in ARGS:
+        record["protocols"] = {p: dict(zip(("batches", "fixed", "shape_changes"), KNOWN[p]))
+                               for p in PROTOCOLS}  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         paths = {}
@@ -98,18 +117,19 @@ def main():
         for round_ in range(ROUNDS):
             for protocol in PROTOCOLS:
                 for name, path in paths.items():
-                    if protocol == "record":
+                    count, cycled, shape_changes = KNOWN[protocol]
+                    if cycled:
                         timed = benchmarking.time_export(
-                            path, runtimes.SIGNATURE, fixed_spec, batches=100, warmup=10,
+                            path, runtimes.SIGNATURE, fixed_spec, batches=count, warmup=10,
                             intra_op_threads=2, inter_op_threads=INTER_OP,
                             options={"inputs_file": str(fixed)},
                         )  # fmt: skip
                     else:
                         options = dict(request["options"])
-                        if protocol == "choice round 0":
+                        if shape_changes:
                             options["shape_changes"] = True
                         timed = benchmarking.time_table5(
-                            path, threads=2, batches=30, inter_op_threads=INTER_OP,
+                            path, threads=2, batches=count, inter_op_threads=INTER_OP,
                             **dict(request, options=options),
                         )  # fmt: skip
                     row = dict(round=round_, protocol=protocol, path=name)
