@@ -83,6 +83,12 @@ PEAK_TOLERANCE = 0.15
 #: How many times a run measures the CPU's peaks (:func:`re2_lab.roofline.peaks`); it keeps
 #: the best per precision (another process on the host slows a measurement, never speeds it).
 PEAK_MEASUREMENTS = 3
+#: What each timing process is fed (``--inputs``): ``drawn``, fresh draws of
+#: :func:`re2_tf.benchmarking.table5_inputs` as ``re2-bench`` and the serving choice time them
+#: (the same seed, so every path meets the same draws; a packed-pair model, whose ids the
+#: worker cannot draw, its first 4 batches cycled, as in the choice); ``fixed``, the first 4
+#: batches cycled for every model (the records made before ``drawn``, which lack the key).
+INPUTS = ("drawn", "fixed")
 
 
 def _protocol_threads(threads):
@@ -132,8 +138,9 @@ def _floors(spec, hparams, featurizers, shapes, peak, step_seconds):
 
 
 def _model_rows(
-    spec, variant, *, threads, shapes, batches, rounds, bf16, peak, step_seconds, tmp, log
-):
+    spec, variant, *, threads, shapes, batches, rounds, bf16, peak, step_seconds, tmp, log,
+    inputs_kind="drawn",
+):  # fmt: skip
     """The rows and the model entry of :func:`report` of one benchmark variant of a model."""
     entry = spec.benchmark[variant]
     hparams = dict(spec.defaults(), **entry["hparams"])
@@ -214,38 +221,39 @@ def _model_rows(
         model["xla_export_openvino"] = "ok"
     except runtimes.ConversionError as error:
         model["xla_export_openvino"] = runtimes.failure(error)
-    # per shape, the Table 5 inputs every runtime is timed on, their first 4 batches as
-    # serving_ids, fixed: every runtime times (and is compared on) the same ones
+    # per shape, the Table 5 inputs every runtime is timed on: drawn afresh by the worker
+    # from one seed, or their first 4 batches as serving_ids, fixed (INPUTS); either way
+    # every runtime times the same ones and is compared on the first 4
     found, inputs, references = {}, {}, {}
     for batch, length in shapes:
+        drawn = benchmarking.table5_inputs(featurizers, batch, length)
         inputs_file = tmp / f"inputs_{batch}x{length}.npz"
-        input_spec = benchmarking.write_batches(
-            benchmarking.table5_inputs(featurizers, batch, length).id_batches(), inputs_file
-        )
-        inputs[(batch, length)] = (
-            inputs_file,
-            input_spec,
-            benchmarking.timed_batches(batch, batches),
-        )
+        if inputs_kind == "drawn":
+            request = drawn.request(ids=True, inputs_file=inputs_file)
+        else:
+            spec_ = benchmarking.write_batches(drawn.id_batches(), inputs_file)
+            request = {"input_spec": spec_, "options": {"inputs_file": str(inputs_file)}}
+        inputs[(batch, length)] = (request, benchmarking.timed_batches(batch, batches))
         for runtime, precision, _path, status, seconds in targets:
             row = {"model": variant, "runtime": runtime, "precision": precision}
             row.update(batch=batch, length=length, conversion=status, convert_s=seconds)
-            row.update(batches=inputs[(batch, length)][2], round_medians_ms=[])
+            row.update(batches=inputs[(batch, length)][1], round_medians_ms=[])
             if runtime in SAVEDMODEL:
                 row["threads"] = tf_threads
             found[(runtime, (batch, length))] = row
     paths = {runtime: path for runtime, _, path, _, _ in targets}
 
     def time_one(runtime, shape, round_):
-        row, (inputs_file, input_spec, count) = found[(runtime, shape)], inputs[shape]
+        row, (request, count) = found[(runtime, shape)], inputs[shape]
         outputs = tmp / f"out_{shape[0]}_{runtime}.npz"
         intra, inter = row.get("threads") or _protocol_threads(threads)
         try:
             timed = benchmarking.time_export(
-                paths[runtime], runtimes.SIGNATURE, input_spec, batches=count,
+                paths[runtime], runtimes.SIGNATURE, request["input_spec"], batches=count,
                 warmup=min(10, count), intra_op_threads=intra, inter_op_threads=inter,
-                throughput_batch=0,
-                options={"inputs_file": str(inputs_file),
+                throughput_batch=0, seed=request.get("seed", 0),
+                length_spread=request.get("length_spread", 0),
+                options={**request["options"],
                          "precision": runtimes.asked_precision(
                              BACKEND_OF.get(runtime, runtime), row["precision"]),
                          **({} if round_ else {"outputs_file": str(outputs)})},
@@ -347,6 +355,7 @@ def report(
     resume=None,
     redo=(),
     redo_reason=None,
+    inputs="drawn",
     argv=(),
     log=print,
     save=None,
@@ -371,11 +380,12 @@ def report(
     a path's figure is the least of its
     rounds' medians (a process slowed by the machine is slower, never faster; at a shape, the
     paths in a close call, :func:`close_paths`, get :data:`CLOSE_ROUNDS` more rounds), on the
-    same 4 batches of ``serving_ids`` inputs per shape (the first 4 of
-    :func:`re2_tf.benchmarking.table5_inputs`), and each path's probabilities are compared with
-    the XLA SavedModel's (:func:`~re2_tf.serving.runtimes.agreement`). The floors per shape
-    are :func:`re2_lab.roofline.floors` over the CPU's peaks measured in the run that times
-    the variant (the best of :data:`PEAK_MEASUREMENTS` :func:`re2_lab.roofline.peaks`,
+    same ``serving_ids`` inputs per shape for every path (``inputs``: :data:`INPUTS`), and
+    each path's probabilities on their first 4 batches (the first 4 of
+    :func:`re2_tf.benchmarking.table5_inputs`) are compared with the XLA SavedModel's
+    (:func:`~re2_tf.serving.runtimes.agreement`). The floors per shape are
+    :func:`re2_lab.roofline.floors` over the CPU's peaks measured in the run that times the
+    variant (the best of :data:`PEAK_MEASUREMENTS` :func:`re2_lab.roofline.peaks`,
     :func:`best_peaks`, kept as the variant's ``peaks``): the FLOP
     floor per precision and the dependency floor.
 
@@ -389,20 +399,23 @@ def report(
         redo_reason: why ``redo``'s variants are measured again, kept with each in the
             record's ``redone`` list (the header shows it).
         save: ``(record) -> None`` called after each variant (the command writes the JSON).
+        inputs: what each timing process is fed, one of :data:`INPUTS` (a setting of the
+            record, so a record is continued only with its own).
 
     Returns:
         the record (JSON-serialisable; :func:`markdown` and :func:`table` print it):
         ``command``, ``date``, the CPU (:func:`re2_tf.machine.machine`), ``threads``,
-        ``shapes``, ``batches``, ``versions``, ``bf16_units``, ``peaks``, ``loadavg`` (1-minute
-        load average at the start and after each variant), ``min_agreement`` (the agreement
-        rule's: :func:`judge`), ``models`` (per
+        ``shapes``, ``batches``, ``rounds``, ``inputs``, ``versions``, ``bf16_units``,
+        ``peaks``, ``loadavg`` (1-minute load average at the start and after each variant),
+        ``min_agreement`` (the agreement rule's: :func:`judge`), ``models`` (per
         variant: ``default``, ``serving_choice``, ``tf_threads``, ``floors``, ``peaks``,
         ``xla_export_openvino``) and
         ``rows`` (per variant, shape and path).
 
     Raises:
         KeyError: an unknown model. MissingPackageError: OpenVINO, ONNX Runtime or tf2onnx
-        is not installed. ValueError: ``resume`` was made with other settings or on another
+        is not installed. ValueError: ``inputs`` is not one of :data:`INPUTS`; ``resume`` was
+        made with other settings or on another
         CPU, or this run's measured peaks are more than :data:`PEAK_TOLERANCE` from the record's
         (nothing but the peaks is measured).
     """
@@ -411,18 +424,20 @@ def report(
     specs = [get_spec(m) for m in models]
     for package in ("openvino", "onnxruntime", "tf2onnx", "onnx"):
         runtimes.require(package)
+    if inputs not in INPUTS:
+        raise ValueError(f"inputs: one of {INPUTS}, got {inputs!r}")
     settings = {
         "threads": threads,
         "shapes": [list(s) for s in shapes],
         "batches": batches,
         "rounds": rounds,
+        "inputs": inputs,
     }
     if resume:
         record = resume
         here = {**machine(), "bf16_units": runtimes.cpu_has_bf16()}
-        changed = {
-            k: (record.get(k), v) for k, v in {**settings, **here}.items() if record.get(k) != v
-        }
+        made = {"inputs": "fixed", **record}  # a record without the key cycled fixed batches
+        changed = {k: (made.get(k), v) for k, v in {**settings, **here}.items() if made.get(k) != v}
         if changed:
             raise ValueError(
                 "the record to resume was made with other settings or on another CPU (its "
@@ -473,6 +488,7 @@ def report(
                     spec, variant, threads=threads, shapes=shapes, batches=batches,
                     rounds=rounds, bf16=record["bf16_units"], peak=peak,
                     step_seconds=step_seconds, tmp=tmp, log=log,
+                    inputs_kind=record.get("inputs", "fixed"),
                 )  # fmt: skip
             model["peaks"] = peak
             replace_variant(record, model, rows, os.getloadavg()[0])
@@ -554,14 +570,24 @@ def _header(record, history=True):
         f"{describe_machine(record)}; {record['threads']} thread(s); batches {shapes}; per "
         f"path the least of {record.get('rounds', 1)} round(s)' medians (each round a fresh "
         f"process per path, in turn; {record['batches']} batches at batch ≤ 64 and "
-        f"{benchmarking.timed_batches(512, record['batches'])} above); 1-minute load average "
-        f"{load} (at the start and after each model)"
+        f"{benchmarking.timed_batches(512, record['batches'])} above, "
+        + _inputs_text(record)
+        + f"); 1-minute load average {load} (at the start and after each model)"
         + (f"; measured peaks {_peaks_text(record['peaks'])}" if record.get("peaks") else "")
         + _close_text(record)
         + _tf_threads_text(record)
         + (_history_text(record) if history else _latest_text(record))
         + f". Versions: {versions_text}."
     )
+
+
+def _inputs_text(record):
+    if record.get("inputs") == "drawn":
+        return (
+            "each a fresh draw of the Table 5 inputs, the same draws for every path (a "
+            "packed-pair model's first 4 batches cycled)"
+        )
+    return "cycling the first 4 batches of the Table 5 inputs"
 
 
 def _history_text(record):

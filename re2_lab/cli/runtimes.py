@@ -48,6 +48,16 @@ def define_flags(flag_values=FLAGS):
         "Timed batches at batch <= 64 (batches // 20, at least 5, above).",
         flag_values=flag_values,
     )
+    flags.DEFINE_enum(
+        "inputs",
+        "drawn",
+        ["drawn", "fixed"],
+        "What each timing process is fed: drawn, fresh draws of the Table 5 inputs as "
+        "re2-bench and the serving choice time them (a packed-pair model's first 4 batches "
+        "cycled); fixed, the first 4 batches cycled for every model (to continue a record "
+        "made so).",
+        flag_values=flag_values,
+    )
     flags.DEFINE_integer(
         "threads", 2, "Intra-op threads of every timed process.", flag_values=flag_values
     )
@@ -92,6 +102,7 @@ def main(argv):
             resume=resume,
             redo=FLAGS.redo,
             redo_reason=FLAGS.redo_reason,
+            inputs=FLAGS.inputs,
             argv=sys.argv[1:],
             save=(lambda r: write_record(FLAGS.json_out, r)) if FLAGS.json_out else None,
         )

@@ -314,7 +314,8 @@ def test_a_runtimes_table_puts_the_default_first_beside_the_fastest_and_the_floo
     header = (
         "2 cores of Some CPU (avx2), 2026-01-02; 2 thread(s); batches 8×20 and 512×20; per path "
         "the least of 2 round(s)' medians (each round a fresh process per path, in turn; 100 "
-        "batches at batch ≤ 64 and 5 above); 1-minute load average 0.5 → 1.2 (at the start and "
+        "batches at batch ≤ 64 and 5 above, cycling the first 4 batches of the Table 5 inputs); "
+        "1-minute load average 0.5 → 1.2 (at the start and "
         "after each model); the SavedModel paths on TensorFlow's intra-op + inter-op threads "
         "2 + 1 (Net). Versions: openvino 1.0, onnxruntime 2.0."
     )
@@ -355,6 +356,14 @@ def test_a_runtimes_table_puts_the_default_first_beside_the_fastest_and_the_floo
     ]
     with pytest.raises(ValueError, match="unknown generated table"):
         doc_tables.generate("runtimes r.json extra", tmp_path)
+    # a record whose paths were timed on fresh draws says so (one without the key cycled)
+    (tmp_path / "r.json").write_text(json.dumps(dict(_runtimes_record(), inputs="drawn")))
+    drawn = doc_tables.generate("runtimes r.json table", tmp_path).splitlines()[0]
+    assert drawn == header.replace(
+        "cycling the first 4 batches of the Table 5 inputs",
+        "each a fresh draw of the Table 5 inputs, the same draws for every path (a "
+        "packed-pair model's first 4 batches cycled)",
+    )
 
 
 def test_a_brief_runtimes_table_dates_each_variants_rows_in_place_of_the_redo_history(tmp_path):
@@ -1146,7 +1155,7 @@ def test_a_runtimes_record_resumes_only_on_the_cpu_it_was_made_on(tmp_path):
     from re2_tf.serving.runtimes import cpu_has_bf16
 
     here = {**machine(), "bf16_units": cpu_has_bf16()}
-    settings = {"threads": 2, "shapes": [[8, 20]], "batches": 100, "rounds": 2}
+    settings = {"threads": 2, "shapes": [[8, 20]], "batches": 100, "rounds": 2, "inputs": "drawn"}
     elsewhere = [
         {"cpu": here["cpu"] + " (another)"},
         {"cpu_features": [f for f in here["cpu_features"] if f != "avx2"] + ["made_up"]},
@@ -1164,13 +1173,21 @@ def test_a_runtimes_record_resumes_only_on_the_cpu_it_was_made_on(tmp_path):
     with pytest.raises(ValueError, match="other settings"):
         runtimes.report(["match_srnn"], shapes=[(8, 20)], batches=50,
                         resume={**here, **settings, "models": [], "rows": []})  # fmt: skip
+    # a record made before its inputs were a setting cycled fixed batches: continued only so
+    cycled = {k: v for k, v in settings.items() if k != "inputs"}
+    with pytest.raises(ValueError, match="other settings") as error:
+        runtimes.report(["match_srnn"], shapes=[(8, 20)],
+                        resume={**here, **cycled, "models": [], "rows": []})  # fmt: skip
+    assert "'inputs': ('fixed', 'drawn')" in str(error.value)
+    with pytest.raises(ValueError, match="inputs: one of"):
+        runtimes.report(["match_srnn"], shapes=[(8, 20)], inputs="random")
     # a host of the same name and features at another speed: its peaks are measured first,
     # and a record made at 1 PFLOP/s on 2 cores is not this CPU's
-    made = {**here, **settings, "models": [], "rows": []}
+    made = {**here, **cycled, "models": [], "rows": []}  # continued with --inputs=fixed
     made["peaks"] = {"float32": 1e15, "bfloat16": None, "int8": None}
     log, saved = [], []
     with pytest.raises(ValueError, match="measured peaks differ") as error:
         runtimes.report(["match_srnn"], shapes=[(8, 20)], resume=made, log=log.append,
-                        save=saved.append)  # fmt: skip
+                        save=saved.append, inputs="fixed")  # fmt: skip
     assert "float32" in str(error.value) and saved == []
     assert all("thread settings stay" in line for line in log)  # nothing timed
