@@ -3638,6 +3638,52 @@ def test_the_noxla_protocols_check_is_its_record():
     assert f"{text.split('interval ')[1]})" in flat and mean > 0
 
 
+def test_the_noxla_protocols_parts_table_is_its_record():
+    """docs/performance.md's table of noxla_protocols_parts.json: per protocol (fixed batches
+    or fresh draws, 100 or 30 timed batches), XLA less xla=False round by round, its mean,
+    Student's t 95 % interval (scipy) and how many rounds XLA won, at n = 10."""
+    import scipy.stats
+
+    text = (ROOT / "docs/performance.md").read_text(encoding="utf-8")
+    check = json.loads((RUNS / "runtimes/noxla_protocols_parts.json").read_text())
+    assert (check["variant"], check["rounds"], check["inter_op_threads"]) == (
+        "Bi-Match-SRNN",
+        10,
+        2,
+    )
+    labels = {
+        "record": ("4 fixed batches cycled (this record's)", 100, True),
+        "fixed 30": ("4 fixed batches cycled", 30, True),
+        "drawn 100": ("fresh draws", 100, False),
+        "choice": ("fresh draws (the choice's later rounds)", 30, False),
+    }
+
+    def signed(x):
+        return f"{x:+.2f}".replace("-", "−")
+
+    for protocol, (label, count, fixed) in labels.items():
+        assert check["protocols"][protocol] == {
+            "batches": count,
+            "fixed": fixed,
+            "shape_changes": False,
+        }
+        rounds = sorted(
+            (t for t in check["timings"] if t["protocol"] == protocol), key=lambda t: t["round"]
+        )
+        xla = [t["median_ms"] for t in rounds if t["path"] == "savedmodel (XLA)"]
+        noxla = [t["median_ms"] for t in rounds if t["path"] == "savedmodel (xla=False)"]
+        diffs = [a - b for a, b in zip(xla, noxla)]
+        n, mean = len(diffs), sum(diffs) / len(diffs)
+        sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+        half = scipy.stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+        won = sum(d < 0 for d in diffs)
+        row = (
+            f"| {label} | {count} | {signed(mean)} | {signed(mean - half)} to "
+            f"{signed(mean + half)} | {won} of {n} |"
+        )
+        assert n == 10 and row in text, row
+
+
 def test_the_core_install_choice_is_its_rule_and_the_docs_say_its_record():
     """Issue 51: what re2-export with no flags chose on a core install
     (docs/runs/serving-choice/core_install.json): only TensorFlow's paths and LiteRT were
