@@ -3585,14 +3585,42 @@ def test_the_litert_reading_is_its_record():
     assert "No difference between the protocols was detected at 5 rounds" in flat
 
 
+def _xla_less_noxla(check, protocol):
+    """A protocols record's XLA SavedModel less its xla=False one at ``protocol``, round by
+    round: ``(differences ms, mean, 95 % low, 95 % high)``, Student's t (scipy) over the
+    rounds."""
+
+    def times(path):
+        return [
+            t["median_ms"]
+            for t in sorted(check["timings"], key=lambda t: t["round"])
+            if (t["protocol"], t["path"]) == (protocol, path)
+        ]
+
+    xla, noxla = times("savedmodel (XLA)"), times("savedmodel (xla=False)")
+    assert len(xla) == len(noxla) == check["rounds"]
+    return _t_interval([a - b for a, b in zip(xla, noxla)])
+
+
+def _t_interval(values):
+    import scipy.stats
+
+    n, mean = len(values), sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = scipy.stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+    return values, mean, mean - half, mean + half
+
+
+def _signed(x):
+    return f"{x:+.2f}".replace("-", "−")
+
+
 def test_the_noxla_protocols_check_is_its_record():
     """docs/performance.md, "Bi-Match-SRNN at 8 × 20: the record's timing and the choice's
     differ": noxla_protocols.json timed Bi-Match-SRNN's XLA and xla=False SavedModels in 20
     rounds under the three protocols on the choice's 2 + 2 threads; each paired interval
     (Student's t over the rounds, computed here with scipy) and count of rounds XLA won is as
     the page says."""
-    import scipy.stats
-
     flat = " ".join((ROOT / "docs/performance.md").read_text(encoding="utf-8").split())
     check = json.loads((RUNS / "runtimes/noxla_protocols.json").read_text())
     assert (check["variant"], check["shape"], check["rounds"]) == ("Bi-Match-SRNN", "8x20", 20)
@@ -3601,49 +3629,29 @@ def test_the_noxla_protocols_check_is_its_record():
     (entry,) = [m for m in served["models"] if m["model"] == "Bi-Match-SRNN"]
     assert entry["tf_threads"] == [2, 2] and entry["default"]["8x20"] == "savedmodel (XLA)"
     assert check["cpu"] == served["cpu"]
-
-    def difference(protocol):  # XLA less xla=False, round by round
-        def times(path):
-            return [
-                t["median_ms"]
-                for t in sorted(check["timings"], key=lambda t: t["round"])
-                if (t["protocol"], t["path"]) == (protocol, path)
-            ]
-
-        xla, noxla = times("savedmodel (XLA)"), times("savedmodel (xla=False)")
-        assert len(xla) == len(noxla) == 20
-        return [a - b for a, b in zip(xla, noxla)]
-
-    def interval(values):
-        n, mean = len(values), sum(values) / len(values)
-        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-        half = scipy.stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
-        return f"{mean:+.2f} ms, 95 % interval {mean - half:+.2f} to {mean + half:+.2f} ms".replace(
-            "-", "−"
-        )
-
     said = {
         "record": "this record's protocol: ",
         "choice": "the choice's later rounds: ",
         "choice round 0": "the choice's first rounds: ",
     }
     for protocol, start in said.items():
-        diffs = difference(protocol)
+        diffs, mean, low, high = _xla_less_noxla(check, protocol)
+        text = f"{_signed(mean)} ms, 95 % interval {_signed(low)} to {_signed(high)} ms"
+        assert f"{start}{text}" in flat.replace("ms at n = 20", "ms"), protocol
         won = sum(d < 0 for d in diffs)
-        assert f"{start}{interval(diffs)}" in flat.replace("ms at n = 20", "ms"), protocol
         assert f"(XLA faster in {won} of 20" in flat.split(start, 1)[1][:160], protocol
-    apart = [a - b for a, b in zip(difference("record"), difference("choice"))]
-    mean, text = sum(apart) / 20, interval(apart)
-    assert f"later rounds' by {text[: text.index(' ms')]} ms (95 % interval" in flat
-    assert f"{text.split('interval ')[1]})" in flat and mean > 0
+    record, choice = (_xla_less_noxla(check, p)[0] for p in ("record", "choice"))
+    _, mean, low, high = _t_interval([a - b for a, b in zip(record, choice)])
+    assert mean > 0 and (
+        f"later rounds' by {_signed(mean)} ms (95 % interval {_signed(low)} to {_signed(high)} "
+        "ms)" in flat
+    )
 
 
 def test_the_noxla_protocols_parts_table_is_its_record():
     """docs/performance.md's table of noxla_protocols_parts.json: per protocol (fixed batches
     or fresh draws, 100 or 30 timed batches), XLA less xla=False round by round, its mean,
     Student's t 95 % interval (scipy) and how many rounds XLA won, at n = 10."""
-    import scipy.stats
-
     text = (ROOT / "docs/performance.md").read_text(encoding="utf-8")
     check = json.loads((RUNS / "runtimes/noxla_protocols_parts.json").read_text())
     assert (check["variant"], check["rounds"], check["inter_op_threads"]) == (
@@ -3657,31 +3665,18 @@ def test_the_noxla_protocols_parts_table_is_its_record():
         "drawn 100": ("fresh draws", 100, False),
         "choice": ("fresh draws (the choice's later rounds)", 30, False),
     }
-
-    def signed(x):
-        return f"{x:+.2f}".replace("-", "−")
-
     for protocol, (label, count, fixed) in labels.items():
         assert check["protocols"][protocol] == {
             "batches": count,
             "fixed": fixed,
             "shape_changes": False,
         }
-        rounds = sorted(
-            (t for t in check["timings"] if t["protocol"] == protocol), key=lambda t: t["round"]
-        )
-        xla = [t["median_ms"] for t in rounds if t["path"] == "savedmodel (XLA)"]
-        noxla = [t["median_ms"] for t in rounds if t["path"] == "savedmodel (xla=False)"]
-        diffs = [a - b for a, b in zip(xla, noxla)]
-        n, mean = len(diffs), sum(diffs) / len(diffs)
-        sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
-        half = scipy.stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
-        won = sum(d < 0 for d in diffs)
+        diffs, mean, low, high = _xla_less_noxla(check, protocol)
         row = (
-            f"| {label} | {count} | {signed(mean)} | {signed(mean - half)} to "
-            f"{signed(mean + half)} | {won} of {n} |"
+            f"| {label} | {count} | {_signed(mean)} | {_signed(low)} to {_signed(high)} | "
+            f"{sum(d < 0 for d in diffs)} of 10 |"
         )
-        assert n == 10 and row in text, row
+        assert row in text, row
 
 
 def test_the_core_install_choice_is_its_rule_and_the_docs_say_its_record():
