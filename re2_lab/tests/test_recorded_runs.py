@@ -1068,6 +1068,7 @@ def test_no_page_claims_the_comparison_had_one_budget():
         "runtimes-fresh.json",
         "runtimes-amx-served.json",
         "runtimes-amx-served-2.json",
+        "runtimes-amx-drawn.json",
     ],
 )
 def test_the_runtimes_record_is_its_serving_choices_and_its_floors(name):
@@ -4287,7 +4288,9 @@ def test_the_second_served_record_is_on_a_host_the_first_refuses():
     assert marker in README.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("name", ["runtimes-amx-served.json", "runtimes-amx-served-2.json"])
+@pytest.mark.parametrize(
+    "name", ["runtimes-amx-served.json", "runtimes-amx-served-2.json", "runtimes-amx-drawn.json"]
+)
 def test_runtimes_amx_served_times_tensorflow_on_its_served_threads(name):
     """docs/runs/runtimes/runtimes-amx-served.json and runtimes-amx-served-2.json
     (docs/performance.md, "The runtimes record with TensorFlow on its served threads"): one
@@ -4299,6 +4302,15 @@ def test_runtimes_amx_served_times_tensorflow_on_its_served_threads(name):
     assert record["command"] == (
         f"python -m re2_lab.cli.runtimes --all_variants --json_out=docs/runs/runtimes/{name}"
     )
+    # the record timed on fresh draws, every path on the same ones; the others cycled
+    drawn = name == "runtimes-amx-drawn.json"
+    assert record.get("inputs") == ("drawn" if drawn else None)
+    for entry in record["models"]:
+        for batch, _ in record["shapes"]:
+            rows = [
+                r for r in record["rows"] if (r["model"], r["batch"]) == (entry["model"], batch)
+            ]
+            assert len({r["inputs_sha256"] for r in rows if r.get("median_ms")}) == 1
     before = REPORTED_BEFORE if name == "runtimes-amx-served.json" else set()
     assert "redone" not in record  # no variant measured again: one run, continued in place
     assert record["cpu_count"] == 2 and record["threads"] == 2 and record["bf16_units"]
