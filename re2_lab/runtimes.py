@@ -91,6 +91,12 @@ PEAK_MEASUREMENTS = 3
 INPUTS = ("drawn", "fixed")
 
 
+def record_inputs(record):
+    """What ``record``'s timing processes were fed (:data:`INPUTS`): its ``inputs``, or
+    ``fixed`` for a record made before the setting."""
+    return record.get("inputs", "fixed")
+
+
 def _protocol_threads(threads):
     """The protocol's ``(intra-op, inter-op)`` threads: ``threads`` and one inter-op thread
     (the other runtimes' setting, and TensorFlow's where no choice measured its own)."""
@@ -139,7 +145,7 @@ def _floors(spec, hparams, featurizers, shapes, peak, step_seconds):
 
 def _model_rows(
     spec, variant, *, threads, shapes, batches, rounds, bf16, peak, step_seconds, tmp, log,
-    inputs_kind="drawn",
+    inputs_kind,
 ):  # fmt: skip
     """The rows and the model entry of :func:`report` of one benchmark variant of a model."""
     entry = spec.benchmark[variant]
@@ -436,7 +442,7 @@ def report(
     if resume:
         record = resume
         here = {**machine(), "bf16_units": runtimes.cpu_has_bf16()}
-        made = {"inputs": "fixed", **record}  # a record without the key cycled fixed batches
+        made = {**record, "inputs": record_inputs(record)}
         changed = {k: (made.get(k), v) for k, v in {**settings, **here}.items() if made.get(k) != v}
         if changed:
             raise ValueError(
@@ -488,7 +494,7 @@ def report(
                     spec, variant, threads=threads, shapes=shapes, batches=batches,
                     rounds=rounds, bf16=record["bf16_units"], peak=peak,
                     step_seconds=step_seconds, tmp=tmp, log=log,
-                    inputs_kind=record.get("inputs", "fixed"),
+                    inputs_kind=record_inputs(record),
                 )  # fmt: skip
             model["peaks"] = peak
             replace_variant(record, model, rows, os.getloadavg()[0])
@@ -582,7 +588,7 @@ def _header(record, history=True):
 
 
 def _inputs_text(record):
-    if record.get("inputs") == "drawn":
+    if record_inputs(record) == "drawn":
         return (
             "each a fresh draw of the Table 5 inputs, the same draws for every path (a "
             "packed-pair model's first 4 batches cycled)"

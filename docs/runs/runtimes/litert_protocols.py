@@ -111,9 +111,7 @@ def main():
         drawn = benchmarking.table5_inputs(featurizers, batch, length)
         request = drawn.request(ids=True, inputs_file=tmp / "drawn.npz")
         fixed = tmp / "fixed.npz"
-        fixed_spec = benchmarking.write_batches(
-            benchmarking.table5_inputs(featurizers, batch, length).id_batches(), fixed
-        )
+        fixed_spec = benchmarking.write_batches(drawn.id_batches(), fixed)
         for round_ in range(ROUNDS):
             for protocol in PROTOCOLS:
                 for name, path in paths.items():
