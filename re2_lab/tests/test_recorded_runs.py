@@ -1169,14 +1169,21 @@ def test_the_runtimes_record_is_its_serving_choices_and_its_floors(name):
                 )
 
 
+def _check_parts_within_tolerance(record):
+    """Each variant's ``peaks`` (its part's) is within the resume tolerance of the record's."""
+    for entry in record["models"]:
+        for precision in ("float32", "bfloat16"):
+            got = entry["peaks"][precision] / record["peaks"][precision]
+            assert abs(got - 1) <= lab_runtimes.PEAK_TOLERANCE, entry["model"]
+
+
 def _parts_peaks_said(record):
     """How docs/performance.md names a runtimes record's parts' measured peaks, after checking
     each variant's ``peaks`` (its part's) is within the resume tolerance of the record's."""
+    _check_parts_within_tolerance(record)
     parts = []
     for entry in record["models"]:
         peaks = (entry["peaks"]["float32"], entry["peaks"]["bfloat16"])
-        for got, ref in zip(peaks, (record["peaks"]["float32"], record["peaks"]["bfloat16"])):
-            assert abs(got / ref - 1) <= lab_runtimes.PEAK_TOLERANCE, entry["model"]
         if peaks not in parts:
             parts.append(peaks)
 
@@ -4405,8 +4412,4 @@ def test_the_second_drawn_record_begins_with_the_variants_that_missed():
     order += ["RE2 1 block", "RE2 2 blocks", "RE2 3 blocks"]
     got = [m["model"] for m in second["models"]]
     assert got == order[: len(got)], got
-    for entry in second["models"]:  # each part's peaks within the tolerance of the record's
-        for p, value in second["peaks"].items():
-            if value:
-                got = entry["peaks"][p] / value
-                assert abs(got - 1) <= lab_runtimes.PEAK_TOLERANCE, entry["model"]
+    _check_parts_within_tolerance(second)
