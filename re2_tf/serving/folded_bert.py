@@ -19,7 +19,9 @@ bfloat16 only):
 3. **The residual sums follow the output products' ``BiasAdd``** (the same optimiser fuses
    one of the two per layer into its product).
 4. **In bfloat16, each LayerNorm is oneDNN's fused kernel** (``_MklLayerNorm``, TensorFlow's
-   oneDNN op, where this TensorFlow registers it on the CPU for bfloat16: its x86 builds):
+   oneDNN op, where this TensorFlow registers it on the CPU for bfloat16, its x86 builds, and
+   the CPU has bfloat16 units, ``avx512_bf16`` or ``amx_bf16``; without AVX-512 oneDNN makes
+   no bfloat16 LayerNorm and the op fails when it runs, so there the plain form stays):
    one kernel where the plain form runs about ten (casts, two means, the normalisation and
    the affine part). The pass names the op itself: TensorFlow's graph optimiser did not
    rewrite the plain forms into it (``docs/performance.md``, "BERT's LayerNorms as one
@@ -54,6 +56,7 @@ import tensorflow as tf
 from tensorflow.python.framework import kernels, op_def_library
 
 from re2_tf._compat import transformer_parts
+from re2_tf.machine import cpu_units
 from re2_tf.serving.folded import _dense_rows, _np
 
 __all__ = ["STRUCTURE_KEYS", "bert_forward", "fold_bert"]
@@ -154,6 +157,15 @@ def _has_fused_layer_norm(dtype) -> bool:
     )
 
 
+@functools.cache
+def _fused_layer_norm_runs() -> bool:
+    """Whether a bfloat16 LayerNorm is oneDNN's fused kernel here: this TensorFlow registers
+    it (:func:`_has_fused_layer_norm`) and the CPU has bfloat16 units
+    (:func:`re2_tf.machine.cpu_units`); oneDNN creates no bfloat16 LayerNorm primitive on a
+    CPU without AVX-512 (``AbortedError`` at run time)."""
+    return _has_fused_layer_norm(tf.bfloat16) and cpu_units()["bfloat16"]
+
+
 def _fused_layer_norm_op(x, scale, offset, epsilon):
     """``_MklLayerNorm`` in the graph being built (it has no Python wrapper)."""
     _, _, op, _ = op_def_library._apply_op_helper(
@@ -167,9 +179,10 @@ _fused_layer_norm_eager = tf.function(_fused_layer_norm_op, autograph=False)
 
 def _layer_norm(x, gamma, beta, epsilon):
     """LayerNorm over the last axis (biased variance), statistics in float32; ``x``'s dtype
-    out. A bfloat16 ``x`` goes through oneDNN's fused kernel where it is registered (its scale
-    and offset then in bfloat16; module docstring, rewrite 4)."""
-    if x.dtype == tf.bfloat16 and _has_fused_layer_norm(tf.bfloat16):
+    out. A bfloat16 ``x`` goes through oneDNN's fused kernel where it runs
+    (:func:`_fused_layer_norm_runs`; its scale and offset then in bfloat16; module docstring,
+    rewrite 4)."""
+    if x.dtype == tf.bfloat16 and _fused_layer_norm_runs():
         fused = _fused_layer_norm_eager if tf.executing_eagerly() else _fused_layer_norm_op
         return fused(x, tf.cast(gamma, x.dtype), tf.cast(beta, x.dtype), float(epsilon))
     x32 = tf.cast(x, tf.float32)
@@ -188,7 +201,7 @@ def bert_forward(params, token_ids, segment_ids, padding_mask, dtype=tf.float32)
         padding_mask: int32 ``[batch, L]``, 1 on tokens, 0 on padding (after the tokens).
         dtype: ``tf.float32`` or ``tf.bfloat16``, the dtype of the weights, the products and
             the states between them (LayerNorm statistics and softmax: float32; in bfloat16
-            the LayerNorms are oneDNN's fused kernel where registered, rewrite 4).
+            the LayerNorms are oneDNN's fused kernel where it runs, rewrite 4).
 
     Returns:
         ``{"sequence_output": float32 [batch, L, hidden], "pooled_output": float32 [batch,
