@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from re2_tf import benchmarking as benchmark
-from re2_tf.machine import machine
+from re2_tf.machine import cpu_units, machine
 
 
 @pytest.mark.slow
@@ -410,7 +410,8 @@ def test_cli_times_an_export_through_what_it_serves_by_default(tmp_path):
 
 def test_cli_times_a_kept_bfloat16_savedmodel_in_its_own_precision(tmp_path):
     # An export whose recorded choice routes 8-pair calls to the bfloat16 SavedModel kept
-    # beside it: re2-bench times that SavedModel as it is, bf16, never under the rewrite.
+    # beside it: re2-bench times that SavedModel as it is, bf16, never under the rewrite, on a
+    # CPU with bfloat16 units; on one without, the SavedModel in float32, saying why.
     from re2_tf.models import get_spec
     from re2_tf.serving.runtimes import convert
 
@@ -426,6 +427,11 @@ def test_cli_times_a_kept_bfloat16_savedmodel_in_its_own_precision(tmp_path):
         # kept, as the serving choice keeps it
         keep=lambda path: convert(twin, "savedmodel_bf16", path / "runtimes"),
     )
+    if not cpu_units()["bfloat16"]:  # default_routes follows a bfloat16 route only with units
+        assert "through savedmodel f32" in stdout
+        assert "this CPU has no bfloat16 units: serving the SavedModel there" in stdout
+        assert (row["runtime"], row["precision"]) == ("savedmodel", "f32")
+        return
     assert (
         "through savedmodel_bf16 bf16 on TensorFlow threads 1 + 2, what it serves a batch of 8"
         in stdout

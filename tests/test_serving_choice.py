@@ -14,6 +14,7 @@ import pytest
 from test_runtimes import LABELS, _tiny_export
 
 from re2_tf.machine import cpu_units, machine
+from re2_tf.serving import predictor as predictor_module
 from re2_tf.serving import runtimes, serving_choice
 from re2_tf.serving.files import EXPORT_CONFIG_FILE
 from re2_tf.serving.predictor import (
@@ -212,8 +213,14 @@ def _with_choice(export, tmp_path, choice):
     return copy
 
 
-def test_a_predictor_follows_the_recorded_routes_only_where_it_can(tiny_export, tmp_path, caplog):
+def test_a_predictor_follows_the_recorded_routes_only_where_it_can(
+    tiny_export, tmp_path, caplog, monkeypatch
+):
     xla, _ = tiny_export
+    # the routes below include OpenVINO bf16: what a CPU with bfloat16 units follows (the
+    # end of this test: one without them)
+    units = {"float32": True, "bfloat16": True, "int8": True}
+    monkeypatch.setattr(predictor_module, "cpu_units", lambda: units)
     config = json.loads((xla / "assets" / EXPORT_CONFIG_FILE).read_text())
     saved = {"batch": 1, "backend": "savedmodel", "precision": "f32"}
     assert default_routes(xla, config) == ([saved], None)  # nothing recorded
@@ -240,6 +247,14 @@ def test_a_predictor_follows_the_recorded_routes_only_where_it_can(tiny_export, 
         assert got[1]["backend"] == "savedmodel" and "pip install -e '.[openvino]'" in note
     # raw text in the graph is the SavedModel's: a recorded runtime does not take it
     assert Predictor(copy, tokenize="graph").routes == [saved]
+    # on a CPU without bfloat16 units the bfloat16 route is not followed, the float32 one is
+    units = {"float32": True, "bfloat16": False, "int8": False}
+    got, note = default_routes(copy, config)
+    assert got == [routes[0], {"batch": 512, "backend": "savedmodel", "precision": "f32"}]
+    assert note == (
+        "the export chose openvino in bfloat16, and this CPU has no bfloat16 units: "
+        "serving the SavedModel there"
+    )
 
 
 _THREADS_SCRIPT = """

@@ -77,7 +77,7 @@ from pathlib import Path
 
 import numpy as np
 
-from re2_tf.machine import machine
+from re2_tf.machine import cpu_units, machine
 from re2_tf.serving.files import EXPORT_CONFIG_FILE, TFLITE_FILE
 from re2_tf.serving.runtimes import (
     CONVERTED,
@@ -133,8 +133,11 @@ def default_routes(export_dir, config):
     else the routes its ``export_config.json`` ``serving_choice`` records
     (:mod:`re2_tf.serving.serving_choice`), each whose converted file is in
     ``<export>/runtimes/`` and whose runtime is installed; the SavedModel for the others (and
-    for an export without a choice). ``note`` says why a recorded route is not followed
-    (``None`` when every one is)."""
+    for an export without a choice). A bfloat16 route is followed only on a CPU with
+    bfloat16 units (:func:`re2_tf.machine.cpu_units`): the choice measured it on such a CPU,
+    and elsewhere bfloat16 is emulated, or, for oneDNN's fused kernels a bfloat16 export may
+    hold, fails when it runs. ``note`` says why a recorded route is not followed (``None``
+    when every one is)."""
     export_dir = Path(export_dir)
     if (export_dir / TFLITE_FILE).exists():
         return [{"batch": 1, "backend": "tflite", "precision": "f32"}], None
@@ -143,12 +146,17 @@ def default_routes(export_dir, config):
         {"batch": 1, "backend": choice.get("backend", "savedmodel"), "precision": "f32"}
     ]
     routes, notes = [], []
+    bf16_units = cpu_units()["bfloat16"]
     for r in recorded:
         backend = r["backend"]
         kept = export_dir / KEPT_TFLITE if backend == "tflite" else None
         if backend in CONVERTED:
             kept = export_dir / "runtimes" / CONVERTED[backend]
-        if kept and not kept.exists():
+        if r.get("precision", "f32") == "bf16" and not bf16_units:
+            notes.append(
+                f"the export chose {backend} in bfloat16, and this CPU has no bfloat16 units"
+            )
+        elif kept and not kept.exists():
             notes.append(f"the export chose {backend}, but {export_dir}/runtimes/ has no model")
         elif backend in CONVERTED and not installed(backend):
             extra = EXTRAS[backend]
