@@ -219,9 +219,10 @@ def test_mixed_precision_under_mirrored_takes_the_one_process_updates(precision,
         if path.endswith(("/iteration", "dynamic_scale", "step_counter")):
             np.testing.assert_array_equal(other, value, err_msg=path)
         else:
-            # 3 Adam updates at lr 1e-3 move a weight by at most 3e-3; 16-bit rounding of
-            # small gradients changes a few entries' updates (Adam divides by their size)
-            np.testing.assert_allclose(other, value, atol=1e-3, rtol=0, err_msg=path)
+            # 3 Adam updates at lr 1e-3 move a weight by at most 3e-3 in each run, so the two
+            # runs differ by at most 6e-3; 16-bit rounding of small gradients changes a few
+            # entries' updates (Adam divides by their size): the count below is the sharp check
+            np.testing.assert_allclose(other, value, atol=6e-3, rtol=0, err_msg=path)
             differences.append(np.abs(other - value).ravel())
     assert np.mean(np.concatenate(differences) > 2e-4) < 0.05
     assert any(p.endswith("dynamic_scale") for p in expected) == (precision == "fp16")
