@@ -457,11 +457,7 @@ def report(
     # this run's peaks, measured here: the floors of the variants it times are over them
     peak = best_peaks([roofline.peaks(cpu_units()) for _ in range(PEAK_MEASUREMENTS)])
     if resume:
-        apart = {
-            k: (record["peaks"].get(k), v)
-            for k, v in peak.items()
-            if v and record["peaks"].get(k) and abs(v / record["peaks"][k] - 1) > PEAK_TOLERANCE
-        }
+        apart = peaks_apart(record["peaks"], peak)
         if apart:
             raise ValueError(
                 "the record to resume was made on another CPU: a CPU of the same name and "
@@ -507,6 +503,18 @@ def report(
             if save:
                 save(record)
     return record
+
+
+def peaks_apart(recorded, measured):
+    """The precisions in which ``measured`` peaks are more than :data:`PEAK_TOLERANCE` from a
+    record's ``recorded`` ones (both ``{precision: FLOP/s or None}``; a precision either lacks
+    is not compared): ``{precision: (recorded, measured)}``, empty where a run may continue
+    the record."""
+    return {
+        k: (recorded.get(k), v)
+        for k, v in measured.items()
+        if v and recorded.get(k) and abs(v / recorded[k] - 1) > PEAK_TOLERANCE
+    }
 
 
 def best_peaks(measured):

@@ -968,6 +968,20 @@ def test_a_runtimes_run_keeps_the_best_of_its_peak_measurements_per_precision():
         runtimes.best_peaks([])
 
 
+def test_a_run_continues_a_record_only_within_the_peak_tolerance():
+    from re2_lab import runtimes
+
+    assert runtimes.PEAK_TOLERANCE == 0.15
+    recorded = {"float32": 2.0e11, "bfloat16": 1.0e12, "int8": None}
+    # worked by hand: 2.29e11 is 14.5 % above 2.0e11, 8.6e11 is 14 % below 1.0e12
+    assert runtimes.peaks_apart(recorded, {"float32": 2.29e11, "bfloat16": 8.6e11}) == {}
+    # 2.31e11 is 15.5 % above; 1.5e12 is 50 % above; a precision one side lacks is not compared
+    got = runtimes.peaks_apart(recorded, {"float32": 2.31e11, "bfloat16": None, "int8": 1e12})
+    assert got == {"float32": (2.0e11, 2.31e11)}
+    got = runtimes.peaks_apart(recorded, {"float32": 1.9e11, "bfloat16": 1.5e12})
+    assert got == {"bfloat16": (1.0e12, 1.5e12)}
+
+
 def test_a_runtimes_record_judges_each_path_once_on_its_largest_shapes_pairs(tmp_path):
     from re2_lab import runtimes
 

@@ -4462,4 +4462,3 @@ def test_the_peak_spread_record_is_what_the_page_says_of_it():
         "would have continued this record, nor any other runtimes record on this page made on "
         "a Xeon with AMX."
     ) in flat
-    assert "RE2 1 block" in [m["model"] for m in drawn["models"]]

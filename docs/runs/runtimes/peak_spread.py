@@ -40,16 +40,6 @@ def steal_ticks():
         return int(f.readline().split()[8])
 
 
-def within(best, peaks):
-    """Whether ``best`` is within the resume tolerance of a record's ``peaks`` in every
-    precision both measured (the command's rule)."""
-    return all(
-        abs(v / peaks[k] - 1) <= lab_runtimes.PEAK_TOLERANCE
-        for k, v in best.items()
-        if v and peaks.get(k)
-    )
-
-
 def main():
     import tensorflow as tf
 
@@ -83,7 +73,7 @@ def main():
             continue
         records[path.name] = {
             "peaks": record["peaks"],
-            "within": sum(within(b, record["peaks"]) for b in bests),
+            "within": sum(not lab_runtimes.peaks_apart(record["peaks"], b) for b in bests),
         }
     out = {
         "command": "PYTHONPATH=. python docs/runs/runtimes/peak_spread.py "
