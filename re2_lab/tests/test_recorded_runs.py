@@ -4462,3 +4462,15 @@ def test_the_peak_spread_record_is_what_the_page_says_of_it():
         "would have continued this record, nor any other runtimes record on this page made on "
         "a Xeon with AMX."
     ) in flat
+    # the part's largest move between rounds, the page's words for it
+    moves = {
+        (r["model"], r["batch"], r["runtime"]): max(r["round_medians_ms"])
+        / min(r["round_medians_ms"])
+        for r in drawn["rows"]
+        if r["model"].startswith("RE2") and r.get("round_medians_ms")
+    }
+    assert max(moves, key=moves.get) == ("RE2 3 blocks", 512, "openvino bf16")
+    assert (
+        f"in the RE2 part a path's median moved by up to {max(moves.values()):.2f}× between "
+        "rounds (OpenVINO bf16's for RE2 3 blocks at 512×20)"
+    ) in flat
