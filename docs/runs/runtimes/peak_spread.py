@@ -1,5 +1,5 @@
 """How far the runtimes command's measured peaks move on one CPU (issue 51; the resume rule of
-``re2_lab.runtimes.measure``): the command's peak measurement repeated many times in one
+``re2_lab.runtimes.report``): the command's peak measurement repeated many times in one
 process, and how often the command's best-of-three would fall within
 ``re2_lab.runtimes.PEAK_TOLERANCE`` of each runtimes record made on a CPU of this name and
 features.
@@ -10,8 +10,9 @@ command's own measurement, with the steal time the kernel counted meanwhile (``/
 time the hypervisor ran something else on our virtual CPUs) and the 1-minute load average
 after it. The command keeps the best of ``re2_lab.runtimes.PEAK_MEASUREMENTS`` measurements
 (``re2_lab.runtimes.best_peaks``); here each run of that many consecutive measurements is such
-a best, and for each record the share of those bests within the tolerance of the record's
-peaks in every precision is the share of the command's attempts that would continue it.
+a best, and for each record the count of those bests within the tolerance of the record's
+peaks in every precision (``re2_lab.runtimes.peaks_apart``) is how many of the command's
+attempts would continue it.
 
 Writes ``peak_spread.json`` beside this file.
 
