@@ -4497,15 +4497,16 @@ def test_the_peak_spread_record_is_what_the_page_says_of_it():
     ) in flat
 
 
-def test_the_bert_part_of_the_second_drawn_record_followed_the_refusals_the_page_names():
-    """docs/performance.md, "Its BERT part": drawn_2_refused.json holds the runtimes command's
-    refusals to continue runtimes-amx-drawn-2.json just before its BERT part, each naming the
-    record's peaks and only precisions whose measured peak is more than the resume tolerance
-    from them (the 15 % rule worked out here, not by re2_lab.runtimes.peaks_apart); the page's
-    count, times and ranges are the record's; the attempt that went on is the BERT part
-    (BERT+MatchLSTM), whose peaks the page names, within that tolerance of the record's."""
-    refused = json.loads((RUNS / "runtimes" / "drawn_2_refused.json").read_text())
-    drawn = json.loads((RUNS / "runtimes" / "runtimes-amx-drawn-2.json").read_text())
+def _drawn_2_refusals(name, drawn):
+    """A record of the runtimes command's refusals to continue runtimes-amx-drawn-2.json
+    (``drawn``), checked: the command and CPU of drawn_2_refused.json, the record's CPU, attempts
+    numbered from 1, each refused (exit status 1) naming the record's peaks and only precisions
+    whose measured peak is more than 15 % from them (the rule worked out here, not by
+    re2_lab.runtimes.peaks_apart). Returns the attempts and each precision's named peaks."""
+    refused = json.loads((RUNS / "runtimes" / name).read_text())
+    first = json.loads((RUNS / "runtimes" / "drawn_2_refused.json").read_text())
+    for key in ("cpu", "cpu_features", "cpu_count", "command"):
+        assert refused[key] == first[key], key
     for key in ("cpu", "cpu_features", "cpu_count"):
         assert refused[key] == drawn[key], key
     assert refused["record"] == "runtimes-amx-drawn-2.json"
@@ -4520,6 +4521,18 @@ def test_the_bert_part_of_the_second_drawn_record_followed_the_refusals_the_page
             low, high = 0.85 * pair["record"], 1.15 * pair["record"]
             assert not low <= pair["measured"] <= high, (attempt["attempt"], precision)
             named[precision].append(pair["measured"])
+    return attempts, named
+
+
+def test_the_bert_part_of_the_second_drawn_record_followed_the_refusals_the_page_names():
+    """docs/performance.md, "Its BERT part": drawn_2_refused.json holds the runtimes command's
+    refusals to continue runtimes-amx-drawn-2.json just before its BERT part, each naming the
+    record's peaks and only precisions whose measured peak is more than the resume tolerance
+    from them (the 15 % rule worked out here, not by re2_lab.runtimes.peaks_apart); the page's
+    count, times and ranges are the record's; the attempt that went on is the BERT part
+    (BERT+MatchLSTM), whose peaks the page names, within that tolerance of the record's."""
+    drawn = json.loads((RUNS / "runtimes" / "runtimes-amx-drawn-2.json").read_text())
+    attempts, named = _drawn_2_refusals("drawn_2_refused.json", drawn)
 
     def g(v):
         return f"{v / 1e9:,.0f}"
@@ -4556,27 +4569,8 @@ def test_the_bert_h0_part_of_the_second_drawn_record_followed_the_refusals_the_p
     re2_lab.runtimes.peaks_apart); the page's count, times and ranges (below and above the
     record's peak) are the record's; the attempt that went on is the BERT (h_0) part, the last
     variant, whose peaks the page names."""
-    refused = json.loads((RUNS / "runtimes" / "drawn_2_refused-bert_h0.json").read_text())
     drawn = json.loads((RUNS / "runtimes" / "runtimes-amx-drawn-2.json").read_text())
-    for key in ("cpu", "cpu_features", "cpu_count", "command"):
-        assert (
-            refused[key]
-            == json.loads((RUNS / "runtimes" / "drawn_2_refused.json").read_text())[key]
-        ), key
-    for key in ("cpu", "cpu_features", "cpu_count"):
-        assert refused[key] == drawn[key], key
-    assert refused["record"] == "runtimes-amx-drawn-2.json"
-    assert refused["tolerance"] == lab_runtimes.PEAK_TOLERANCE == 0.15
-    attempts = refused["attempts"]
-    assert [a["attempt"] for a in attempts] == list(range(1, len(attempts) + 1))
-    named = {"float32": [], "bfloat16": []}
-    for attempt in attempts:
-        assert attempt["exit_status"] == 1 and attempt["apart"], attempt["attempt"]
-        for precision, pair in attempt["apart"].items():
-            assert pair["record"] == drawn["peaks"][precision]
-            low, high = 0.85 * pair["record"], 1.15 * pair["record"]
-            assert not low <= pair["measured"] <= high, (attempt["attempt"], precision)
-            named[precision].append(pair["measured"])
+    attempts, named = _drawn_2_refusals("drawn_2_refused-bert_h0.json", drawn)
     assert [m["model"] for m in drawn["models"]][-1] == "BERT (h_0)"
     part = drawn["models"][-1]["peaks"]
     assert part != drawn["models"][-2]["peaks"]  # a part of its own
