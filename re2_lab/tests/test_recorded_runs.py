@@ -4568,7 +4568,9 @@ def test_the_bert_h0_part_of_the_second_drawn_record_followed_the_refusals_the_p
     resume tolerance from them (the 15 % rule worked out here, not by
     re2_lab.runtimes.peaks_apart); the page's count, times and ranges (below and above the
     record's peak) are the record's; the attempt that went on is the BERT (h_0) part, the last
-    variant, whose peaks the page names."""
+    variant, whose peaks the page names; its default is more than 5 % slower than the fastest
+    path at both shapes, and the serving choice's rounds the page gives (each candidate's least
+    of 2 taken) and their largest move are the record's."""
     drawn = json.loads((RUNS / "runtimes" / "runtimes-amx-drawn-2.json").read_text())
     attempts, named = _drawn_2_refusals("drawn_2_refused-bert_h0.json", drawn)
     assert [m["model"] for m in drawn["models"]][-1] == "BERT (h_0)"
