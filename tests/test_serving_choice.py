@@ -6,6 +6,7 @@ measurement whose choice serves the SavedModel's labels."""
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -35,20 +36,24 @@ PAIRS = [
 
 def check_close_rounds(choice, key):
     """The close call at ``key`` by hand, from each timed candidate's first ``rounds``
-    medians: the candidates agreeing on >= 99 % within ``close`` of the least get
-    ``close_rounds`` more, where more than one is; the others none."""
+    medians: the candidates agreeing on >= 99 % with a round within ``close`` of the least
+    agreeing median of first rounds get ``close_rounds`` more, where more than one has; the
+    others none. And every candidate's figure is the median of all its rounds."""
     candidates = choice["candidates"]
     first = {
-        i: min(c["rounds_ms"][key][: choice["rounds"]])
+        i: c["rounds_ms"][key][: choice["rounds"]]
         for i, c in enumerate(candidates)
         if "median_ms" in c
     }
     agreeing = [i for i in first if i == 0 or candidates[i]["label_agreement"] >= 0.99]
-    best = min(first[i] for i in agreeing)
-    close = [i for i in agreeing if first[i] <= best * (1 + choice["close"])]
+    best = min(statistics.median(first[i]) for i in agreeing)
+    close = [i for i in agreeing if min(first[i]) <= best * (1 + choice["close"]) + 1e-9]
+    assert choice["figure"] == "median of rounds"
     for i in first:
         extra = choice["close_rounds"] if len(close) > 1 and i in close else 0
-        assert len(candidates[i]["rounds_ms"][key]) == choice["rounds"] + extra, (key, i)
+        rounds = candidates[i]["rounds_ms"][key]
+        assert len(rounds) == choice["rounds"] + extra, (key, i)
+        assert candidates[i]["median_ms"][key] == pytest.approx(statistics.median(rounds), abs=1e-3)
 
 
 def fastest_agreeing(rows, key, min_agreement=0.99):
@@ -176,6 +181,46 @@ def test_a_close_call_is_the_eligible_candidates_within_the_margin_of_the_best()
     assert serving_choice.close_candidates([saved, f32], "512x20", close=0.4) == [0, 1]
     with pytest.raises(ValueError, match="not timed at 8x20"):
         serving_choice.close_candidates([failed, onnx], "8x20")
+
+
+def test_a_candidates_figure_is_the_median_of_its_rounds():
+    assert serving_choice.median_of_rounds([35.2, 17.4]) == 26.3
+    assert serving_choice.median_of_rounds([4.0, 9.0, 5.0]) == 5.0
+    assert serving_choice.median_of_rounds([7.0, 1.0, 3.0, 100.0]) == 5.0
+    assert serving_choice.median_of_rounds([1.0005, 1.0010]) == 1.001  # to the microsecond
+    with pytest.raises(ValueError, match="at least one round"):
+        serving_choice.median_of_rounds([])
+
+
+def test_a_close_call_takes_in_a_candidate_whose_fastest_round_is_within_the_margin():
+    """BERT (h_0)'s choice at 8 x 20 in runtimes-amx-drawn-2.json, its rounds by hand: the
+    bf16 export's 35.2 and 17.4 ms (figure 26.3), OpenVINO bf16's 36.0 and 24.6 (30.3). Kept
+    by the least round, 17.4 was 41 % ahead of 24.6 and nothing was timed again; by figure
+    the margin is 26.3 x 1.2 = 31.56, and both have a round under it."""
+
+    def timed(backend, precision, rounds, agreement=1.0):
+        return {
+            "backend": backend,
+            "precision": precision,
+            "rounds_ms": {"8x20": rounds},
+            "median_ms": {"8x20": statistics.median(rounds)},
+            "label_agreement": agreement,
+        }
+
+    saved = timed("savedmodel", "f32", [48.0, 41.0])  # figure 44.5, least 41.0: out
+    export = timed("savedmodel_bf16", "bf16", [35.2, 17.4])
+    openvino = timed("openvino", "bf16", [36.0, 24.6])
+    once_fast = timed("onnxruntime", "f32", [60.0, 31.5])  # figure 45.75, one round in
+    wrong = timed("openvino", "f32", [10.0, 10.0], agreement=0.9)  # fastest, disagrees
+    rows = [saved, export, openvino, once_fast, wrong]
+    assert serving_choice.pick(rows, "8x20") is export
+    assert serving_choice.close_candidates(rows, "8x20") == [1, 2, 3]
+    # the same figures without rounds: only the figures count, and 30.3 > 31.56 is false
+    bare = [{k: v for k, v in r.items() if k != "rounds_ms"} for r in rows]
+    assert serving_choice.close_candidates(bare, "8x20") == [1, 2]
+    assert serving_choice.close_candidates(bare, "8x20", close=0.1) == []
+    # a margin that takes in none but the best's own fast round is not a close call
+    assert serving_choice.close_candidates(rows, "8x20", close=-0.3) == []
 
 
 def test_a_call_takes_the_route_of_the_nearest_timed_batch_on_a_log_scale():
@@ -367,8 +412,6 @@ def test_a_measured_choice_is_the_rules_and_serves_the_savedmodels_labels(tiny_e
     assert choice["shape_changes"] is True  # word ids: the worker draws (and grows) them
     for key in ("4x6", "64x6"):
         check_close_rounds(choice, key)
-        for row in rows:
-            assert row["median_ms"][key] == min(row["rounds_ms"][key])
     assert rows[0]["label_agreement"] == 1.0 and rows[0]["max_abs_dp"] == 0.0
     assert rows[1]["max_abs_dp"] < 1e-5  # OpenVINO f32: the same function
     # the rule by hand: per shape, the least median among those agreeing on >= 99 %

@@ -47,20 +47,23 @@ The rule (ours):
 - **Speed**: each candidate is timed with the Table 5 protocol
   (:func:`re2_tf.benchmarking.time_table5`: :func:`~re2_tf.benchmarking.table5_inputs` at
   each of :data:`SHAPES`, fed to ``serving_ids``, so tokenisation is outside every
-  candidate's time alike), in :data:`ROUNDS` rounds of the candidates in turn, keeping each
-  one's least median at each shape. In a round a candidate has one fresh process, which
-  loads it once and times it at every shape in turn, each on the draws a process of its own
-  would time (the timing worker's ``then``), so a round starts one process per candidate,
-  not one per candidate and shape. A close call is timed again: at a shape where more than
-  one eligible candidate is within :data:`CLOSE` of the least eligible median
-  (:func:`close_candidates`), those candidates get :data:`CLOSE_ROUNDS` more rounds in turn
-  there, a fresh process each (a process the machine slows is slower, never
-  faster, so more rounds of the contenders make a slowed one's least median honest). At each
-  timed shape the fastest eligible candidate is then chosen (:func:`pick`; ties keep the
-  SavedModel), so one export may serve small batches through one runtime and large ones
-  through another: a call of ``n`` pairs takes the route of the timed batch nearest ``n`` on
-  a log scale (:func:`~re2_tf.serving.predictor.route`; with the default shapes, up to 64
-  pairs take the 8-pair choice).
+  candidate's time alike), in :data:`ROUNDS` rounds of the candidates in turn. In a round a
+  candidate has one fresh process, which loads it once and times it at every shape in turn,
+  each on the draws a process of its own would time (the timing worker's ``then``), so a
+  round starts one process per candidate, not one per candidate and shape. A candidate's
+  figure at a shape is the median of its rounds' medians (:func:`median_of_rounds`): a
+  shared or virtual CPU's speed drifts both ways between processes, slower under load and
+  faster in spells (``docs/performance.md``), so neither the least nor the greatest round
+  is the candidate's. A close call is timed again: at a shape where more than one eligible
+  candidate has a round within :data:`CLOSE` of the least eligible figure
+  (:func:`close_candidates`: a candidate whose rounds disagree may be the fastest even when
+  its figure is not), those candidates get :data:`CLOSE_ROUNDS` more rounds in turn there,
+  a fresh process each, and their figures are the medians of all their rounds. At each
+  timed shape the eligible candidate with the least figure is then chosen (:func:`pick`;
+  ties keep the SavedModel), so one export may serve small batches through one runtime and
+  large ones through another: a call of ``n`` pairs takes the route of the timed batch
+  nearest ``n`` on a log scale (:func:`~re2_tf.serving.predictor.route`; with the default
+  shapes, up to 64 pairs take the 8-pair choice).
 
 - **TensorFlow's threads**: TensorFlow sizes its intra-op and inter-op thread pools once per
   process, so one process serves every TensorFlow route on one setting. Every TensorFlow
@@ -115,12 +118,14 @@ __all__ = [
     "CHOICES",
     "CLOSE",
     "CLOSE_ROUNDS",
+    "FIGURE",
     "MIN_AGREEMENT",
     "ROUNDS",
     "SHAPES",
     "choose_serving",
     "close_candidates",
     "installed_candidates",
+    "median_of_rounds",
     "pick",
     "pick_threads",
     "record_choice",
@@ -132,14 +137,17 @@ __all__ = [
 CHOICES = ("auto", "savedmodel")
 #: Serving shapes timed (batch, words per text): Table 5's and a batch of 512.
 SHAPES = ((8, 20), (512, 20))
-#: Timing rounds: each candidate is timed once per round, in turn, and keeps its least median.
+#: Timing rounds: each candidate is timed once per round, in turn; its figure at a shape is
+#: the median of its rounds' medians (:func:`median_of_rounds`).
 ROUNDS = 2
 #: Timed batches per round at a small shape (:func:`re2_tf.benchmarking.timed_batches` gives
 #: the count at a larger one): fewer than Table 5's 100, as every candidate is timed per round.
 BATCHES = 30
-#: A close call (our threshold): eligible candidates whose least median at a shape is within
-#: this share above the least eligible one's are timed again there.
+#: A close call (our threshold): eligible candidates with a round at a shape within this share
+#: above the least eligible figure there are timed again there (:func:`close_candidates`).
 CLOSE = 0.2
+#: How a candidate's ``median_ms`` is made from its ``rounds_ms`` (recorded in the choice).
+FIGURE = "median of rounds"
 #: More rounds of a shape's close candidates, in turn (none where only one is close).
 CLOSE_ROUNDS = 2
 #: Least share of held-out labels a candidate must share with the SavedModel: the one rule's
@@ -275,20 +283,44 @@ def pick(candidates, shape, min_agreement=MIN_AGREEMENT):
     )
 
 
+def median_of_rounds(rounds_ms):
+    """A candidate's figure at a shape from its rounds (the module docstring; our rule).
+
+    Args:
+        rounds_ms: the median milliseconds of each of its rounds there, at least one.
+
+    Returns:
+        float: their median (for an even count the mean of the middle two), rounded to
+        the microsecond (3 decimals, as each round's median is recorded).
+
+    Raises:
+        ValueError: ``rounds_ms`` is empty.
+    """
+    if len(rounds_ms) == 0:
+        raise ValueError("a candidate's figure needs at least one round")
+    return round(float(np.median(np.asarray(rounds_ms, dtype=np.float64))), 3)
+
+
 def close_candidates(candidates, shape, min_agreement=MIN_AGREEMENT, close=CLOSE):
-    """Indices of the eligible candidates (as :func:`pick`'s) whose median at ``shape`` is at
-    most ``(1 + close)`` times the least eligible one's, in order; ``[]`` where fewer than two
-    are (the call is not close).
+    """Indices of the eligible candidates (as :func:`pick`'s) with a round at ``shape`` within
+    ``close`` of the least eligible figure: whose least round (of ``rounds_ms[shape]``, or
+    ``median_ms[shape]`` for a candidate given without rounds) is at most ``(1 + close)``
+    times the least eligible ``median_ms[shape]``, in order; ``[]`` where fewer than two are
+    (the call is not close). A candidate whose rounds disagree is in where its fastest round
+    is, as that round may be its time and the others slowed (our rule).
 
     Raises:
         ValueError: the reference was not timed at ``shape`` (as :func:`pick`).
     """
     best = pick(candidates, shape, min_agreement)["median_ms"][shape]
+
+    def least(c):
+        return min(c.get("rounds_ms", {}).get(shape) or [c["median_ms"][shape]])
+
     found = [
         i
         for i, c in enumerate(candidates)
-        if _eligible(c, candidates[0], shape, min_agreement)
-        and c["median_ms"][shape] <= best * (1 + close)
+        if _eligible(c, candidates[0], shape, min_agreement) and least(c) <= best * (1 + close)
     ]
     return found if len(found) > 1 else []
 
@@ -350,8 +382,8 @@ def choose_serving(
             is given.
         tf_threads: ``[(intra, inter)]`` TensorFlow's candidates are each timed at (default
             ``tf_thread_settings(threads)``); the first is the reference's.
-        rounds: timing rounds; a candidate's median at a shape is the least of its rounds'
-            (a process the machine slows is slower, never faster).
+        rounds: timing rounds; a candidate's figure (``median_ms``) at a shape is the median
+            of its rounds' (:func:`median_of_rounds`).
         close, close_rounds: a shape's close candidates (:func:`close_candidates` with
             ``close``) are timed ``close_rounds`` more rounds, after the agreement check (0:
             never).
@@ -363,10 +395,11 @@ def choose_serving(
         shape), ``reason``, ``measured``; where measured also ``tf_threads`` (``[intra,
         inter]``: :func:`pick_threads`), ``tf_thread_settings``, ``routes`` (per shape:
         ``batch``, ``backend``, ``precision``; :func:`~re2_tf.serving.predictor.route`),
-        ``candidates`` (each with ``median_ms`` per ``"<batch>x<length>"``, a TensorFlow
-        one with ``threads``, ``rounds_ms``
+        ``candidates`` (each with ``median_ms`` per ``"<batch>x<length>"``, the median of
+        its ``rounds_ms`` there, a TensorFlow one with ``threads``, ``rounds_ms``
         (every round's median, the close rounds' last), ``label_agreement``, ``max_abs_dp``
-        or ``error``), ``pairs``, ``shapes``, ``threads``, ``rounds``, ``close``,
+        or ``error``), ``figure`` (``"median of rounds"``: how ``median_ms`` is made from
+        ``rounds_ms``), ``pairs``, ``shapes``, ``threads``, ``rounds``, ``close``,
         ``close_rounds``, ``shape_changes`` (whether every candidate's first round called it
         on changing shapes first: the module docstring's survival), ``min_agreement`` and the
         CPU (:func:`re2_tf.machine.machine`).
@@ -482,7 +515,7 @@ def choose_serving(
                 for by_key in medians:
                     for key, median in by_key.items():
                         row["rounds_ms"][key] = row["rounds_ms"].get(key, []) + [median]
-                        row["median_ms"][key] = min(row["rounds_ms"][key])
+                        row["median_ms"][key] = median_of_rounds(row["rounds_ms"][key])
             for (index, _), error in failures.items():
                 rows[index].setdefault("error", runtimes.failure(error))
                 rows[index].pop("median_ms", None)
@@ -524,6 +557,7 @@ def choose_serving(
         "tf_threads": served_threads,
         "tf_thread_settings": [list(s) for s in settings],
         "candidates": rows,
+        "figure": FIGURE,
         "pairs": len(pairs),
         "shapes": [list(s) for s in shapes],
         "threads": threads,
