@@ -268,8 +268,8 @@ def pick(candidates, shape, min_agreement=MIN_AGREEMENT):
         min_agreement: least label agreement of an eligible candidate.
 
     Returns:
-        the eligible candidate with the least median at ``shape`` (the first such on ties,
-        so the SavedModel is kept unless another is faster).
+        the eligible candidate with the least figure (``median_ms``) at ``shape`` (the first
+        such on ties, so the SavedModel is kept unless another is faster).
 
     Raises:
         ValueError: the reference was not timed at ``shape``.
