@@ -48,6 +48,10 @@ Kinds (paths relative to the repository root):
 - ``export-cost <record.json>``: ``docs/runs/serving-choice/export_cost.py``'s record,
   ``re2-export``'s wall seconds on a core install at two revisions, round by round: the
   timing processes each export's serving choice started and what it chose per timed batch;
+- ``figure-rule <record.json>``: ``docs/runs/serving-choice/figure_rule.py``'s record,
+  ``re2-export`` at two revisions in turn, several times each: per export its wall seconds,
+  timing processes, the CPU's peaks just before and the path chosen per timed batch, and per
+  revision how many different choices its exports made;
 - ``bf16_parts <record.json>``: ``docs/runs/serving-choice/bf16_parts.py``'s record,
   BERT+MatchLSTM's labels on a trained run's dev pairs per precision of its OpenVINO IR's
   two parts (``re2_tf.serving.runtimes.OPENVINO_PARTS``) and of the whole IR;
@@ -196,6 +200,8 @@ def generate(spec, root=REPO):
         return _core_install(_read(root / args[0]))
     if kind == "export-cost" and len(args) == 1:
         return _export_cost(_read(root / args[0]))
+    if kind == "figure-rule" and len(args) == 1:
+        return _figure_rule(_read(root / args[0]))
     if kind == "bf16_parts" and len(args) == 1:
         return _bf16_parts(_read(root / args[0]))
     if kind == "bf16_softmax" and len(args) == 1:
@@ -217,7 +223,7 @@ def generate(spec, root=REPO):
         "'compare-budget <records>', 'sweep <flagfile> [<split>/<metric> ...]', "
         "'bench <json>', 'table5 <json> ...', 'roofline <json> [export]', "
         "'runtimes <json> [table|order|choices|standing]', 'agreement <json>', "
-        "'core-install <json>', 'export-cost <json>', "
+        "'core-install <json>', 'export-cost <json>', 'figure-rule <json>', "
         "'bf16_parts <json>', 'bf16_softmax <json>', "
         "'profiles <json>', 'phases <json>', 'probe-deaths <json>', 'ab <json>', "
         "'products <json>', 'onednn <json>', "
@@ -478,6 +484,55 @@ def _export_cost(record):
         f"{describe_machine(record)}; before = {revisions['before'][:7]}, after = "
         f"{revisions['after'][:7]}; {'; '.join(when)}. Versions: {versions}. "
         f"Command (in a core install): `{record['command']}`."
+    )
+    return "\n".join(lines + ["", footer])
+
+
+def _figure_rule(record):
+    """``docs/runs/serving-choice/figure_rule.py``'s record: one row per export in the order
+    run (revision, UTC time, the CPU's float32 and bfloat16 peaks measured just before,
+    ``re2-export``'s wall seconds, its timing processes, the TensorFlow threads and the path
+    chosen per timed batch); then per revision its exports' seconds (least to most) and how
+    many different choices (threads and paths) they made; then the CPU, revisions, run,
+    versions and command."""
+    from re2_lab.runtimes import CHOICE_NAMES
+    from re2_tf.machine import describe_machine
+
+    def chosen(export):
+        routes = " / ".join(CHOICE_NAMES[(r["backend"], r["precision"])] for r in export["routes"])
+        return f"{export['tf_threads'][0]} + {export['tf_threads'][1]}: {routes}"
+
+    lines = [
+        "| export | revision | UTC | peaks before, GFLOP/s f32 / bf16 | `re2-export` s | "
+        "timing processes | chosen (TensorFlow threads: per timed batch) |",
+        "|---:|---|---|---:|---:|---:|---|",
+    ]
+    for k, export in enumerate(record["exports"], 1):
+        peaks = export["peaks_before"]
+        bf16 = f"{peaks['bfloat16'] / 1e9:,.0f}" if peaks.get("bfloat16") else "–"
+        lines.append(
+            f"| {k} | {export['revision']} | {export['date'][11:16]} | "
+            f"{peaks['float32'] / 1e9:,.0f} / {bf16} | {export['seconds']:.0f} | "
+            f"{export['processes']} | {chosen(export)} |"
+        )
+    summary, day = [], record["exports"][0]["date"] if record["exports"] else None
+    for name in ("before", "after"):
+        mine = [e for e in record["exports"] if e["revision"] == name]
+        if not mine:
+            continue
+        seconds = sorted(e["seconds"] for e in mine)
+        distinct = len({chosen(e) for e in mine})
+        choices = "one choice in all" if distinct == 1 else f"{distinct} different choices"
+        summary.append(
+            f"{name} ({record['revisions'][name][:7]}): {len(mine)} "
+            f"export{'s' if len(mine) != 1 else ''}, "
+            f"{seconds[0]:.0f}–{seconds[-1]:.0f} s, {choices}"
+        )
+    versions = ", ".join(f"{k} {v}" for k, v in record["versions"].items() if k != "python" and v)
+    footer = (
+        f"{'; '.join(summary)}. {describe_machine({**record, 'date': day})}; run "
+        f"`{record['run']['run_dir']}` "
+        f"({record['run']['model']}). Versions: {versions}. Command: `{record['command']}`."
     )
     return "\n".join(lines + ["", footer])
 

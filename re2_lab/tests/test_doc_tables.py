@@ -619,6 +619,58 @@ def test_an_export_cost_block_sets_each_rounds_two_revisions_side_by_side(tmp_pa
     )
 
 
+def test_a_figure_rule_block_lists_each_export_and_counts_each_revisions_choices(tmp_path):
+    def export(revision, date, f32, bf16, seconds, processes, threads, large):
+        routes = [
+            {"batch": 8, "backend": "openvino", "precision": "bf16"},
+            {"batch": 512, "backend": large, "precision": "bf16"},
+        ]
+        return {"revision": revision, "date": date, "seconds": seconds, "processes": processes,
+                "peaks_before": {"float32": f32, "bfloat16": bf16, "int8": None},
+                "tf_threads": threads, "routes": routes}  # fmt: skip
+
+    record = {
+        "command": "python figure_rule.py --before=aaaaaaa --repeats=2 run",
+        "cpu": "Some CPU",
+        "cpu_features": ["avx512_bf16"],
+        "cpu_count": 2,
+        "versions": {"python": "3.12", "tensorflow": "2.21.0", "onnx": None},
+        "revisions": {"before": "a" * 40, "after": "b" * 40},
+        "run": {"run_dir": "run", "model": "re2", "results": {}},
+        "exports": [
+            export("before", "2026-01-02 10:05 UTC", 2.9e11, 1.11e12, 200.4, 32, [2, 2],
+                   "openvino"),
+            export("after", "2026-01-02 10:09 UTC", 3.0e11, 6.5e11, 230.6, 40, [2, 1],
+                   "openvino"),
+            export("before", "2026-01-02 10:13 UTC", 2.2e11, 1.639e12, 190.0, 36, [2, 2],
+                   "savedmodel_bf16"),
+            export("after", "2026-01-02 10:17 UTC", 3.0e11, None, 250.0, 40, [2, 1],
+                   "openvino"),
+        ],
+    }  # fmt: skip
+    (tmp_path / "f.json").write_text(json.dumps(record))
+    lines = doc_tables.generate("figure-rule f.json", tmp_path).splitlines()
+    assert len(lines) == 8
+    assert lines[2] == (
+        "| 1 | before | 10:05 | 290 / 1,110 | 200 | 32 | 2 + 2: openvino bf16 / openvino bf16 |"
+    )
+    assert lines[4] == (
+        "| 3 | before | 10:13 | 220 / 1,639 | 190 | 36 | 2 + 2: openvino bf16 / savedmodel bf16 "
+        "export (xla=False) |"
+    )
+    assert (
+        lines[5]
+        == "| 4 | after | 10:17 | 300 / – | 250 | 40 | 2 + 1: openvino bf16 / openvino bf16 |"
+    )
+    assert lines[-1] == (
+        "before (aaaaaaa): 2 exports, 190–200 s, 2 different choices; after (bbbbbbb): 2 "
+        "exports, 231–250 s, one choice in all. 2 cores of Some CPU (avx512_bf16), 2026-01-02; "
+        "run `run` "
+        "(re2). Versions: tensorflow 2.21.0. Command: "
+        "`python figure_rule.py --before=aaaaaaa --repeats=2 run`."
+    )
+
+
 def test_a_bf16_parts_block_lists_each_precision_of_the_two_parts(tmp_path):
     # the first row is a record's from before the non-finite count and compiles were kept: "—"
     record = {
