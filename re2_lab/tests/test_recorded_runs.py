@@ -4635,62 +4635,49 @@ def test_the_bert_h0_part_of_the_second_drawn_record_followed_the_refusals_the_p
     ) in flat
 
 
-def _figure_rule_closes(choice_rows, key, figure, close_of):
-    """By hand, one export's close call at ``key`` from its candidates' first 2 rounds:
-    ``figure`` makes a candidate's figure from rounds, ``close_of(rows, best)`` the indices
-    in the call; returns the indices that got 2 more rounds (none where fewer than two)."""
-    first = {i: c["rounds_ms"][key][:2] for i, c in enumerate(choice_rows) if "rounds_ms" in c}
-    agreeing = {
-        i: r for i, r in first.items() if i == 0 or choice_rows[i]["label_agreement"] >= 0.99
-    }
-    best = min(figure(r) for r in agreeing.values())
-    close = close_of(agreeing, best)
-    return close if len(close) > 1 else []
+def _served_agreeing(export):
+    """By hand, an export's candidates on its served TensorFlow threads (and the other
+    runtimes) whose labels are the SavedModel's on >= 99 % of the pairs, in order."""
+    return [
+        c
+        for c in export["candidates"]
+        if c.get("threads", export["tf_threads"]) == export["tf_threads"]
+        and (c["backend"] == "savedmodel" or c["label_agreement"] >= 0.99)
+    ]
 
 
 def test_the_figure_rule_record_is_the_two_rules_and_the_page_reads_it():
     """docs/runs/serving-choice/figure_rule.json: re2-export with no flags on the quick
     start's RE2 run, before (41d77de) and after (e39791b) a candidate's figure became the
     median of its rounds, in turn. Each export's candidates follow their revision's rule,
-    worked here by hand: before, the least round and a close call among the candidates
-    within 20 % of the least; after, the median and a close call among those with a round
-    within 20 % of the least figure. The processes are the rounds timed, and
-    docs/performance.md's reading is the record's."""
+    worked by hand (tests/test_serving_choice.py's check_close_rounds): before, the least
+    round and a close call among the candidates within 20 % of the least; after, the median
+    and a close call among those with a round within 20 % of the least figure. The processes
+    are the rounds timed, and docs/performance.md's reading is the record's."""
     record = json.loads((RUNS / "serving-choice" / "figure_rule.json").read_text())
     assert record["revisions"]["before"].startswith("41d77de")
     assert record["revisions"]["after"].startswith("e39791b")
     exports = record["exports"]
     assert [e["revision"] for e in exports] == ["before", "after"] * 3
-    rules = {
-        "before": (min, lambda rows, best: [i for i, r in rows.items() if min(r) <= best * 1.2]),
-        "after": (
-            statistics.median,
-            lambda rows, best: [i for i, r in rows.items() if min(r) <= best * 1.2 + 1e-9],
-        ),
-    }
+    from test_serving_choice import check_close_rounds
+
     for e in exports:
-        figure, close_of = rules[e["revision"]]
         rows = e["candidates"]
         assert len(rows) == 16 and all("rounds_ms" in c for c in rows)
-        processes = 2 * len(rows)
+        # the close calls and figures by the export's revision's rule (check_close_rounds
+        # reads a choice without "figure" by the least of the rounds)
+        rule = {"figure": "median of rounds"} if e["revision"] == "after" else {}
+        choice = {"candidates": rows, "rounds": 2, "close": 0.2, "close_rounds": 2, **rule}
         for key in ("8x20", "512x20"):
-            closes = _figure_rule_closes(rows, key, figure, close_of)
-            for i, c in enumerate(rows):
-                rounds = c["rounds_ms"][key]
-                assert len(rounds) == 2 + (2 if i in closes else 0), (e["date"], key, i)
-                assert c["median_ms"][key] == pytest.approx(figure(rounds), abs=1e-3)
-            processes += 2 * len(closes)
+            check_close_rounds(choice, key)
             # the route: the least figure among the agreeing candidates on the served threads
-            served = [
-                c
-                for c in rows
-                if c.get("threads", e["tf_threads"]) == e["tf_threads"]
-                and (c["backend"] == "savedmodel" or c["label_agreement"] >= 0.99)
-            ]
-            best = min(served, key=lambda c: c["median_ms"][key])
+            best = min(_served_agreeing(e), key=lambda c: c["median_ms"][key])
             (route,) = [r for r in e["routes"] if f"{r['batch']}x20" == key]
             assert (route["backend"], route["precision"]) == (best["backend"], best["precision"])
-        assert e["processes"] == processes
+        # a round's process per candidate timed both shapes (2 rounds: 2 of its 4 rounds_ms
+        # entries), and one per close-call round at a shape
+        timed = sum(len(r) for c in rows for r in c["rounds_ms"].values())
+        assert e["processes"] == timed - 2 * len(rows)
     # the page's reading
     text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
 
@@ -4706,12 +4693,7 @@ def test_the_figure_rule_record_is_the_two_rules_and_the_page_reads_it():
     moved = max(
         max(r) / min(r) for e in exports for c in e["candidates"] for r in c["rounds_ms"].values()
     )
-    fourth = [
-        c
-        for c in exports[3]["candidates"]
-        if c.get("threads", exports[3]["tf_threads"]) == exports[3]["tf_threads"]
-        and (c["backend"] == "savedmodel" or c["label_agreement"] >= 0.99)
-    ]
+    fourth = _served_agreeing(exports[3])
     by_least = min(fourth, key=lambda c: min(c["rounds_ms"]["8x20"][:2]))
     by_median = min(fourth, key=lambda c: statistics.median(c["rounds_ms"]["8x20"][:2]))
     assert by_least["backend"] == "onnxruntime"
