@@ -444,16 +444,22 @@ def _core_install(record):
     return "\n".join(lines + ["", footer])
 
 
+def _routes_text(routes):
+    """A serving choice's ``routes`` as its paths' names, ``" / "`` between timed batches."""
+    from re2_lab.runtimes import CHOICE_NAMES
+
+    return " / ".join(CHOICE_NAMES[(r["backend"], r["precision"])] for r in routes)
+
+
 def _export_cost(record):
     """``docs/runs/serving-choice/export_cost.py``'s record: per trained run and round,
     ``re2-export``'s wall seconds at the revision before and after, the timing processes each
     export's serving choice started, their ratio, and the path each chose per timed batch;
     then the CPU, the revisions, each export's time and load average, and the command."""
-    from re2_lab.runtimes import CHOICE_NAMES
     from re2_tf.machine import describe_machine
 
     def chosen(timed):
-        return " / ".join(CHOICE_NAMES[(r["backend"], r["precision"])] for r in timed["routes"])
+        return _routes_text(timed["routes"])
 
     lines = [
         "| run | round | before: `re2-export` s (timing processes) | after: `re2-export` s "
@@ -495,12 +501,11 @@ def _figure_rule(record):
     chosen per timed batch); then per revision its exports' seconds (least to most) and how
     many different choices (threads and paths) they made; then the CPU, revisions, run,
     versions and command."""
-    from re2_lab.runtimes import CHOICE_NAMES
     from re2_tf.machine import describe_machine
 
     def chosen(export):
-        routes = " / ".join(CHOICE_NAMES[(r["backend"], r["precision"])] for r in export["routes"])
-        return f"{export['tf_threads'][0]} + {export['tf_threads'][1]}: {routes}"
+        threads = export["tf_threads"]
+        return f"{threads[0]} + {threads[1]}: {_routes_text(export['routes'])}"
 
     lines = [
         "| export | revision | UTC | peaks before, GFLOP/s f32 / bf16 | `re2-export` s | "

@@ -18,6 +18,7 @@ exports left; a record of other revisions is refused).
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -43,6 +44,25 @@ def git(*args):
     return subprocess.run(
         ["git", *args], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout.strip()
+
+
+def revisions(before):
+    """``(before, after)``: the full hashes of ``before`` and of this checkout's HEAD, which
+    must have ``re2_tf/`` committed (the revision measured as "after")."""
+    if git("status", "--porcelain", "re2_tf"):
+        raise SystemExit("re2_tf/ has uncommitted changes: commit the revision to measure")
+    return git("rev-parse", before), git("rev-parse", "HEAD")
+
+
+@contextlib.contextmanager
+def worktree(commit):
+    """A detached worktree of ``commit`` in a temporary directory, removed on exit."""
+    with tempfile.TemporaryDirectory() as path:
+        git("worktree", "add", "--detach", path, commit)
+        try:
+            yield path
+        finally:
+            git("worktree", "remove", "--force", path)
 
 
 def processes(choice, per_shape):
@@ -108,10 +128,7 @@ def main():
     found = [name for name in EXTRAS if installed(name)]
     if found:
         raise SystemExit(f"{', '.join(found)} installed: run this in a core install")
-    if git("status", "--porcelain", "re2_tf"):
-        raise SystemExit("re2_tf/ has uncommitted changes: commit the revision to measure")
-    after = git("rev-parse", "HEAD")
-    before = git("rev-parse", args.before)
+    before, after = revisions(args.before)
     record = json.loads(out.read_text()) if out.exists() else {
         "command": None,
         **machine(),
@@ -123,41 +140,37 @@ def main():
     }  # fmt: skip
     if record["revisions"] != {"before": before, "after": after}:
         raise SystemExit(f"{out.name} measured {record['revisions']}: move it aside first")
-    with tempfile.TemporaryDirectory() as worktree:
-        git("worktree", "add", "--detach", worktree, before)
-        try:
-            for pair in args.runs:
-                run_dir, record_dir = pair.split("=", 1)
-                results = json.loads((Path(run_dir) / "results.json").read_text())
-                if results != json.loads((ROOT / record_dir / "results.json").read_text()):
-                    raise SystemExit(f"{run_dir}: results.json is not {record_dir}'s")
-                entry = record["runs"].setdefault(
-                    record_dir,
-                    {"run_dir": run_dir, "model": runs.load_config(run_dir).model, "rounds": []},
-                )
-                while len(entry["rounds"]) < args.rounds:
-                    if not entry["rounds"] or len(entry["rounds"][-1]) == 2:
-                        entry["rounds"].append({})
-                    current = entry["rounds"][-1]
-                    for name, path in (("before", worktree), ("after", "")):
-                        if name in current:
-                            continue
-                        with tempfile.TemporaryDirectory() as tmp:
-                            timed = export(run_dir, tmp, path)
-                        timed["processes"] = processes(timed.pop("choice"), name == "before")
-                        timed["date"] = datetime.datetime.now(datetime.timezone.utc).strftime(
-                            "%Y-%m-%d %H:%M UTC"
-                        )
-                        current[name] = timed
-                        record["command"] = (
-                            "python docs/runs/serving-choice/export_cost.py "
-                            f"--before={before[:7]} --rounds={args.rounds} "
-                            + (f"--json_out={args.json_out} " if out != OUT else "")
-                            + " ".join(f"{v['run_dir']}={k}" for k, v in record["runs"].items())
-                        )
-                        out.write_text(json.dumps(record, indent=2) + "\n")
-        finally:
-            git("worktree", "remove", "--force", worktree)
+    with worktree(before) as tree:
+        for pair in args.runs:
+            run_dir, record_dir = pair.split("=", 1)
+            results = json.loads((Path(run_dir) / "results.json").read_text())
+            if results != json.loads((ROOT / record_dir / "results.json").read_text()):
+                raise SystemExit(f"{run_dir}: results.json is not {record_dir}'s")
+            entry = record["runs"].setdefault(
+                record_dir,
+                {"run_dir": run_dir, "model": runs.load_config(run_dir).model, "rounds": []},
+            )
+            while len(entry["rounds"]) < args.rounds:
+                if not entry["rounds"] or len(entry["rounds"][-1]) == 2:
+                    entry["rounds"].append({})
+                current = entry["rounds"][-1]
+                for name, path in (("before", tree), ("after", "")):
+                    if name in current:
+                        continue
+                    with tempfile.TemporaryDirectory() as tmp:
+                        timed = export(run_dir, tmp, path)
+                    timed["processes"] = processes(timed.pop("choice"), name == "before")
+                    timed["date"] = datetime.datetime.now(datetime.timezone.utc).strftime(
+                        "%Y-%m-%d %H:%M UTC"
+                    )
+                    current[name] = timed
+                    record["command"] = (
+                        "python docs/runs/serving-choice/export_cost.py "
+                        f"--before={before[:7]} --rounds={args.rounds} "
+                        + (f"--json_out={args.json_out} " if out != OUT else "")
+                        + " ".join(f"{v['run_dir']}={k}" for k, v in record["runs"].items())
+                    )
+                    out.write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ runs it, at two revisions of ``re2_tf`` in turn (``--before``, a worktree of tha
 first on ``PYTHONPATH``; and this checkout, whose ``re2_tf/`` must be committed), each
 ``--repeats`` times, the two revisions alternating.
 
-Per export: both revisions' wall seconds, the 1-minute load average before and after, the
+Per export: its revision, its wall seconds, the 1-minute load average before and after, the
 CPU's peak FLOP/s measured just before (:func:`re2_lab.roofline.peaks`, how far the machine
 had drifted), the TensorFlow threads and routes chosen, the timing processes started (one per
 candidate and round, and one per close-call round) and every candidate's rounds and figure.
@@ -40,7 +40,7 @@ OUT = HERE / "figure_rule.json"
 CANDIDATE = ("backend", "precision", "threads", "rounds_ms", "median_ms", "label_agreement",
              "error")  # fmt: skip
 sys.path.insert(0, str(HERE))  # export_cost.py: the same export, as a user runs it
-from export_cost import export, git, processes  # noqa: E402
+from export_cost import export, processes, revisions, worktree  # noqa: E402
 
 
 def main():
@@ -51,9 +51,7 @@ def main():
     parser.add_argument("run_dir", help="a trained run")
     args = parser.parse_args()
     out = Path(args.json_out)
-    if git("status", "--porcelain", "re2_tf"):
-        raise SystemExit("re2_tf/ has uncommitted changes: commit the revision to measure")
-    after, before = git("rev-parse", "HEAD"), git("rev-parse", args.before)
+    before, after = revisions(args.before)
     run_dir = args.run_dir
     results = json.loads((Path(run_dir) / "results.json").read_text())
     record = json.loads(out.read_text()) if out.exists() else {
@@ -75,33 +73,29 @@ def main():
         + run_dir
     )  # fmt: skip
     order = ["before", "after"] * args.repeats
-    with tempfile.TemporaryDirectory() as worktree:
-        git("worktree", "add", "--detach", worktree, before)
-        try:
-            for name in order[len(record["exports"]) :]:
-                peaks = roofline.peaks()
-                with tempfile.TemporaryDirectory() as tmp:
-                    timed = export(run_dir, tmp, worktree if name == "before" else "")
-                choice = timed.pop("choice")
-                del timed["candidates"]  # keyed by runtime alone: below, by thread setting too
-                record["exports"].append(
-                    {
-                        "revision": name,
-                        "date": datetime.datetime.now(datetime.timezone.utc).strftime(
-                            "%Y-%m-%d %H:%M UTC"
-                        ),
-                        "peaks_before": peaks,
-                        **timed,
-                        "tf_threads": choice["tf_threads"],
-                        "processes": processes(choice, per_shape=False),
-                        "candidates": [
-                            {k: r[k] for k in CANDIDATE if k in r} for r in choice["candidates"]
-                        ],
-                    }
-                )
-                out.write_text(json.dumps(record, indent=2) + "\n")
-        finally:
-            git("worktree", "remove", "--force", worktree)
+    with worktree(before) as tree:
+        for name in order[len(record["exports"]) :]:
+            peaks = roofline.peaks()
+            with tempfile.TemporaryDirectory() as tmp:
+                timed = export(run_dir, tmp, tree if name == "before" else "")
+            choice = timed.pop("choice")
+            del timed["candidates"]  # keyed by runtime alone: below, by thread setting too
+            record["exports"].append(
+                {
+                    "revision": name,
+                    "date": datetime.datetime.now(datetime.timezone.utc).strftime(
+                        "%Y-%m-%d %H:%M UTC"
+                    ),
+                    "peaks_before": peaks,
+                    **timed,
+                    "tf_threads": choice["tf_threads"],
+                    "processes": processes(choice, per_shape=False),
+                    "candidates": [
+                        {k: r[k] for k in CANDIDATE if k in r} for r in choice["candidates"]
+                    ],
+                }
+            )
+            out.write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":
