@@ -235,7 +235,7 @@ class FoldedRE2Backend(tf.Module):
             params, folded_lib.structure_of(params), self._dtype, constant_kernels=not xla
         )
 
-    def __call__(self, features, convolution="conv1d"):
+    def __call__(self, features, convolution="conv1d", concatenations="materialised"):
         return folded_lib.re2_forward(
             self.folded.params(),
             features["text1"],
@@ -243,13 +243,15 @@ class FoldedRE2Backend(tf.Module):
             dtype=self._dtype,
             joint=self._joint,
             convolution=convolution,
+            concatenations=concatenations,
         )
 
     def portable(self, features):
         """The same logits with the encoder's convolutions as matrix products
-        (``convolution="products"``): what the converters of other runtimes read
+        (``convolution="products"``) and no concatenation along the features
+        (``concatenations="split"``): what the converters of other runtimes read
         (:mod:`re2_tf.serving.export`'s ``serving_ids_portable``)."""
-        return self(features, convolution="products")
+        return self(features, convolution="products", concatenations="split")
 
 
 class FoldedBertBackend(tf.Module):
