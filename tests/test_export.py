@@ -139,11 +139,8 @@ def _keras_probs(model, ids1, ids2):
     ],
 )
 @pytest.mark.parametrize("joint", [True, False])
-@pytest.mark.parametrize(
-    "convolution, concatenations",
-    [("conv1d", "materialised"), ("products", "materialised"), ("products", "split")],
-)
-def test_folded_forward_matches_keras_logits(options, joint, convolution, concatenations):
+@pytest.mark.parametrize("convolution", ["conv1d", "products"])
+def test_folded_forward_matches_keras_logits(options, joint, convolution):
     model = _tiny_model(50, seed=1, **options)
     rng = np.random.default_rng(0)
     ids1 = rng.integers(1, 50, (3, 7)).astype(np.int32)
@@ -157,7 +154,6 @@ def test_folded_forward_matches_keras_logits(options, joint, convolution, concat
         tf.constant(ids2),
         joint=joint,
         convolution=convolution,
-        concatenations=concatenations,
     ).numpy()
     # rtol: these logits reach |35|, where a float32 ulp is 4e-6, and the folded forward sums
     # in another order than Keras's layers (a CPU's matmul kernels choose it), so a few ulps
@@ -169,8 +165,6 @@ def test_an_unknown_convolution_form_is_refused():
     ids = tf.constant([[3, 4]], tf.int32)
     with pytest.raises(ValueError, match="convolution must be one of"):
         folded.re2_forward(params, ids, ids, convolution="fft")
-    with pytest.raises(ValueError, match="concatenations must be one of"):
-        folded.re2_forward(params, ids, ids, concatenations="interleaved")
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
@@ -864,40 +858,6 @@ def test_precision_measure_on_a_cpu_with_bfloat16_units_times_both_and_keeps_its
             round(float((chosen.argmax(-1) == p32.argmax(-1)).mean()), 4)
             == choice["label_agreement"]
         )
-
-
-@pytest.mark.parametrize(
-    "options", [{"blocks": 3}, {"alignment": "identity", "prediction": "symmetric", "blocks": 3}]
-)
-def test_split_concatenations_form_no_concatenation_along_the_features(options):
-    """concatenations="split" keeps every concatenation's parts apart: in its graph each
-    float ConcatV2 joins along time (the joint pass laying the two texts' alignments end to
-    end), none along the features; "materialised" has concatenations along the features
-    (the augmented residual connection's, the fusion's, the prediction's)."""
-    params = folded.fold_re2(_tiny_model(50, seed=1, **options))
-    ids = tf.TensorSpec([None, None], tf.int32)
-
-    def axes(concatenations):
-        graph = (
-            tf.function(
-                lambda a, b: folded.re2_forward(
-                    params, a, b, convolution="products", concatenations=concatenations
-                )
-            )
-            .get_concrete_function(ids, ids)
-            .graph
-        )
-        found = []
-        for op in graph.get_operations():
-            if op.type == "ConcatV2" and op.outputs[0].dtype == tf.float32:
-                rank = op.outputs[0].shape.rank
-                axis = int(tf.get_static_value(op.inputs[-1])) % rank
-                found.append("features" if axis == rank - 1 else f"axis {axis} of {rank}")
-        return found
-
-    split, materialised = axes("split"), axes("materialised")
-    assert split and set(split) == {"axis 1 of 3"}
-    assert "features" in materialised
 
 
 @pytest.mark.parametrize("taps", [1, 2, 3, 4, 5])

@@ -235,7 +235,7 @@ class FoldedRE2Backend(tf.Module):
             params, folded_lib.structure_of(params), self._dtype, constant_kernels=not xla
         )
 
-    def __call__(self, features, convolution="conv1d", concatenations="materialised"):
+    def __call__(self, features, convolution="conv1d"):
         return folded_lib.re2_forward(
             self.folded.params(),
             features["text1"],
@@ -243,15 +243,13 @@ class FoldedRE2Backend(tf.Module):
             dtype=self._dtype,
             joint=self._joint,
             convolution=convolution,
-            concatenations=concatenations,
         )
 
     def portable(self, features):
         """The same logits with the encoder's convolutions as matrix products
-        (``convolution="products"``) and no concatenation along the features
-        (``concatenations="split"``): what the converters of other runtimes read
+        (``convolution="products"``): what the converters of other runtimes read
         (:mod:`re2_tf.serving.export`'s ``serving_ids_portable``)."""
-        return self(features, convolution="products", concatenations="split")
+        return self(features, convolution="products")
 
 
 class FoldedBertBackend(tf.Module):

@@ -41,9 +41,6 @@ __all__ = ["fold_re2", "re2_forward", "is_re2"]
 #: How :func:`re2_forward` computes the encoder's convolutions.
 CONVOLUTIONS = ("conv1d", "products")
 
-#: How :func:`re2_forward` computes a product of a concatenation along the features.
-CONCATENATIONS = ("materialised", "split")
-
 #: Config keys of the folded parameters (everything else in the dict is an array).
 _STRUCTURE_KEYS = (
     "blocks",
@@ -160,10 +157,6 @@ def _dense_rows(x, kernel, bias, activation=None):
     reshaped to ``[rows, fan_in]``, ``MatMul``, ``BiasAdd``, the activation, and the result
     reshaped back to ``x``'s leading shape.
 
-    ``x`` may be a list of parts whose concatenation along the last axis is the input: then
-    the product is the sum of each part's product with the kernel's rows that see it,
-    ``[x1; x2] W = x1 W[:n1] + x2 W[n1:]``, and no concatenation is formed.
-
     The same function as a product over the last axis of ``x`` and an added bias; in this
     form TensorFlow's graph optimiser (Grappler's remapper, with oneDNN) fuses the bias and a
     ReLU or the tanh-approximated GeLU (``tf.nn.gelu(..., approximate=True)``) into the
@@ -171,35 +164,19 @@ def _dense_rows(x, kernel, bias, activation=None):
     fused products").
 
     Args:
-        x: ``[..., fan_in]``, or a list of parts ``[..., n_i]`` with ``sum(n_i) == fan_in``
-            and one leading shape; kernel: ``[fan_in, units]``; bias: ``[units]``, same dtype.
+        x: ``[..., fan_in]``; kernel: ``[fan_in, units]``; bias: ``[units]``, same dtype.
         activation: ``None`` or an element-wise function.
 
     Returns:
         ``[..., units]``.
-
-    Raises:
-        ValueError: the parts' widths do not add up to the kernel's rows.
     """
-    parts = list(x) if isinstance(x, (list, tuple)) else [x]
-    if sum(part.shape[-1] for part in parts) != kernel.shape[0]:
-        raise ValueError(
-            f"parts of widths {[part.shape[-1] for part in parts]} against a kernel of "
-            f"{kernel.shape[0]} rows"
-        )
-    products, start = [], 0
-    for part in parts:
-        width = part.shape[-1]
-        rows = part if part.shape.rank == 2 else tf.reshape(part, [-1, width])
-        rows_kernel = kernel if len(parts) == 1 else kernel[start : start + width]
-        products.append(tf.matmul(rows, rows_kernel))
-        start += width
-    y = tf.nn.bias_add(products[0] if len(products) == 1 else tf.add_n(products), bias)
+    rows = x if x.shape.rank == 2 else tf.reshape(x, [-1, kernel.shape[0]])
+    y = tf.nn.bias_add(tf.matmul(rows, kernel), bias)
     if activation is not None:
         y = activation(y)
-    if parts[0].shape.rank == 2:
+    if x.shape.rank == 2:
         return y
-    return tf.reshape(y, tf.concat([tf.shape(parts[0])[:-1], [kernel.shape[1]]], 0))
+    return tf.reshape(y, tf.concat([tf.shape(x)[:-1], [kernel.shape[1]]], 0))
 
 
 def _lowest(dtype):
@@ -245,15 +222,7 @@ def _conv_as_products(x, kernel):
     return tf.add_n([tf.matmul(padded[:, j : j + length], kernel[j]) for j in range(taps)])
 
 
-def re2_forward(
-    params,
-    ids1,
-    ids2,
-    dtype=tf.float32,
-    joint=True,
-    convolution="conv1d",
-    concatenations="materialised",
-):
+def re2_forward(params, ids1, ids2, dtype=tf.float32, joint=True, convolution="conv1d"):
     """RE2 logits from folded weights (inference; same equations as ``build_re2``).
 
     Args:
@@ -275,40 +244,22 @@ def re2_forward(
             (``tf.nn.conv1d``, what TensorFlow serves) or ``"products"`` (one matrix product
             per kernel tap, :func:`_conv_as_products`: the same function, in the form the
             other runtimes' converters read, the export's ``serving_ids_portable``).
-        concatenations: how a layer whose input is a concatenation along the features is
-            computed (the augmented residual connection's ``[embedding; x]``, the encoder's
-            output beside its input, the fusion's ``[a; a']``, ``[a; a ∘ a']`` and
-            ``[g12; g3]``, the prediction's features): ``"materialised"`` (the concatenation
-            is formed, then one product) or ``"split"`` (the parts are kept apart and each
-            is multiplied by the kernel rows that see it, summed, :func:`_dense_rows`; the
-            alignment's scores are a sum over the parts and its outputs are per part). The
-            same function and FLOPs; ``"split"`` forms no concatenation along the features
-            at all.
 
     Returns:
         float32 logits ``[batch, num_classes]``.
 
     Raises:
-        ValueError: an unknown ``convolution`` or ``concatenations``.
+        ValueError: an unknown ``convolution``.
 
     Reference: RE2 paper §2 / Eq. 1-7; equations of ``re2_tf.layers`` (cited per step).
     """
     P = params
     if convolution not in CONVOLUTIONS:
         raise ValueError(f"convolution must be one of {CONVOLUTIONS}, got {convolution!r}")
-    if concatenations not in CONCATENATIONS:
-        raise ValueError(f"concatenations must be one of {CONCATENATIONS}, got {concatenations!r}")
     conv = {
         "conv1d": lambda x, kernel: tf.nn.conv1d(x, kernel, stride=1, padding="SAME"),
         "products": _conv_as_products,
     }[convolution]
-
-    # Every feature tensor below is a list of parts along the last axis; "materialised"
-    # concatenates them wherever the layers' equations concatenate, "split" never does.
-    def join(parts):
-        if concatenations == "split" or len(parts) == 1:
-            return list(parts)
-        return [tf.concat(parts, -1)]
 
     def mask_of(ids):  # PaddingMask: 1.0 on tokens, 0.0 on padding, [batch, len, 1]
         return tf.expand_dims(tf.cast(tf.not_equal(ids, 0), dtype), -1)
@@ -320,89 +271,70 @@ def re2_forward(
 
     def encoder(x, mask, i):  # ConvEncoder: x = act(conv(mask * x)) per layer, SAME padding
         for k in range(P["enc_layers"]):
-            kernel = P[f"block{i}/conv{k}/kernel"]
-            if len(x) == 1:
-                y = conv(x[0] * mask, kernel)
-            else:  # conv over [x1; x2] = conv over x1 + conv over x2, the kernel split by rows
-                starts = np.cumsum([0] + [part.shape[-1] for part in x])
-                y = tf.add_n(
-                    [conv(part * mask, kernel[:, s:e]) for part, s, e in zip(x, starts, starts[1:])]
-                )
-            x = [activation(tf.nn.bias_add(y, P[f"block{i}/conv{k}/bias"]))]
+            x = conv(x * mask, P[f"block{i}/conv{k}/kernel"])
+            x = activation(tf.nn.bias_add(x, P[f"block{i}/conv{k}/bias"]))
         return x
 
     def align(a, b, mask_a, mask_b, i, projected=None):  # Alignment, Eq. 2-3
         if projected is not None:
             fa, fb = projected
         elif P["alignment"] == "linear":
-            fa, fb = [dense(a, f"block{i}/align", _gelu)], [dense(b, f"block{i}/align", _gelu)]
+            fa, fb = dense(a, f"block{i}/align", _gelu), dense(b, f"block{i}/align", _gelu)
         else:
             fa, fb = a, b
-        scores = [tf.matmul(pa, pb, transpose_b=True) for pa, pb in zip(fa, fb)]
-        scores = (scores[0] if len(scores) == 1 else tf.add_n(scores)) * P[
-            f"block{i}/align/temperature"
-        ]
+        scores = tf.matmul(fa, fb, transpose_b=True) * P[f"block{i}/align/temperature"]
         pair = tf.matmul(mask_a, mask_b, transpose_b=True) > 0
         attention_a = _masked_softmax(scores, pair, axis=1)  # over positions of a
         attention_b = _masked_softmax(scores, pair, axis=2)  # over positions of b
-        aligned_a = [tf.matmul(attention_b, part) for part in b]
-        aligned_b = [tf.matmul(attention_a, part, transpose_a=True) for part in a]
+        aligned_a = tf.matmul(attention_b, b)
+        aligned_b = tf.matmul(attention_a, a, transpose_a=True)
         return aligned_a, aligned_b
 
     def fuse(x, x_aligned, i):  # Fusion, Eq. 4 (G1/G2 merged, see module docstring)
         f = f"block{i}/fusion"
         if P["fusion"] == "simple":
-            return [dense(join(x + x_aligned), f"{f}/orig", _gelu)]
+            return dense(tf.concat([x, x_aligned], -1), f"{f}/orig", _gelu)
         # GeLU is element-wise: GeLU([g12; g3]) = [GeLU(g12); GeLU(g3)].
-        g12 = _dense_rows(join(x + x_aligned), P[f"{f}/k12"], P[f"{f}/b12"], _gelu)
-        products = [part * part_aligned for part, part_aligned in zip(x, x_aligned)]
-        g3 = _dense_rows(join(x + products), P[f"{f}/k3"], P[f"{f}/b3"], _gelu)
-        return [dense(join([g12, g3]), f"{f}/proj", _gelu)]
+        g12 = _dense_rows(tf.concat([x, x_aligned], -1), P[f"{f}/k12"], P[f"{f}/b12"], _gelu)
+        g3 = _dense_rows(tf.concat([x, x * x_aligned], -1), P[f"{f}/k3"], P[f"{f}/b3"], _gelu)
+        return dense(tf.concat([g12, g3], -1), f"{f}/proj", _gelu)
 
     def connect(x, res, i):  # AugmentedResidualConnection / ResidualConnection (Eq. 1)
         if P["connection"] == "aug":
             if i == 1:
-                return join(res + x)
-            h = x[0].shape[-1]
-            if len(res) > 1:  # split: res is [embedding, previous x], the last part h wide
-                head, last = res[:-1], res[-1]
-            else:
-                head, last = [res[0][..., :-h]], res[0][..., -h:]
-            return join(head + [(last + x[0]) * math.sqrt(0.5)])
-        x, res = join(x)[0], join(res)[0]
+                return tf.concat([res, x], -1)
+            h = x.shape[-1]
+            return tf.concat([res[..., :-h], (res[..., -h:] + x) * math.sqrt(0.5)], -1)
         if f"block{i}/connection/kernel" in P:
             x = dense(x, f"block{i}/connection")
-        return [(x + res) * math.sqrt(0.5)]
+        return (x + res) * math.sqrt(0.5)
 
     if joint and not P["parallel_blocks"]:
         a, b, mask1, mask2 = _joint_blocks(
-            P, ids1, ids2, mask_of, dense, encoder, align, fuse, connect, join
+            P, ids1, ids2, mask_of, dense, encoder, align, fuse, connect
         )
     else:
-        a, b, mask1, mask2 = _separate_blocks(
-            P, ids1, ids2, mask_of, encoder, align, fuse, connect, join
-        )
+        a, b, mask1, mask2 = _separate_blocks(P, ids1, ids2, mask_of, encoder, align, fuse, connect)
 
-    pooled_a = [_masked_max(part, mask1) for part in a]
-    pooled_b = [_masked_max(part, mask2) for part in b]
-    pooled_a, pooled_b = join(pooled_a)[0], join(pooled_b)[0]  # the last fusion's output
+    pooled_a, pooled_b = _masked_max(a, mask1), _masked_max(b, mask2)
     # Prediction, Eq. 5-7 (pair_features order of the release).
     if P["prediction"] == "full":
-        features = [pooled_a, pooled_b, pooled_a * pooled_b, pooled_a - pooled_b]
+        features = tf.concat([pooled_a, pooled_b, pooled_a * pooled_b, pooled_a - pooled_b], -1)
     elif P["prediction"] == "symmetric":
-        features = [pooled_a, pooled_b, pooled_a * pooled_b, tf.abs(pooled_a - pooled_b)]
+        features = tf.concat(
+            [pooled_a, pooled_b, pooled_a * pooled_b, tf.abs(pooled_a - pooled_b)], -1
+        )
     else:
-        features = [pooled_a, pooled_b]
-    hidden = dense(join(features), "pred/dense_1", _gelu)
+        features = tf.concat([pooled_a, pooled_b], -1)
+    hidden = dense(features, "pred/dense_1", _gelu)
     return tf.cast(dense(hidden, "pred/dense_2"), tf.float32)
 
 
-def _separate_blocks(P, ids1, ids2, mask_of, encoder, align, fuse, connect, join):
-    """The blocks of ``build_re2`` applied to each text separately (Figure 1); every feature
-    tensor a list of parts (:func:`re2_forward`'s ``concatenations``)."""
+def _separate_blocks(P, ids1, ids2, mask_of, encoder, align, fuse, connect):
+    """The blocks of ``build_re2`` applied to each text separately (Figure 1)."""
     mask1, mask2 = mask_of(ids1), mask_of(ids2)
-    emb1 = [tf.gather(P["embedding"], ids1)]
-    emb2 = [tf.gather(P["embedding"], ids2)]
+    emb1 = tf.gather(P["embedding"], ids1)
+    emb2 = tf.gather(P["embedding"], ids2)
     a, b = emb1, emb2
     res_a, res_b = a, b
     outs_a, outs_b = [], []
@@ -414,27 +346,25 @@ def _separate_blocks(P, ids1, ids2, mask_of, encoder, align, fuse, connect, join
             res_a, res_b = a, b
         enc_a, enc_b = encoder(a, mask1, i), encoder(b, mask2, i)
         if P["enc_in"]:
-            a, b = join(a + enc_a), join(b + enc_b)
+            a, b = tf.concat([a, enc_a], -1), tf.concat([b, enc_b], -1)
         else:
             a, b = enc_a, enc_b
         align_a, align_b = align(a, b, mask1, mask2, i)
         a, b = fuse(a, align_a, i), fuse(b, align_b, i)
-        outs_a.append(a[0])
-        outs_b.append(b[0])
+        outs_a.append(a)
+        outs_b.append(b)
     if P["parallel_blocks"] and P["blocks"] > 1:
-        a, b = [tf.add_n(outs_a)], [tf.add_n(outs_b)]
+        a, b = tf.add_n(outs_a), tf.add_n(outs_b)
     return a, b, mask1, mask2
 
 
-def _joint_blocks(P, ids1, ids2, mask_of, dense, encoder, align, fuse, connect, join):
+def _joint_blocks(P, ids1, ids2, mask_of, dense, encoder, align, fuse, connect):
     """The same blocks on ``x = [text1; gap; text2]`` (one sequence per pair).
 
     Position-wise layers and convolutions act on ``x`` directly; ``x[:, :len1]`` and
     ``x[:, len1 + gap:]`` are the two texts for the alignment (Eq. 2-3), whose outputs are
     laid end to end again (zeros in the gap) for the fusion. Padding positions inside each
-    text stay where they were, so masks are the concatenated masks. Every feature tensor is
-    a list of parts (:func:`re2_forward`'s ``concatenations``), each split and laid end to
-    end along time on its own.
+    text stay where they were, so masks are the concatenated masks.
     """
     kernel_size = P["block0/conv0/kernel"].shape[0]
     gap = max(kernel_size // 2, 1)
@@ -443,36 +373,25 @@ def _joint_blocks(P, ids1, ids2, mask_of, dense, encoder, align, fuse, connect, 
     ids = tf.concat([ids1, tf.zeros([batch, gap], ids1.dtype), ids2], axis=1)
     mask = mask_of(ids)
     mask1, mask2 = mask[:, :len1], mask[:, len1 + gap :]
-    x = [tf.gather(P["embedding"], ids)]
+    x = tf.gather(P["embedding"], ids)
     res = x
     for i in range(P["blocks"]):
         if i > 0:
             x = connect(x, res, i)
             res = x
         enc = encoder(x, mask, i)
-        x = join(x + enc) if P["enc_in"] else enc
+        x = tf.concat([x, enc], -1) if P["enc_in"] else enc
         if P["alignment"] == "linear":  # project once, then split (Alignment._project)
-            projected = [dense(x, f"block{i}/align", _gelu)]
+            projected = dense(x, f"block{i}/align", _gelu)
         else:
             projected = x
-        a, b = [part[:, :len1] for part in x], [part[:, len1 + gap :] for part in x]
+        a, b = x[:, :len1], x[:, len1 + gap :]
         align_a, align_b = align(
-            a,
-            b,
-            mask1,
-            mask2,
-            i,
-            projected=(
-                [part[:, :len1] for part in projected],
-                [part[:, len1 + gap :] for part in projected],
-            ),
+            a, b, mask1, mask2, i, projected=(projected[:, :len1], projected[:, len1 + gap :])
         )
-        aligned = [
-            tf.concat([part_a, tf.zeros_like(part[:, :gap]), part_b], axis=1)
-            for part_a, part, part_b in zip(align_a, x, align_b)
-        ]
+        aligned = tf.concat([align_a, tf.zeros_like(x[:, :gap]), align_b], axis=1)
         x = fuse(x, aligned, i)
-    return [x[0][:, :len1]], [x[0][:, len1 + gap :]], mask1, mask2
+    return x[:, :len1], x[:, len1 + gap :], mask1, mask2
 
 
 def structure_of(params) -> dict:
