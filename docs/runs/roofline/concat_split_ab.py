@@ -2,7 +2,10 @@
 (``re2_tf.serving.folded.re2_forward(..., concatenations="split")``: each product of a
 concatenation computed as the sum of its parts' products with the kernel split by rows)
 against the revision ``--before`` it, whose portable form formed every concatenation (issue
-51, items 1 and 3; ``docs/performance.md``, "RE2's concatenations as split products").
+51, items 1 and 3; ``docs/performance.md``, "RE2's concatenations as split products: tried
+and reverted"). The change was reverted after this record; the record was made at f369049,
+which has both the change and this script: check it out (``git worktree add <dir> f369049``)
+and run the command there.
 
 The profiles of OpenVINO's bfloat16 RE2 (``runtime_profiles.json``,
 ``runtime_profiles-amx.json``) put ``Concat`` on a reference kernel among the largest nodes
