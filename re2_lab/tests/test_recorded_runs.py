@@ -4223,6 +4223,67 @@ def test_head_major_attention_reading_is_its_records():
     assert f"`AddV2` rise from {b['AddV2']:.2f} to {a['AddV2']:.2f}" in text
 
 
+def test_concat_split_reading_is_its_record():
+    """docs/performance.md's "RE2's concatenations as split products: tried and reverted":
+    concat_split_ab.json's paired ratios for every path, OpenVINO bf16 slower in every round
+    at 512 x 20 but not beyond the unchanged SavedModels' spread, the slow host against
+    portable_ab.json, and the agreement (one changed label of 32 at 8 x 20)."""
+    record = json.loads((RUNS / "roofline" / "concat_split_ab.json").read_text())
+    portable = json.loads((RUNS / "roofline" / "portable_ab.json").read_text())
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert record["cpu"] == "Intel(R) Xeon(R) Processor" and "amx_bf16" in record["cpu_features"]
+    assert f"`{record['command']}`" in text and record["rounds"] == 3
+    assert record["before"].startswith("559216b") and record["after"].startswith("f369049")
+    assert "(run at f369049)" in text and "f369049 computed every product" in text
+    variants = ("RE2 1 block", "RE2 3 blocks")
+    paths = ("XLA", "xla=False", "onnxruntime", "openvino f32", "openvino bf16")
+    for variant in variants:
+        _ratio_rows_read(record, variant, paths, text)
+    ov = {
+        (v, b): _after_over_before(record, v, "openvino bf16", b)
+        for v in variants
+        for b in (8, 512)
+    }
+    assert all(ov[v, 512][1] > 1 for v in variants)
+    assert (
+        "slower in every round at 512 × 20 on both variants "
+        f"({ov[variants[0], 512][1]:.2f} to {ov[variants[0], 512][2]:.2f} and "
+        f"{ov[variants[1], 512][1]:.2f} to {ov[variants[1], 512][2]:.2f}), and at 8 × 20 went "
+        f"from {ov[variants[0], 8][1]:.2f} to {ov[variants[0], 8][2]:.2f} on RE2 1 block and "
+        f"from {ov[variants[1], 8][1]:.2f} to {ov[variants[1], 8][2]:.2f} on RE2 3 blocks"
+    ) in text
+    controls = [
+        r
+        for v in variants
+        for p in ("XLA", "xla=False")
+        for r in _after_over_before(record, v, p, 512)[3]
+    ]
+    assert (
+        f"moved from {min(controls):.2f} to {max(controls):.2f} round by round at 512 × 20" in text
+    )
+    assert min(ov[v, 512][1] for v in variants) < max(controls)  # not beyond the spread
+    here = statistics.median(record["variants"]["RE2 3 blocks"]["before XLA@8"])
+    there = statistics.median(portable["variants"]["RE2 3 blocks"]["before XLA@8"])
+    assert f"took {here:.2f} ms at 8 × 20 here against {there:.2f} in" in text
+    f32, bf16 = _agreement_rows(record)
+    assert all(row["argmax_agreement"] == 1.0 for row in f32)
+    assert f"max |Δp| at most {max(row['max_abs_dp'] for row in f32):.0e})" in text
+    rows = {
+        (v, k): row for v, a in record["agreement"].items() for k, row in a.items() if "bf16" in k
+    }
+    assert (
+        min(row["argmax_agreement"] for (v, k), row in rows.items() if k.endswith("@512")) >= 0.997
+    )
+    changed = {
+        key: row["argmax_agreement"] for key, row in rows.items() if row["argmax_agreement"] < 1
+    }
+    assert {k for k in changed if k[1].endswith("@8")} == {
+        ("RE2 3 blocks", "after openvino bf16@8")
+    }
+    assert round(changed["RE2 3 blocks", "after openvino bf16@8"] * 32) == 31
+    assert "after the change on 31 of RE2 3 blocks' 32 pairs at 8 × 20" in text
+
+
 def test_bf16_xla_head_reading_is_its_records():
     """docs/performance.md's "BERT in bfloat16, its head under XLA": bf16_xla_head_ab.json's
     paired ratios (faster at both shapes in every round, beyond the unchanged paths' spread),
