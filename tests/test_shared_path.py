@@ -133,6 +133,7 @@ def test_evaluate_and_export_serve_the_score(ranker_run, tmp_path):
         f"--export_dir={tmp_path / 'export'}",
         "--xla=false",
         "--precision=fp32",
+        "--serving=savedmodel",  # the serving runtime's choice is tests/test_serving_choice.py's
     )
     import keras
 

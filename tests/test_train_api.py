@@ -549,6 +549,7 @@ def test_custom_task_from_the_command_line(tmp_path):
         f"--export_dir={export_dir}",
         "--precision=fp32",
         "--xla=false",
+        "--serving=savedmodel",  # the serving runtime's choice is tests/test_serving_choice.py's
     )
     assert exported.returncode == 0, exported.stderr[-3000:]
     pairs = tmp_path / "pairs.tsv"
