@@ -89,6 +89,34 @@ PEAK_MEASUREMENTS = 3
 #: worker cannot draw, its first 4 batches cycled, as in the choice); ``fixed``, the first 4
 #: batches cycled for every model (the records made before ``drawn``, which lack the key).
 INPUTS = ("drawn", "fixed")
+#: How a path's ``median_ms`` is made from its ``round_medians_ms`` (``--figure``): the median
+#: of its rounds, as the serving choice makes a candidate's
+#: (:data:`re2_tf.serving.serving_choice.FIGURE`; a host's speed drifts both ways between
+#: processes: ``docs/performance.md``), or the least of them (the records made before the
+#: setting, which lack the key).
+FIGURES = (serving_choice.FIGURE, "least of rounds")
+
+
+def record_figure(record):
+    """How ``record`` made each path's figure from its rounds (:data:`FIGURES`): its
+    ``figure``, or ``least of rounds`` for a record made before the setting."""
+    return record.get("figure", "least of rounds")
+
+
+def figure_of(rounds_ms, figure):
+    """A path's figure from its rounds' medians by ``figure`` (one of :data:`FIGURES`): their
+    median (:func:`re2_tf.serving.serving_choice.median_of_rounds`) or their least.
+
+    Raises:
+        ValueError: ``rounds_ms`` is empty, or ``figure`` is not one of :data:`FIGURES`.
+    """
+    if figure not in FIGURES:
+        raise ValueError(f"figure: one of {FIGURES}, got {figure!r}")
+    if figure == "least of rounds":
+        if len(rounds_ms) == 0:
+            raise ValueError("a path's figure needs at least one round")
+        return min(rounds_ms)
+    return serving_choice.median_of_rounds(rounds_ms)
 
 
 def record_inputs(record):
@@ -145,7 +173,7 @@ def _floors(spec, hparams, featurizers, shapes, peak, step_seconds):
 
 def _model_rows(
     spec, variant, *, threads, shapes, batches, rounds, bf16, peak, step_seconds, tmp, log,
-    inputs_kind,
+    inputs_kind, figure,
 ):  # fmt: skip
     """The rows and the model entry of :func:`report` of one benchmark variant of a model."""
     entry = spec.benchmark[variant]
@@ -268,7 +296,7 @@ def _model_rows(
             row["conversion"] = runtimes.failure(error)
             raise
         row["round_medians_ms"].append(timed["median_ms"])
-        row["median_ms"] = min(row["round_medians_ms"])
+        row["median_ms"] = figure_of(row["round_medians_ms"], figure)
         row["loadavg"] = row.get("loadavg", []) + [os.getloadavg()[0]]
         row["peak_hwm_mib"] = max(row.get("peak_hwm_mib") or 0, timed["peak_hwm_mib"] or 0)
         if "tf_threads" in timed:  # the pools the worker's TensorFlow reports it ran on
@@ -335,9 +363,12 @@ def judge(rows, min_agreement=runtimes.MIN_AGREEMENT):
 
 def close_paths(rows, close=CLOSE):
     """The runtimes of one shape's ``rows`` that agree with the reference (``agrees``; the
-    first row is the reference) and whose ``median_ms`` is at most ``(1 + close)`` times the
-    least such; ``[]`` where fewer than two are (not a close call), as
-    :func:`re2_tf.serving.serving_choice.close_candidates` reads the choice's candidates."""
+    first row is the reference) and whose least round (of ``round_medians_ms``, or
+    ``median_ms`` for a row given without rounds) is at most ``(1 + close)`` times the least
+    such ``median_ms``; ``[]`` where fewer than two are (not a close call), as
+    :func:`re2_tf.serving.serving_choice.close_candidates` reads the choice's candidates (a
+    path whose rounds disagree is in where its fastest round is). In a record whose figure is
+    the least of the rounds (:func:`record_figure`) a row's least round is its figure."""
     timed = [
         r
         for i, r in enumerate(rows)
@@ -346,7 +377,11 @@ def close_paths(rows, close=CLOSE):
     if not timed:
         return []
     best = min(r["median_ms"] for r in timed)
-    found = [r["runtime"] for r in timed if r["median_ms"] <= best * (1 + close)]
+    found = [
+        r["runtime"]
+        for r in timed
+        if min(r.get("round_medians_ms") or [r["median_ms"]]) <= best * (1 + close)
+    ]
     return found if len(found) > 1 else []
 
 
@@ -362,6 +397,7 @@ def report(
     redo=(),
     redo_reason=None,
     inputs="drawn",
+    figure=FIGURES[0],
     argv=(),
     log=print,
     save=None,
@@ -383,8 +419,8 @@ def report(
     ``tf_threads`` and each such row's ``threads``, with the pools the timing process's
     TensorFlow reports per round as the row's ``threads_reported``; the other runtimes on
     ``threads``), and
-    a path's figure is the least of its
-    rounds' medians (a process slowed by the machine is slower, never faster; at a shape, the
+    a path's figure is made from its rounds' medians by ``figure`` (their median, as the
+    serving choice's, by default; at a shape, the
     paths in a close call, :func:`close_paths`, get :data:`CLOSE_ROUNDS` more rounds), on the
     same ``serving_ids`` inputs per shape for every path (``inputs``: :data:`INPUTS`), and
     each path's probabilities on their first 4 batches (the first 4 of
@@ -407,11 +443,14 @@ def report(
         save: ``(record) -> None`` called after each variant (the command writes the JSON).
         inputs: what each timing process is fed, one of :data:`INPUTS` (a setting of the
             record, so a record is continued only with its own).
+        figure: how a path's figure is made from its rounds, one of :data:`FIGURES` (a
+            setting of the record, as ``inputs``).
 
     Returns:
         the record (JSON-serialisable; :func:`markdown` and :func:`table` print it):
         ``command``, ``date``, the CPU (:func:`re2_tf.machine.machine`), ``threads``,
-        ``shapes``, ``batches``, ``rounds``, ``inputs``, ``versions``, ``bf16_units``,
+        ``shapes``, ``batches``, ``rounds``, ``inputs``, ``figure``, ``versions``,
+        ``bf16_units``,
         ``peaks``, ``loadavg`` (1-minute load average at the start and after each variant),
         ``min_agreement`` (the agreement rule's: :func:`judge`), ``models`` (per
         variant: ``default``, ``serving_choice``, ``tf_threads``, ``floors``, ``peaks``,
@@ -420,7 +459,8 @@ def report(
 
     Raises:
         KeyError: an unknown model. MissingPackageError: OpenVINO, ONNX Runtime or tf2onnx
-        is not installed. ValueError: ``inputs`` is not one of :data:`INPUTS`; ``resume`` was
+        is not installed. ValueError: ``inputs`` is not one of :data:`INPUTS` or ``figure``
+        of :data:`FIGURES`; ``resume`` was
         made with other settings or on another
         CPU, or this run's measured peaks are more than :data:`PEAK_TOLERANCE` from the record's
         (nothing but the peaks is measured).
@@ -432,17 +472,20 @@ def report(
         runtimes.require(package)
     if inputs not in INPUTS:
         raise ValueError(f"inputs: one of {INPUTS}, got {inputs!r}")
+    if figure not in FIGURES:
+        raise ValueError(f"figure: one of {FIGURES}, got {figure!r}")
     settings = {
         "threads": threads,
         "shapes": [list(s) for s in shapes],
         "batches": batches,
         "rounds": rounds,
         "inputs": inputs,
+        "figure": figure,
     }
     if resume:
         record = resume
         here = {**machine(), "bf16_units": runtimes.cpu_has_bf16()}
-        made = {**record, "inputs": record_inputs(record)}
+        made = {**record, "inputs": record_inputs(record), "figure": record_figure(record)}
         changed = {k: (made.get(k), v) for k, v in {**settings, **here}.items() if made.get(k) != v}
         if changed:
             raise ValueError(
@@ -490,7 +533,7 @@ def report(
                     spec, variant, threads=threads, shapes=shapes, batches=batches,
                     rounds=rounds, bf16=record["bf16_units"], peak=peak,
                     step_seconds=step_seconds, tmp=tmp, log=log,
-                    inputs_kind=record_inputs(record),
+                    inputs_kind=record_inputs(record), figure=record_figure(record),
                 )  # fmt: skip
             model["peaks"] = peak
             replace_variant(record, model, rows, os.getloadavg()[0])
@@ -582,7 +625,8 @@ def _header(record, history=True):
     shapes = " and ".join(f"{b}×{n}" for b, n in record["shapes"])
     return (
         f"{describe_machine(record)}; {record['threads']} thread(s); batches {shapes}; per "
-        f"path the least of {record.get('rounds', 1)} round(s)' medians (each round a fresh "
+        f"path the {record_figure(record).split()[0]} of {record.get('rounds', 1)} round(s)' "
+        "medians (each round a fresh "
         f"process per path, in turn; {record['batches']} batches at batch ≤ 64 and "
         f"{benchmarking.timed_batches(512, record['batches'])} above, "
         + _inputs_text(record)
@@ -871,8 +915,15 @@ def _paired_text(default_row, fastest_row):
     if paired is None:
         return ""
     mean, low, high, n = paired
-    # never all below 0 here: the default's least round would then be under the fastest's
-    verdict = "no difference detected" if low <= 0 else "the default is slower"
+    # all below 0 only where the figure is not the least round (the median of 4 rounds of a
+    # close call need not order as their mean)
+    verdict = (
+        "the default is slower"
+        if low > 0
+        else "the default is faster"
+        if high < 0
+        else "no difference detected"
+    )
     return (
         f"; round by round, default − fastest {mean:+.2f} ms, 95 % interval {low:+.2f} to "
         f"{high:+.2f} ms at n = {n} rounds: {verdict}"

@@ -58,6 +58,14 @@ def define_flags(flag_values=FLAGS):
         "made so).",
         flag_values=flag_values,
     )
+    flags.DEFINE_enum(
+        "figure",
+        "median",
+        ["median", "least"],
+        "A path's figure from its rounds' medians: their median, as the serving choice makes "
+        "a candidate's; least, the least of them (to continue a record made so).",
+        flag_values=flag_values,
+    )
     flags.DEFINE_integer(
         "threads", 2, "Intra-op threads of every timed process.", flag_values=flag_values
     )
@@ -103,6 +111,7 @@ def main(argv):
             redo=FLAGS.redo,
             redo_reason=FLAGS.redo_reason,
             inputs=FLAGS.inputs,
+            figure=f"{FLAGS.figure} of rounds",
             argv=sys.argv[1:],
             save=(lambda r: write_record(FLAGS.json_out, r)) if FLAGS.json_out else None,
         )

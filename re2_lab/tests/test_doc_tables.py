@@ -1084,6 +1084,11 @@ def test_a_close_call_in_the_runtimes_record_is_the_agreeing_paths_near_the_fast
     assert runtimes.close_paths(rows, 0.01) == []  # only the fastest: not a close call
     assert runtimes.close_paths(rows[:1] + rows[3:], 0.5) == ["savedmodel (XLA)", "openvino f32"]
     assert runtimes.close_paths(rows[5:], 0.2) == []
+    # a path whose rounds disagree is in where its fastest round is (the choice's rule): a
+    # median of 6.0 ms is 30 % above 4.6, its 5.0 ms round within 20 %
+    split = dict(row("tflite", 6.0), round_medians_ms=[5.0, 7.0])
+    assert runtimes.close_paths(rows[:2] + [split], 0.2) == ["onnxruntime", "tflite"]
+    assert runtimes.close_paths(rows[:2] + [split], 0.05) == []
     record = {
         "cpu": "AMD EPYC", "cpu_features": [], "cpu_count": 2, "date": "2026-11-28",
         "threads": 2, "shapes": [[8, 20]], "batches": 100, "rounds": 2, "versions": {},
@@ -1209,6 +1214,26 @@ def test_a_phases_block_counts_slowed_processes_and_batches(tmp_path):
     assert "Command: `python docs/runs/runtimes/phases.py --cycles=3`." in text
 
 
+def test_a_paths_figure_is_the_median_or_the_least_of_its_rounds_as_the_record_says():
+    from re2_lab import runtimes
+
+    # by hand: the median of 10 and 25 is their mean; of three, the middle one
+    assert runtimes.figure_of([10.0, 25.0], "median of rounds") == 17.5
+    assert runtimes.figure_of([800.0, 810.0, 805.0], "median of rounds") == 805.0
+    assert runtimes.figure_of([10.0, 25.0], "least of rounds") == 10.0
+    with pytest.raises(ValueError, match="figure: one of"):
+        runtimes.figure_of([1.0], "mean of rounds")
+    with pytest.raises(ValueError, match="at least one round"):
+        runtimes.figure_of([], "least of rounds")
+    with pytest.raises(ValueError, match="at least one round"):
+        runtimes.figure_of([], "median of rounds")
+    # a record made before the setting took the least; a new one says which
+    assert runtimes.record_figure({}) == "least of rounds"
+    assert runtimes.record_figure({"figure": "median of rounds"}) == "median of rounds"
+    record = {**_runtimes_record(), "figure": "median of rounds"}
+    assert "; per path the median of 2 round(s)' medians (each round" in runtimes._header(record)
+
+
 def test_a_runtimes_record_resumes_only_on_the_cpu_it_was_made_on(tmp_path):
     """A killed runtimes run continues only where its rows can be compared: a record made on
     another CPU (or with bfloat16 units where this one has none) is refused before anything
@@ -1245,8 +1270,12 @@ def test_a_runtimes_record_resumes_only_on_the_cpu_it_was_made_on(tmp_path):
         runtimes.report(["match_srnn"], shapes=[(8, 20)],
                         resume={**here, **cycled, "models": [], "rows": []})  # fmt: skip
     assert "'inputs': ('fixed', 'drawn')" in str(error.value)
+    # ... and took each path's least round: continued only so
+    assert "'figure': ('least of rounds', 'median of rounds')" in str(error.value)
     with pytest.raises(ValueError, match="inputs: one of"):
         runtimes.report(["match_srnn"], shapes=[(8, 20)], inputs="random")
+    with pytest.raises(ValueError, match="figure: one of"):
+        runtimes.report(["match_srnn"], shapes=[(8, 20)], figure="mean of rounds")
     # a host of the same name and features at another speed: its peaks are measured first,
     # and a record made at 1 PFLOP/s on 2 cores is not this CPU's
     made = {**here, **cycled, "models": [], "rows": []}  # continued with --inputs=fixed
@@ -1254,6 +1283,7 @@ def test_a_runtimes_record_resumes_only_on_the_cpu_it_was_made_on(tmp_path):
     log, saved = [], []
     with pytest.raises(ValueError, match="measured peaks differ") as error:
         runtimes.report(["match_srnn"], shapes=[(8, 20)], resume=made, log=log.append,
-                        save=saved.append, inputs="fixed")  # fmt: skip
+                        save=saved.append, inputs="fixed",
+                        figure="least of rounds")  # fmt: skip
     assert "float32" in str(error.value) and saved == []
     assert all("thread settings stay" in line for line in log)  # nothing timed
