@@ -1227,6 +1227,16 @@ def test_a_paths_figure_is_the_median_or_the_least_of_its_rounds_as_the_record_s
         runtimes.figure_of([], "least of rounds")
     with pytest.raises(ValueError, match="at least one round"):
         runtimes.figure_of([], "median of rounds")
+    # by hand: the default 1.0 ms under the fastest in each of 4 rounds (no spread): its
+    # interval lies below 0, which a median figure allows and a least one did not
+    default, fastest = (
+        {"round_medians_ms": [1.0, 1.2, 0.8, 1.0]},
+        {"round_medians_ms": [2.0, 2.2, 1.8, 2.0]},
+    )
+    assert runtimes._paired_text(default, fastest) == (
+        "; round by round, default − fastest -1.00 ms, 95 % interval -1.00 to -1.00 ms at "
+        "n = 4 rounds: the default is faster"
+    )
     # a record made before the setting took the least; a new one says which
     assert runtimes.record_figure({}) == "least of rounds"
     assert runtimes.record_figure({"figure": "median of rounds"}) == "median of rounds"
