@@ -1135,12 +1135,7 @@ def test_the_runtimes_record_is_its_serving_choices_and_its_floors(name):
             assert entry["default"][key] == names[(best["backend"], best["precision"])], key
             for c in candidates:  # the choice's figure by hand: median (e39791b) or least
                 if "median_ms" in c:
-                    rounds = c["rounds_ms"][key]
-                    if choice.get("figure") == "median of rounds":
-                        assert c["median_ms"][key] == round(statistics.median(rounds), 3)
-                    else:
-                        assert "figure" not in choice
-                        assert c["median_ms"][key] == min(rounds)
+                    assert c["median_ms"][key] == _figure_by_hand(choice)(c["rounds_ms"][key])
             floors = entry["floors"][key]
             for precision, ms in floors["flop_floor_ms"].items():
                 peak = entry.get("peaks", record["peaks"])[precision]
@@ -1155,15 +1150,7 @@ def test_the_runtimes_record_is_its_serving_choices_and_its_floors(name):
     by_shape = {}
     for row in record["rows"]:
         by_shape.setdefault((row["model"], row["batch"]), []).append(row)
-    # a path's figure from its rounds, by hand: the median (rounded to the microsecond, as
-    # recorded) or, in a record made before the setting, the least
-    if record.get("figure") == "median of rounds":
-
-        def figure(rounds_ms):
-            return round(statistics.median(rounds_ms), 3)
-    else:
-        assert "figure" not in record
-        figure = min
+    figure = _figure_by_hand(record)
     for (model, _), rows in by_shape.items():
         extra = {}
         if model in close_rounds:  # the record's close calls, recomputed from its rounds
@@ -1183,6 +1170,16 @@ def test_the_runtimes_record_is_its_serving_choices_and_its_floors(name):
                 assert len(row["round_medians_ms"]) == record["rounds"] + extra.get(
                     row["runtime"], 0
                 )
+
+
+def _figure_by_hand(made):
+    """How a record or a serving choice made a figure from its rounds' medians, by hand: the
+    median (rounded to the microsecond, as recorded) where it says ``median of rounds``, else
+    (made before the setting, so without the key) the least."""
+    if made.get("figure") == "median of rounds":
+        return lambda rounds_ms: round(statistics.median(rounds_ms), 3)
+    assert "figure" not in made
+    return min
 
 
 def _check_parts_within_tolerance(record):
@@ -4284,13 +4281,14 @@ def test_concat_split_reading_is_its_record():
     f32 = _agreement_rows(record)[0]
     assert all(row["argmax_agreement"] == 1.0 for row in f32)
     assert f"max |Δp| at most {max(row['max_abs_dp'] for row in f32):.0e})" in text
-    assert "OpenVINO bf16 on at least 99.7 % of the 2,048 pairs at 512 × 20 on both sides" in text
     rows = {
         (v, k): row for v, a in record["agreement"].items() for k, row in a.items() if "bf16" in k
     }
+    least = min(row["argmax_agreement"] for (v, k), row in rows.items() if k.endswith("@512"))
     assert (
-        min(row["argmax_agreement"] for (v, k), row in rows.items() if k.endswith("@512")) >= 0.997
-    )
+        f"OpenVINO bf16 on at least {math.floor(least * 1000) / 10:.1f} % of the 2,048 pairs at "
+        "512 × 20 on both sides"
+    ) in text
     changed = {
         key: row["argmax_agreement"] for key, row in rows.items() if row["argmax_agreement"] < 1
     }
